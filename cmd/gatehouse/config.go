@@ -1,0 +1,81 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+)
+
+// config is every setting of DESIGN.md's configuration table. Environment variables set
+// the defaults; flags of the same name (lower case, dashes) override them.
+type config struct {
+	DatabaseURL        string
+	DataDir            string
+	Addr               string
+	SecretKey          string
+	LogLevel           string
+	AdminEmail         string
+	AdminPassword      string
+	BootstrapAPIToken  string
+	BootstrapClientKey string
+	RedisURL           string
+	ClusterFailMode    string
+	Demo               bool
+}
+
+// newFlagSet returns a flag set for a command whose flags mirror the environment, with
+// defaults read through getenv.
+func newFlagSet(name string, cfg *config, getenv func(string) string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	env := func(key, def string) string {
+		if v := getenv(key); v != "" {
+			return v
+		}
+		return def
+	}
+	fs.StringVar(&cfg.DatabaseURL, "database-url", env("GATEHOUSE_DATABASE_URL", ""), "Postgres URL (GATEHOUSE_DATABASE_URL); unset = managed local Postgres")
+	fs.StringVar(&cfg.DataDir, "data-dir", env("GATEHOUSE_DATA_DIR", "./gatehouse-data"), "managed Postgres cluster and generated secrets (GATEHOUSE_DATA_DIR)")
+	fs.StringVar(&cfg.LogLevel, "log-level", env("GATEHOUSE_LOG_LEVEL", "info"), "debug, info, warn or error (GATEHOUSE_LOG_LEVEL)")
+	fs.StringVar(&cfg.SecretKey, "secret-key", env("GATEHOUSE_SECRET_KEY", ""), "32 bytes, hex or base64 (GATEHOUSE_SECRET_KEY); generated into the data dir when managed")
+	return fs
+}
+
+// addServeFlags adds the flags only serve has.
+func addServeFlags(fs *flag.FlagSet, cfg *config, getenv func(string) string) {
+	env := func(key, def string) string {
+		if v := getenv(key); v != "" {
+			return v
+		}
+		return def
+	}
+	fs.StringVar(&cfg.Addr, "addr", env("GATEHOUSE_ADDR", "127.0.0.1:8080"), "listen address (GATEHOUSE_ADDR)")
+	fs.StringVar(&cfg.AdminEmail, "admin-email", env("GATEHOUSE_ADMIN_EMAIL", "admin@localhost"), "the admin --demo creates (GATEHOUSE_ADMIN_EMAIL)")
+	fs.StringVar(&cfg.AdminPassword, "admin-password", env("GATEHOUSE_ADMIN_PASSWORD", ""), "its password; generated and printed once when unset (GATEHOUSE_ADMIN_PASSWORD)")
+	fs.StringVar(&cfg.BootstrapAPIToken, "bootstrap-api-token", env("GATEHOUSE_BOOTSTRAP_API_TOKEN", ""), "make sure an admin API token with this secret exists (GATEHOUSE_BOOTSTRAP_API_TOKEN)")
+	fs.StringVar(&cfg.BootstrapClientKey, "bootstrap-client-key", env("GATEHOUSE_BOOTSTRAP_CLIENT_KEY", ""), "make sure a client key with this secret exists (GATEHOUSE_BOOTSTRAP_CLIENT_KEY)")
+	fs.StringVar(&cfg.RedisURL, "redis-url", env("GATEHOUSE_REDIS_URL", ""), "cluster mode (GATEHOUSE_REDIS_URL); not supported yet")
+	fs.StringVar(&cfg.ClusterFailMode, "cluster-fail-mode", env("GATEHOUSE_CLUSTER_FAIL_MODE", "fail-open"), "fail-open or fail-closed (GATEHOUSE_CLUSTER_FAIL_MODE)")
+	fs.BoolVar(&cfg.Demo, "demo", false, "managed Postgres, an admin, a client key, a fake upstream with demo connections")
+}
+
+// newLogger returns the process logger: JSON unless stderr is a terminal.
+func newLogger(level string, stderr io.Writer) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(strings.ToLower(level))); err != nil {
+		return nil, fmt.Errorf("GATEHOUSE_LOG_LEVEL %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
+		return slog.New(slog.NewTextHandler(stderr, opts)), nil
+	}
+	return slog.New(slog.NewJSONHandler(stderr, opts)), nil
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/handlers"
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+const (
+	// reloadDebounce merges a burst of NOTIFYs into one reload.
+	reloadDebounce = 50 * time.Millisecond
+	// fullReloadEvery is the safety net for a notification lost while reconnecting.
+	fullReloadEvery = 30 * time.Second
+)
+
+// configLoader keeps the gateway's configuration and the client-key set in step with
+// the database: a full load at start, one per NOTIFY gatehouse_config (debounced), one
+// after every reconnect of the listener and one every fullReloadEvery. While the
+// database is away the last good snapshot stays in force.
+type configLoader struct {
+	st  *store.Store
+	gw  *gateway.Gateway
+	log *slog.Logger
+
+	keys     atomic.Pointer[map[[32]byte]struct{}]
+	loadedAt atomic.Int64 // unix nanos of the last successful load
+	failing  atomic.Bool  // the last load attempt failed
+
+	mu sync.Mutex // serialises reloads
+}
+
+func newConfigLoader(st *store.Store, log *slog.Logger) *configLoader {
+	l := &configLoader{st: st, log: log}
+	empty := map[[32]byte]struct{}{}
+	l.keys.Store(&empty)
+	return l
+}
+
+// authenticate reports whether secret is a known client key. It hashes once and reads
+// an in-memory set: no database round trip per request.
+func (l *configLoader) authenticate(secret string) bool {
+	if secret == "" {
+		return false
+	}
+	_, ok := (*l.keys.Load())[sha256.Sum256([]byte(secret))]
+	return ok
+}
+
+// reload loads everything and applies it.
+func (l *configLoader) reload(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cfg, err := l.st.LoadGatewayConfig(ctx)
+	if err == nil {
+		var hashes [][32]byte
+		hashes, err = l.st.ClientKeyHashes(ctx)
+		if err == nil {
+			set := make(map[[32]byte]struct{}, len(hashes))
+			for _, h := range hashes {
+				set[h] = struct{}{}
+			}
+			l.keys.Store(&set)
+		}
+	}
+	if err != nil {
+		l.failing.Store(true)
+		return fmt.Errorf("reload config: %w", err)
+	}
+	l.gw.Apply(l.gatewayConfig(cfg))
+	l.loadedAt.Store(time.Now().UnixNano())
+	l.failing.Store(false)
+	return nil
+}
+
+// gatewayConfig turns store rows into the gateway's snapshot. Stored overrides are read
+// fail-open: a malformed part means "no cap" and a warning, never a failed load.
+func (l *configLoader) gatewayConfig(cfg store.GatewayConfig) gateway.Config {
+	settings, warnings := limits.NormalizeSettings(cfg.Settings.Data)
+	for _, w := range warnings {
+		l.log.Warn("stored settings are malformed; ignoring the bad part", slog.String("problem", w))
+	}
+	out := gateway.Config{Settings: settings, Connections: make([]gateway.Connection, 0, len(cfg.Connections))}
+	for _, c := range cfg.Connections {
+		ov, warnings := limits.Normalize(c.RateLimitOverrides)
+		for _, w := range warnings {
+			l.log.Warn("stored rate-limit overrides are malformed; ignoring the bad part",
+				slog.String("connection", c.Name), slog.String("problem", w))
+		}
+		out.Connections = append(out.Connections, gateway.Connection{
+			ID: c.ID, Name: c.Name, Provider: c.Provider, APIStyle: c.APIStyle, BaseURL: c.BaseURL,
+			APIKey: c.APIKey, Models: c.Models, Priority: c.Priority, Enabled: c.Enabled, Overrides: ov,
+		})
+	}
+	return out
+}
+
+// run keeps the configuration current until ctx is done.
+func (l *configLoader) run(ctx context.Context) {
+	kick := make(chan struct{}, 1)
+	trigger := func() {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = l.st.ListenConfig(ctx, trigger) })
+	defer wg.Wait()
+
+	ticker := time.NewTicker(fullReloadEvery)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		case <-kick:
+			// Debounce: a burst of writes becomes one reload.
+			t := time.NewTimer(reloadDebounce)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		if err := l.reload(ctx); err != nil && ctx.Err() == nil {
+			l.log.Warn("config reload failed; serving the last good config", slog.Any("error", err))
+		}
+	}
+}
+
+// ready reports readiness for /readyz: ready once a config has been loaded, also while
+// the database is away (the detail says how stale the config is).
+func (l *configLoader) ready() (bool, string) {
+	at := l.loadedAt.Load()
+	if at == 0 {
+		return false, "not ready: no gateway config loaded yet"
+	}
+	age := time.Since(time.Unix(0, at)).Round(time.Second)
+	if l.failing.Load() {
+		return true, fmt.Sprintf("ready: database unreachable; serving the config loaded %s ago", age)
+	}
+	return true, fmt.Sprintf("ready: config loaded %s ago", age)
+}
+
+// gatesView adapts the gateway's snapshot to the API's /api/v1/gates shape.
+type gatesView struct{ gw *gateway.Gateway }
+
+func (v gatesView) GatesSnapshot() handlers.GatesView {
+	snap := v.gw.Snapshot()
+	out := handlers.GatesView{
+		Gates:       make([]handlers.GateView, 0, len(snap.Gates)),
+		Connections: make([]handlers.ConnectionLive, 0, len(snap.Connections)),
+	}
+	for _, g := range snap.Gates {
+		out.Gates = append(out.Gates, handlers.GateView{
+			Key: g.Key, Level: g.Level, Cap: g.Cap, InFlight: g.InFlight, Queued: g.Queued,
+			Admitted: g.Admitted, Timeouts: g.Timeouts, QueueFull: g.QueueFull, Cancels: g.Cancels,
+			WaitMsTotal: g.WaitTotal.Milliseconds(),
+		})
+	}
+	for _, c := range snap.Connections {
+		cl := handlers.ConnectionLive{ID: c.ID, Name: c.Name, Health: c.Health, Reason: c.Reason, Budgets: map[string]handlers.BudgetView{}}
+		if !c.Until.IsZero() {
+			u := c.Until
+			cl.Until = &u
+		}
+		out.Connections = append(out.Connections, cl)
+	}
+	return out
+}
+
+func (v gatesView) ResetHealth(id string) bool { return v.gw.ResetHealth(id) }

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/handlers"
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// shutdownGrace bounds how long in-flight requests and streams may run after a signal.
+const shutdownGrace = 8 * time.Second
+
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var cfg config
+	fs := newFlagSet("serve", &cfg, getenv, stderr)
+	addServeFlags(fs, &cfg, getenv)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	logger, err := newLogger(cfg.LogLevel, stderr)
+	if err != nil {
+		return err
+	}
+	if cfg.RedisURL != "" {
+		// Refuse rather than silently run with per-process caps: a cap of 4 would become
+		// 4 × replicas, the very burst the cap exists to prevent.
+		return errors.New("GATEHOUSE_REDIS_URL is set, but cluster mode is not implemented yet; unset it to run a single process")
+	}
+	if cfg.Demo && cfg.DatabaseURL != "" {
+		logger.Info("demo mode with GATEHOUSE_DATABASE_URL: using that database instead of a managed one")
+	}
+
+	db, err := openDatabase(ctx, &cfg, false, logger)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := db.Close(context.WithoutCancel(ctx)); err != nil {
+			logger.Error("stop database", slog.Any("error", err))
+		}
+	}()
+	st := db.store
+
+	if err := bootstrap(ctx, st, &cfg, stdout); err != nil {
+		return err
+	}
+
+	var bg sync.WaitGroup
+	defer bg.Wait()
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+
+	if cfg.Demo {
+		demo, err := startDemo(runCtx, st, &cfg, stdout, logger)
+		if err != nil {
+			return err
+		}
+		defer demo.Close()
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	loader := newConfigLoader(st, logger)
+	gw := gateway.New(gateway.Options{Logger: logger, Registerer: reg, Authenticate: loader.authenticate})
+	defer gw.Close()
+	loader.gw = gw
+	if err := loader.reload(ctx); err != nil {
+		logger.Warn("initial config load failed; retrying in the background", slog.Any("error", err))
+	}
+	bg.Go(func() { loader.run(runCtx) })
+
+	srv := handlers.New(handlers.Deps{
+		Store:     st,
+		Logger:    logger,
+		SecretKey: db.secretKey,
+		Gateway:   gw,
+		Gates:     gatesView{gw: gw},
+		Metrics:   promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Ready:     loader.ready,
+	})
+	httpSrv := &http.Server{
+		Addr:              cfg.Addr,
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	logger.Info("gatehouse serving", slog.String("addr", ln.Addr().String()))
+	fmt.Fprintf(stdout, "Gatehouse is listening on http://%s\n", ln.Addr())
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpSrv.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	if err := httpSrv.Shutdown(shutCtx); err != nil {
+		// Streams still running past the grace period are cut; their permits are
+		// released as their handlers return.
+		logger.Warn("graceful shutdown timed out; closing remaining connections", slog.Any("error", err))
+		_ = httpSrv.Close()
+	}
+	cancelRun()
+	return nil
+}
+
+// bootstrap makes sure the demo admin and the bootstrap API token and client key exist.
+func bootstrap(ctx context.Context, st *store.Store, cfg *config, stdout io.Writer) error {
+	if cfg.Demo {
+		password := cfg.AdminPassword
+		generated := password == ""
+		if generated {
+			password = randomPassword()
+		}
+		created, err := st.EnsureUser(ctx, cfg.AdminEmail, password, store.RoleAdmin)
+		if err != nil {
+			return fmt.Errorf("demo admin: %w", err)
+		}
+		switch {
+		case created && generated:
+			fmt.Fprintf(stdout, "Admin user: %s  password: %s  (shown once; set GATEHOUSE_ADMIN_PASSWORD to choose it)\n", cfg.AdminEmail, password)
+		case created:
+			fmt.Fprintf(stdout, "Admin user: %s (password from GATEHOUSE_ADMIN_PASSWORD)\n", cfg.AdminEmail)
+		default:
+			fmt.Fprintf(stdout, "Admin user: %s (exists already; its password is unchanged)\n", cfg.AdminEmail)
+		}
+	}
+	if cfg.BootstrapAPIToken != "" {
+		if _, err := st.EnsureAPIToken(ctx, "bootstrap", cfg.BootstrapAPIToken, store.RoleAdmin); err != nil {
+			return fmt.Errorf("GATEHOUSE_BOOTSTRAP_API_TOKEN: %w", err)
+		}
+	}
+	if cfg.BootstrapClientKey != "" {
+		if _, err := st.EnsureClientKey(ctx, "bootstrap", cfg.BootstrapClientKey); err != nil {
+			return fmt.Errorf("GATEHOUSE_BOOTSTRAP_CLIENT_KEY: %w", err)
+		}
+	}
+	return nil
+}

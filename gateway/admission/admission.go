@@ -1,0 +1,471 @@
+// Package admission holds Gatehouse's concurrency gates: a Controller admits a
+// request only when every gate on its path has room, takes one slot in each
+// at once, and queues the rest fairly (FIFO per gate, no head-of-line
+// blocking across keys) until they are admitted, time out, or are cancelled.
+//
+// docs/ADMISSION.md describes the algorithm and why it is correct.
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// maxPath is the longest path a request may name: four levels in practice.
+const maxPath = 8
+
+// Request asks for one slot in every gate of its path.
+type Request struct {
+	// Gates is the path, outermost first. An empty path is admitted at once.
+	Gates []GateRef
+	// MaxWait bounds the wait; when it runs out Acquire returns an *Error
+	// with CodeTimeout. 0 (or less) sets no bound of its own. The context's
+	// deadline bounds the wait too: whichever comes first ends it, and a
+	// context that ends returns ctx.Err(), counted as a cancel.
+	MaxWait time.Duration
+	// QueueKey names the gate whose waiters MaxQueueDepth counts: every
+	// waiter whose path includes that gate, wherever it is parked. Empty
+	// means the path's first gate of level "connection", else its last gate.
+	QueueKey string
+	// MaxQueueDepth is how many such waiters may exist; a request that
+	// would have to wait when there are already that many is rejected at
+	// once with CodeQueueFull. 0 = unbounded.
+	MaxQueueDepth int
+}
+
+// Options configures a Controller; the zero value is ready to use.
+type Options struct {
+	// Now is the clock (default time.Now). Waits themselves use real timers.
+	Now func() time.Time
+	// Ledger keeps slot counts (default NewMemoryLedger()).
+	Ledger Ledger
+	// DefaultHold is the hold time assumed for a gate before any release has
+	// been observed on it, for EstimateWait and RetryAfter (default 1s).
+	DefaultHold time.Duration
+}
+
+// Controller admits requests through gates. It is safe for concurrent use.
+type Controller struct {
+	mu          sync.Mutex
+	now         func() time.Time
+	ledger      Ledger
+	defaultHold time.Duration
+	gates       map[string]*gate
+	seq         uint64
+	waiters     int // waiters parked anywhere
+	free        []*waiter
+	totals      Totals
+	// scratch for ledger calls, so nothing on the hot path allocates
+	ids, caps [maxPath]int
+}
+
+// New returns a Controller with no caps: every gate is uncapped until SetCaps.
+func New(opts Options) *Controller {
+	c := &Controller{
+		now:         opts.Now,
+		ledger:      opts.Ledger,
+		defaultHold: opts.DefaultHold,
+		gates:       make(map[string]*gate),
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.ledger == nil {
+		c.ledger = NewMemoryLedger()
+	}
+	if c.defaultHold <= 0 {
+		c.defaultHold = time.Second
+	}
+	return c
+}
+
+// Acquire waits until every gate on req's path has room, takes one slot in
+// each, and returns the Permit that holds them. It returns an *Error (matching
+// ErrTimeout or ErrQueueFull) when it gives up, ctx.Err() when ctx ends first,
+// and a plain error for a malformed path (more than 8 gates, a gate twice).
+// If ctx is already done but every gate has room, Acquire may still succeed.
+//
+// The Permit does not escape into the heap unless the caller lets it, so a
+// caller that keeps it on its stack acquires and releases without allocating.
+func (c *Controller) Acquire(ctx context.Context, req Request) (p *Permit, err error) {
+	p = &Permit{}
+	if err = c.acquire(ctx, &req, p); err != nil {
+		p = nil
+	}
+	return p, err
+}
+
+// TryAcquire admits req only if it can be admitted right now: every gate on
+// its path has room, which also means no earlier waiter could use those slots
+// (waiters are parked only on full gates). It never waits and counts nothing
+// when it fails.
+func (c *Controller) TryAcquire(req Request) (*Permit, bool) {
+	p := &Permit{}
+	if !c.tryAcquire(&req, p) {
+		return nil, false
+	}
+	return p, true
+}
+
+func (c *Controller) acquire(ctx context.Context, req *Request, p *Permit) error {
+	c.mu.Lock()
+	w, err := c.submit(ctx, req, p)
+	c.mu.Unlock()
+	if err != nil || w == nil {
+		return err
+	}
+	return c.wait(ctx, req, w, p)
+}
+
+func (c *Controller) tryAcquire(req *Request, p *Permit) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, err := c.resolve(req.Gates, &p.gates)
+	if err != nil {
+		return false
+	}
+	if n == 0 || c.tryTake(p.gates[:n]) < 0 {
+		c.grant(p, n)
+		return true
+	}
+	return false
+}
+
+// submit admits req into p at once if every gate has room, or parks it and
+// returns its waiter, or rejects it. c.mu must be held.
+func (c *Controller) submit(ctx context.Context, req *Request, p *Permit) (*waiter, error) {
+	n, err := c.resolve(req.Gates, &p.gates)
+	if err != nil {
+		return nil, err
+	}
+	blocked := -1
+	if n > 0 {
+		blocked = c.tryTake(p.gates[:n])
+	}
+	if blocked < 0 {
+		c.grant(p, n)
+		return nil, nil
+	}
+	g := p.gates[blocked]
+	qg := c.queueGate(req, p.gates[:n])
+	if req.MaxQueueDepth > 0 && qg.waiting >= req.MaxQueueDepth {
+		qg.queueFull++
+		c.totals.QueueFull++
+		return nil, &Error{
+			Code:       CodeQueueFull,
+			Gate:       GateRef{Level: qg.level, Key: qg.key},
+			RetryAfter: c.retryAfter(g, qg.waiting),
+		}
+	}
+	if ctx != nil {
+		if err := ctx.Err(); err != nil {
+			g.cancels++
+			c.totals.Cancels++
+			return nil, err
+		}
+	}
+	w := c.newWaiter()
+	c.seq++
+	w.seq = c.seq
+	w.path = p.gates
+	w.n = n
+	w.queueGate = qg
+	w.start = c.now()
+	if req.MaxWait > 0 {
+		w.deadline = w.start.Add(req.MaxWait)
+	}
+	for _, pg := range w.path[:n] {
+		pg.waiting++
+	}
+	c.waiters++
+	w.on = g
+	g.queue.push(w)
+	return w, nil
+}
+
+// wait blocks until w is admitted, times out or ctx ends.
+func (c *Controller) wait(ctx context.Context, req *Request, w *waiter, p *Permit) error {
+	var timeout <-chan time.Time
+	if req.MaxWait > 0 {
+		if w.timer == nil {
+			w.timer = time.NewTimer(req.MaxWait)
+		} else {
+			w.timer.Reset(req.MaxWait)
+		}
+		timeout = w.timer.C
+	}
+	var err error
+	select {
+	case <-w.ch:
+		c.mu.Lock()
+	case <-ctx.Done():
+		c.mu.Lock()
+		err = c.abandon(w, ctx.Err())
+	case <-timeout:
+		c.mu.Lock()
+		err = c.abandon(w, nil)
+	}
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	if err == nil {
+		c.collect(w, p)
+	}
+	c.recycle(w)
+	c.mu.Unlock()
+	return err
+}
+
+// abandon ends w's wait: with cause (ctx.Err()) as a cancel, with nil as a
+// timeout. If w was admitted meanwhile it returns nil and w keeps its slots.
+// c.mu must be held.
+func (c *Controller) abandon(w *waiter, cause error) error {
+	if w.state == stateAdmitted {
+		return nil
+	}
+	g := w.on
+	c.unpark(w)
+	w.state = stateGone
+	if cause != nil {
+		g.cancels++
+		c.totals.Cancels++
+		return cause
+	}
+	g.timeouts++
+	c.totals.Timeouts++
+	return &Error{
+		Code:       CodeTimeout,
+		Gate:       GateRef{Level: g.level, Key: g.key},
+		Waited:     c.now().Sub(w.start),
+		RetryAfter: c.retryAfter(g, g.queue.len()),
+	}
+}
+
+// collect moves an admitted waiter's result into p. c.mu must be held.
+func (c *Controller) collect(w *waiter, p *Permit) {
+	select {
+	case <-w.ch: // drop the wake-up if the waiter did not consume it
+	default:
+	}
+	p.c = c
+	p.n = w.n
+	p.gates = w.path
+	p.start = w.admitted
+	p.waited = w.admitted.Sub(w.start)
+}
+
+// unpark removes w from the queue it is parked on and from the depth counts.
+func (c *Controller) unpark(w *waiter) {
+	w.on.queue.remove(w)
+	w.on = nil
+	for _, g := range w.path[:w.n] {
+		g.waiting--
+	}
+	c.waiters--
+}
+
+func (c *Controller) newWaiter() *waiter {
+	if n := len(c.free); n > 0 {
+		w := c.free[n-1]
+		c.free = c.free[:n-1]
+		return w
+	}
+	return &waiter{ch: make(chan struct{}, 1), idx: -1}
+}
+
+// recycle returns w to the free list; w must be neither parked nor signalled.
+func (c *Controller) recycle(w *waiter) {
+	timer, ch := w.timer, w.ch
+	*w = waiter{ch: ch, timer: timer, idx: -1}
+	if len(c.free) < 1024 {
+		c.free = append(c.free, w)
+	}
+}
+
+// resolve looks up (creating if needed) the gates of refs into out.
+func (c *Controller) resolve(refs []GateRef, out *[maxPath]*gate) (int, error) {
+	if len(refs) > maxPath {
+		return 0, fmt.Errorf("admission: path has %d gates, at most %d", len(refs), maxPath)
+	}
+	for i := range refs {
+		g := c.gates[refs[i].Key]
+		if g == nil {
+			if refs[i].Key == "" {
+				return 0, errors.New("admission: gate with an empty key")
+			}
+			g = c.addGate(refs[i].Level, refs[i].Key)
+		}
+		for j := range i {
+			if out[j] == g {
+				return 0, fmt.Errorf("admission: gate %s named twice in one path", g.key)
+			}
+		}
+		out[i] = g
+	}
+	return len(refs), nil
+}
+
+func (c *Controller) addGate(level, key string) *gate {
+	if level == "" {
+		level = levelOf(key)
+	}
+	g := &gate{key: key, level: level, id: c.ledger.Open(key)}
+	c.gates[key] = g
+	return g
+}
+
+func (c *Controller) queueGate(req *Request, path []*gate) *gate {
+	if req.QueueKey != "" {
+		for _, g := range path {
+			if g.key == req.QueueKey {
+				return g
+			}
+		}
+	}
+	for _, g := range path {
+		if g.level == "connection" {
+			return g
+		}
+	}
+	return path[len(path)-1]
+}
+
+// tryTake takes a slot in every gate of path if all have room, returning -1,
+// else the index of the first full gate.
+func (c *Controller) tryTake(path []*gate) int {
+	n := len(path)
+	for i, g := range path {
+		c.ids[i] = g.id
+		c.caps[i] = g.cap
+	}
+	return c.ledger.TryTake(c.ids[:n], c.caps[:n])
+}
+
+func (c *Controller) hasRoom(g *gate) bool {
+	return g.cap == 0 || c.ledger.InFlight(g.id) < g.cap
+}
+
+// grant records an immediate admission of the n gates already taken into p.
+func (c *Controller) grant(p *Permit, n int) {
+	p.c = c
+	p.n = n
+	c.totals.Admitted++
+	if n == 0 {
+		return
+	}
+	sample := false
+	for _, g := range p.gates[:n] {
+		g.held++
+		g.admitted++
+		g.unsampled++
+		sample = sample || g.unsampled >= holdSampleEvery || g.holdMean == 0
+	}
+	// Reading the clock costs more than the rest of an admission on some
+	// machines, so only a sample of immediate admissions measures its hold.
+	if sample {
+		p.start = c.now()
+	}
+}
+
+// holdSampleEvery: at least one in this many admissions through a gate
+// measures its hold time.
+const holdSampleEvery = 8
+
+// admit records the admission of a parked waiter whose slots drain took,
+// and wakes it.
+func (c *Controller) admit(w *waiter) {
+	c.unpark(w)
+	w.state = stateAdmitted
+	c.totals.Admitted++
+	w.admitted = c.now()
+	waited := w.admitted.Sub(w.start)
+	for _, g := range w.path[:w.n] {
+		g.held++
+		g.admitted++
+		g.waitTotal += waited
+	}
+	w.ch <- struct{}{}
+}
+
+// release returns the slots of path and lets waiters on those gates in.
+func (c *Controller) release(path []*gate, start time.Time) {
+	var hold time.Duration
+	if !start.IsZero() {
+		hold = c.now().Sub(start)
+	}
+	queued := false
+	for i, g := range path {
+		c.ids[i] = g.id
+		g.held--
+		if !start.IsZero() {
+			g.observeHold(hold)
+			g.unsampled = 0
+		}
+		queued = queued || g.queue.len() > 0
+	}
+	c.ledger.Put(c.ids[:len(path)])
+	if queued {
+		c.drain(path)
+	}
+}
+
+// drain admits or moves waiters parked on the gates in dirty, which may have
+// gained room, earliest arrival first across all of them, until every one of
+// those gates is full or has nobody parked on it. A waiter that cannot be
+// admitted moves, keeping its arrival number and deadline, to the first full
+// gate of its path; that gate is full, so nobody is left parked on a gate
+// with room (no lost wake-up), and it stays full for the rest of the drain, so
+// every waiter is looked at most once per drain.
+func (c *Controller) drain(dirty []*gate) {
+	for {
+		var best *gate
+		for _, g := range dirty {
+			if g.queue.len() == 0 || !c.hasRoom(g) {
+				continue
+			}
+			if best == nil || g.queue.head().seq < best.queue.head().seq {
+				best = g
+			}
+		}
+		if best == nil {
+			return
+		}
+		w := best.queue.head()
+		if blocked := c.tryTake(w.path[:w.n]); blocked >= 0 {
+			best.queue.remove(w)
+			w.on = w.path[blocked]
+			w.on.queue.push(w)
+			continue
+		}
+		c.admit(w)
+	}
+}
+
+// retryAfter estimates the wait on g with ahead waiters in front.
+func (c *Controller) retryAfter(g *gate, ahead int) time.Duration {
+	hold := g.holdMean
+	if hold == 0 {
+		hold = float64(c.defaultHold)
+	}
+	return time.Duration(float64(ahead+1) * hold / float64(max(g.cap, 1)))
+}
+
+// EstimateWait is the wait req would expect if queued now: 0 when it can be
+// admitted at once, else, over the full gates of its path, the largest of
+// (waiters parked there + 1) × mean hold time ÷ cap.
+func (c *Controller) EstimateWait(req Request) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var est time.Duration
+	for _, r := range req.Gates {
+		g := c.gates[r.Key]
+		if g == nil || c.hasRoom(g) {
+			continue
+		}
+		est = max(est, c.retryAfter(g, g.queue.len()))
+	}
+	return est
+}

@@ -1,0 +1,605 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestCapFourOfEight(t *testing.T) {
+	t.Parallel()
+	c := New(Options{})
+	c.SetCaps(map[string]int{"connection:c1": 4})
+	req := Request{Gates: refs("global", "provider:p", "connection:c1", "model:c1:m")}
+	var results []<-chan result
+	for range 8 {
+		results = append(results, acquireAsync(t.Context(), c, req))
+	}
+	waitFor(t, "4 in flight and 4 queued", func() bool {
+		s := gateStat(t, c, "connection:c1")
+		return s.InFlight == 4 && s.Queued == 4
+	})
+	var held, waiting []<-chan result
+	for _, ch := range results {
+		select {
+		case r := <-ch:
+			if r.err != nil {
+				t.Fatalf("Acquire: %v", r.err)
+			}
+			held = append(held, okChan(r))
+		default:
+			waiting = append(waiting, ch)
+		}
+	}
+	if len(held) != 4 || len(waiting) != 4 {
+		t.Fatalf("admitted %d, waiting %d; want 4 and 4", len(held), len(waiting))
+	}
+	// Each release admits exactly one waiter.
+	for i := range 4 {
+		recv(t, held[i]).p.Release()
+		waitFor(t, "one more admitted", func() bool {
+			s := gateStat(t, c, "connection:c1")
+			return s.InFlight == 4 && s.Queued == 3-i
+		})
+	}
+	for _, ch := range waiting {
+		r := recv(t, ch)
+		if r.err != nil {
+			t.Fatalf("Acquire: %v", r.err)
+		}
+		r.p.Release()
+	}
+	if s := gateStat(t, c, "connection:c1"); s.InFlight != 0 || s.Admitted != 8 {
+		t.Fatalf("after releases: in flight %d, admitted %d; want 0 and 8", s.InFlight, s.Admitted)
+	}
+}
+
+// okChan wraps a result back into a channel.
+func okChan(r result) <-chan result {
+	ch := make(chan result, 1)
+	ch <- r
+	return ch
+}
+
+func TestTimeout(t *testing.T) {
+	t.Parallel()
+	c := New(Options{})
+	c.SetCaps(map[string]int{"model:c1:m": 1})
+	holder := mustAcquire(t, c, "connection:c1", "model:c1:m")
+	defer holder.Release()
+
+	start := time.Now()
+	p, err := c.Acquire(t.Context(), Request{Gates: refs("connection:c1", "model:c1:m"), MaxWait: 100 * time.Millisecond})
+	elapsed := time.Since(start)
+	if p != nil {
+		t.Fatal("Acquire returned a permit, want a timeout")
+	}
+	var ae *Error
+	if !errors.As(err, &ae) || !errors.Is(err, ErrTimeout) || errors.Is(err, ErrQueueFull) {
+		t.Fatalf("err = %v, want an *Error matching ErrTimeout only", err)
+	}
+	if diff := cmp.Diff(GateRef{Level: "model", Key: "model:c1:m"}, ae.Gate); diff != "" {
+		t.Errorf("blocking gate mismatch (-want +got):\n%s", diff)
+	}
+	if elapsed < 100*time.Millisecond || ae.Waited < 100*time.Millisecond {
+		t.Errorf("gave up after %v (error says %v), want >= 100ms", elapsed, ae.Waited)
+	}
+	if ae.Code != CodeTimeout || ae.RetryAfterSeconds() < 1 {
+		t.Errorf("code %q, retry after %ds; want %q and >= 1", ae.Code, ae.RetryAfterSeconds(), CodeTimeout)
+	}
+	s := gateStat(t, c, "model:c1:m")
+	if s.Timeouts != 1 || s.Queued != 0 || s.Waiting != 0 {
+		t.Errorf("stats timeouts %d queued %d waiting %d; want 1, 0, 0", s.Timeouts, s.Queued, s.Waiting)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	t.Parallel()
+	c := New(Options{})
+	c.SetCaps(map[string]int{"connection:c1": 1})
+	holder := mustAcquire(t, c, "connection:c1")
+	defer holder.Release()
+
+	ctx, cancel := context.WithCancel(t.Context())
+	ch := acquireAsync(ctx, c, Request{Gates: refs("connection:c1"), MaxWait: time.Minute})
+	waitQueued(t, c, "connection:c1", 1)
+	cancel()
+	r := recv(t, ch)
+	if !errors.Is(r.err, context.Canceled) || r.p != nil {
+		t.Fatalf("Acquire = %v, %v; want nil, context.Canceled", r.p, r.err)
+	}
+	var ae *Error
+	if errors.As(r.err, &ae) {
+		t.Fatalf("cancel returned an *Error %v", ae)
+	}
+	s := gateStat(t, c, "connection:c1")
+	want := GateStats{Key: "connection:c1", Level: "connection", Cap: 1, InFlight: 1, Admitted: 1, Cancels: 1}
+	if diff := cmp.Diff(want, s); diff != "" {
+		t.Errorf("stats mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestContextDeadlineIsACancel(t *testing.T) {
+	t.Parallel()
+	c := New(Options{})
+	c.SetCaps(map[string]int{"connection:c1": 1})
+	holder := mustAcquire(t, c, "connection:c1")
+	defer holder.Release()
+
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	_, err := c.Acquire(ctx, Request{Gates: refs("connection:c1"), MaxWait: time.Minute})
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrTimeout) {
+		t.Fatalf("err = %v, want context.DeadlineExceeded (the ctx deadline came first)", err)
+	}
+	if s := gateStat(t, c, "connection:c1"); s.Cancels != 1 || s.Timeouts != 0 {
+		t.Errorf("cancels %d timeouts %d, want 1 and 0", s.Cancels, s.Timeouts)
+	}
+}
+
+func TestNoHeadOfLineBlocking(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		caps     map[string]int
+		busy     []string // path saturated by a holder plus a waiter
+		other    []string // must be admitted at once
+		blocking string   // where the waiter parks
+	}{
+		{
+			name:     "providers",
+			caps:     map[string]int{"provider:a": 1, "provider:b": 1},
+			busy:     []string{"global", "provider:a", "connection:a1", "model:a1:m"},
+			other:    []string{"global", "provider:b", "connection:b1", "model:b1:m"},
+			blocking: "provider:a",
+		},
+		{
+			name:     "models on one connection",
+			caps:     map[string]int{"connection:c1": 10, "model:c1:a": 1, "model:c1:b": 1},
+			busy:     []string{"global", "provider:p", "connection:c1", "model:c1:a"},
+			other:    []string{"global", "provider:p", "connection:c1", "model:c1:b"},
+			blocking: "model:c1:a",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := New(Options{})
+			c.SetCaps(tt.caps)
+			holder := mustAcquire(t, c, tt.busy...)
+			ctx, cancel := context.WithCancel(t.Context())
+			var waiters []<-chan result
+			for range 3 {
+				waiters = append(waiters, acquireAsync(ctx, c, Request{Gates: refs(tt.busy...)}))
+			}
+			waitQueued(t, c, tt.blocking, 3)
+			p := mustAcquire(t, c, tt.other...)
+			p.Release()
+			cancel()
+			for _, ch := range waiters {
+				if r := recv(t, ch); !errors.Is(r.err, context.Canceled) {
+					t.Errorf("waiter: %v, want context.Canceled", r.err)
+				}
+			}
+			holder.Release()
+		})
+	}
+}
+
+func TestConnectionCapBindsSiblings(t *testing.T) {
+	t.Parallel()
+	c := New(Options{})
+	c.SetCaps(map[string]int{"connection:c1": 1, "model:c1:b": 5})
+	path := refs("global", "provider:p", "connection:c1", "model:c1:b")
+	first, err := c.Acquire(t.Context(), Request{Gates: path})
+	if err != nil {
+		t.Fatalf("first Acquire: %v", err)
+	}
+	_, err = c.Acquire(t.Context(), Request{Gates: path, MaxWait: 100 * time.Millisecond})
+	var ae *Error
+	if !errors.As(err, &ae) || ae.Code != CodeTimeout || ae.Gate.Key != "connection:c1" {
+		t.Fatalf("second Acquire: %v, want SEMAPHORE_TIMEOUT on connection:c1", err)
+	}
+	first.Release()
+	second, err := c.Acquire(t.Context(), Request{Gates: path, MaxWait: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("Acquire after release: %v", err)
+	}
+	second.Release()
+}
+
+func TestDoubleRelease(t *testing.T) {
+	t.Parallel()
+	c := New(Options{})
+	c.SetCaps(map[string]int{"connection:c1": 1})
+	a := mustAcquire(t, c, "connection:c1")
+	a.Release()
+	b := mustAcquire(t, c, "connection:c1")
+	a.Release() // must not free b's slot
+	if _, ok := c.TryAcquire(Request{Gates: refs("connection:c1")}); ok {
+		t.Fatal("a stale double release freed the slot another request holds")
+	}
+	if s := gateStat(t, c, "connection:c1"); s.InFlight != 1 {
+		t.Fatalf("in flight %d, want 1", s.InFlight)
+	}
+	b.Release()
+	b.Release()
+	if s := gateStat(t, c, "connection:c1"); s.InFlight != 0 {
+		t.Fatalf("in flight %d after release, want 0", s.InFlight)
+	}
+}
+
+func TestConcurrentReleaseFreesOnce(t *testing.T) {
+	t.Parallel()
+	c := New(Options{})
+	c.SetCaps(map[string]int{"connection:c1": 2})
+	a := mustAcquire(t, c, "connection:c1")
+	b := mustAcquire(t, c, "connection:c1")
+	done := make(chan struct{})
+	for range 4 {
+		go func() {
+			a.Release()
+			done <- struct{}{}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+	if s := gateStat(t, c, "connection:c1"); s.InFlight != 1 {
+		t.Fatalf("in flight %d, want 1 (only a's slot freed)", s.InFlight)
+	}
+	b.Release()
+}
+
+func TestNoGatesNoCaps(t *testing.T) {
+	t.Parallel()
+	c := New(Options{})
+	p, err := c.Acquire(t.Context(), Request{})
+	if err != nil || p == nil {
+		t.Fatalf("Acquire with no gates = %v, %v; want a permit", p, err)
+	}
+	if p.Waited() != 0 {
+		t.Errorf("Waited = %v, want 0", p.Waited())
+	}
+	p.Release()
+	p.Release()
+	var nilPermit *Permit
+	nilPermit.Release()
+
+	// Gates that no config caps never block, but they count in-flight.
+	var held []*Permit
+	for range 100 {
+		held = append(held, mustAcquire(t, c, "global", "connection:c1"))
+	}
+	if s := gateStat(t, c, "connection:c1"); s.InFlight != 100 || s.Cap != 0 {
+		t.Fatalf("connection:c1 in flight %d cap %d, want 100 and 0", s.InFlight, s.Cap)
+	}
+	for _, p := range held {
+		p.Release()
+	}
+	c.SetCaps(nil) // idle uncapped gates are dropped
+	if got := c.Stats(); len(got) != 0 {
+		t.Fatalf("Stats after idle sweep = %v, want none", got)
+	}
+}
+
+func TestQueueFull(t *testing.T) {
+	t.Parallel()
+	c := New(Options{})
+	c.SetCaps(map[string]int{"model:c1:a": 1, "model:c1:b": 1})
+	ha := mustAcquire(t, c, "connection:c1", "model:c1:a")
+	hb := mustAcquire(t, c, "connection:c1", "model:c1:b")
+	defer ha.Release()
+	defer hb.Release()
+	ctx, cancel := context.WithCancel(t.Context())
+	// Two waiters on different models of one connection fill its queue of 2.
+	wa := acquireAsync(ctx, c, Request{Gates: refs("connection:c1", "model:c1:a"), MaxQueueDepth: 2})
+	wb := acquireAsync(ctx, c, Request{Gates: refs("connection:c1", "model:c1:b"), MaxQueueDepth: 2})
+	waitFor(t, "2 waiting on connection:c1", func() bool { return gateStat(t, c, "connection:c1").Waiting == 2 })
+
+	start := time.Now()
+	_, err := c.Acquire(t.Context(), Request{Gates: refs("connection:c1", "model:c1:a"), MaxWait: time.Minute, MaxQueueDepth: 2})
+	var ae *Error
+	if !errors.As(err, &ae) || !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("err = %v, want SEMAPHORE_QUEUE_FULL", err)
+	}
+	if elapsed := time.Since(start); elapsed > time.Second {
+		t.Errorf("queue full took %v, want at once", elapsed)
+	}
+	if diff := cmp.Diff(GateRef{Level: "connection", Key: "connection:c1"}, ae.Gate); diff != "" {
+		t.Errorf("gate mismatch (-want +got):\n%s", diff)
+	}
+	if s := gateStat(t, c, "connection:c1"); s.Waiting != 2 || s.QueueFull != 1 {
+		t.Errorf("connection waiting %d queueFull %d, want 2 and 1 (nothing enqueued)", s.Waiting, s.QueueFull)
+	}
+	// A request that can be admitted at once is never refused for the queue.
+	mustAcquire(t, c, "connection:c1", "model:c1:c").Release()
+	cancel()
+	recv(t, wa)
+	recv(t, wb)
+}
+
+func TestFIFOPerGate(t *testing.T) {
+	t.Parallel()
+	c := New(Options{})
+	c.SetCaps(map[string]int{"connection:c1": 1})
+	holder := mustAcquire(t, c, "connection:c1")
+	var waiters []<-chan result
+	for i := range 5 {
+		waiters = append(waiters, acquireAsync(t.Context(), c, Request{Gates: refs("connection:c1")}))
+		waitQueued(t, c, "connection:c1", i+1) // fixes the arrival order
+	}
+	holder.Release()
+	for i, ch := range waiters {
+		r := recv(t, ch)
+		if r.err != nil {
+			t.Fatalf("waiter %d: %v", i, r.err)
+		}
+		for j, other := range waiters[i+1:] {
+			pending(t, other, "later waiter "+string(rune('0'+i+1+j)))
+		}
+		r.p.Release()
+	}
+}
+
+func TestNewcomerDoesNotOvertake(t *testing.T) {
+	t.Parallel()
+	c := New(Options{})
+	c.SetCaps(map[string]int{"connection:c1": 1, "model:c1:a": 1})
+	holder := mustAcquire(t, c, "connection:c1", "model:c1:a")
+	w := acquireAsync(t.Context(), c, Request{Gates: refs("connection:c1", "model:c1:a")})
+	waitQueued(t, c, "connection:c1", 1)
+	// The newcomer needs the same connection slot the waiter can use once
+	// it frees: it must queue behind, not take it.
+	if _, ok := c.TryAcquire(Request{Gates: refs("connection:c1", "model:c1:b")}); ok {
+		t.Fatal("TryAcquire overtook an earlier waiter")
+	}
+	n := acquireAsync(t.Context(), c, Request{Gates: refs("connection:c1", "model:c1:b")})
+	waitQueued(t, c, "connection:c1", 2)
+	holder.Release()
+	r := recv(t, w)
+	if r.err != nil {
+		t.Fatalf("earlier waiter: %v", r.err)
+	}
+	pending(t, n, "newcomer")
+	r.p.Release()
+	r = recv(t, n)
+	if r.err != nil {
+		t.Fatalf("newcomer: %v", r.err)
+	}
+	r.p.Release()
+}
+
+// A waiter parked on a full G1 whose path also includes G2 cannot use G2's
+// last slot now, so a newcomer needing only G2 takes it.
+func TestNewcomerTakesSlotWaiterCannotUse(t *testing.T) {
+	t.Parallel()
+	c := New(Options{})
+	c.SetCaps(map[string]int{"model:c1:a": 1, "connection:c1": 1})
+	holder := mustAcquire(t, c, "model:c1:a")
+	ctx, cancel := context.WithCancel(t.Context())
+	w := acquireAsync(ctx, c, Request{Gates: refs("connection:c1", "model:c1:a")})
+	waitQueued(t, c, "model:c1:a", 1)
+	p := mustAcquire(t, c, "connection:c1", "model:c1:b")
+	// The connection is now full too: release the model holder and the
+	// waiter moves onto the connection gate, keeping its place.
+	holder.Release()
+	waitQueued(t, c, "connection:c1", 1)
+	p.Release()
+	r := recv(t, w)
+	if r.err != nil {
+		t.Fatalf("waiter: %v", r.err)
+	}
+	r.p.Release()
+	cancel()
+}
+
+func TestLiveCaps(t *testing.T) {
+	t.Parallel()
+	path := refs("connection:c1", "model:c1:m")
+	t.Run("raise admits at once", func(t *testing.T) {
+		t.Parallel()
+		c := New(Options{})
+		c.SetCaps(map[string]int{"model:c1:m": 1})
+		holder := mustAcquire(t, c, "connection:c1", "model:c1:m")
+		w1 := acquireAsync(t.Context(), c, Request{Gates: path})
+		w2 := acquireAsync(t.Context(), c, Request{Gates: path})
+		waitQueued(t, c, "model:c1:m", 2)
+		c.SetCaps(map[string]int{"model:c1:m": 3})
+		recv(t, w1).p.Release()
+		recv(t, w2).p.Release()
+		holder.Release()
+	})
+	t.Run("lower admits nobody until below", func(t *testing.T) {
+		t.Parallel()
+		c := New(Options{})
+		c.SetCaps(map[string]int{"model:c1:m": 3})
+		h := []*Permit{mustAcquire(t, c, "connection:c1", "model:c1:m"), mustAcquire(t, c, "connection:c1", "model:c1:m"), mustAcquire(t, c, "connection:c1", "model:c1:m")}
+		c.SetCaps(map[string]int{"model:c1:m": 1})
+		if s := gateStat(t, c, "model:c1:m"); s.InFlight != 3 || s.Cap != 1 {
+			t.Fatalf("after lowering: in flight %d cap %d, want 3 (nobody cut) and 1", s.InFlight, s.Cap)
+		}
+		w := acquireAsync(t.Context(), c, Request{Gates: path})
+		waitQueued(t, c, "model:c1:m", 1)
+		h[0].Release()
+		h[1].Release()
+		if s := gateStat(t, c, "model:c1:m"); s.InFlight != 1 || s.Queued != 1 {
+			t.Fatalf("in flight %d queued %d, want 1 and 1 (not yet below the cap)", s.InFlight, s.Queued)
+		}
+		pending(t, w, "waiter")
+		h[2].Release()
+		recv(t, w).p.Release()
+	})
+	t.Run("remove lets waiters proceed", func(t *testing.T) {
+		t.Parallel()
+		c := New(Options{})
+		c.SetCaps(map[string]int{"model:c1:m": 1})
+		holder := mustAcquire(t, c, "connection:c1", "model:c1:m")
+		w1 := acquireAsync(t.Context(), c, Request{Gates: path})
+		w2 := acquireAsync(t.Context(), c, Request{Gates: path})
+		waitQueued(t, c, "model:c1:m", 2)
+		c.SetCaps(map[string]int{})
+		recv(t, w1).p.Release()
+		recv(t, w2).p.Release()
+		holder.Release()
+		if s := gateStat(t, c, "model:c1:m"); s.InFlight != 0 {
+			t.Fatalf("in flight %d, want 0", s.InFlight)
+		}
+	})
+}
+
+// fakeClock is a manual clock for deterministic tests.
+type fakeClock struct{ t time.Time }
+
+func (f *fakeClock) now() time.Time          { return f.t }
+func (f *fakeClock) advance(d time.Duration) { f.t = f.t.Add(d) }
+
+func TestMovedWaiterKeepsDeadlineAndPlace(t *testing.T) {
+	t.Parallel()
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	c := New(Options{Now: clk.now})
+	c.SetCaps(map[string]int{"connection:c1": 1, "model:c1:a": 1})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var hm, hc Permit
+	mustSubmit(t, c, Request{Gates: refs("model:c1:a")}, &hm)
+	mustSubmit(t, c, Request{Gates: refs("connection:c1")}, &hc)
+	// w parks on the connection (first full gate of its path); y arrives
+	// later and parks on the model gate.
+	var pw, py Permit
+	w := mustPark(t, c, Request{Gates: refs("connection:c1", "model:c1:a"), MaxWait: 100 * time.Millisecond}, &pw)
+	clk.advance(60 * time.Millisecond)
+	y := mustPark(t, c, Request{Gates: refs("model:c1:a")}, &py)
+	if w.on.key != "connection:c1" || y.on.key != "model:c1:a" {
+		t.Fatalf("parked on %s and %s, want connection:c1 and model:c1:a", w.on.key, y.on.key)
+	}
+	wantDeadline, wantSeq := w.deadline, w.seq
+	c.release(hc.gates[:hc.n], hc.start) // the connection frees; the model is still full
+	if w.on == nil || w.on.key != "model:c1:a" {
+		t.Fatalf("w not moved onto model:c1:a")
+	}
+	if !w.deadline.Equal(wantDeadline) || w.seq != wantSeq {
+		t.Fatalf("moved waiter deadline %v seq %d, want %v and %d", w.deadline, w.seq, wantDeadline, wantSeq)
+	}
+	if head := w.on.queue.head(); head != w {
+		t.Fatalf("moved waiter is not ahead of the later arrival y")
+	}
+	c.release(hm.gates[:hm.n], hm.start)
+	if w.state != stateAdmitted || y.state != stateWaiting {
+		t.Fatalf("states w=%d y=%d, want w admitted before y", w.state, y.state)
+	}
+	clk.advance(40 * time.Millisecond)
+	c.collect(w, &pw)
+	if pw.Waited() != 60*time.Millisecond {
+		t.Errorf("waited %v, want 60ms", pw.Waited())
+	}
+	if err := c.abandon(y, context.Canceled); !errors.Is(err, context.Canceled) {
+		t.Errorf("abandon = %v", err)
+	}
+}
+
+// mustSubmit admits req at once (c.mu held).
+func mustSubmit(t *testing.T, c *Controller, req Request, p *Permit) {
+	t.Helper()
+	w, err := c.submit(nil, &req, p)
+	if err != nil || w != nil {
+		t.Fatalf("submit = %v, %v; want an immediate admission", w, err)
+	}
+}
+
+// mustPark submits req and expects it to be parked (c.mu held).
+func mustPark(t *testing.T, c *Controller, req Request, p *Permit) *waiter {
+	t.Helper()
+	w, err := c.submit(nil, &req, p)
+	if err != nil || w == nil {
+		t.Fatalf("submit = %v, %v; want a parked waiter", w, err)
+	}
+	return w
+}
+
+func TestEstimateWaitAndRetryAfter(t *testing.T) {
+	t.Parallel()
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	c := New(Options{Now: clk.now})
+	c.SetCaps(map[string]int{"connection:c1": 2})
+	req := Request{Gates: refs("connection:c1")}
+	if got := c.EstimateWait(req); got != 0 {
+		t.Fatalf("EstimateWait on an idle gate = %v, want 0", got)
+	}
+	// Hold times of 4 s teach the gate its mean hold.
+	for range 2 {
+		p := mustAcquire(t, c, "connection:c1")
+		clk.advance(4 * time.Second)
+		p.Release()
+	}
+	a := mustAcquire(t, c, "connection:c1")
+	b := mustAcquire(t, c, "connection:c1")
+	// Nobody queued: (0+1) × 4s ÷ 2.
+	if got := c.EstimateWait(req); got != 2*time.Second {
+		t.Errorf("EstimateWait = %v, want 2s", got)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	w := acquireAsync(ctx, c, Request{Gates: refs("connection:c1")})
+	waitQueued(t, c, "connection:c1", 1)
+	if got := c.EstimateWait(req); got != 4*time.Second {
+		t.Errorf("EstimateWait with one queued = %v, want 4s", got)
+	}
+	_, err := c.Acquire(t.Context(), Request{Gates: refs("connection:c1"), MaxQueueDepth: 1})
+	var ae *Error
+	if !errors.As(err, &ae) || ae.RetryAfter != 4*time.Second || ae.RetryAfterSeconds() != 4 {
+		t.Errorf("queue full error %v, want RetryAfter 4s", err)
+	}
+	cancel()
+	recv(t, w)
+	a.Release()
+	b.Release()
+}
+
+func TestMalformedPath(t *testing.T) {
+	t.Parallel()
+	c := New(Options{})
+	tests := []struct {
+		name string
+		path []GateRef
+	}{
+		{name: "duplicate", path: refs("connection:c1", "connection:c1")},
+		{name: "too long", path: refs("a:1", "a:2", "a:3", "a:4", "a:5", "a:6", "a:7", "a:8", "a:9")},
+		{name: "empty key", path: []GateRef{{Level: "global"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := c.Acquire(t.Context(), Request{Gates: tt.path}); err == nil {
+				t.Fatal("Acquire accepted a malformed path")
+			}
+		})
+	}
+}
+
+func TestStatsSortedAndCappedIdleListed(t *testing.T) {
+	t.Parallel()
+	c := New(Options{})
+	c.SetCaps(map[string]int{"model:c1:b": 2, "connection:c1": 3})
+	p := mustAcquire(t, c, "global", "connection:c1", "model:c1:a")
+	got := c.Stats()
+	want := []GateStats{
+		{Key: "connection:c1", Level: "connection", Cap: 3, InFlight: 1, Admitted: 1},
+		{Key: "global", Level: "global", InFlight: 1, Admitted: 1},
+		{Key: "model:c1:a", Level: "model", InFlight: 1, Admitted: 1},
+		{Key: "model:c1:b", Level: "model", Cap: 2},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Stats mismatch (-want +got):\n%s", diff)
+	}
+	p.Release()
+	c.SetCaps(map[string]int{"model:c1:b": 2, "connection:c1": 3})
+	keys := []string{}
+	for _, s := range c.Stats() {
+		keys = append(keys, s.Key)
+	}
+	if diff := cmp.Diff([]string{"connection:c1", "model:c1:b"}, keys); diff != "" {
+		t.Errorf("gates after sweep (-want +got):\n%s", diff)
+	}
+}

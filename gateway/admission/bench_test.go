@@ -1,0 +1,179 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+)
+
+// benchPath is a realistic 4-gate path: uuid-like connection id, every gate capped.
+var benchKeys = []string{
+	"global",
+	"provider:zai",
+	"connection:6f1c2a9e-5b7d-4c1e-9a3f-2d8b7e6c5a41",
+	"model:6f1c2a9e-5b7d-4c1e-9a3f-2d8b7e6c5a41:glm-5",
+}
+
+func benchCaps() map[string]int {
+	return map[string]int{benchKeys[0]: 1000, benchKeys[1]: 500, benchKeys[2]: 100, benchKeys[3]: 50}
+}
+
+func BenchmarkAcquireRelease(b *testing.B) {
+	c := New(Options{})
+	c.SetCaps(benchCaps())
+	req := Request{Gates: refs(benchKeys...), MaxWait: 30 * time.Second}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := c.Acquire(ctx, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Release()
+	}
+}
+
+// BenchmarkWeighted4 is the baseline: four x/sync semaphores acquired in order.
+func BenchmarkWeighted4(b *testing.B) {
+	var sems [4]*semaphore.Weighted
+	for i, n := range []int64{1000, 500, 100, 50} {
+		sems[i] = semaphore.NewWeighted(n)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, s := range sems {
+			if err := s.Acquire(ctx, 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for i := len(sems) - 1; i >= 0; i-- {
+			sems[i].Release(1)
+		}
+	}
+}
+
+// BenchmarkChan4 is the baseline: four buffered-channel semaphores.
+func BenchmarkChan4(b *testing.B) {
+	var sems [4]chan struct{}
+	for i, n := range []int{1000, 500, 100, 50} {
+		sems[i] = make(chan struct{}, n)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, s := range sems {
+			s <- struct{}{}
+		}
+		for i := len(sems) - 1; i >= 0; i-- {
+			<-sems[i]
+		}
+	}
+}
+
+// BenchmarkContended runs 64 goroutines per P over a path whose connection
+// and model caps are far below the goroutine count.
+func BenchmarkContended(b *testing.B) {
+	c := New(Options{})
+	c.SetCaps(map[string]int{benchKeys[0]: 64, benchKeys[1]: 32, benchKeys[2]: 8, benchKeys[3]: 4})
+	req := Request{Gates: refs(benchKeys...), MaxWait: time.Minute}
+	b.ReportAllocs()
+	b.SetParallelism(64)
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			p, err := c.Acquire(ctx, req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			runtime.Gosched()
+			p.Release()
+		}
+	})
+}
+
+// BenchmarkContendedWeighted4 is the baseline for BenchmarkContended.
+func BenchmarkContendedWeighted4(b *testing.B) {
+	var sems [4]*semaphore.Weighted
+	for i, n := range []int64{64, 32, 8, 4} {
+		sems[i] = semaphore.NewWeighted(n)
+	}
+	b.ReportAllocs()
+	b.SetParallelism(64)
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			for _, s := range sems {
+				if err := s.Acquire(ctx, 1); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+			runtime.Gosched()
+			for i := len(sems) - 1; i >= 0; i-- {
+				sems[i].Release(1)
+			}
+		}
+	})
+}
+
+// BenchmarkParkedWaiters measures an uncontended acquire+release on one path
+// while n waiters are parked on other, full gates.
+func BenchmarkParkedWaiters(b *testing.B) {
+	for _, n := range []int{10, 1000, 10000} {
+		b.Run(fmt.Sprintf("waiters=%d", n), func(b *testing.B) {
+			c := New(Options{})
+			caps := benchCaps()
+			const busyGates = 100
+			for i := range busyGates {
+				caps[fmt.Sprintf("model:busy:%d", i)] = 1
+			}
+			c.SetCaps(caps)
+			var holders []*Permit
+			for i := range busyGates {
+				p, ok := c.TryAcquire(Request{Gates: refs("connection:busy", fmt.Sprintf("model:busy:%d", i))})
+				if !ok {
+					b.Fatal("holder not admitted")
+				}
+				holders = append(holders, p)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					_, _ = c.Acquire(ctx, Request{Gates: refs("connection:busy", fmt.Sprintf("model:busy:%d", i%busyGates))})
+				})
+			}
+			for {
+				c.mu.Lock()
+				parked := c.waiters
+				c.mu.Unlock()
+				if parked == n {
+					break
+				}
+				runtime.Gosched()
+			}
+			req := Request{Gates: refs(benchKeys...)}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				p, err := c.Acquire(ctx, req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				p.Release()
+			}
+			b.StopTimer()
+			cancel()
+			wg.Wait()
+			for _, p := range holders {
+				p.Release()
+			}
+		})
+	}
+}

@@ -1,0 +1,62 @@
+package admission
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Error codes carried by *Error; they are the `code` the gateway sends to clients.
+const (
+	// CodeTimeout: the request waited its whole MaxWait without being admitted.
+	CodeTimeout = "SEMAPHORE_TIMEOUT"
+	// CodeQueueFull: the request would have had to wait, and its queue was full.
+	CodeQueueFull = "SEMAPHORE_QUEUE_FULL"
+)
+
+// Sentinels matched by errors.Is against an *Error of the same code.
+var (
+	// ErrTimeout matches an *Error whose Code is CodeTimeout.
+	ErrTimeout = errors.New("admission: timed out waiting for a slot")
+	// ErrQueueFull matches an *Error whose Code is CodeQueueFull.
+	ErrQueueFull = errors.New("admission: queue full")
+)
+
+// Error is a rejection by the controller: a timeout or a full queue. A
+// cancelled context is never an *Error; Acquire returns ctx.Err() then.
+type Error struct {
+	// Code is CodeTimeout or CodeQueueFull.
+	Code string
+	// Gate is the gate that blocked the request: for a timeout the full gate
+	// it was parked on when its time ran out, for a full queue the gate whose
+	// queue (Request.QueueKey) was full.
+	Gate GateRef
+	// Waited is how long the request waited (0 for a full queue).
+	Waited time.Duration
+	// RetryAfter estimates when a retry could be admitted: the waiters ahead
+	// on the blocking gate times its mean hold time, divided by its cap.
+	RetryAfter time.Duration
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	return fmt.Sprintf("admission: %s at gate %s after %s", e.Code, e.Gate.Key, e.Waited)
+}
+
+// Is reports whether target is the sentinel for e's code.
+func (e *Error) Is(target error) bool {
+	switch target {
+	case ErrTimeout:
+		return e.Code == CodeTimeout
+	case ErrQueueFull:
+		return e.Code == CodeQueueFull
+	}
+	return false
+}
+
+// RetryAfterSeconds is RetryAfter in whole seconds, rounded up and at least 1,
+// ready for an HTTP Retry-After header.
+func (e *Error) RetryAfterSeconds() int {
+	s := int((e.RetryAfter + time.Second - 1) / time.Second)
+	return max(s, 1)
+}

@@ -1,0 +1,207 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+var fuzzPaths = [][]string{
+	{"global", "connection:a", "model:a:x"},
+	{"global", "connection:a", "model:a:y"},
+	{"connection:a", "model:a:x"},
+	{"global", "connection:b", "model:b:x"},
+	{"connection:b"},
+	{},
+}
+
+var fuzzGates = []string{"global", "connection:a", "connection:b", "model:a:x", "model:a:y", "model:b:x"}
+
+// fuzzWaiter is a parked request and the permit it will land in.
+type fuzzWaiter struct {
+	w *waiter
+	p *Permit
+}
+
+// FuzzController drives a deterministic single-threaded sequence of
+// acquisitions, releases, double releases, cancellations, clock advances
+// (timeouts), cap changes and TryAcquires through the controller's own
+// primitives, and checks its invariants after every step.
+func FuzzController(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 1, 0, 4, 50})
+	f.Add([]byte{5, 1, 1, 1, 0, 1, 0, 1, 0, 3, 3, 0, 1, 0, 1, 1})
+	f.Add([]byte{5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 200, 2, 0, 6, 2, 3, 1})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		clk := &fakeClock{t: time.Unix(1000, 0)}
+		c := New(Options{Now: clk.now})
+		c.SetCaps(map[string]int{"global": 3, "connection:a": 2, "model:a:x": 1, "connection:b": 1})
+		var permits, released []*Permit
+		var waiters []fuzzWaiter
+		next := func(i *int) byte {
+			if *i >= len(ops) {
+				return 0
+			}
+			b := ops[*i]
+			*i++
+			return b
+		}
+		for i := 0; i < len(ops); {
+			op, arg := next(&i)%7, next(&i)
+			c.mu.Lock()
+			before := make(map[string]int)
+			for key, g := range c.gates {
+				before[key] = c.ledger.InFlight(g.id)
+			}
+			var what string
+			switch op {
+			case 0: // acquire
+				path := fuzzPaths[int(arg)%len(fuzzPaths)]
+				req := Request{Gates: refs(path...), MaxWait: time.Duration(arg%4) * 10 * time.Millisecond, MaxQueueDepth: int(arg/4) % 3}
+				what = fmt.Sprintf("acquire %v", req)
+				p := &Permit{}
+				w, err := c.submit(context.Background(), &req, p)
+				switch {
+				case err != nil:
+					if !errors.Is(err, ErrQueueFull) {
+						t.Fatalf("%s: %v", what, err)
+					}
+				case w != nil:
+					waiters = append(waiters, fuzzWaiter{w, p})
+				default:
+					permits = append(permits, p)
+				}
+			case 1: // release
+				if len(permits) > 0 {
+					k := int(arg) % len(permits)
+					what = "release"
+					p := permits[k]
+					permits = append(permits[:k], permits[k+1:]...)
+					released = append(released, p)
+					c.mu.Unlock()
+					p.Release()
+					c.mu.Lock()
+				}
+			case 2: // double release: must change nothing
+				if len(released) > 0 {
+					what = "double release"
+					p := released[int(arg)%len(released)]
+					c.mu.Unlock()
+					p.Release()
+					c.mu.Lock()
+					for key, g := range c.gates {
+						if n := c.ledger.InFlight(g.id); n != before[key] {
+							t.Fatalf("double release moved %s from %d to %d", key, before[key], n)
+						}
+					}
+				}
+			case 3: // cancel
+				if len(waiters) > 0 {
+					what = "cancel"
+					k := int(arg) % len(waiters)
+					fw := waiters[k]
+					waiters = append(waiters[:k], waiters[k+1:]...)
+					if err := c.abandon(fw.w, context.Canceled); !errors.Is(err, context.Canceled) {
+						t.Fatalf("cancel: %v", err)
+					}
+					c.recycle(fw.w)
+				}
+			case 4: // advance the clock; waiters past their deadline time out
+				what = "advance"
+				clk.advance(time.Duration(arg) * time.Millisecond)
+				kept := waiters[:0]
+				for _, fw := range waiters {
+					if fw.w.deadline.IsZero() || clk.now().Before(fw.w.deadline) {
+						kept = append(kept, fw)
+						continue
+					}
+					on := fw.w.on
+					err := c.abandon(fw.w, nil)
+					var ae *Error
+					if !errors.As(err, &ae) || ae.Code != CodeTimeout || ae.Gate.Key != on.key || ae.Waited < fw.w.deadline.Sub(fw.w.start) {
+						t.Fatalf("timeout: %v (parked on %s)", err, on.key)
+					}
+					c.recycle(fw.w)
+				}
+				waiters = kept
+			case 5: // new caps
+				caps := make(map[string]int)
+				for _, g := range fuzzGates {
+					if cp := int(next(&i)) % 4; cp > 0 {
+						caps[g] = cp
+					}
+				}
+				what = fmt.Sprintf("caps %v", caps)
+				c.mu.Unlock()
+				c.SetCaps(caps)
+				c.mu.Lock()
+			case 6: // try acquire
+				path := fuzzPaths[int(arg)%len(fuzzPaths)]
+				what = fmt.Sprintf("try %v", path)
+				c.mu.Unlock()
+				p, ok := c.TryAcquire(Request{Gates: refs(path...)})
+				c.mu.Lock()
+				if ok {
+					permits = append(permits, p)
+				}
+			}
+			// Collect waiters admitted by this step.
+			kept := waiters[:0]
+			for _, fw := range waiters {
+				if fw.w.state != stateAdmitted {
+					kept = append(kept, fw)
+					continue
+				}
+				c.collect(fw.w, fw.p)
+				c.recycle(fw.w)
+				permits = append(permits, fw.p)
+			}
+			waiters = kept
+			if err := checkInvariants(c); err != nil {
+				t.Fatalf("after %s: %v", what, err)
+			}
+			// A gate whose in-flight grew in this step admitted someone, and
+			// nobody is admitted beyond the cap in force.
+			for key, g := range c.gates {
+				if n := c.ledger.InFlight(g.id); g.cap > 0 && n > before[key] && n > g.cap {
+					t.Fatalf("after %s: %s holds %d over cap %d", what, key, n, g.cap)
+				}
+			}
+			// The permits held account for every slot.
+			held := make(map[*gate]int)
+			for _, p := range permits {
+				for _, g := range p.gates[:p.n] {
+					held[g]++
+				}
+			}
+			for key, g := range c.gates {
+				if held[g] != g.held {
+					t.Fatalf("after %s: %s held %d, permits hold %d", what, key, g.held, held[g])
+				}
+			}
+			if len(waiters) != c.waiters {
+				t.Fatalf("after %s: %d waiters outstanding, controller has %d", what, len(waiters), c.waiters)
+			}
+			c.mu.Unlock()
+		}
+		// Drain: cancel every waiter, release every permit; nothing remains.
+		c.mu.Lock()
+		for _, fw := range waiters {
+			if err := c.abandon(fw.w, context.Canceled); err == nil {
+				c.collect(fw.w, fw.p)
+				permits = append(permits, fw.p)
+			}
+			c.recycle(fw.w)
+		}
+		c.mu.Unlock()
+		for _, p := range permits {
+			p.Release()
+		}
+		for _, s := range c.Stats() {
+			if s.InFlight != 0 || s.Queued != 0 || s.Waiting != 0 {
+				t.Fatalf("at the end %s: in flight %d queued %d waiting %d", s.Key, s.InFlight, s.Queued, s.Waiting)
+			}
+		}
+	})
+}

@@ -1,0 +1,39 @@
+package admission
+
+import "time"
+
+// Permit holds one slot in every gate of an admitted request's path until
+// Release. The controller never reuses a Permit, so a stale pointer can never
+// release a slot that another request holds.
+type Permit struct {
+	c        *Controller
+	gates    [maxPath]*gate
+	n        int
+	released bool // guarded by c.mu
+	start    time.Time
+	waited   time.Duration
+}
+
+// Release returns the permit's slots. It is idempotent and safe to call from
+// several goroutines: only the first call frees anything. A nil Permit or one
+// for an empty path does nothing.
+func (p *Permit) Release() {
+	if p == nil || p.n == 0 {
+		return
+	}
+	c := p.c
+	c.mu.Lock()
+	if !p.released {
+		p.released = true
+		c.release(p.gates[:p.n], p.start)
+	}
+	c.mu.Unlock()
+}
+
+// Waited is how long the request waited to be admitted (0 when admitted at once).
+func (p *Permit) Waited() time.Duration {
+	if p == nil {
+		return 0
+	}
+	return p.waited
+}

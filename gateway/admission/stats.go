@@ -1,0 +1,91 @@
+package admission
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// GateStats is a snapshot of one gate.
+type GateStats struct {
+	Key   string
+	Level string
+	// Cap is the cap in force; 0 = uncapped.
+	Cap int
+	// InFlight is the slots held in the gate (by every replica, with a shared ledger).
+	InFlight int
+	// Queued is the waiters parked on this gate: those it blocks right now.
+	// Each waiter is parked on exactly one gate, so Queued sums to the total.
+	Queued int
+	// Waiting is the waiters whose path includes this gate, wherever they are
+	// parked: what Request.MaxQueueDepth counts for the gate.
+	Waiting int
+	// Admitted counts admissions through the gate.
+	Admitted int64
+	// Timeouts, QueueFull and Cancels count requests that ended on this gate
+	// (the gate named in the *Error, or the one a cancelled waiter was parked on).
+	Timeouts  int64
+	QueueFull int64
+	Cancels   int64
+	// WaitTotal sums the waits of the requests admitted through the gate;
+	// WaitTotal / Admitted is the mean wait.
+	WaitTotal time.Duration
+	// MeanHold is the moving mean time a permit holds the gate (0 = none seen).
+	MeanHold time.Duration
+}
+
+// Stats returns a snapshot of every gate, sorted by key.
+func (c *Controller) Stats() []GateStats {
+	c.mu.Lock()
+	out := make([]GateStats, 0, len(c.gates))
+	for _, g := range c.gates {
+		out = append(out, c.stats(g))
+	}
+	c.mu.Unlock()
+	slices.SortFunc(out, func(a, b GateStats) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
+
+// Gate returns a snapshot of the gate key, if the controller knows it.
+func (c *Controller) Gate(key string) (GateStats, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, ok := c.gates[key]
+	if !ok {
+		return GateStats{}, false
+	}
+	return c.stats(g), true
+}
+
+func (c *Controller) stats(g *gate) GateStats {
+	return GateStats{
+		Key:       g.key,
+		Level:     g.level,
+		Cap:       g.cap,
+		InFlight:  c.ledger.InFlight(g.id),
+		Queued:    g.queue.len(),
+		Waiting:   g.waiting,
+		Admitted:  g.admitted,
+		Timeouts:  g.timeouts,
+		QueueFull: g.queueFull,
+		Cancels:   g.cancels,
+		WaitTotal: g.waitTotal,
+		MeanHold:  time.Duration(g.holdMean),
+	}
+}
+
+// Totals counts the controller's outcomes since New; unlike per-gate
+// counters they survive the dropping of idle gates, so they suit /metrics.
+type Totals struct {
+	Admitted  int64
+	Timeouts  int64
+	QueueFull int64
+	Cancels   int64
+}
+
+// Totals returns the controller-wide outcome counters.
+func (c *Controller) Totals() Totals {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.totals
+}

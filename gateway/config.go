@@ -1,0 +1,325 @@
+package gateway
+
+import (
+	"cmp"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+)
+
+// Config is one immutable snapshot of everything the gateway routes by: the
+// global settings row and every provider connection. cmd builds it from the
+// store and hands it to Apply.
+type Config struct {
+	Settings    limits.Settings
+	Connections []Connection
+}
+
+// Connection is one upstream account as the gateway needs it. APIKey is the
+// decrypted upstream secret; the gateway never logs it.
+type Connection struct {
+	ID       string
+	Name     string
+	Provider string // lower-case provider key, e.g. "zai"
+	APIStyle string // "openai" or "anthropic"
+	// BaseURL includes the upstream's version prefix: a client's
+	// POST /v1/chat/completions goes to BaseURL + "/chat/completions".
+	BaseURL   string
+	APIKey    string
+	Models    []string // upstream model ids
+	Priority  int      // higher is tried first
+	Enabled   bool
+	Overrides limits.Overrides
+}
+
+// route is one client API endpoint.
+type route uint8
+
+const (
+	routeChat route = iota
+	routeCompletions
+	routeEmbeddings
+	routeResponses
+	routeMessages
+	numRoutes
+	routeModels // GET /v1/models; not forwarded
+)
+
+// routeSuffix is the upstream path after the connection's BaseURL.
+var routeSuffix = [numRoutes]string{"/chat/completions", "/completions", "/embeddings", "/responses", "/messages"}
+
+// routeOf maps a request path to its route.
+func routeOf(path string) (route, bool) {
+	switch path {
+	case "/v1/chat/completions":
+		return routeChat, true
+	case "/v1/completions":
+		return routeCompletions, true
+	case "/v1/embeddings":
+		return routeEmbeddings, true
+	case "/v1/responses":
+		return routeResponses, true
+	case "/v1/messages":
+		return routeMessages, true
+	case "/v1/models":
+		return routeModels, true
+	}
+	return 0, false
+}
+
+func (r route) style() style {
+	if r == routeMessages {
+		return styleAnthropic
+	}
+	return styleOpenAI
+}
+
+// conn is a Connection prepared for the hot path.
+type conn struct {
+	id, name, provider string
+	label              string // X-Gatehouse-Connection
+	style              style
+	styleOK            bool // APIStyle is one we know
+	enabled            bool
+	priority           int
+	models             []string
+	urls               [numRoutes]url.URL
+	authHeader         string // canonical header name carrying the upstream key
+	authValue          []string
+	maxWait            time.Duration
+	queueDepth         int
+	execBound          time.Duration
+	gateKey            string // connection:<id>
+	health             *connHealth
+	durObs             interface{ Observe(float64) }
+}
+
+// target is one way to serve a requested model: a connection and the
+// upstream model id to send it.
+type target struct {
+	c     *conn
+	model string
+	req   admission.Request // the gate path; read-only once built
+	stats *targetMetrics
+}
+
+// state is the immutable routing snapshot built by Apply.
+type state struct {
+	loadedAt    time.Time
+	eff         limits.EffectiveSettings
+	conns       []*conn // config order, disabled included
+	byID        map[string]*conn
+	routes      [2]map[string][]*target // by style, then requested model name
+	modelsBody  []byte                  // GET /v1/models
+	caps        map[string]int
+	maxAttempts int
+}
+
+// msOr turns an optional millisecond override into a duration, 0 when absent.
+func msOr(p *int) time.Duration {
+	if p == nil || *p <= 0 {
+		return 0
+	}
+	return time.Duration(*p) * time.Millisecond
+}
+
+// buildState prepares cfg for routing. Connections with a base URL that does
+// not parse, or an unknown API style, are kept (their gates are shown) but
+// never routed to; the problems are returned as warnings.
+func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
+	eff := cfg.Settings.Effective()
+	s := &state{
+		loadedAt:    now,
+		eff:         eff,
+		byID:        make(map[string]*conn, len(cfg.Connections)),
+		caps:        make(map[string]int),
+		maxAttempts: max(eff.MaxAttempts, 1),
+	}
+	s.routes[styleOpenAI] = make(map[string][]*target)
+	s.routes[styleAnthropic] = make(map[string][]*target)
+	var warnings []string
+	if eff.GlobalMaxConcurrent > 0 {
+		s.caps[gateGlobal] = eff.GlobalMaxConcurrent
+	}
+	for p, ps := range eff.Providers {
+		if ps.MaxConcurrent > 0 {
+			s.caps["provider:"+p] = ps.MaxConcurrent
+		}
+	}
+	for _, cc := range cfg.Connections {
+		if cc.ID == "" || s.byID[cc.ID] != nil {
+			warnings = append(warnings, "connection with an empty or repeated id skipped: "+cc.Name)
+			continue
+		}
+		c := g.prepareConn(cc, eff, &warnings)
+		s.conns = append(s.conns, c)
+		s.byID[c.id] = c
+		o := cc.Overrides
+		if o.MaxConcurrent != nil && *o.MaxConcurrent > 0 {
+			s.caps[c.gateKey] = *o.MaxConcurrent
+		}
+		for m, n := range o.ModelConcurrency {
+			if n > 0 {
+				s.caps[modelGateKey(c.id, m)] = n
+			}
+		}
+		if !c.enabled || !c.styleOK {
+			continue
+		}
+		for _, m := range cc.Models {
+			if m == "" {
+				continue
+			}
+			t := g.newTarget(c, m)
+			addTarget(s.routes[c.style], m, t)
+			if c.provider != "" {
+				addTarget(s.routes[c.style], c.provider+"/"+m, t)
+			}
+		}
+	}
+	for _, byName := range s.routes {
+		for name, ts := range byName {
+			// Highest priority first; config order breaks ties so the
+			// rotation among equals is stable.
+			slices.SortStableFunc(ts, func(a, b *target) int { return cmp.Compare(b.c.priority, a.c.priority) })
+			byName[name] = ts
+		}
+	}
+	s.modelsBody = modelsList(s)
+	return s, warnings
+}
+
+// addTarget adds t under name unless the connection is already there: a
+// bare id and an alias can name the same connection.
+func addTarget(byName map[string][]*target, name string, t *target) {
+	for _, have := range byName[name] {
+		if have.c == t.c {
+			return
+		}
+	}
+	byName[name] = append(byName[name], t)
+}
+
+const gateGlobal = "global"
+
+func modelGateKey(connID, model string) string { return "model:" + connID + ":" + model }
+
+func (g *Gateway) prepareConn(cc Connection, eff limits.EffectiveSettings, warnings *[]string) *conn {
+	c := &conn{
+		id:       cc.ID,
+		name:     cc.Name,
+		provider: cc.Provider,
+		label:    cmp.Or(cc.Name, cc.ID),
+		enabled:  cc.Enabled,
+		priority: cc.Priority,
+		models:   slices.Clone(cc.Models),
+		gateKey:  "connection:" + cc.ID,
+	}
+	switch strings.ToLower(cc.APIStyle) {
+	case "openai", "":
+		c.style, c.styleOK = styleOpenAI, true
+	case "anthropic":
+		c.style, c.styleOK = styleAnthropic, true
+	default:
+		*warnings = append(*warnings, "connection "+c.label+": unknown apiStyle "+cc.APIStyle)
+	}
+	base, err := url.Parse(strings.TrimRight(cc.BaseURL, "/"))
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		*warnings = append(*warnings, "connection "+c.label+": base URL is not an absolute http(s) URL")
+		c.styleOK = false
+	} else {
+		for r := range numRoutes {
+			u := *base
+			u.Path = base.Path + routeSuffix[r]
+			u.RawPath = ""
+			c.urls[r] = u
+		}
+	}
+	if c.style == styleAnthropic {
+		c.authHeader, c.authValue = "X-Api-Key", []string{cc.APIKey}
+	} else {
+		c.authHeader, c.authValue = "Authorization", []string{"Bearer " + cc.APIKey}
+	}
+	o := cc.Overrides
+	c.maxWait = msOr(o.MaxWaitMs)
+	if c.maxWait == 0 {
+		c.maxWait = time.Duration(eff.Providers[cc.Provider].MaxWaitMs) * time.Millisecond
+	}
+	if c.maxWait == 0 {
+		c.maxWait = eff.DefaultMaxWait()
+	}
+	c.queueDepth = eff.DefaultMaxQueueDepth
+	if o.MaxQueueDepth != nil && *o.MaxQueueDepth > 0 {
+		c.queueDepth = *o.MaxQueueDepth
+	}
+	c.execBound = msOr(o.ExecutionMaxWaitMs)
+	if c.execBound == 0 {
+		c.execBound = eff.DefaultExecutionMaxWait()
+	}
+	if c.execBound <= 0 {
+		c.execBound = time.Duration(limits.DefaultExecutionMaxWaitMs) * time.Millisecond
+	}
+	c.durObs = g.metrics.upstreamDuration.WithLabelValues(c.label)
+	return c
+}
+
+func (g *Gateway) newTarget(c *conn, model string) *target {
+	return &target{
+		c:     c,
+		model: model,
+		req: admission.Request{
+			Gates: []admission.GateRef{
+				{Level: "global", Key: gateGlobal},
+				{Level: "provider", Key: "provider:" + c.provider},
+				{Level: "connection", Key: c.gateKey},
+				{Level: "model", Key: modelGateKey(c.id, model)},
+			},
+			MaxWait:       c.maxWait,
+			QueueKey:      c.gateKey,
+			MaxQueueDepth: c.queueDepth,
+		},
+		stats: g.metrics.target(c.label, model),
+	}
+}
+
+// modelsList renders GET /v1/models: every model of every enabled
+// connection, as its bare id and as provider/model, in the OpenAI list shape.
+func modelsList(s *state) []byte {
+	type entry struct{ id, owner string }
+	seen := make(map[string]bool)
+	var entries []entry
+	add := func(id, owner string) {
+		if !seen[id] {
+			seen[id] = true
+			entries = append(entries, entry{id, owner})
+		}
+	}
+	for _, c := range s.conns {
+		if !c.enabled || !c.styleOK {
+			continue
+		}
+		for _, m := range c.models {
+			add(m, c.provider)
+			if c.provider != "" {
+				add(c.provider+"/"+m, c.provider)
+			}
+		}
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.id, b.id) })
+	b := []byte(`{"object":"list","data":[`)
+	for i, e := range entries {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"id":`...)
+		b = appendJSONString(b, e.id)
+		b = append(b, `,"object":"model","created":0,"owned_by":`...)
+		b = appendJSONString(b, cmp.Or(e.owner, "gatehouse"))
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}

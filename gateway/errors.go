@@ -1,0 +1,129 @@
+package gateway
+
+import (
+	"net/http"
+	"strconv"
+)
+
+// Error codes the gateway itself answers with, in `error.code`. The
+// admission codes SEMAPHORE_TIMEOUT and SEMAPHORE_QUEUE_FULL come from
+// package admission.
+const (
+	CodeMissingKey        = "MISSING_API_KEY"
+	CodeInvalidKey        = "INVALID_API_KEY"
+	CodeInvalidRequest    = "INVALID_REQUEST"
+	CodeBodyTooLarge      = "REQUEST_TOO_LARGE"
+	CodeModelNotFound     = "MODEL_NOT_FOUND"
+	CodeNotFound          = "NOT_FOUND"
+	CodeMethodNotAllowed  = "METHOD_NOT_ALLOWED"
+	CodeNotReady          = "GATEWAY_NOT_READY"
+	CodeUpstreamCooldown  = "UPSTREAM_COOLDOWN"
+	CodeNoHealthy         = "NO_HEALTHY_CONNECTION"
+	CodeExecutionTimeout  = "RATE_LIMIT_EXECUTION_TIMEOUT"
+	CodeUpstreamError     = "UPSTREAM_UNAVAILABLE"
+	CodeUpstreamStreamErr = "UPSTREAM_STREAM_ERROR"
+)
+
+// Header names the gateway sets on responses.
+const (
+	HeaderConnection = "X-Gatehouse-Connection"
+	HeaderQueueMs    = "X-Gatehouse-Queue-Ms"
+	HeaderGate       = "X-Gatehouse-Gate"
+)
+
+// style is an API dialect: the route's and a connection's apiStyle.
+type style uint8
+
+const (
+	styleOpenAI style = iota
+	styleAnthropic
+)
+
+func (s style) String() string {
+	if s == styleAnthropic {
+		return "anthropic"
+	}
+	return "openai"
+}
+
+// errorType is the `error.type` for a status, from Anthropic's vocabulary,
+// which OpenAI's SDKs accept as well (they key on status and code).
+func errorType(status int) string {
+	switch status {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusMethodNotAllowed:
+		return "invalid_request_error"
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case http.StatusServiceUnavailable:
+		return "overloaded_error"
+	case http.StatusGatewayTimeout:
+		return "timeout_error"
+	}
+	return "api_error"
+}
+
+// apiError is a response the gateway makes itself.
+type apiError struct {
+	status     int
+	code       string
+	message    string
+	retryAfter int    // whole seconds; 0 = no Retry-After header
+	gate       string // X-Gatehouse-Gate; "" = none
+}
+
+// appendErrorJSON appends e in the given dialect's error shape:
+// OpenAI {"error":{"message","type","code"}}, Anthropic
+// {"type":"error","error":{"type","message","code"}}.
+func appendErrorJSON(dst []byte, st style, e *apiError) []byte {
+	if st == styleAnthropic {
+		dst = append(dst, `{"type":"error","error":{"type":`...)
+		dst = appendJSONString(dst, errorType(e.status))
+		dst = append(dst, `,"message":`...)
+		dst = appendJSONString(dst, e.message)
+		dst = append(dst, `,"code":`...)
+		dst = appendJSONString(dst, e.code)
+		return append(dst, "}}"...)
+	}
+	dst = append(dst, `{"error":{"message":`...)
+	dst = appendJSONString(dst, e.message)
+	dst = append(dst, `,"type":`...)
+	dst = appendJSONString(dst, errorType(e.status))
+	dst = append(dst, `,"code":`...)
+	dst = appendJSONString(dst, e.code)
+	return append(dst, "}}"...)
+}
+
+// writeError sends e as a complete JSON response. It must be called before
+// anything else was written.
+func writeError(w http.ResponseWriter, st style, e *apiError) {
+	body := appendErrorJSON(make([]byte, 0, 160+len(e.message)), st, e)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Del("Content-Encoding")
+	if e.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.retryAfter))
+	}
+	if e.gate != "" {
+		h.Set(HeaderGate, e.gate)
+	}
+	w.WriteHeader(e.status)
+	_, _ = w.Write(body)
+}
+
+// appendSSEError appends e as a server-sent event, for a stream that has
+// already started: Anthropic's `event: error`, or OpenAI's bare data line.
+func appendSSEError(dst []byte, st style, e *apiError) []byte {
+	if st == styleAnthropic {
+		dst = append(dst, "event: error\n"...)
+	}
+	dst = append(dst, "data: "...)
+	dst = appendErrorJSON(dst, st, e)
+	return append(dst, "\n\n"...)
+}

@@ -1,0 +1,274 @@
+// Package gateway is Gatehouse's proxy: it authenticates client keys, routes
+// each request by its model to the provider connections serving it, admits
+// it through the concurrency gates of package admission, forwards it
+// upstream (streams included) and fails over between connections on upstream
+// 429s, auth failures and errors, keeping per-connection cooldowns,
+// suspensions and circuit breakers.
+//
+// The configuration arrives as an immutable Config through Apply; the
+// gateway never reads the store itself.
+package gateway
+
+import (
+	"cmp"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+)
+
+// DefaultMaxBodyBytes bounds a client request body when Options.MaxBodyBytes is 0.
+const DefaultMaxBodyBytes = 32 << 20
+
+// Options configures a Gateway. Only Authenticate is required in practice:
+// without it every request is refused.
+type Options struct {
+	// Logger receives configuration warnings and rare errors; the gateway
+	// never logs per request. Default: slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the gateway's metrics; nil registers nothing.
+	// Registering twice on one registry panics, as prometheus.MustRegister does.
+	Registerer prometheus.Registerer
+	// Authenticate reports whether secret is a valid client key. It is
+	// called once per request and must be fast and safe for concurrent use.
+	// nil refuses every key.
+	Authenticate func(secret string) bool
+	// Now is the clock for cooldowns, suspensions and admission
+	// bookkeeping (default time.Now). Circuit breakers use the real clock.
+	Now func() time.Time
+	// Transport sends upstream requests. Default: a shared *http.Transport
+	// tuned for proxying (see NewTransport).
+	Transport http.RoundTripper
+	// MaxBodyBytes bounds client request bodies (default DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+}
+
+// Gateway is the /v1 proxy. Create it with New, give it a Config with
+// Apply, serve it as an http.Handler, and Close it when done.
+type Gateway struct {
+	log          *slog.Logger
+	auth         func(string) bool
+	now          func() time.Time
+	transport    http.RoundTripper
+	ownTransport *http.Transport
+	maxBody      int64
+	ctrl         *admission.Controller
+	metrics      *metrics
+
+	applyMu sync.Mutex // serialises Apply
+	state   atomic.Pointer[state]
+	closed  atomic.Bool
+	rotate  atomic.Uint64 // spreads ties among equal priorities
+
+	healthMu sync.Mutex
+	health   map[string]*connHealth // by connection id
+
+	bodies  sync.Pool // *reqBody
+	copyBuf sync.Pool // *[]byte, copyBufSize
+}
+
+// New returns a Gateway with no configuration: until the first Apply every
+// proxied request gets 503 GATEWAY_NOT_READY.
+func New(opts Options) *Gateway {
+	g := &Gateway{
+		log:     cmp.Or(opts.Logger, slog.Default()),
+		auth:    opts.Authenticate,
+		now:     opts.Now,
+		maxBody: opts.MaxBodyBytes,
+		metrics: newMetrics(),
+		health:  make(map[string]*connHealth),
+	}
+	if g.now == nil {
+		g.now = time.Now
+	}
+	if g.maxBody <= 0 {
+		g.maxBody = DefaultMaxBodyBytes
+	}
+	g.transport = opts.Transport
+	if g.transport == nil {
+		g.ownTransport = NewTransport()
+		g.transport = g.ownTransport
+	}
+	g.ctrl = admission.New(admission.Options{Now: g.now})
+	if opts.Registerer != nil {
+		g.metrics.register(opts.Registerer, newGatesCollector(g))
+	}
+	return g
+}
+
+// NewTransport returns the upstream transport the gateway uses by default:
+// a connection pool sized for a proxy (256 idle connections per upstream
+// host, where Go's default of 2 would redial under load), no transparent
+// compression (bodies pass through as the upstream encoded them), no proxy
+// from the environment, and bounded dial and TLS handshakes. Response time
+// is bounded per request by the execution bound instead of a transport timeout.
+func NewTransport() *http.Transport {
+	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		DialContext:           d.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+		ReadBufferSize:        32 << 10,
+		WriteBufferSize:       32 << 10,
+	}
+}
+
+// Apply swaps in cfg as the new routing snapshot and pushes its caps into
+// the admission gates at once: a raised cap admits waiters immediately, a
+// lowered one admits nobody until in-flight drops below it, and running
+// requests are never cut. Health (cooldowns, suspensions, breakers) carries
+// over by connection id. Problems with single connections (bad base URL,
+// unknown API style) are logged and those connections are not routed to.
+func (g *Gateway) Apply(cfg Config) {
+	g.applyMu.Lock()
+	defer g.applyMu.Unlock()
+	s, warnings := g.buildState(cfg, g.now())
+	for _, w := range warnings {
+		g.log.Warn("gateway: config", slog.String("problem", w))
+	}
+	bc := breakerConfig{failures: s.eff.BreakerFailures, cooldown: s.eff.BreakerCooldown()}
+	keep := make(map[string]bool, len(s.conns))
+	g.healthMu.Lock()
+	for _, c := range s.conns {
+		h := g.health[c.id]
+		if h == nil {
+			h = newConnHealth(bc)
+			g.health[c.id] = h
+		} else {
+			h.setBreaker(bc)
+		}
+		c.health = h
+		keep[c.label] = true
+	}
+	for id := range g.health {
+		if s.byID[id] == nil {
+			delete(g.health, id)
+		}
+	}
+	g.healthMu.Unlock()
+	g.metrics.forget(keep)
+	g.ctrl.SetCaps(s.caps)
+	g.state.Store(s)
+}
+
+// Loaded reports whether a configuration has been applied, and when the
+// latest one was.
+func (g *Gateway) Loaded() (ok bool, at time.Time) {
+	s := g.state.Load()
+	if s == nil {
+		return false, time.Time{}
+	}
+	return true, s.loadedAt
+}
+
+// Close stops the gateway: later requests get 503, and the default
+// transport's idle upstream connections are closed. Requests in flight
+// finish normally (the server's Shutdown bounds them). The gateway runs no
+// goroutines of its own.
+func (g *Gateway) Close() {
+	g.closed.Store(true)
+	if g.ownTransport != nil {
+		g.ownTransport.CloseIdleConnections()
+	}
+}
+
+// ResetHealth clears the cooldowns, suspension and circuit breaker of the
+// connection id. It reports false if no such connection is configured.
+func (g *Gateway) ResetHealth(connID string) bool {
+	g.healthMu.Lock()
+	h := g.health[connID]
+	g.healthMu.Unlock()
+	if h == nil {
+		return false
+	}
+	h.reset()
+	return true
+}
+
+// Snapshot is the live state of the gates and of each connection's health.
+type Snapshot struct {
+	// LoadedAt is when the configuration in force was applied (zero before).
+	LoadedAt time.Time
+	// Gates lists every connection gate (cap 0 = uncapped), every capped
+	// gate (model gates included, idle or not), and any other gate holding
+	// or queueing requests. Sorted by key.
+	Gates []GateSnapshot
+	// Connections lists every configured connection in config order.
+	Connections []ConnectionSnapshot
+}
+
+// GateSnapshot is one gate's cap, load and counters.
+type GateSnapshot struct {
+	Key       string
+	Level     string
+	Cap       int
+	InFlight  int
+	Queued    int
+	Admitted  int64
+	Timeouts  int64
+	QueueFull int64
+	Cancels   int64
+	WaitTotal time.Duration
+}
+
+// ConnectionSnapshot is one connection's upstream health.
+type ConnectionSnapshot struct {
+	ID   string
+	Name string
+	// Health is HealthOK, HealthCooling, HealthSuspended, HealthBreakerOpen
+	// or HealthHalfOpen.
+	Health string
+	// Until is when the state ends (zero for ok and half-open). For
+	// cooling it is the end of the latest model cooldown.
+	Until  time.Time
+	Reason string
+}
+
+// Snapshot returns the live gates and connection health.
+func (g *Gateway) Snapshot() Snapshot {
+	var out Snapshot
+	s := g.state.Load()
+	stats := g.ctrl.Stats()
+	have := make(map[string]bool, len(stats))
+	for _, st := range stats {
+		have[st.Key] = true
+		if st.Cap == 0 && st.Level != "connection" && st.InFlight == 0 && st.Queued == 0 {
+			continue
+		}
+		out.Gates = append(out.Gates, GateSnapshot{
+			Key: st.Key, Level: st.Level, Cap: st.Cap, InFlight: st.InFlight, Queued: st.Queued,
+			Admitted: st.Admitted, Timeouts: st.Timeouts, QueueFull: st.QueueFull, Cancels: st.Cancels,
+			WaitTotal: st.WaitTotal,
+		})
+	}
+	if s == nil {
+		return out
+	}
+	out.LoadedAt = s.loadedAt
+	for _, c := range s.conns {
+		if !have[c.gateKey] {
+			out.Gates = append(out.Gates, GateSnapshot{Key: c.gateKey, Level: "connection", Cap: s.caps[c.gateKey]})
+		}
+	}
+	slices.SortFunc(out.Gates, func(a, b GateSnapshot) int { return cmp.Compare(a.Key, b.Key) })
+	now := g.now()
+	for _, c := range s.conns {
+		state, until, reason := c.health.status(now)
+		out.Connections = append(out.Connections, ConnectionSnapshot{
+			ID: c.id, Name: c.name, Health: state, Until: until, Reason: reason,
+		})
+	}
+	return out
+}

@@ -1,0 +1,383 @@
+package limits
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/go-playground/validator/v10"
+)
+
+// This file holds the one decoder behind DecodeOverrides, DecodeSettings,
+// Normalize and NormalizeSettings. It walks the JSON itself (instead of
+// json.Unmarshal) so that it can tell absent from null from zero, accept
+// 1.0 and 1e3 as whole numbers, refuse 1.5, and name the path of every
+// problem, not only the first. Range rules live in the structs' validate
+// tags and are checked by the shared validator afterwards.
+
+// problem is one thing wrong with a document, at path below the document.
+type problem struct {
+	path []string
+	msg  string
+	// validation marks a value that decoded but broke a rule; the lenient
+	// reader removes it after the fact (values that did not decode were
+	// never stored).
+	validation bool
+}
+
+type decoder struct {
+	problems []problem
+	// namespaces maps the validator namespace of every decoded field and
+	// map entry to its path, so a map key holding "." or "[" is never
+	// misread from the namespace string.
+	namespaces map[string][]string
+}
+
+func (d *decoder) add(path []string, msg string) {
+	d.problems = append(d.problems, problem{path: path, msg: msg})
+}
+
+// decodeDocument decodes data into out, a pointer to a struct, then
+// validates it. A document that is "null" decodes to the zero value. out
+// holds every value that decoded, including ones that broke a rule; the
+// caller decides between rejecting (strict) and dropping (lenient).
+func decodeDocument(data []byte, out any) []problem {
+	rv := reflect.ValueOf(out).Elem()
+	data = trimJSONSpace(data)
+	switch {
+	case len(data) == 0:
+		return []problem{{msg: msgNotObject}}
+	case !json.Valid(data):
+		return []problem{{msg: msgNotJSON}}
+	case string(data) == "null":
+		return nil
+	}
+	d := &decoder{namespaces: map[string][]string{}}
+	d.decodeStruct(data, rv, nil, rv.Type().Name())
+	prune(rv)
+	err := Validator().Struct(out)
+	var ve validator.ValidationErrors
+	if errors.As(err, &ve) {
+		for _, fe := range ve {
+			path, ok := d.namespaces[fe.Namespace()]
+			if !ok {
+				path = namespacePath(fe.Namespace())
+			}
+			d.problems = append(d.problems, problem{path: path, msg: translate(fe), validation: true})
+		}
+	} else if err != nil {
+		// Only a programming error (a bad tag) gets here.
+		d.add(nil, "is not valid")
+	}
+	return d.problems
+}
+
+// strictErrors turns problems into sorted FieldErrors under prefix.
+func strictErrors(problems []problem, prefix string) FieldErrors {
+	if len(problems) == 0 {
+		return nil
+	}
+	out := make(FieldErrors, 0, len(problems))
+	for _, p := range problems {
+		out = append(out, FieldError{Field: joinPath(prefix, p.path), Message: p.msg})
+	}
+	return sortFieldErrors(out)
+}
+
+// lenientWarnings removes every value that broke a rule from out (a pointer
+// to a struct) and returns one warning per problem, sorted.
+func lenientWarnings(problems []problem, out any, prefix string) []string {
+	if len(problems) == 0 {
+		return nil
+	}
+	rv := reflect.ValueOf(out).Elem()
+	warnings := make([]string, 0, len(problems))
+	for _, p := range problems {
+		if p.validation {
+			unset(rv, p.path)
+		}
+		warnings = append(warnings, joinPath(prefix, p.path)+": "+p.msg+" (ignored)")
+	}
+	prune(rv)
+	slices.Sort(warnings)
+	return slices.Compact(warnings)
+}
+
+type member struct {
+	key string
+	val json.RawMessage
+}
+
+// objectMembers splits a valid JSON value into its members, in order, or
+// reports false when it is not an object.
+func objectMembers(raw []byte) ([]member, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	var mems []member
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil, false
+		}
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil, false
+		}
+		mems = append(mems, member{key: key, val: val})
+	}
+	return mems, true
+}
+
+func isNull(raw []byte) bool { return string(trimJSONSpace(raw)) == "null" }
+
+// trimJSONSpace trims the four white-space characters JSON allows.
+func trimJSONSpace(b []byte) []byte {
+	return bytes.Trim(b, " \t\r\n")
+}
+
+// fieldIndex maps JSON names to field indexes of a struct type.
+func fieldIndex(t reflect.Type) map[string]int {
+	idx := make(map[string]int, t.NumField())
+	for i := range t.NumField() {
+		if name := fieldName(t.Field(i)); name != "" && t.Field(i).IsExported() {
+			idx[name] = i
+		}
+	}
+	return idx
+}
+
+func extend(path []string, seg string) []string {
+	return append(slices.Clip(path), seg)
+}
+
+func (d *decoder) decodeStruct(raw []byte, rv reflect.Value, path []string, ns string) {
+	mems, ok := objectMembers(raw)
+	if !ok {
+		d.add(path, msgNotObject)
+		return
+	}
+	fields := fieldIndex(rv.Type())
+	seen := make(map[string]bool, len(mems))
+	for _, m := range mems {
+		fpath := extend(path, m.key)
+		if seen[m.key] {
+			d.add(fpath, msgDuplicateField)
+			continue
+		}
+		seen[m.key] = true
+		i, ok := fields[m.key]
+		if !ok {
+			d.add(fpath, msgUnknownField)
+			continue
+		}
+		fns := ns + "." + m.key
+		d.namespaces[fns] = fpath
+		if isNull(m.val) {
+			continue // null means absent
+		}
+		d.decodeField(m.val, rv.Field(i), rv.Type().Field(i).Tag.Get("validate"), fpath, fns)
+	}
+}
+
+func (d *decoder) decodeField(raw []byte, fv reflect.Value, rules string, path []string, ns string) {
+	switch fv.Kind() {
+	case reflect.Pointer:
+		elem := fv.Type().Elem()
+		if !isIntKind(elem.Kind()) {
+			panic("limits: unsupported field type " + fv.Type().String())
+		}
+		n, ok := wholeNumber(raw)
+		if !ok {
+			d.add(path, leafMessage(rules, false))
+			return
+		}
+		p := reflect.New(elem)
+		setIntSaturated(p.Elem(), n)
+		fv.Set(p)
+	case reflect.Map:
+		d.decodeMap(raw, fv, rules, path, ns)
+	default:
+		panic("limits: unsupported field type " + fv.Type().String())
+	}
+}
+
+func (d *decoder) decodeMap(raw []byte, fv reflect.Value, rules string, path []string, ns string) {
+	t := fv.Type()
+	mems, ok := objectMembers(raw)
+	if !ok {
+		msg := msgNotObject
+		switch t.Elem().Kind() {
+		case reflect.Int:
+			msg = msgNotModelMap
+		case reflect.Struct:
+			msg = msgNotProviderMap
+		}
+		d.add(path, msg)
+		return
+	}
+	m := reflect.MakeMapWithSize(t, len(mems))
+	seen := make(map[string]bool, len(mems))
+	for _, mem := range mems {
+		epath := extend(path, mem.key)
+		if seen[mem.key] {
+			d.add(epath, msgDuplicateField)
+			continue
+		}
+		seen[mem.key] = true
+		ens := ns + "[" + mem.key + "]"
+		d.namespaces[ens] = epath
+		if isNull(mem.val) {
+			continue
+		}
+		key := reflect.ValueOf(mem.key).Convert(t.Key())
+		switch ek := t.Elem().Kind(); {
+		case isIntKind(ek):
+			n, ok := wholeNumber(mem.val)
+			if !ok {
+				d.add(epath, leafMessage(rules, true))
+				continue
+			}
+			ev := reflect.New(t.Elem()).Elem()
+			setIntSaturated(ev, n)
+			m.SetMapIndex(key, ev)
+		case ek == reflect.Struct:
+			ev := reflect.New(t.Elem()).Elem()
+			d.decodeStruct(mem.val, ev, epath, ens)
+			m.SetMapIndex(key, ev)
+		default:
+			panic("limits: unsupported map type " + t.String())
+		}
+	}
+	if m.Len() > 0 {
+		fv.Set(m)
+	}
+}
+
+// wholeNumber reads a JSON value that must be a whole number.
+func wholeNumber(raw []byte) (int64, bool) {
+	n, res := parseWhole(string(trimJSONSpace(raw)))
+	return n, res == wholeOK
+}
+
+func isIntKind(k reflect.Kind) bool {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return true
+	}
+	return false
+}
+
+// setIntSaturated stores n, clamped to what the field's type can hold, so an
+// over-large number still fails its range rule instead of wrapping around.
+func setIntSaturated(v reflect.Value, n int64) {
+	if v.OverflowInt(n) {
+		shift := 64 - v.Type().Bits()
+		if n > 0 {
+			n = math.MaxInt64 >> shift
+		} else {
+			n = math.MinInt64 >> shift
+		}
+	}
+	v.SetInt(n)
+}
+
+// leafMessage is the message for a value that is not a whole number: the
+// message of the field's range rule (map values: the rule after endkeys).
+func leafMessage(rules string, mapValue bool) string {
+	parts := strings.Split(rules, ",")
+	if mapValue {
+		if i := slices.Index(parts, "endkeys"); i >= 0 {
+			parts = parts[i+1:]
+		}
+	} else if i := slices.Index(parts, "dive"); i >= 0 {
+		parts = parts[:i]
+	}
+	for _, p := range parts {
+		tag, param, _ := strings.Cut(p, "=")
+		if tag == tagBetween || tag == tagCap {
+			return describe(tag, param, reflect.Int)
+		}
+	}
+	return msgNotWhole
+}
+
+// unset removes the value at path from rv (an addressable struct).
+func unset(rv reflect.Value, path []string) {
+	if len(path) == 0 {
+		rv.SetZero()
+		return
+	}
+	switch rv.Kind() {
+	case reflect.Struct:
+		i, ok := fieldIndex(rv.Type())[path[0]]
+		if !ok {
+			return
+		}
+		if len(path) == 1 {
+			rv.Field(i).SetZero()
+			return
+		}
+		unset(rv.Field(i), path[1:])
+	case reflect.Map:
+		if rv.IsNil() {
+			return
+		}
+		key := reflect.ValueOf(path[0]).Convert(rv.Type().Key())
+		if len(path) == 1 {
+			rv.SetMapIndex(key, reflect.Value{})
+			return
+		}
+		cur := rv.MapIndex(key)
+		if !cur.IsValid() {
+			return
+		}
+		ev := reflect.New(rv.Type().Elem()).Elem()
+		ev.Set(cur)
+		unset(ev, path[1:])
+		rv.SetMapIndex(key, ev)
+	}
+}
+
+// prune normalises rv (an addressable struct): map entries whose value is
+// an empty struct are dropped, and empty maps become nil.
+func prune(rv reflect.Value) {
+	for i := range rv.NumField() {
+		f := rv.Field(i)
+		if f.Kind() != reflect.Map || f.IsNil() {
+			continue
+		}
+		if f.Type().Elem().Kind() == reflect.Struct {
+			// Collect first: the map is not changed while it is ranged over.
+			var keys, vals []reflect.Value
+			iter := f.MapRange()
+			for iter.Next() {
+				ev := reflect.New(f.Type().Elem()).Elem()
+				ev.Set(iter.Value())
+				prune(ev)
+				keys, vals = append(keys, iter.Key()), append(vals, ev)
+			}
+			for i, k := range keys {
+				if vals[i].IsZero() {
+					f.SetMapIndex(k, reflect.Value{})
+				} else {
+					f.SetMapIndex(k, vals[i])
+				}
+			}
+		}
+		if f.Len() == 0 {
+			f.SetZero()
+		}
+	}
+}

@@ -1,0 +1,77 @@
+package limits
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// ApplyForm applies the dashboard's override fields to base and returns the
+// result, strictly checked. Form fields carry the JSON names (see
+// OverrideKeys); modelConcurrency is the model=cap textarea. A field absent
+// from the form leaves its key as it is in base, so keys set through the API
+// survive a form that does not show them; a field present but blank removes
+// its key. Numbers follow the JSON rules ("1e3" is whole, "1.5" is not).
+// Every problem is reported with its path under pathPrefix; a textarea
+// problem is reported on the modelConcurrency path with its line, like
+// `line 2: "glm-5=0": cap must be a whole number from 1 to 10000`. On any
+// problem the returned Overrides is the zero value.
+func ApplyForm(base Overrides, form url.Values, pathPrefix string) (Overrides, FieldErrors) {
+	doc, err := json.Marshal(base)
+	if err != nil {
+		// Overrides holds only pointers to ints and a map[string]int.
+		return Overrides{}, FieldErrors{{Field: pathPrefix, Message: "is not valid"}}
+	}
+	members := map[string]json.RawMessage{}
+	if err := json.Unmarshal(doc, &members); err != nil {
+		return Overrides{}, FieldErrors{{Field: pathPrefix, Message: "is not valid"}}
+	}
+	var errs FieldErrors
+	for _, key := range OverrideKeys() {
+		values, present := form[key]
+		if !present {
+			continue
+		}
+		text := ""
+		if len(values) > 0 {
+			text = strings.TrimSpace(values[0])
+		}
+		if text == "" {
+			delete(members, key)
+			continue
+		}
+		if key == KeyModelConcurrency {
+			caps, lineErrs := ParseModelCaps(text)
+			for _, le := range lineErrs {
+				errs = append(errs, FieldError{Field: joinPath(pathPrefix, []string{key}), Message: le.Error()})
+			}
+			if caps == nil {
+				delete(members, key)
+				continue
+			}
+			raw, err := json.Marshal(caps)
+			if err != nil {
+				return Overrides{}, FieldErrors{{Field: pathPrefix, Message: "is not valid"}}
+			}
+			members[key] = raw
+			continue
+		}
+		if _, res := parseWhole(text); res == wholeNotNum {
+			// Not a number literal: pass it on as a string, which the
+			// decoder rejects with the field's own range message.
+			text = fmt.Sprintf("%q", text)
+		}
+		members[key] = json.RawMessage(text)
+	}
+	merged, err := json.Marshal(members)
+	if err != nil {
+		return Overrides{}, FieldErrors{{Field: pathPrefix, Message: "is not valid"}}
+	}
+	o, decodeErrs := DecodeOverrides(merged, pathPrefix)
+	errs = append(errs, decodeErrs...)
+	if len(errs) > 0 {
+		return Overrides{}, sortFieldErrors(errs)
+	}
+	return o, nil
+}

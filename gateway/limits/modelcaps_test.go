@@ -1,0 +1,134 @@
+package limits
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseModelCaps(t *testing.T) {
+	t.Parallel()
+	const capMsg = "cap must be a whole number from 1 to 10000"
+	const nameMsg = "model name must be 1 to 128 characters, with no spaces, '=' or ','"
+	key128 := strings.Repeat("k", 128)
+	key129 := strings.Repeat("k", 129)
+	tests := []struct {
+		name     string
+		in       string
+		want     map[string]int
+		wantErrs []LineError
+	}{
+		{name: "empty text", in: "", want: nil},
+		{name: "only blank lines and spaces", in: "\n  \n\t\n", want: nil},
+		{name: "one per line", in: "glm-5=1\nglm-4.7=3", want: map[string]int{"glm-5": 1, "glm-4.7": 3}},
+		{name: "commas separate too", in: "glm-5=1, glm-4.7=3,\nzai/x=2,", want: map[string]int{"glm-5": 1, "glm-4.7": 3, "zai/x": 2}},
+		{name: "whitespace trimmed everywhere", in: "  glm-5 =  1 \r\n\t glm-4.7= 3\t\r\n", want: map[string]int{"glm-5": 1, "glm-4.7": 3}},
+		{name: "blank lines ignored", in: "\n\nglm-5=1\n\n\nglm-4.7=3\n\n", want: map[string]int{"glm-5": 1, "glm-4.7": 3}},
+		{name: "bounds", in: "a=1\nb=10000\n" + key128 + "=5", want: map[string]int{"a": 1, "b": 10000, key128: 5}},
+		{name: "whole numbers in JSON spellings", in: "a=2.0\nb=1e3", want: map[string]int{"a": 2, "b": 1000}},
+		{name: "bad cap", in: "glm-4.7=3\nglm-5=0", wantErrs: []LineError{{2, "glm-5=0", capMsg}}},
+		{
+			name: "every bad entry with its line",
+			in:   "glm-5=0\nok=2\n\nx=-1, y=1.5\nz=two\nbig=10001\nnoequals\n=4\n" + key129 + "=1\na b=1\nw=",
+			wantErrs: []LineError{
+				{1, "glm-5=0", capMsg},
+				{4, "x=-1", capMsg},
+				{4, "y=1.5", capMsg},
+				{5, "z=two", capMsg},
+				{6, "big=10001", capMsg},
+				{7, "noequals", "expected model=cap, like glm-5=2"},
+				{8, "=4", "model name is missing before '='"},
+				{9, key129 + "=1", nameMsg},
+				{10, "a b=1", nameMsg},
+				{11, "w=", capMsg},
+			},
+		},
+		{
+			name: "duplicates are errors on the later line",
+			in:   "glm-5=1\nglm-4.7=2\nglm-5=3, glm-4.7 = 2",
+			wantErrs: []LineError{
+				{3, "glm-5=3", `model "glm-5" is already capped on line 1`},
+				{3, "glm-4.7 = 2", `model "glm-4.7" is already capped on line 2`},
+			},
+		},
+		{name: "two equals signs", in: "a=b=1", wantErrs: []LineError{{1, "a=b=1", capMsg}}},
+		{name: "bad name and bad cap on one entry", in: "a b=0", wantErrs: []LineError{{1, "a b=0", nameMsg}, {1, "a b=0", capMsg}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, errs := ParseModelCaps(tt.in)
+			if diff := cmp.Diff(tt.wantErrs, errs); diff != "" {
+				t.Errorf("ParseModelCaps(%q) errors mismatch (-want +got):\n%s", tt.in, diff)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ParseModelCaps(%q) mismatch (-want +got):\n%s", tt.in, diff)
+			}
+		})
+	}
+}
+
+func TestLineErrorText(t *testing.T) {
+	t.Parallel()
+	_, errs := ParseModelCaps("ok=1\nglm-5=0\nbad")
+	want := `line 2: "glm-5=0": cap must be a whole number from 1 to 10000` + "\n" +
+		`line 3: "bad": expected model=cap, like glm-5=2`
+	if got := LineErrors(errs).Error(); got != want {
+		t.Errorf("LineErrors.Error() =\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestFormatModelCaps(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		in   map[string]int
+		want string
+	}{
+		{name: "nil", in: nil, want: ""},
+		{name: "empty", in: map[string]int{}, want: ""},
+		{name: "sorted, one a line, no trailing newline", in: map[string]int{"glm-5": 1, "glm-4.7": 3, "a": 10000}, want: "a=10000\nglm-4.7=3\nglm-5=1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := FormatModelCaps(tt.in)
+			if got != tt.want {
+				t.Errorf("FormatModelCaps() = %q, want %q", got, tt.want)
+			}
+			back, errs := ParseModelCaps(got)
+			if errs != nil {
+				t.Fatalf("ParseModelCaps(FormatModelCaps()) errors: %v", errs)
+			}
+			if len(tt.in) == 0 {
+				if back != nil {
+					t.Errorf("ParseModelCaps(%q) = %v, want nil", got, back)
+				}
+				return
+			}
+			if diff := cmp.Diff(tt.in, back); diff != "" {
+				t.Errorf("Parse(Format(m)) mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCapRangeMatchesConstants(t *testing.T) {
+	t.Parallel()
+	lo, hi, ok := parseRange(capRange)
+	if !ok || lo != MinCap || hi != MaxCap {
+		t.Errorf("capRange %q does not match MinCap %d and MaxCap %d", capRange, MinCap, MaxCap)
+	}
+	// The JSON rule and the text rule agree at the edges.
+	for _, tt := range []struct {
+		cap  string
+		want bool
+	}{{"0", false}, {"1", true}, {"10000", true}, {"10001", false}} {
+		_, jsonErrs := DecodeOverrides([]byte(`{"modelConcurrency":{"m":`+tt.cap+`}}`), "")
+		_, textErrs := ParseModelCaps("m=" + tt.cap)
+		if (jsonErrs == nil) != tt.want || (textErrs == nil) != tt.want {
+			t.Errorf("cap %s: JSON accepted %v, text accepted %v, want %v", tt.cap, jsonErrs == nil, textErrs == nil, tt.want)
+		}
+	}
+}

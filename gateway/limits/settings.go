@@ -1,0 +1,198 @@
+package limits
+
+import "time"
+
+// Settings is the global settings row: gates and defaults for every
+// connection. As with Overrides, a nil pointer is an absent key, which
+// means the built-in default (see DefaultSettings); Effective fills them in.
+//
+// Write ranges (decided here; DESIGN.md gives only the defaults):
+//
+//	globalMaxConcurrent        0–100000     default 0 (off)
+//	defaultMaxWaitMs           1–120000     default 30000 (1 ms ≈ fail fast; no "wait forever")
+//	defaultExecutionMaxWaitMs  1–600000     default 600000
+//	defaultMaxQueueDepth       0–100000     default 0 (unbounded)
+//	maxAttempts                1–10         default 3
+//	suspendMs                  0–86400000   default 1800000 (0 = never suspend after 401/403)
+//	breakerFailures            0–100        default 5 (0 = breaker off)
+//	breakerCooldownMs          1000–3600000 default 30000
+//	providers.<p>              p matches [a-z0-9-]{1,32}
+//	providers.<p>.maxConcurrent 0–100000    0 or absent = no provider cap
+//	providers.<p>.maxWaitMs     0–120000    0 or absent = defaultMaxWaitMs
+type Settings struct {
+	GlobalMaxConcurrent       *int                        `json:"globalMaxConcurrent,omitempty" validate:"omitnil,between=0:100000"`
+	DefaultMaxWaitMs          *int                        `json:"defaultMaxWaitMs,omitempty" validate:"omitnil,between=1:120000"`
+	DefaultExecutionMaxWaitMs *int                        `json:"defaultExecutionMaxWaitMs,omitempty" validate:"omitnil,between=1:600000"`
+	DefaultMaxQueueDepth      *int                        `json:"defaultMaxQueueDepth,omitempty" validate:"omitnil,between=0:100000"`
+	MaxAttempts               *int                        `json:"maxAttempts,omitempty" validate:"omitnil,between=1:10"`
+	SuspendMs                 *int                        `json:"suspendMs,omitempty" validate:"omitnil,between=0:86400000"`
+	BreakerFailures           *int                        `json:"breakerFailures,omitempty" validate:"omitnil,between=0:100"`
+	BreakerCooldownMs         *int                        `json:"breakerCooldownMs,omitempty" validate:"omitnil,between=1000:3600000"`
+	Providers                 map[string]ProviderSettings `json:"providers,omitempty" validate:"omitempty,dive,keys,providerkey,endkeys"`
+}
+
+// ProviderSettings are the gate settings of one provider (all of its
+// connections together). 0 or absent means off.
+type ProviderSettings struct {
+	// MaxConcurrent caps the provider's gate; 0 = no cap.
+	MaxConcurrent *int `json:"maxConcurrent,omitempty" validate:"omitnil,between=0:100000"`
+	// MaxWaitMs is the admission wait for the provider's connections that
+	// set none; 0 = use defaultMaxWaitMs.
+	MaxWaitMs *int `json:"maxWaitMs,omitempty" validate:"omitnil,between=0:120000"`
+}
+
+// Built-in defaults for absent settings keys.
+const (
+	DefaultGlobalMaxConcurrent = 0
+	DefaultMaxWaitMs           = 30000
+	DefaultExecutionMaxWaitMs  = 600000
+	DefaultMaxQueueDepth       = 0
+	DefaultMaxAttempts         = 3
+	DefaultSuspendMs           = 1800000
+	DefaultBreakerFailures     = 5
+	DefaultBreakerCooldownMs   = 30000
+)
+
+// settingsWarningPrefix names the settings row in NormalizeSettings' warnings.
+const settingsWarningPrefix = "settings"
+
+// DefaultSettings returns settings with every scalar key set to its built-in
+// default and no providers: what a fresh installation stores.
+func DefaultSettings() Settings {
+	return Settings{
+		GlobalMaxConcurrent:       new(DefaultGlobalMaxConcurrent),
+		DefaultMaxWaitMs:          new(DefaultMaxWaitMs),
+		DefaultExecutionMaxWaitMs: new(DefaultExecutionMaxWaitMs),
+		DefaultMaxQueueDepth:      new(DefaultMaxQueueDepth),
+		MaxAttempts:               new(DefaultMaxAttempts),
+		SuspendMs:                 new(DefaultSuspendMs),
+		BreakerFailures:           new(DefaultBreakerFailures),
+		BreakerCooldownMs:         new(DefaultBreakerCooldownMs),
+	}
+}
+
+// EffectiveSettings are Settings with every default filled in: plain values
+// for the gateway to use.
+type EffectiveSettings struct {
+	GlobalMaxConcurrent       int // 0 = off
+	DefaultMaxWaitMs          int
+	DefaultExecutionMaxWaitMs int
+	DefaultMaxQueueDepth      int // 0 = unbounded
+	MaxAttempts               int
+	SuspendMs                 int // 0 = never suspend
+	BreakerFailures           int // 0 = breaker off
+	BreakerCooldownMs         int
+	// Providers holds every provider that sets something; a provider not
+	// listed has no cap and no wait of its own.
+	Providers map[string]EffectiveProvider
+}
+
+// EffectiveProvider is a provider's settings with absent keys as 0 (off).
+type EffectiveProvider struct {
+	MaxConcurrent int // 0 = no cap
+	MaxWaitMs     int // 0 = use DefaultMaxWaitMs
+}
+
+// Effective returns s with the built-in default for every absent key.
+func (s Settings) Effective() EffectiveSettings {
+	e := EffectiveSettings{
+		GlobalMaxConcurrent:       valueOr(s.GlobalMaxConcurrent, DefaultGlobalMaxConcurrent),
+		DefaultMaxWaitMs:          valueOr(s.DefaultMaxWaitMs, DefaultMaxWaitMs),
+		DefaultExecutionMaxWaitMs: valueOr(s.DefaultExecutionMaxWaitMs, DefaultExecutionMaxWaitMs),
+		DefaultMaxQueueDepth:      valueOr(s.DefaultMaxQueueDepth, DefaultMaxQueueDepth),
+		MaxAttempts:               valueOr(s.MaxAttempts, DefaultMaxAttempts),
+		SuspendMs:                 valueOr(s.SuspendMs, DefaultSuspendMs),
+		BreakerFailures:           valueOr(s.BreakerFailures, DefaultBreakerFailures),
+		BreakerCooldownMs:         valueOr(s.BreakerCooldownMs, DefaultBreakerCooldownMs),
+	}
+	if len(s.Providers) > 0 {
+		e.Providers = make(map[string]EffectiveProvider, len(s.Providers))
+		for name, p := range s.Providers {
+			e.Providers[name] = EffectiveProvider{
+				MaxConcurrent: valueOr(p.MaxConcurrent, 0),
+				MaxWaitMs:     valueOr(p.MaxWaitMs, 0),
+			}
+		}
+	}
+	return e
+}
+
+// WithDefaults returns a copy of s in which every absent scalar key holds
+// its built-in default (providers are copied as they are).
+func (s Settings) WithDefaults() Settings {
+	d := DefaultSettings()
+	out := Settings{
+		GlobalMaxConcurrent:       ptrOr(s.GlobalMaxConcurrent, d.GlobalMaxConcurrent),
+		DefaultMaxWaitMs:          ptrOr(s.DefaultMaxWaitMs, d.DefaultMaxWaitMs),
+		DefaultExecutionMaxWaitMs: ptrOr(s.DefaultExecutionMaxWaitMs, d.DefaultExecutionMaxWaitMs),
+		DefaultMaxQueueDepth:      ptrOr(s.DefaultMaxQueueDepth, d.DefaultMaxQueueDepth),
+		MaxAttempts:               ptrOr(s.MaxAttempts, d.MaxAttempts),
+		SuspendMs:                 ptrOr(s.SuspendMs, d.SuspendMs),
+		BreakerFailures:           ptrOr(s.BreakerFailures, d.BreakerFailures),
+		BreakerCooldownMs:         ptrOr(s.BreakerCooldownMs, d.BreakerCooldownMs),
+	}
+	if len(s.Providers) > 0 {
+		out.Providers = make(map[string]ProviderSettings, len(s.Providers))
+		for name, p := range s.Providers {
+			out.Providers[name] = ProviderSettings{MaxConcurrent: clonePtr(p.MaxConcurrent), MaxWaitMs: clonePtr(p.MaxWaitMs)}
+		}
+	}
+	return out
+}
+
+// SuspendDuration is SuspendMs as a duration.
+func (e EffectiveSettings) SuspendDuration() time.Duration { return ms(e.SuspendMs) }
+
+// BreakerCooldown is BreakerCooldownMs as a duration.
+func (e EffectiveSettings) BreakerCooldown() time.Duration { return ms(e.BreakerCooldownMs) }
+
+// DefaultMaxWait is DefaultMaxWaitMs as a duration.
+func (e EffectiveSettings) DefaultMaxWait() time.Duration { return ms(e.DefaultMaxWaitMs) }
+
+// DefaultExecutionMaxWait is DefaultExecutionMaxWaitMs as a duration.
+func (e EffectiveSettings) DefaultExecutionMaxWait() time.Duration {
+	return ms(e.DefaultExecutionMaxWaitMs)
+}
+
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+func valueOr[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func ptrOr[T any](p, def *T) *T {
+	if p == nil {
+		return def
+	}
+	return clonePtr(p)
+}
+
+// DecodeSettings strictly decodes a written settings document with the same
+// rules as DecodeOverrides (whole numbers only, unknown keys rejected, every
+// problem reported with its path under pathPrefix, sorted), plus the ranges
+// listed on Settings and provider keys matching [a-z0-9-]{1,32}. "null" means
+// no settings (every key at its default). Provider entries that set nothing
+// are dropped.
+func DecodeSettings(data []byte, pathPrefix string) (Settings, FieldErrors) {
+	var s Settings
+	if errs := strictErrors(decodeDocument(data, &s), pathPrefix); len(errs) > 0 {
+		return Settings{}, errs
+	}
+	return s, nil
+}
+
+// NormalizeSettings reads the stored settings row fail-open, like Normalize:
+// a malformed part is dropped (so its default applies) and named in a
+// warning such as "settings.maxAttempts: must be a whole number from 1 to 10
+// (ignored)"; it never fails and never panics.
+func NormalizeSettings(raw []byte) (Settings, []string) {
+	var s Settings
+	if isBlankOrNull(raw) {
+		return s, nil
+	}
+	problems := decodeDocument(raw, &s)
+	return s, lenientWarnings(problems, &s, settingsWarningPrefix)
+}

@@ -1,0 +1,176 @@
+package gateway
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the gateway's Prometheus series. Gate gauges and connection
+// health are read at scrape time by collectors, so the hot path only
+// touches counters and histograms whose labels are bound in advance.
+type metrics struct {
+	waitSeconds      prometheus.Histogram
+	rejections       *prometheus.CounterVec
+	rejectTimeout    prometheus.Counter
+	rejectQueueFull  prometheus.Counter
+	attempts         prometheus.Counter
+	upstreamRequests *prometheus.CounterVec
+	upstreamDuration *prometheus.HistogramVec
+	overhead         prometheus.Histogram
+
+	mu      sync.Mutex
+	targets map[[2]string]*targetMetrics
+}
+
+// targetMetrics are the pre-bound series of one (connection, model).
+type targetMetrics struct {
+	vec         *prometheus.CounterVec
+	conn, model string
+	mu          sync.RWMutex
+	byStatus    map[int]prometheus.Counter
+}
+
+// count adds one upstream request with the given status (0 = no response).
+func (t *targetMetrics) count(status int) {
+	t.mu.RLock()
+	c := t.byStatus[status]
+	t.mu.RUnlock()
+	if c == nil {
+		label := "error"
+		if status > 0 {
+			label = strconv.Itoa(status)
+		}
+		c = t.vec.WithLabelValues(t.conn, t.model, label)
+		t.mu.Lock()
+		t.byStatus[status] = c
+		t.mu.Unlock()
+	}
+	c.Inc()
+}
+
+func newMetrics() *metrics {
+	rejections := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gatehouse_admission_rejections_total",
+		Help: "Requests rejected by admission, by reason (timeout, queue_full).",
+	}, []string{"reason"})
+	m := &metrics{
+		waitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "gatehouse_admission_wait_seconds",
+			Help:    "Time an admitted request waited for its concurrency permit.",
+			Buckets: []float64{0.001, 0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120},
+		}),
+		rejectTimeout:   rejections.WithLabelValues("timeout"),
+		rejectQueueFull: rejections.WithLabelValues("queue_full"),
+		attempts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gatehouse_admission_attempts_total",
+			Help: "Admission attempts (one per connection tried for a request).",
+		}),
+		upstreamRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatehouse_upstream_requests_total",
+			Help: "Requests dispatched upstream, by connection, upstream model and status (error = no response).",
+		}, []string{"connection", "model", "status"}),
+		upstreamDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "gatehouse_upstream_duration_seconds",
+			Help:    "Upstream time per attempt, from dispatch to the end of the response body.",
+			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
+		}, []string{"connection"}),
+		overhead: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "gatehouse_gateway_overhead_seconds",
+			Help:    "Time spent in Gatehouse itself per request, admission wait and upstream time excluded.",
+			Buckets: []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05},
+		}),
+		targets: make(map[[2]string]*targetMetrics),
+	}
+	m.rejectQueueFull.Add(0)
+	m.rejectTimeout.Add(0)
+	m.rejections = rejections
+	return m
+}
+
+// target returns the pre-bound series of (connection, model), shared by
+// every snapshot that routes there.
+func (m *metrics) target(conn, model string) *targetMetrics {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := [2]string{conn, model}
+	t := m.targets[k]
+	if t == nil {
+		t = &targetMetrics{vec: m.upstreamRequests, conn: conn, model: model, byStatus: make(map[int]prometheus.Counter)}
+		m.targets[k] = t
+	}
+	return t
+}
+
+// forget drops the series of connections no longer configured.
+func (m *metrics) forget(keep map[string]bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.targets {
+		if !keep[k[0]] {
+			delete(m.targets, k)
+			m.upstreamRequests.DeletePartialMatch(prometheus.Labels{"connection": k[0]})
+			m.upstreamDuration.DeletePartialMatch(prometheus.Labels{"connection": k[0]})
+		}
+	}
+}
+
+// gatesCollector reports admission gates and connection health at scrape time.
+type gatesCollector struct {
+	g                         *Gateway
+	inflight, queued, capDesc *prometheus.Desc
+	health                    *prometheus.Desc
+}
+
+func newGatesCollector(g *Gateway) *gatesCollector {
+	labels := []string{"level", "key"}
+	return &gatesCollector{
+		g:        g,
+		inflight: prometheus.NewDesc("gatehouse_gate_inflight", "Slots held in the gate.", labels, nil),
+		queued:   prometheus.NewDesc("gatehouse_gate_queued", "Requests parked on the gate.", labels, nil),
+		capDesc:  prometheus.NewDesc("gatehouse_gate_capacity", "Cap of the gate (0 = uncapped).", labels, nil),
+		health: prometheus.NewDesc("gatehouse_connection_health",
+			"1 for the connection's current health state (ok, cooling, suspended, breaker-open, half-open), else 0.",
+			[]string{"connection", "state"}, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *gatesCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.inflight
+	ch <- c.queued
+	ch <- c.capDesc
+	ch <- c.health
+}
+
+var healthStates = [...]string{HealthOK, HealthCooling, HealthSuspended, HealthBreakerOpen, HealthHalfOpen}
+
+// Collect implements prometheus.Collector.
+func (c *gatesCollector) Collect(ch chan<- prometheus.Metric) {
+	snap := c.g.Snapshot()
+	for _, gs := range snap.Gates {
+		ch <- prometheus.MustNewConstMetric(c.inflight, prometheus.GaugeValue, float64(gs.InFlight), gs.Level, gs.Key)
+		ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(gs.Queued), gs.Level, gs.Key)
+		ch <- prometheus.MustNewConstMetric(c.capDesc, prometheus.GaugeValue, float64(gs.Cap), gs.Level, gs.Key)
+	}
+	for _, cs := range snap.Connections {
+		label := cs.Name
+		if label == "" {
+			label = cs.ID
+		}
+		for _, st := range healthStates {
+			v := 0.0
+			if st == cs.Health {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.health, prometheus.GaugeValue, v, label, st)
+		}
+	}
+}
+
+// register adds every series to reg.
+func (m *metrics) register(reg prometheus.Registerer, gates prometheus.Collector) {
+	reg.MustRegister(m.waitSeconds, m.rejections, m.attempts, m.upstreamRequests,
+		m.upstreamDuration, m.overhead, gates)
+}

@@ -1,0 +1,403 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ServeHTTP serves the client API under /v1: the OpenAI routes
+// (chat/completions, completions, embeddings, responses), Anthropic's
+// /v1/messages, and GET /v1/models.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rt, ok := routeOf(r.URL.Path)
+	if !ok {
+		writeError(w, styleOpenAI, &apiError{status: http.StatusNotFound, code: CodeNotFound, message: "no such route: " + r.URL.Path})
+		return
+	}
+	st := rt.style()
+	want := http.MethodPost
+	if rt == routeModels {
+		want = http.MethodGet
+	}
+	if r.Method != want && !(rt == routeModels && r.Method == http.MethodHead) {
+		w.Header().Set("Allow", want)
+		writeError(w, st, &apiError{status: http.StatusMethodNotAllowed, code: CodeMethodNotAllowed, message: "method " + r.Method + " is not allowed here; use " + want})
+		return
+	}
+	switch secret := clientKey(r.Header); {
+	case secret == "":
+		writeError(w, st, &apiError{status: http.StatusUnauthorized, code: CodeMissingKey,
+			message: "missing client key: send it as Authorization: Bearer <key> or x-api-key"})
+		return
+	case g.auth == nil || !g.auth(secret):
+		writeError(w, st, &apiError{status: http.StatusUnauthorized, code: CodeInvalidKey, message: "invalid client key"})
+		return
+	}
+	s := g.state.Load()
+	if s == nil || g.closed.Load() {
+		writeError(w, st, &apiError{status: http.StatusServiceUnavailable, code: CodeNotReady, retryAfter: 1,
+			message: "the gateway has no configuration loaded or is shutting down"})
+		return
+	}
+	if rt == routeModels {
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", strconv.Itoa(len(s.modelsBody)))
+		w.WriteHeader(http.StatusOK)
+		if r.Method == http.MethodGet {
+			_, _ = w.Write(s.modelsBody)
+		}
+		return
+	}
+
+	body := g.getBody()
+	defer body.drop()
+	if err := readBody(r.Body, body, r.ContentLength, g.maxBody); err != nil {
+		if errors.Is(err, errBodyTooLarge) {
+			writeError(w, st, &apiError{status: http.StatusRequestEntityTooLarge, code: CodeBodyTooLarge,
+				message: "request body exceeds " + strconv.FormatInt(g.maxBody, 10) + " bytes"})
+			return
+		}
+		if r.Context().Err() == nil {
+			writeError(w, st, &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: "could not read the request body"})
+		}
+		return
+	}
+	info, err := scanBody(body.raw)
+	if err != nil {
+		writeError(w, st, &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: describeScanError(err)})
+		return
+	}
+	targets := s.routes[st][info.model]
+	if len(targets) == 0 {
+		writeError(w, st, &apiError{status: http.StatusNotFound, code: CodeModelNotFound,
+			message: "model " + strconv.Quote(info.model) + " is not served by any enabled " + st.String() + "-style connection"})
+		return
+	}
+	if len(targets) > maxCandidates {
+		targets = targets[:maxCandidates]
+	}
+	x := exchange{g: g, w: w, r: r, s: s, rt: rt, st: st, body: body, info: info, targets: targets}
+	x.run()
+	if overhead := time.Since(start) - x.waited - x.upstream; overhead > 0 {
+		g.metrics.overhead.Observe(overhead.Seconds())
+	}
+}
+
+// maxCandidates bounds the connections considered for one model.
+const maxCandidates = 64
+
+// clientKey returns the client's secret from Authorization: Bearer or x-api-key.
+func clientKey(h http.Header) string {
+	if v := h["Authorization"]; len(v) > 0 {
+		if len(v[0]) > 7 && strings.EqualFold(v[0][:7], "bearer ") {
+			return strings.TrimSpace(v[0][7:])
+		}
+	}
+	if v := h["X-Api-Key"]; len(v) > 0 {
+		return strings.TrimSpace(v[0])
+	}
+	return ""
+}
+
+// errExecTimeout is the cause of an attempt's context when its execution
+// bound fires.
+var errExecTimeout = errors.New("gateway: execution bound reached")
+
+// upstreamStatusError feeds an upstream 408/5xx to the breaker.
+type upstreamStatusError int
+
+func (e upstreamStatusError) Error() string { return "gateway: upstream status " + strconv.Itoa(int(e)) }
+
+// lastResponse is an upstream error response kept while failing over.
+type lastResponse struct {
+	status int
+	header http.Header
+	body   []byte
+	label  string
+}
+
+// exchange is one client request on its way through the attempts.
+type exchange struct {
+	g       *Gateway
+	w       http.ResponseWriter
+	r       *http.Request
+	s       *state
+	rt      route
+	st      style
+	body    *reqBody
+	info    bodyInfo
+	targets []*target
+	tried   uint64 // bit i: targets[i] was dispatched to
+	waited  time.Duration
+	// upstream is the time spent on upstream attempts, for the overhead metric.
+	upstream time.Duration
+	last     *lastResponse
+	lastErr  *apiError // the latest failure without an upstream response
+}
+
+// run makes up to maxAttempts attempts and answers the client.
+func (x *exchange) run() {
+	for attempts := 0; attempts < x.s.maxAttempts; attempts++ {
+		p, aerr := x.choose()
+		if aerr == errClientGone {
+			return
+		}
+		if p.t == nil {
+			// Nothing left to try. An admission rejection or a cooldown is
+			// the reason to report; when the remaining connections are merely
+			// unhealthy, the last upstream failure says more.
+			if aerr != nil && (aerr.code != CodeNoHealthy || (x.last == nil && x.lastErr == nil)) {
+				writeError(x.w, x.st, aerr)
+				return
+			}
+			break
+		}
+		x.tried |= 1 << p.idx
+		if x.attempt(p) {
+			return
+		}
+	}
+	switch {
+	case x.last != nil:
+		x.writeLast()
+	case x.lastErr != nil:
+		writeError(x.w, x.st, x.lastErr)
+	default:
+		writeError(x.w, x.st, &apiError{status: http.StatusBadGateway, code: CodeUpstreamError, message: "no upstream connection answered"})
+	}
+}
+
+// payload returns the body to send for upstream model m: the client's bytes,
+// or a copy with only the model value replaced.
+func (x *exchange) payload(m string) []byte {
+	if m == x.info.model {
+		return x.body.raw
+	}
+	if x.body.altM != m || len(x.body.alt) == 0 {
+		x.body.alt = rewriteModel(x.body.alt, x.body.raw, x.info, m)
+		x.body.altM = m
+	}
+	return x.body.alt
+}
+
+// attempt dispatches the request to p's connection, holding p's permit until
+// the response (or stream) is over. It reports whether the client has been
+// answered (or is gone); false means try the next connection.
+func (x *exchange) attempt(p pick) bool {
+	defer p.permit.Release()
+	g, t, c := x.g, p.t, p.t.c
+	payload := x.payload(t.model)
+
+	ctx, cancel := context.WithTimeoutCause(x.r.Context(), c.execBound, errExecTimeout)
+	defer cancel()
+	u := c.urls[x.rt]
+	u.RawQuery = x.r.URL.RawQuery
+	hdr := make(http.Header, len(x.r.Header)+1)
+	copyRequestHeader(hdr, x.r.Header)
+	hdr[c.authHeader] = c.authValue
+	owner := x.body
+	out := (&http.Request{
+		Method:        x.r.Method,
+		URL:           &u,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        hdr,
+		Body:          newBodyReader(owner, payload),
+		ContentLength: int64(len(payload)),
+		Host:          u.Host,
+		GetBody: func() (io.ReadCloser, error) {
+			return newBodyReader(owner, payload), nil
+		},
+	}).WithContext(ctx)
+
+	t0 := time.Now()
+	resp, err := g.transport.RoundTrip(out)
+	if err != nil {
+		x.observeUpstream(c, t0)
+		t.stats.count(0)
+		switch {
+		case x.r.Context().Err() != nil:
+			p.done(errBreakerExcluded)
+			return true
+		case errors.Is(context.Cause(ctx), errExecTimeout):
+			p.done(err)
+			c.health.failure("execution bound reached before the upstream answered")
+			x.setQueueHeader(c)
+			writeError(x.w, x.st, &apiError{status: http.StatusGatewayTimeout, code: CodeExecutionTimeout,
+				message: "the upstream did not answer within the execution bound of " + c.execBound.String()})
+			return true
+		}
+		p.done(err)
+		c.health.failure("upstream connection error")
+		x.lastErr = &apiError{status: http.StatusBadGateway, code: CodeUpstreamError, message: "the upstream connection failed"}
+		return false
+	}
+	status := resp.StatusCode
+	t.stats.count(status)
+	switch {
+	case status == http.StatusTooManyRequests:
+		x.keepLast(c, resp, t0)
+		ra := parseRetryAfter(resp.Header.Get("Retry-After"), g.now())
+		c.health.coolDown(t.model, g.now(), ra, "upstream 429 for "+t.model)
+		p.done(errBreakerExcluded)
+		return false
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		x.keepLast(c, resp, t0)
+		c.health.suspend(g.now(), x.s.eff.SuspendDuration(), "upstream "+strconv.Itoa(status))
+		p.done(errBreakerExcluded)
+		return false
+	case status == http.StatusRequestTimeout || status >= 500:
+		x.keepLast(c, resp, t0)
+		c.health.failure("upstream " + strconv.Itoa(status))
+		p.done(upstreamStatusError(status))
+		return false
+	}
+	p.done(nil)
+	if status < 300 {
+		c.health.succeeded(t.model)
+	}
+	x.relay(ctx, c, resp)
+	x.observeUpstream(c, t0)
+	return true
+}
+
+func (x *exchange) observeUpstream(c *conn, t0 time.Time) {
+	d := time.Since(t0)
+	x.upstream += d
+	c.durObs.Observe(d.Seconds())
+}
+
+func (x *exchange) setQueueHeader(c *conn) {
+	h := x.w.Header()
+	h[HeaderConnection] = []string{c.label}
+	h[HeaderQueueMs] = []string{strconv.FormatInt(x.waited.Milliseconds(), 10)}
+}
+
+// keepLast reads a failed attempt's response (bounded) so that it can be
+// sent to the client if no other connection does better.
+func (x *exchange) keepLast(c *conn, resp *http.Response, t0 time.Time) {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	_ = resp.Body.Close()
+	x.observeUpstream(c, t0)
+	x.last = &lastResponse{status: resp.StatusCode, header: resp.Header, body: body, label: c.label}
+}
+
+func (x *exchange) writeLast() {
+	l := x.last
+	h := x.w.Header()
+	copyResponseHeader(h, l.header)
+	h.Set("Content-Length", strconv.Itoa(len(l.body)))
+	h[HeaderConnection] = []string{l.label}
+	h[HeaderQueueMs] = []string{strconv.FormatInt(x.waited.Milliseconds(), 10)}
+	x.w.WriteHeader(l.status)
+	_, _ = x.w.Write(l.body)
+}
+
+// relay sends resp to the client as it arrives, flushing after every write
+// for server-sent events. It ends when the body ends, the client goes away
+// or the execution bound fires; a stream that breaks after it started gets an
+// SSE error event, any other body is aborted so the client sees it cut.
+func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response) {
+	defer resp.Body.Close()
+	h := x.w.Header()
+	copyResponseHeader(h, resp.Header)
+	x.setQueueHeader(c)
+	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	x.w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(x.w)
+	if sse {
+		if rc.Flush() != nil {
+			return
+		}
+	}
+	bufp := x.g.getCopyBuf()
+	defer x.g.copyBuf.Put(bufp)
+	buf := *bufp
+	for {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := x.w.Write(buf[:n]); werr != nil {
+				return
+			}
+			if sse && rc.Flush() != nil {
+				return
+			}
+		}
+		if rerr == nil {
+			continue
+		}
+		if rerr == io.EOF || x.r.Context().Err() != nil {
+			return
+		}
+		e := &apiError{status: http.StatusBadGateway, code: CodeUpstreamStreamErr, message: "the upstream stream broke off"}
+		if errors.Is(context.Cause(ctx), errExecTimeout) {
+			e = &apiError{status: http.StatusGatewayTimeout, code: CodeExecutionTimeout,
+				message: "the execution bound of " + c.execBound.String() + " was reached"}
+		}
+		if !sse {
+			panic(http.ErrAbortHandler)
+		}
+		ev := appendSSEError(buf[:0], x.st, e)
+		if _, err := x.w.Write(ev); err == nil {
+			_ = rc.Flush()
+		}
+		return
+	}
+}
+
+// Hop-by-hop and client-credential headers are never forwarded upstream.
+func skipRequestHeader(k string) bool {
+	switch k {
+	case "Authorization", "X-Api-Key", "Cookie", "Host", "Content-Length",
+		"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authorization",
+		"Proxy-Authenticate", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
+		return true
+	}
+	return false
+}
+
+func skipResponseHeader(k string) bool {
+	switch k {
+	case "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
+		"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Set-Cookie":
+		return true
+	}
+	return false
+}
+
+// copyRequestHeader copies src into dst without hop-by-hop headers (those
+// named in Connection too) and without the client's credentials. Value
+// slices are shared: neither side is modified afterwards.
+func copyRequestHeader(dst, src http.Header) {
+	for k, vv := range src {
+		if !skipRequestHeader(k) {
+			dst[k] = vv
+		}
+	}
+	for _, v := range src["Connection"] {
+		for name := range strings.SplitSeq(v, ",") {
+			delete(dst, http.CanonicalHeaderKey(strings.TrimSpace(name)))
+		}
+	}
+}
+
+func copyResponseHeader(dst, src http.Header) {
+	for k, vv := range src {
+		if !skipResponseHeader(k) {
+			dst[k] = vv
+		}
+	}
+	for _, v := range src["Connection"] {
+		for name := range strings.SplitSeq(v, ",") {
+			delete(dst, http.CanonicalHeaderKey(strings.TrimSpace(name)))
+		}
+	}
+}

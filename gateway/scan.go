@@ -1,0 +1,312 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"unicode/utf8"
+)
+
+// bodyInfo is what the gateway needs from a request body: the model it names
+// and whether it asks for a stream. Found by scanning the top-level object
+// rather than decoding the whole body, which would cost a full allocation of
+// every message in the conversation.
+type bodyInfo struct {
+	model string
+	// modelStart and modelEnd delimit the model's JSON string literal, quotes
+	// included, so the value can be replaced without re-encoding anything else.
+	modelStart, modelEnd int
+	stream               bool
+}
+
+// Errors from scanBody; the gateway answers them with 400.
+var (
+	errBodyNotObject = errors.New("gateway: request body is not a JSON object")
+	errBodySyntax    = errors.New("gateway: request body is not valid JSON")
+	errNoModel       = errors.New("gateway: request body has no string \"model\"")
+	errDupModel      = errors.New("gateway: request body has more than one \"model\"")
+)
+
+// scanBody finds the top-level "model" (a string) and "stream" (a boolean)
+// members of the JSON object b. Values of other members are skipped with only
+// enough checking to find where they end; the upstream validates the rest.
+func scanBody(b []byte) (bodyInfo, error) {
+	info := bodyInfo{modelStart: -1, modelEnd: -1}
+	s := scanner{b: b}
+	s.ws()
+	if !s.eat('{') {
+		return info, errBodyNotObject
+	}
+	s.ws()
+	if s.eat('}') {
+		return info, errNoModel
+	}
+	for {
+		s.ws()
+		ks, ke, esc, ok := s.str()
+		if !ok {
+			return info, errBodySyntax
+		}
+		s.ws()
+		if !s.eat(':') {
+			return info, errBodySyntax
+		}
+		s.ws()
+		key := s.b[ks+1 : ke-1]
+		if esc {
+			var k string
+			if json.Unmarshal(s.b[ks:ke], &k) != nil {
+				return info, errBodySyntax
+			}
+			key = []byte(k)
+		}
+		switch string(key) {
+		case "model":
+			vs, ve, vesc, ok := s.str()
+			if !ok {
+				if s.i < len(s.b) && s.b[s.i] != '"' {
+					return info, errNoModel
+				}
+				return info, errBodySyntax
+			}
+			if info.modelStart >= 0 {
+				return info, errDupModel
+			}
+			info.modelStart, info.modelEnd = vs, ve
+			if vesc {
+				if json.Unmarshal(s.b[vs:ve], &info.model) != nil {
+					return info, errBodySyntax
+				}
+			} else {
+				info.model = string(s.b[vs+1 : ve-1])
+			}
+		case "stream":
+			switch {
+			case s.lit("true"):
+				info.stream = true
+			case s.lit("false"), s.lit("null"):
+				info.stream = false
+			default:
+				if !s.value(0) {
+					return info, errBodySyntax
+				}
+			}
+		default:
+			if !s.value(0) {
+				return info, errBodySyntax
+			}
+		}
+		s.ws()
+		if s.eat(',') {
+			continue
+		}
+		if s.eat('}') {
+			break
+		}
+		return info, errBodySyntax
+	}
+	s.ws()
+	if s.i != len(s.b) {
+		return info, errBodySyntax
+	}
+	if info.modelStart < 0 || info.model == "" {
+		return info, errNoModel
+	}
+	return info, nil
+}
+
+// maxNesting bounds how deep skipped values may nest, so a hostile body
+// cannot exhaust the stack.
+const maxNesting = 512
+
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) eat(c byte) bool {
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// lit consumes the literal word if it is next and is not followed by more
+// word characters.
+func (s *scanner) lit(word string) bool {
+	end := s.i + len(word)
+	if end > len(s.b) || string(s.b[s.i:end]) != word {
+		return false
+	}
+	if end < len(s.b) && isWordByte(s.b[end]) {
+		return false
+	}
+	s.i = end
+	return true
+}
+
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '+' || c == '-'
+}
+
+// str consumes a JSON string and returns its span (quotes included) and
+// whether it contains escapes.
+func (s *scanner) str() (start, end int, escaped, ok bool) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return 0, 0, false, false
+	}
+	start = s.i
+	for j := s.i + 1; j < len(s.b); j++ {
+		switch c := s.b[j]; {
+		case c == '"':
+			s.i = j + 1
+			return start, s.i, escaped, true
+		case c == '\\':
+			escaped = true
+			j++
+		case c < 0x20:
+			return 0, 0, false, false
+		}
+	}
+	return 0, 0, false, false
+}
+
+// value skips one JSON value of any kind.
+func (s *scanner) value(depth int) bool {
+	if depth > maxNesting || s.i >= len(s.b) {
+		return false
+	}
+	switch c := s.b[s.i]; {
+	case c == '"':
+		_, _, _, ok := s.str()
+		return ok
+	case c == '{':
+		s.i++
+		s.ws()
+		if s.eat('}') {
+			return true
+		}
+		for {
+			s.ws()
+			if _, _, _, ok := s.str(); !ok {
+				return false
+			}
+			s.ws()
+			if !s.eat(':') {
+				return false
+			}
+			s.ws()
+			if !s.value(depth + 1) {
+				return false
+			}
+			s.ws()
+			if s.eat(',') {
+				continue
+			}
+			return s.eat('}')
+		}
+	case c == '[':
+		s.i++
+		s.ws()
+		if s.eat(']') {
+			return true
+		}
+		for {
+			s.ws()
+			if !s.value(depth + 1) {
+				return false
+			}
+			s.ws()
+			if s.eat(',') {
+				continue
+			}
+			return s.eat(']')
+		}
+	case c == 't':
+		return s.lit("true")
+	case c == 'f':
+		return s.lit("false")
+	case c == 'n':
+		return s.lit("null")
+	case c == '-' || c >= '0' && c <= '9':
+		start := s.i
+		for s.i < len(s.b) && isWordByte(s.b[s.i]) {
+			s.i++
+		}
+		return s.i > start
+	}
+	return false
+}
+
+// rewriteModel returns body with the model string literal replaced by model,
+// JSON-quoted. Everything else is copied byte for byte into dst[:0].
+func rewriteModel(dst, body []byte, info bodyInfo, model string) []byte {
+	dst = append(dst[:0], body[:info.modelStart]...)
+	dst = appendJSONString(dst, model)
+	return append(dst, body[info.modelEnd:]...)
+}
+
+// appendJSONString appends s as a JSON string literal.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				dst = append(dst, '\\', c)
+			case c < 0x20:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			dst = append(dst, `\ufffd`...)
+		} else {
+			dst = append(dst, s[i:i+n]...)
+		}
+		i += n
+	}
+	return append(dst, '"')
+}
+
+// splitModel splits "provider/model" at its first slash. A bare id yields an
+// empty provider. Upstream ids may themselves contain slashes
+// ("openrouter/meta-llama/llama-3"), so the caller tries the bare form too.
+func splitModel(m string) (provider, model string) {
+	for i := 0; i < len(m); i++ {
+		if m[i] == '/' {
+			return m[:i], m[i+1:]
+		}
+	}
+	return "", m
+}
+
+// describeScanError is the client-facing message for a scanBody error.
+func describeScanError(err error) string {
+	switch {
+	case errors.Is(err, errNoModel):
+		return `the request body must be a JSON object with a string "model"`
+	case errors.Is(err, errDupModel):
+		return `the request body names "model" more than once`
+	case errors.Is(err, errBodyNotObject):
+		return "the request body must be a JSON object"
+	}
+	return "the request body is not valid JSON"
+}

@@ -1,0 +1,130 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestScanBody(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		body       string
+		wantModel  string
+		wantStream bool
+		wantErr    error
+	}{
+		{name: "simple", body: `{"model":"glm-5","messages":[]}`, wantModel: "glm-5"},
+		{name: "stream true", body: `{"stream":true,"model":"glm-5"}`, wantModel: "glm-5", wantStream: true},
+		{name: "stream false", body: `{"model":"m","stream":false}`, wantModel: "m"},
+		{name: "whitespace", body: " \n{ \"model\" : \"a/b\" , \"stream\" : true }\n", wantModel: "a/b", wantStream: true},
+		{name: "nested model ignored", body: `{"x":{"model":"no"},"model":"yes","y":[{"model":"no"}]}`, wantModel: "yes"},
+		{name: "escaped value", body: `{"model":"gl\u006d-5"}`, wantModel: "glm-5"},
+		{name: "escaped key", body: `{"mod\u0065l":"glm-5"}`, wantModel: "glm-5"},
+		{name: "strings with braces", body: `{"messages":[{"content":"}{\"model\":\"no\""}],"model":"yes"}`, wantModel: "yes"},
+		{name: "numbers and literals", body: `{"t":-1.5e3,"n":null,"b":false,"model":"m"}`, wantModel: "m"},
+		{name: "no model", body: `{"messages":[]}`, wantErr: errNoModel},
+		{name: "empty object", body: `{}`, wantErr: errNoModel},
+		{name: "model number", body: `{"model":5}`, wantErr: errNoModel},
+		{name: "empty model", body: `{"model":""}`, wantErr: errNoModel},
+		{name: "array", body: `[{"model":"m"}]`, wantErr: errBodyNotObject},
+		{name: "duplicate", body: `{"model":"a","model":"b"}`, wantErr: errDupModel},
+		{name: "truncated", body: `{"model":"m","messages":[`, wantErr: errBodySyntax},
+		{name: "trailing garbage", body: `{"model":"m"}x`, wantErr: errBodySyntax},
+		{name: "bad literal", body: `{"model":"m","x":tru}`, wantErr: errBodySyntax},
+		{name: "control char", body: "{\"model\":\"a\nb\"}", wantErr: errBodySyntax},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			info, err := scanBody([]byte(tc.body))
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if info.model != tc.wantModel || info.stream != tc.wantStream {
+				t.Errorf("got model %q stream %v, want %q %v", info.model, info.stream, tc.wantModel, tc.wantStream)
+			}
+		})
+	}
+}
+
+func TestRewriteModel(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, body, model, want string
+	}{
+		{name: "alias", body: `{"model":"zai/glm-5","messages":[{"content":"zai/glm-5"}]}`, model: "glm-5",
+			want: `{"model":"glm-5","messages":[{"content":"zai/glm-5"}]}`},
+		{name: "keeps spacing", body: "{ \"stream\": true,\n  \"model\" :  \"p/x\" }", model: "x",
+			want: "{ \"stream\": true,\n  \"model\" :  \"x\" }"},
+		{name: "quotes", body: `{"model":"p/a"}`, model: `a"b`, want: `{"model":"a\"b"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			info, err := scanBody([]byte(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := string(rewriteModel(nil, []byte(tc.body), info, tc.model))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("rewrite mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// FuzzScanBody checks the scanner against encoding/json: whenever the body
+// is a valid JSON object, the scanner finds the same model and stream, and
+// rewriting the model yields valid JSON with only that value changed.
+func FuzzScanBody(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"glm-5","messages":[{"role":"user","content":"hi"}],"stream":true}`,
+		`{"model":"a\u00e9\"b","x":[1,2,{"y":null}]}`,
+		`{"stream":false,"model":"p/m"}`,
+		`{}`, `[]`, `{"model":1}`, `{"model":"m"} `,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		info, err := scanBody(body)
+		var doc map[string]json.RawMessage
+		if json.Unmarshal(body, &doc) != nil || !json.Valid(body) {
+			return // the scanner may accept some invalid JSON; upstream rejects it
+		}
+		var model string
+		modelErr := json.Unmarshal(doc["model"], &model)
+		if err != nil {
+			if modelErr == nil && model != "" && !errors.Is(err, errDupModel) && !errors.Is(err, errBodySyntax) {
+				t.Fatalf("scanBody(%q) = %v, but encoding/json reads model %q", body, err, model)
+			}
+			return
+		}
+		if info.model != model {
+			t.Fatalf("model %q, encoding/json says %q", info.model, model)
+		}
+		var stream bool
+		_ = json.Unmarshal(doc["stream"], &stream)
+		if info.stream != stream && doc["stream"] != nil && string(doc["stream"]) != "null" {
+			t.Fatalf("stream %v, encoding/json says %s", info.stream, doc["stream"])
+		}
+		out := rewriteModel(nil, body, info, "new/model\"x")
+		var after map[string]json.RawMessage
+		if err := json.Unmarshal(out, &after); err != nil {
+			t.Fatalf("rewrite made invalid JSON %q: %v", out, err)
+		}
+		var got string
+		_ = json.Unmarshal(after["model"], &got)
+		if got != "new/model\"x" {
+			t.Fatalf("rewritten model %q", got)
+		}
+		if !bytes.Equal(out[:info.modelStart], body[:info.modelStart]) {
+			t.Fatal("rewrite changed bytes before the model")
+		}
+	})
+}

@@ -1,0 +1,476 @@
+// Package upstreamtest is a fake OpenAI/Anthropic provider for end-to-end
+// tests, benchmarks and the demo.
+//
+// A *Server is an http.Handler. Either serve it yourself (for example with
+// httptest.NewServer(srv), in which case call srv.Close before the
+// httptest server's Close so hanging requests end), or let it listen with
+// Start and stop it with Shutdown or Close.
+//
+// Routes match by path suffix, so any base URL works ("/v1", "/api/paas/v4"):
+//
+//	POST …/chat/completions   OpenAI chat completion (stream: SSE chunks)
+//	POST …/completions        OpenAI legacy completion
+//	POST …/embeddings         OpenAI embeddings (float or base64)
+//	POST …/responses          OpenAI Responses API
+//	POST …/messages           Anthropic Messages API
+//	GET  …/models             model list (Anthropic shape with anthropic-version)
+//	GET  /stats               Stats as JSON
+//	POST /stats/reset         Reset
+//
+// Behaviour per request comes from X-Mock-* headers (see HeaderLatency and
+// friends), from SetKeyBehavior, from SetDefault and from Options, in that
+// order. The server counts concurrency per (API key, model), per key, per
+// model and in total; see Stats.
+package upstreamtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options are the server-wide defaults. Zero fields take the documented
+// defaults.
+type Options struct {
+	// Latency delays every answer. Default 0.
+	Latency time.Duration
+	// Chunks is the number of content chunks of a stream. Default 8.
+	Chunks int
+	// ChunkInterval spaces stream chunks. Default 0.
+	ChunkInterval time.Duration
+	// UsageTokens is the total token count reported in usage. Default 30.
+	UsageTokens int
+	// Models are listed by GET …/models. Default ["mock-model"].
+	Models []string
+	// ArrivalsKept is how many arrival times are kept per (key, model).
+	// Default 1000.
+	ArrivalsKept int
+	// MaxBodyBytes limits request bodies. Default 8 MiB.
+	MaxBodyBytes int64
+}
+
+func (o Options) withDefaults() Options {
+	if o.Chunks <= 0 {
+		o.Chunks = 8
+	}
+	if o.UsageTokens <= 0 {
+		o.UsageTokens = 30
+	}
+	if len(o.Models) == 0 {
+		o.Models = []string{"mock-model"}
+	}
+	if o.ArrivalsKept <= 0 {
+		o.ArrivalsKept = 1000
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 8 << 20
+	}
+	o.Latency = max(o.Latency, 0)
+	o.ChunkInterval = max(o.ChunkInterval, 0)
+	return o
+}
+
+// Server is the fake provider. It is safe for concurrent use.
+type Server struct {
+	opts    Options
+	ids     atomic.Uint64
+	scratch sync.Pool // *scratch
+
+	closeOnce sync.Once
+	closing   chan struct{} // closed by Close: ends every wait
+
+	mu          sync.Mutex
+	total       counter
+	pairs       map[keyModel]*pairState
+	byKey       map[string]*counter
+	byModel     map[string]*counter
+	lastKey     map[string]string
+	def         *programmed
+	keyBehavior map[string]*programmed
+	changed     chan struct{} // non-nil while WaitUntil waits
+	httpSrv     *http.Server
+	url         string
+	serveDone   chan struct{}
+	serveErr    error
+}
+
+// NewServer returns a server with opts' defaults filled in.
+func NewServer(opts Options) *Server {
+	return &Server{
+		opts:        opts.withDefaults(),
+		closing:     make(chan struct{}),
+		pairs:       make(map[keyModel]*pairState),
+		byKey:       make(map[string]*counter),
+		byModel:     make(map[string]*counter),
+		lastKey:     make(map[string]string),
+		keyBehavior: make(map[string]*programmed),
+	}
+}
+
+// Start listens on addr (e.g. "127.0.0.1:0") and serves in the background
+// until Shutdown or Close. It returns the base URL without a path, e.g.
+// "http://127.0.0.1:40123"; OpenAI clients use that plus "/v1". ctx bounds
+// only the listen call, not the life of the server.
+func (s *Server) Start(ctx context.Context, addr string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.httpSrv != nil {
+		return "", errors.New("upstreamtest: server already started")
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("upstreamtest: listen %s: %w", addr, err)
+	}
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	done := make(chan struct{})
+	s.httpSrv, s.serveDone, s.url = hs, done, "http://"+ln.Addr().String()
+	go func() {
+		defer close(done)
+		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			s.mu.Lock()
+			s.serveErr = fmt.Errorf("upstreamtest: serve: %w", err)
+			s.mu.Unlock()
+		}
+	}()
+	return s.url, nil
+}
+
+// URL returns the base URL of a server started with Start, or "".
+func (s *Server) URL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.url
+}
+
+// Shutdown stops a server started with Start gracefully: it stops
+// accepting, lets requests and streams in flight finish until ctx ends, and
+// then closes whatever remains (hanging requests included).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	hs := s.httpSrv
+	s.mu.Unlock()
+	if hs != nil {
+		if err := hs.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			return errors.Join(fmt.Errorf("upstreamtest: shutdown: %w", err), s.Close())
+		}
+	}
+	return s.Close()
+}
+
+// Close ends every wait (hang, latency, hold, chunk spacing) so handlers
+// return; requests cut short this way get a connection reset, never an
+// empty answer. For a server started with Start it also closes the
+// listener and every connection and waits (up to 5 s) for handlers to
+// return. It is safe to call more than once.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() { close(s.closing) })
+	s.mu.Lock()
+	hs, done := s.httpSrv, s.serveDone
+	s.mu.Unlock()
+	if hs == nil {
+		return nil
+	}
+	err := hs.Close()
+	<-done
+	// http.Server.Close does not wait for handlers; every wait has ended
+	// and every connection is closed, so they finish promptly.
+	if werr := s.waitIdle(closeWait); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("upstreamtest: close: %w", err)
+	}
+	return s.serveErr
+}
+
+// closeWait bounds how long Close waits for handlers to return.
+const closeWait = 5 * time.Second
+
+// waitIdle waits until no request is in flight, at most d.
+func (s *Server) waitIdle(d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		n := s.total.inFlight
+		if n == 0 {
+			s.mu.Unlock()
+			return nil
+		}
+		if s.changed == nil {
+			s.changed = make(chan struct{})
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-t.C:
+			return fmt.Errorf("%d requests still in flight after %v", n, d)
+		}
+	}
+}
+
+// route is one API endpoint.
+type route int
+
+const (
+	routeNone route = iota
+	routeChat
+	routeCompletions
+	routeEmbeddings
+	routeResponses
+	routeMessages
+	routeModels
+)
+
+// routeOf matches the path by suffix: a ServeMux pattern cannot express
+// "any prefix", and providers mount their APIs under arbitrary prefixes.
+func routeOf(path string) (route, string) {
+	switch {
+	case strings.HasSuffix(path, "/chat/completions"):
+		return routeChat, http.MethodPost
+	case strings.HasSuffix(path, "/completions"):
+		return routeCompletions, http.MethodPost
+	case strings.HasSuffix(path, "/embeddings"):
+		return routeEmbeddings, http.MethodPost
+	case strings.HasSuffix(path, "/responses"):
+		return routeResponses, http.MethodPost
+	case strings.HasSuffix(path, "/messages"):
+		return routeMessages, http.MethodPost
+	case strings.HasSuffix(path, "/models"):
+		return routeModels, http.MethodGet
+	}
+	return routeNone, ""
+}
+
+// ServeHTTP answers the provider routes and the /stats endpoints.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/stats":
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", http.MethodGet)
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		s.serveStats(w)
+		return
+	case "/stats/reset":
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		s.Reset()
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	rt, method := routeOf(r.URL.Path)
+	st := styleOf(rt, r)
+	if rt == routeNone {
+		writeError(w, st, http.StatusNotFound, "unknown route "+r.URL.Path)
+		return
+	}
+	if r.Method != method {
+		w.Header().Set("Allow", method)
+		writeError(w, st, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
+		return
+	}
+	s.serveAPI(w, r, rt, st)
+}
+
+// request holds the body fields the fake looks at.
+type request struct {
+	Model         string `json:"model"`
+	Stream        bool   `json:"stream"`
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	Input          json.RawMessage `json:"input"`
+	EncodingFormat string          `json:"encoding_format"`
+	Dimensions     int             `json:"dimensions"`
+}
+
+// scratch is the per-request buffer set, pooled.
+type scratch struct {
+	in  bytes.Buffer
+	out []byte
+}
+
+const maxPooled = 1 << 20
+
+func (s *Server) getScratch() *scratch {
+	if sc, ok := s.scratch.Get().(*scratch); ok {
+		return sc
+	}
+	return &scratch{out: make([]byte, 0, 4096)}
+}
+
+func (s *Server) putScratch(sc *scratch) {
+	if sc.in.Cap() > maxPooled || cap(sc.out) > maxPooled {
+		return
+	}
+	sc.in.Reset()
+	sc.out = sc.out[:0]
+	s.scratch.Put(sc)
+}
+
+// apiKey takes the key from "Authorization: Bearer" or x-api-key.
+func apiKey(r *http.Request) string {
+	if v := r.Header["Authorization"]; len(v) > 0 {
+		if k, ok := strings.CutPrefix(v[0], "Bearer "); ok {
+			return strings.TrimSpace(k)
+		}
+	}
+	if v := r.Header["X-Api-Key"]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// answer is everything a response writer needs.
+type answer struct {
+	w     http.ResponseWriter
+	ctx   context.Context
+	req   *request
+	e     effective
+	id    uint64
+	now   time.Time
+	sc    *scratch
+	style style
+	srv   *Server
+}
+
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, rt route, st style) {
+	now := time.Now()
+	key := apiKey(r)
+	sc := s.getScratch()
+	defer s.putScratch(sc)
+
+	var req request
+	var bodyErr error
+	if r.Method == http.MethodPost {
+		if _, err := sc.in.ReadFrom(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)); err != nil {
+			bodyErr = fmt.Errorf("read body: %w", err)
+		} else if err := json.Unmarshal(sc.in.Bytes(), &req); err != nil {
+			bodyErr = fmt.Errorf("decode body: %w", err)
+		}
+	}
+
+	t, e, err := s.enter(r, key, req.Model, now)
+	defer s.leave(t)
+	switch {
+	case err != nil:
+		writeError(w, st, http.StatusBadRequest, err.Error())
+		return
+	case bodyErr != nil:
+		status := http.StatusBadRequest
+		if _, ok := errors.AsType[*http.MaxBytesError](bodyErr); ok {
+			status = http.StatusRequestEntityTooLarge
+		}
+		writeError(w, st, status, bodyErr.Error())
+		return
+	case key == "":
+		writeError(w, st, http.StatusUnauthorized, "missing API key")
+		return
+	}
+
+	ctx := r.Context()
+	if e.fail == FailHang {
+		s.sleep(ctx, -1)
+		s.abandon(w)
+		return
+	}
+	if !s.sleep(ctx, e.latency) || !s.hold(ctx, e.hold) {
+		s.abandon(w)
+		return
+	}
+	if code := e.fail.status(); code != 0 {
+		writeFailure(w, st, code, e.retryAfter)
+		return
+	}
+	if e.fail == FailReset || (e.fail == FailStreamCut && !req.Stream) {
+		resetConn(w)
+		return
+	}
+
+	a := &answer{w: w, ctx: ctx, req: &req, e: e, id: s.ids.Add(1), now: now, sc: sc, style: st, srv: s}
+	switch rt {
+	case routeChat:
+		a.chat()
+	case routeCompletions:
+		a.completion()
+	case routeEmbeddings:
+		a.embeddings()
+	case routeResponses:
+		a.responses()
+	case routeMessages:
+		a.messages()
+	case routeModels:
+		a.models()
+	}
+}
+
+// sleep waits for d, or forever when d < 0. It reports false when the
+// client went away or the server is closing first.
+func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
+	if d == 0 {
+		return ctx.Err() == nil
+	}
+	var timeout <-chan time.Time
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-timeout:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.closing:
+		return false
+	}
+}
+
+// hold waits until ch is closed (nil: no wait). It reports false when the
+// client went away or the server is closing first.
+func (s *Server) hold(ctx context.Context, ch <-chan struct{}) bool {
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.closing:
+		return false
+	}
+}
+
+// abandon ends a request whose wait was cut short. When the server is
+// closing, the connection is reset so the client never mistakes the end of
+// the handler for an (empty) answer; when the client left, there is nobody
+// to tell.
+func (s *Server) abandon(w http.ResponseWriter) {
+	select {
+	case <-s.closing:
+		resetConn(w)
+	default:
+	}
+}

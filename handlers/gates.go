@@ -1,0 +1,40 @@
+package handlers
+
+import "time"
+
+// GatesView is the body of GET /api/v1/gates and what the dashboard's live panels draw.
+type GatesView struct {
+	Gates       []GateView       `json:"gates"`
+	Connections []ConnectionLive `json:"connections"`
+}
+
+// GateView is one admission gate: its cap, load and counters.
+type GateView struct {
+	Key         string `json:"key"`
+	Level       string `json:"level"`
+	Cap         int    `json:"cap"`
+	InFlight    int    `json:"inFlight"`
+	Queued      int    `json:"queued"`
+	Admitted    int64  `json:"admitted"`
+	Timeouts    int64  `json:"timeouts"`
+	QueueFull   int64  `json:"queueFull"`
+	Cancels     int64  `json:"cancels"`
+	WaitMsTotal int64  `json:"waitMsTotal"`
+}
+
+// ConnectionLive is one connection's health and remaining rate-limit budgets.
+type ConnectionLive struct {
+	ID      string                `json:"id"`
+	Name    string                `json:"name"`
+	Health  string                `json:"health"`
+	Until   *time.Time            `json:"until,omitempty"`
+	Reason  string                `json:"reason,omitempty"`
+	Budgets map[string]BudgetView `json:"budgets"`
+}
+
+// BudgetView is one rate-limit window: its limit, what is left and when it resets.
+type BudgetView struct {
+	Limit     int64     `json:"limit"`
+	Remaining int64     `json:"remaining"`
+	ResetAt   time.Time `json:"resetAt"`
+}

@@ -1,0 +1,69 @@
+// Package handlers serves Gatehouse over HTTP: the dashboard, the REST API under
+// /api/v1, health and readiness probes, and it mounts the gateway under /v1.
+//
+// Every route is listed in routes.go. Handlers return errors; one adapter per surface
+// (problem+json for the API, an HTML page for the dashboard) maps them to a status and
+// logs what the client must not see.
+package handlers
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// GateSource is what the handlers need from the gateway: a snapshot of its live gates and
+// connection health. It is declared here, by its consumer, to keep the dependency one way.
+type GateSource interface {
+	GatesSnapshot() GatesView
+}
+
+// Deps are the parts a Server is wired from. Store and Logger are required.
+type Deps struct {
+	Store  *store.Store
+	Logger *slog.Logger
+	// SecretKey is the 32-byte installation secret; session keys are derived from it.
+	SecretKey []byte
+	// Gateway serves /v1/ (may be nil until the gateway is wired).
+	Gateway http.Handler
+	// Gates provides live admission stats (may be nil).
+	Gates GateSource
+	// Metrics serves /metrics (may be nil).
+	Metrics http.Handler
+	// Ready reports readiness for /readyz: ok and a human-readable detail.
+	Ready func() (ok bool, detail string)
+	// SecureCookies marks session cookies Secure (set when served behind TLS).
+	SecureCookies bool
+	// Now is the clock (tests inject one); nil means time.Now.
+	Now func() time.Time
+}
+
+// Server holds the wired dependencies of every handler.
+type Server struct {
+	store *store.Store
+	log   *slog.Logger
+	deps  Deps
+	now   func() time.Time
+}
+
+// New returns a Server for d.
+func New(d Deps) *Server {
+	now := d.Now
+	if now == nil {
+		now = time.Now
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Server{
+		store: d.Store,
+		log:   d.Logger,
+		deps:  d,
+		now:   now,
+	}
+}
+
+// maxBodyBytes bounds every request body the API and dashboard read.
+const maxBodyBytes = 1 << 20

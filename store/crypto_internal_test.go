@@ -1,0 +1,121 @@
+package store
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestSecretPreview(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{name: "openai style", in: "sk-proj-abcdefghijkl9f2c", want: "sk-…9f2c"},
+		{name: "no prefix", in: "0123456789abcdef9f2c", want: "…9f2c"},
+		{name: "long prefix is secret", in: "abcdefgh-0123456789ab9f2c", want: "…9f2c"},
+		{name: "short key shows nothing", in: "sk-short", want: "sk-…"},
+		{name: "very short", in: "abc", want: "…"},
+		{name: "empty", in: "", want: "…"},
+		{name: "multibyte", in: "ééééééééééééé1234", want: "…1234"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := secretPreview(tc.in); got != tc.want {
+				t.Errorf("secretPreview(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSealOpen(t *testing.T) {
+	t.Parallel()
+	aead, err := newSealer(bytes.Repeat([]byte{9}, SecretKeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Store{sealer: aead}
+	const key = "sk-upstream-secret"
+	a, b := s.seal(key), s.seal(key)
+	if bytes.Equal(a, b) {
+		t.Error("two seals of the same key are equal: nonce not random")
+	}
+	if bytes.Contains(a, []byte(key)) {
+		t.Error("sealed value contains the plaintext")
+	}
+	got, err := s.open(a)
+	if err != nil || got != key {
+		t.Fatalf("open(seal(key)) = %q, %v", got, err)
+	}
+	a[len(a)-1] ^= 1
+	if _, err := s.open(a); err == nil {
+		t.Error("open of a tampered value: no error")
+	}
+	if _, err := s.open(a[:5]); err == nil {
+		t.Error("open of a truncated value: no error")
+	}
+}
+
+func TestPasswordHash(t *testing.T) {
+	t.Parallel()
+	h := hashPassword("hunter2")
+	if h == hashPassword("hunter2") {
+		t.Error("two hashes of one password are equal: salt not random")
+	}
+	for _, tc := range []struct {
+		name, hash, password string
+		want, wantErr        bool
+	}{
+		{name: "match", hash: h, password: "hunter2", want: true},
+		{name: "mismatch", hash: h, password: "hunter3"},
+		{name: "not phc", hash: "plain", password: "hunter2", wantErr: true},
+		{name: "bcrypt", hash: "$2a$10$abcdefghijklmnopqrstuv", password: "x", wantErr: true},
+		{name: "huge memory", hash: strings.Replace(h, "m=19456", "m=99999999", 1), password: "hunter2", wantErr: true},
+		{name: "zero time", hash: strings.Replace(h, "t=2", "t=0", 1), password: "hunter2", wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := checkPassword(tc.hash, tc.password)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("checkPassword: err = %v, want error %v", err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("checkPassword = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestIsUUID(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{"6f1c0000-0000-4000-8000-000000000000", true},
+		{"6F1C0000-ABCD-4000-8000-00000000000F", true},
+		{"6f1c0000000040008000000000000000", false},
+		{"6f1c0000-0000-4000-8000-00000000000g", false},
+		{"", false},
+		{"6f1c0000-0000-4000-8000-0000000000000", false},
+	} {
+		if got := isUUID(tc.in); got != tc.want {
+			t.Errorf("isUUID(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestTokenPreview(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{name: "ours", in: "gh_at_ab-cdefghijklmnopqrstuvwxyz0123456789AB", want: "gh_at_…89AB"},
+		{name: "bootstrap", in: "bootstrap-token-0123456789", want: "…6789"},
+		{name: "bootstrap with scheme", in: "sk-bootstrap-0123456789", want: "sk-…6789"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tokenPreview(tc.in, "gh_at_"); got != tc.want {
+				t.Errorf("tokenPreview(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,104 @@
+package store_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/storetest"
+)
+
+// testSecretKey returns a fixed 32-byte key; tests never need a random one.
+func testSecretKey() []byte { return bytes.Repeat([]byte{0x42}, store.SecretKeySize) }
+
+// newStore returns a Store on a fresh migrated database.
+func newStore(t *testing.T) *store.Store {
+	t.Helper()
+	s, err := store.New(storetest.Pool(t), testSecretKey(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("store.New: %v", err)
+	}
+	return s
+}
+
+// connInput returns a valid connection input named name.
+func connInput(name string) store.ConnectionInput {
+	return store.ConnectionInput{
+		Name:               name,
+		Provider:           "zai",
+		APIStyle:           "openai",
+		BaseURL:            "https://api.z.ai/api/paas/v4",
+		APIKey:             "sk-" + name + "-secret-key-9f2c",
+		Models:             []string{"glm-5", "glm-4.7"},
+		Enabled:            true,
+		RateLimitOverrides: json.RawMessage(`{"maxConcurrent": 4, "modelConcurrency": {"glm-5": 1}}`),
+	}
+}
+
+func mustCreateConnection(t *testing.T, s *store.Store, in store.ConnectionInput) store.Connection {
+	t.Helper()
+	c, err := s.CreateConnection(t.Context(), "tester", in)
+	if err != nil {
+		t.Fatalf("CreateConnection(%q): %v", in.Name, err)
+	}
+	return c
+}
+
+// jsonEqual reports whether two JSON documents are equal after normalisation.
+func jsonEqual(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatalf("unmarshal %s: %v", a, err)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatalf("unmarshal %s: %v", b, err)
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return bytes.Equal(xb, yb)
+}
+
+// dumpDatabase returns every row of every table in the public schema as JSON text,
+// so tests can assert that a secret appears nowhere.
+func dumpDatabase(t *testing.T, s *store.Store) string {
+	t.Helper()
+	ctx := t.Context()
+	rows, err := s.Pool().Query(ctx,
+		`SELECT quote_ident(table_name) FROM information_schema.tables
+		 WHERE table_schema = 'public' AND table_type = 'BASE TABLE'`)
+	if err != nil {
+		t.Fatalf("list tables: %v", err)
+	}
+	var tables []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatalf("scan table name: %v", err)
+		}
+		tables = append(tables, name)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("list tables: %v", err)
+	}
+	var buf bytes.Buffer
+	for _, table := range tables {
+		rows, err := s.Pool().Query(ctx, `SELECT row_to_json(t)::text FROM `+table+` t`)
+		if err != nil {
+			t.Fatalf("dump %s: %v", table, err)
+		}
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatalf("scan %s: %v", table, err)
+			}
+			buf.WriteString(table + ": " + line + "\n")
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("dump %s: %v", table, err)
+		}
+	}
+	return buf.String()
+}

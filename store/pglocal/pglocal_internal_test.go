@@ -1,0 +1,125 @@
+package pglocal
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+func TestVersionInPath(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		dir  string
+		want int
+	}{
+		{name: "debian", dir: "/usr/lib/postgresql/15/bin", want: 15},
+		{name: "rhel", dir: "/usr/pgsql-16/bin", want: 16},
+		{name: "homebrew versioned", dir: "/opt/homebrew/opt/postgresql@17/bin", want: 17},
+		{name: "homebrew unversioned", dir: "/opt/homebrew/opt/postgresql/bin", want: 0},
+	}
+	for _, tc := range tests {
+		if got := versionInPath(tc.dir); got != tc.want {
+			t.Errorf("%s: versionInPath(%q) = %d, want %d", tc.name, tc.dir, got, tc.want)
+		}
+	}
+}
+
+func TestSocketDirFor(t *testing.T) {
+	t.Parallel()
+	short := "/var/lib/gatehouse/0123456789abcdef"
+	long := "/home/someone/" + strings.Repeat("x", 90) + "/gatehouse-data/postgres"
+	if got := socketDirFor(short); got != short {
+		t.Errorf("socketDirFor(short) = %q, want the cluster dir", got)
+	}
+	got := socketDirFor(long)
+	if !strings.HasPrefix(got, "/tmp/gatehouse-") || len(got)+1+len(socketName) > maxSocketPath {
+		t.Errorf("socketDirFor(long) = %q, want a short dir under /tmp", got)
+	}
+	if again := socketDirFor(long); again != got {
+		t.Errorf("socketDirFor is not stable: %q then %q", got, again)
+	}
+}
+
+func TestSearchable(t *testing.T) {
+	t.Parallel()
+	cred := &syscall.Credential{Uid: 101, Gid: 104, Groups: []uint32{7}}
+	tests := []struct {
+		name     string
+		perm     os.FileMode
+		uid, gid uint32
+		want     bool
+	}{
+		{name: "root private", perm: 0o700, uid: 0, gid: 0, want: false},
+		{name: "world searchable", perm: 0o711, uid: 0, gid: 0, want: true},
+		{name: "owner", perm: 0o700, uid: 101, gid: 0, want: true},
+		{name: "primary group", perm: 0o750, uid: 0, gid: 104, want: true},
+		{name: "supplementary group", perm: 0o710, uid: 0, gid: 7, want: true},
+		{name: "other group", perm: 0o750, uid: 0, gid: 9, want: false},
+	}
+	for _, tc := range tests {
+		if got := searchable(tc.perm, tc.uid, tc.gid, cred); got != tc.want {
+			t.Errorf("%s: searchable = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestLeftBehindServerIsRestarted covers a server running with nobody holding the lock
+// (its owner was killed where no parent-death signal exists): Open stops it and starts
+// its own.
+func TestLeftBehindServerIsRestarted(t *testing.T) {
+	t.Parallel()
+	dataDir, err := os.MkdirTemp("", "pglocal-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dataDir) })
+	if err := os.Chmod(dataDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(t.Context(), Options{DataDir: dataDir})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if err := c.Close(t.Context()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	// Start the server behind pglocal's back, as a killed owner would leave it.
+	out, err := c.run(t.Context(), c.bins.pgCtl, "start", "-w", "-D", c.pgdata, "-l", filepath.Join(c.root, "orphan.log"),
+		"-o", "-c listen_addresses='' -c unix_socket_directories='"+c.socketDir+"'")
+	if err != nil {
+		t.Fatalf("pg_ctl start: %v: %s", err, out)
+	}
+	orphan, ok := readPostmasterPID(filepath.Join(c.pgdata, "postmaster.pid"))
+	if !ok || postmasterState(orphan, c.pgdata) != postmasterRunning {
+		t.Fatalf("left-behind server not running (pid %d)", orphan)
+	}
+
+	c2, err := Open(t.Context(), Options{DataDir: dataDir})
+	if err != nil {
+		t.Fatalf("Open over a left-behind server: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = c2.Close(ctx)
+	})
+	if got := c2.PID(); got == 0 || got == orphan {
+		t.Errorf("PID() = %d, want a new server (left behind: %d)", got, orphan)
+	}
+	if postmasterState(orphan, c.pgdata) != postmasterGone {
+		t.Errorf("left-behind server %d still running", orphan)
+	}
+	conn, err := pgx.Connect(t.Context(), c2.URL("postgres"))
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	_ = conn.Close(t.Context())
+}

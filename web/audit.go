@@ -1,0 +1,153 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// AuditEntry is one audit-log row, with its change already diffed (see DiffJSON).
+type AuditEntry struct {
+	ID         string
+	At         time.Time
+	Actor      string // email or "token:<name>"
+	Action     string // e.g. "create", "update", "delete", "toggle", "revoke", "login"
+	Entity     string // e.g. "connection", "settings", "client_key", "api_token", "user"
+	EntityID   string
+	EntityName string // e.g. the connection's name, when known
+	Diff       []DiffLine
+}
+
+// AuditList is the audit page's view model.
+type AuditList struct {
+	Entries []AuditEntry
+	// OlderURL links to the next page of older entries ("" when this is the last page),
+	// e.g. "/audit?before=<cursor>".
+	OlderURL string
+	// NewestURL links back to the first page when this page is not it.
+	NewestURL string
+}
+
+// Diff operations.
+const (
+	DiffAdded   = "added"
+	DiffRemoved = "removed"
+	DiffChanged = "changed"
+)
+
+// DiffLine is one changed leaf: "rateLimitOverrides.modelConcurrency.glm-5: 1 → 2".
+type DiffLine struct {
+	Path   string // dotted path; "" for a whole document that is not an object
+	Op     string // DiffAdded, DiffRemoved or DiffChanged
+	Before string // compact JSON of the old value ("" when added)
+	After  string // compact JSON of the new value ("" when removed)
+}
+
+// DiffJSON compares two JSON documents and lists what changed, leaf by leaf, sorted by
+// path. Objects are flattened into dotted paths (a key containing a dot or bracket is
+// written ["like.this"]); arrays and scalars are leaves, written as compact JSON. Empty
+// or null input counts as an empty object. A document that is not valid JSON is
+// compared as a whole, as text.
+func DiffJSON(before, after []byte) []DiffLine {
+	b, okB := flattenJSON(before)
+	a, okA := flattenJSON(after)
+	if !okB || !okA {
+		bs, as := strings.TrimSpace(string(before)), strings.TrimSpace(string(after))
+		if bs == as {
+			return nil
+		}
+		return []DiffLine{{Op: DiffChanged, Before: bs, After: as}}
+	}
+	var out []DiffLine
+	for p, bv := range b {
+		av, ok := a[p]
+		switch {
+		case !ok:
+			out = append(out, DiffLine{Path: p, Op: DiffRemoved, Before: bv})
+		case av != bv:
+			out = append(out, DiffLine{Path: p, Op: DiffChanged, Before: bv, After: av})
+		}
+	}
+	for p, av := range a {
+		if _, ok := b[p]; !ok {
+			out = append(out, DiffLine{Path: p, Op: DiffAdded, After: av})
+		}
+	}
+	slices.SortFunc(out, func(x, y DiffLine) int { return strings.Compare(x.Path, y.Path) })
+	return out
+}
+
+// flattenJSON maps every leaf path of doc to its compact JSON.
+func flattenJSON(doc []byte) (map[string]string, bool) {
+	out := map[string]string{}
+	doc = bytes.TrimSpace(doc)
+	if len(doc) == 0 || string(doc) == "null" {
+		return out, true
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, false
+	}
+	if dec.More() {
+		return nil, false
+	}
+	flattenValue(out, "", v)
+	return out, true
+}
+
+func flattenValue(out map[string]string, path string, v any) {
+	if obj, ok := v.(map[string]any); ok && (len(obj) > 0 || path == "") {
+		for k, child := range obj {
+			flattenValue(out, joinPath(path, k), child)
+		}
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte("?")
+	}
+	out[path] = string(b)
+}
+
+func joinPath(parent, key string) string {
+	seg := key
+	if key == "" || strings.ContainsAny(key, ".[]\"") {
+		seg = "[" + strconv.Quote(key) + "]"
+		if parent == "" {
+			return seg
+		}
+		return parent + seg
+	}
+	if parent == "" {
+		return seg
+	}
+	return parent + "." + seg
+}
+
+// shortPath drops the "rateLimitOverrides." prefix, so a cap reads "modelConcurrency.glm-5".
+func shortPath(p string) string { return strings.TrimPrefix(p, "rateLimitOverrides.") }
+
+// catalogOr returns the message for key, or fallback when the catalog has no such key
+// (actions and entities recorded by newer code still show).
+func catalogOr(l *Localizer, key, fallback string) string {
+	if l.HasKey(key) {
+		return l.T(key)
+	}
+	return fallback
+}
+
+func diffMark(op string) string {
+	switch op {
+	case DiffAdded:
+		return "+"
+	case DiffRemoved:
+		return "−"
+	default:
+		return "~"
+	}
+}

@@ -1,0 +1,370 @@
+package web
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// GateStat is one gate's live numbers, field for field what GET /api/v1/gates reports
+// (a handlers.GateView converts with a plain type conversion).
+type GateStat struct {
+	Key         string
+	Level       string
+	Cap         int
+	InFlight    int
+	Queued      int
+	Admitted    int64
+	Timeouts    int64
+	QueueFull   int64
+	Cancels     int64
+	WaitMsTotal int64
+}
+
+// GateSnapshot is every gate's numbers at one moment; a short history of them (say one
+// every 5 s for 10 min) draws the sparklines and the "last minute" counts.
+type GateSnapshot struct {
+	At    time.Time
+	Gates []GateStat
+}
+
+// Budget is one rate-limit window of a connection.
+type Budget struct {
+	Kind      string // "rpm", "rpd", "tpm" or "tpd"
+	Limit     int64
+	Remaining int64
+	ResetAt   time.Time
+}
+
+// Health states, as the gateway reports them.
+const (
+	HealthOK          = "ok"
+	HealthCooling     = "cooling"
+	HealthSuspended   = "suspended"
+	HealthBreakerOpen = "breaker-open"
+	HealthHalfOpen    = "half-open"
+	HealthDisabled    = "disabled" // shown for a connection that is switched off
+)
+
+// ConnectionStatus is what the overview needs to know about one connection besides its
+// gates: identity, health and budgets.
+type ConnectionStatus struct {
+	ID       string
+	Name     string
+	Provider string
+	Enabled  bool
+	Health   string    // a Health* constant
+	Until    time.Time // end of a cooldown/suspension; zero when none
+	Reason   string    // why, in words (e.g. "429 from upstream"); may be empty
+	Budgets  []Budget  // only the windows that are set
+}
+
+// OverviewInput is everything BuildOverview turns into an Overview.
+type OverviewInput struct {
+	Now         time.Time
+	Gates       []GateStat         // the current snapshot
+	History     []GateSnapshot     // earlier snapshots, oldest first; may be empty
+	Connections []ConnectionStatus // in display order
+	// P99Wait is the 99th percentile admission wait over the last minute, when known.
+	P99Wait    time.Duration
+	HasP99Wait bool
+	// LiveURL is the JSON endpoint app.js polls ("/live"); "" turns live refresh off.
+	LiveURL string
+	// LiveIntervalMs is the poll interval; 0 means 2000.
+	LiveIntervalMs int
+}
+
+// Overview is the overview page's view model. Build it with BuildOverview, or fill it
+// by hand in tests.
+type Overview struct {
+	Summary Summary
+	// Global holds the Gatehouse-wide gate when it is capped, drawn above the connections.
+	Global []GateBar
+	// GlobalBottleneck is the global gate's key when requests wait on it.
+	GlobalBottleneck string
+	Connections      []ConnectionBlock
+	LiveURL          string
+	LiveIntervalMs   int
+}
+
+// Summary is the "Right now" line.
+type Summary struct {
+	InFlight           int // requests holding a connection gate
+	Queued             int // requests waiting on any gate
+	RejectedLastMinute int64
+	P99Wait            time.Duration
+	HasP99Wait         bool
+}
+
+// ConnectionBlock is one connection and the gates on its path below the global one,
+// outermost first: its provider gate (when capped), its connection gate, its model gates.
+type ConnectionBlock struct {
+	ConnectionStatus
+	Gates []GateBar
+	// Bottleneck is the key of the gate blocking the most waiters, "" when none waits.
+	Bottleneck string
+}
+
+// Gate levels.
+const (
+	LevelGlobal     = "global"
+	LevelProvider   = "provider"
+	LevelConnection = "connection"
+	LevelModel      = "model"
+)
+
+// GateBar is one gate drawn as a bar.
+type GateBar struct {
+	GateStat
+	// Label names the gate in its block: the model id for a model gate, the provider
+	// for a provider gate; "" for the connection and global gates (localised by level).
+	Label string
+	// RejectedLastMinute counts timeouts and full-queue rejections in the last minute.
+	RejectedLastMinute int64
+	// AvgWait is the mean admission wait over the history window, when any request was admitted in it.
+	AvgWait    time.Duration
+	HasAvgWait bool
+	// Samples are in-flight and queued over the history window, oldest first, for the sparkline.
+	Samples []Sample
+}
+
+// Sample is one point of a sparkline.
+type Sample struct {
+	InFlight int
+	Queued   int
+}
+
+// Gate states, shown as a colour and always also as a word.
+const (
+	StateIdle      = "idle"      // room to spare
+	StateFull      = "full"      // at cap, nobody waiting
+	StateQueueing  = "queueing"  // requests are waiting
+	StateRejecting = "rejecting" // rejections in the last minute
+)
+
+// State classifies the gate for colour and word.
+func (g GateBar) State() string {
+	switch {
+	case g.RejectedLastMinute > 0:
+		return StateRejecting
+	case g.Queued > 0:
+		return StateQueueing
+	case g.Cap > 0 && g.InFlight >= g.Cap:
+		return StateFull
+	default:
+		return StateIdle
+	}
+}
+
+// BuildOverview assembles the overview: the global gate when capped, then for every
+// connection the gates on its path (its provider gate when capped, its connection gate,
+// its model gates by model id) with the bottleneck marked, and the last-minute counts
+// and sparklines from History.
+func BuildOverview(in OverviewInput) Overview {
+	now := in.Now
+	byKey := make(map[string]GateStat, len(in.Gates))
+	for _, g := range in.Gates {
+		byKey[g.Key] = g
+	}
+	// the snapshot closest to one minute ago (or the oldest one, if younger)
+	var minuteAgo map[string]GateStat
+	for _, s := range in.History {
+		if minuteAgo == nil || !s.At.After(now.Add(-time.Minute)) {
+			minuteAgo = indexGates(s.Gates)
+		}
+	}
+	history := make([]map[string]GateStat, 0, len(in.History)+1)
+	for _, s := range in.History {
+		history = append(history, indexGates(s.Gates))
+	}
+	history = append(history, byKey)
+
+	bar := func(g GateStat, label string) GateBar {
+		b := GateBar{GateStat: g, Label: label}
+		if old, ok := minuteAgo[g.Key]; ok {
+			b.RejectedLastMinute = max(0, (g.Timeouts+g.QueueFull)-(old.Timeouts+old.QueueFull))
+		}
+		if len(in.History) > 0 {
+			oldest := history[0][g.Key]
+			if n := g.Admitted - oldest.Admitted; n > 0 {
+				b.AvgWait = time.Duration((g.WaitMsTotal-oldest.WaitMsTotal)/n) * time.Millisecond
+				b.HasAvgWait = true
+			}
+		}
+		for _, h := range history {
+			s := h[g.Key]
+			b.Samples = append(b.Samples, Sample{InFlight: s.InFlight, Queued: s.Queued})
+		}
+		return b
+	}
+
+	out := Overview{LiveURL: in.LiveURL, LiveIntervalMs: in.LiveIntervalMs}
+	if out.LiveIntervalMs <= 0 {
+		out.LiveIntervalMs = 2000
+	}
+	out.Summary.P99Wait, out.Summary.HasP99Wait = in.P99Wait, in.HasP99Wait
+	for _, g := range in.Gates {
+		out.Summary.Queued += g.Queued
+		if g.Level == LevelConnection {
+			out.Summary.InFlight += g.InFlight
+		}
+		if old, ok := minuteAgo[g.Key]; ok {
+			out.Summary.RejectedLastMinute += max(0, (g.Timeouts+g.QueueFull)-(old.Timeouts+old.QueueFull))
+		}
+	}
+
+	for _, g := range in.Gates {
+		if g.Level == LevelGlobal && g.Cap > 0 {
+			out.Global = append(out.Global, bar(g, ""))
+		}
+	}
+	out.GlobalBottleneck = bottleneck(out.Global)
+	for _, c := range in.Connections {
+		blk := ConnectionBlock{ConnectionStatus: c}
+		if !c.Enabled {
+			blk.Health = HealthDisabled
+		}
+		if g, ok := byKey["provider:"+c.Provider]; ok && g.Cap > 0 {
+			blk.Gates = append(blk.Gates, bar(g, c.Provider))
+		}
+		connKey := "connection:" + c.ID
+		if g, ok := byKey[connKey]; ok {
+			blk.Gates = append(blk.Gates, bar(g, ""))
+		} else {
+			blk.Gates = append(blk.Gates, bar(GateStat{Key: connKey, Level: LevelConnection}, ""))
+		}
+		prefix := "model:" + c.ID + ":"
+		var models []GateBar
+		for _, g := range in.Gates {
+			if m, ok := strings.CutPrefix(g.Key, prefix); ok {
+				models = append(models, bar(g, m))
+			}
+		}
+		slices.SortFunc(models, func(a, b GateBar) int { return cmp.Compare(a.Label, b.Label) })
+		blk.Gates = append(blk.Gates, models...)
+		blk.Bottleneck = bottleneck(blk.Gates)
+		out.Connections = append(out.Connections, blk)
+	}
+	return out
+}
+
+func indexGates(gs []GateStat) map[string]GateStat {
+	m := make(map[string]GateStat, len(gs))
+	for _, g := range gs {
+		m[g.Key] = g
+	}
+	return m
+}
+
+// bottleneck returns the key of the gate with the most waiters (the outermost on a
+// tie), or "" when nobody waits. Each waiter is parked on exactly one gate — the one
+// that blocks it — so a gate's queue is the number of waiters it blocks.
+func bottleneck(gates []GateBar) string {
+	key, most := "", 0
+	for _, g := range gates {
+		if g.Queued > most {
+			key, most = g.Key, g.Queued
+		}
+	}
+	return key
+}
+
+// sparkSize is the sparkline's viewBox.
+const sparkW, sparkH = 120, 24
+
+// sparkMax is the vertical scale of a gate's sparkline: its cap, or the largest value drawn.
+func (g GateBar) sparkMax() int {
+	m := max(g.Cap, 1)
+	for _, s := range g.Samples {
+		m = max(m, s.InFlight, s.Queued)
+	}
+	return m
+}
+
+// sparkPoints writes an SVG polyline's points for values scaled to top.
+func sparkPoints(values []int, top int) string {
+	if len(values) == 0 {
+		return ""
+	}
+	if len(values) == 1 {
+		values = []int{values[0], values[0]}
+	}
+	var b strings.Builder
+	step := float64(sparkW) / float64(len(values)-1)
+	for i, v := range values {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		x := float64(i) * step
+		y := float64(sparkH-1) - float64(v)*float64(sparkH-2)/float64(top)
+		b.WriteString(strconv.FormatFloat(x, 'f', 1, 64))
+		b.WriteByte(',')
+		b.WriteString(strconv.FormatFloat(y, 'f', 1, 64))
+	}
+	return b.String()
+}
+
+func (g GateBar) inflightSeries() []int {
+	out := make([]int, len(g.Samples))
+	for i, s := range g.Samples {
+		out[i] = s.InFlight
+	}
+	return out
+}
+
+// queuePoints draws the queue line only when something queued in the window.
+func (g GateBar) queuePoints() string {
+	q := g.queuedSeries()
+	for _, v := range q {
+		if v > 0 {
+			return sparkPoints(q, g.sparkMax())
+		}
+	}
+	return ""
+}
+
+func (g GateBar) queuedSeries() []int {
+	out := make([]int, len(g.Samples))
+	for i, s := range g.Samples {
+		out[i] = s.Queued
+	}
+	return out
+}
+
+// joinInts writes "1,2,3" for the data attributes app.js extends.
+func joinInts(v []int) string {
+	parts := make([]string, len(v))
+	for i, n := range v {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ",")
+}
+
+// queuePipWidth is the queue drawing's width: one pip per waiter up to 30.
+func queuePipWidth(queued int) string {
+	return strconv.Itoa(min(queued, 30)*6) + "px"
+}
+
+// healthUntil is the remaining time of a cooldown or suspension, or 0.
+func (c ConnectionBlock) healthUntil(now time.Time) time.Duration {
+	if c.Until.IsZero() {
+		return 0
+	}
+	return max(0, c.Until.Sub(now))
+}
+
+// healthClass maps a health state onto the three meaning colours.
+func healthClass(h string) string {
+	switch h {
+	case HealthOK:
+		return "good"
+	case HealthCooling, HealthHalfOpen:
+		return "warn"
+	case HealthDisabled:
+		return "off"
+	default:
+		return "bad"
+	}
+}

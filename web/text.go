@@ -1,0 +1,119 @@
+package web
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/a-h/templ"
+)
+
+// Icons accompany every colour, so meaning never rests on colour alone.
+func stateIcon(state string) string {
+	switch state {
+	case StateRejecting:
+		return "✕"
+	case StateQueueing:
+		return "◐"
+	case StateFull:
+		return "●"
+	default:
+		return "○"
+	}
+}
+
+func healthIcon(h string) string {
+	switch h {
+	case HealthOK:
+		return "✓"
+	case HealthCooling, HealthHalfOpen:
+		return "◐"
+	case HealthDisabled:
+		return "–"
+	default:
+		return "✕"
+	}
+}
+
+func flashIcon(kind string) string {
+	switch kind {
+	case FlashSuccess:
+		return "✓"
+	case FlashError:
+		return "✕"
+	default:
+		return "i"
+	}
+}
+
+// healthText is the connection's health in words: "ok", "cooling 12 s", "suspended 29 min".
+func healthText(p Page, c ConnectionBlock) string {
+	word := p.L.T("health." + c.Health)
+	if d := c.healthUntil(p.now()); d > 0 {
+		return p.L.T("health.for", word, p.L.Duration(d))
+	}
+	return word
+}
+
+// gateName is a gate's label in its block.
+func gateName(p Page, g GateBar) string {
+	switch g.Level {
+	case LevelGlobal:
+		return p.L.T("gate.global")
+	case LevelProvider:
+		return p.L.T("gate.provider", g.Label)
+	case LevelConnection:
+		return p.L.T("gate.connection")
+	default:
+		return g.Label
+	}
+}
+
+func barStyle(g GateBar) templ.SafeCSS {
+	return templ.SafeCSS("width:" + percent(g.InFlight, g.Cap) + ";")
+}
+
+func pipStyle(queued int) templ.SafeCSS {
+	return templ.SafeCSS("width:" + queuePipWidth(queued) + ";")
+}
+
+// liveLabels is the JSON app.js uses to write states and health in the page's language.
+func liveLabels(p Page) string {
+	m := map[string]string{
+		"for":            p.L.T("health.for", "%1", "%2"),
+		"rejected.one":   p.L.T("overview.rejectedN.one"),
+		"rejected.other": p.L.T("overview.rejectedN.other"),
+		"locale":         p.L.Tag(),
+		"stale":          p.L.T("overview.liveStale"),
+	}
+	for _, s := range []string{StateIdle, StateFull, StateQueueing, StateRejecting} {
+		m["state."+s] = p.L.T("state." + s)
+	}
+	for _, h := range []string{HealthOK, HealthCooling, HealthSuspended, HealthBreakerOpen, HealthHalfOpen, HealthDisabled} {
+		m["health."+h] = p.L.T("health." + h)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "{}"
+	}
+	return string(b)
+}
+
+// statusText is the localised name of an HTTP status.
+func statusText(p Page, status int) string {
+	key := "status." + strconv.Itoa(status)
+	if p.L.HasKey(key) {
+		return p.L.T(key)
+	}
+	return p.L.T("status.other")
+}
+
+// fieldLabel is the localised label of a form field.
+func fieldLabel(p Page, name string) string { return p.L.T("field." + name) }
+
+func countErrors(e FieldErrors) int {
+	n := 0
+	for _, m := range e {
+		n += len(m)
+	}
+	return n
+}

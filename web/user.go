@@ -1,0 +1,29 @@
+package web
+
+import (
+	"net/url"
+	"time"
+)
+
+// UserItem is one dashboard user in the users list.
+type UserItem struct {
+	ID        string
+	Email     string
+	Role      string // RoleAdmin or RoleViewer
+	CreatedAt time.Time
+	// Self marks the signed-in admin, who cannot demote or remove themselves here.
+	Self bool
+}
+
+// UserList is the users page's view model (admins only). Adding POSTs email, password
+// and role to /users; a role change POSTs role to /users/{id}/role; removing confirms
+// on GET /users/{id}/delete.
+type UserList struct {
+	Items []UserItem
+	// Email and Role are what was typed in the add form.
+	Email  string
+	Role   string
+	Errors FieldErrors
+}
+
+func userPath(id, suffix string) string { return "/users/" + url.PathEscape(id) + suffix }
