@@ -170,14 +170,21 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 		if !c.enabled || !c.styleOK {
 			continue
 		}
+		// Bare ids first, so an upstream id that itself looks like
+		// "provider/model" wins over an alias of the same spelling.
+		byName := s.routes[c.style]
+		ts := make([]*target, 0, len(cc.Models))
 		for _, m := range cc.Models {
 			if m == "" {
 				continue
 			}
 			t := g.newTarget(c, m)
-			addTarget(s.routes[c.style], m, t)
-			if c.provider != "" {
-				addTarget(s.routes[c.style], c.provider+"/"+m, t)
+			ts = append(ts, t)
+			addTarget(byName, m, t)
+		}
+		if c.provider != "" {
+			for _, t := range ts {
+				addTarget(byName, c.provider+"/"+t.model, t)
 			}
 		}
 	}

@@ -103,7 +103,6 @@ func TestApplyChangesCapsLive(t *testing.T) {
 	ctx := testCtx(t)
 	gateKey := "model:c1:glm-5"
 
-
 	// Raise 1 → 3 while five requests wait.
 	statuses := make([]int, 6)
 	var wg sync.WaitGroup
@@ -420,5 +419,30 @@ func TestContextCancelledWhileQueuedLeavesQueue(t *testing.T) {
 	<-done
 	if got := e.up.Requests("k1", "glm-5"); got != 1 {
 		t.Errorf("upstream got %d requests, want 1 (the cancelled one never dispatched)", got)
+	}
+}
+
+func TestEqualPrioritiesShareLoad(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, upstreamtest.Options{})
+	hi := e.conn("hi", "k-hi", "glm-5")
+	hi.Priority, hi.Enabled = 5, false
+	var conns []Connection
+	for _, id := range []string{"x", "y", "z"} {
+		conns = append(conns, e.conn(id, "k-"+id, "glm-5"))
+	}
+	e.gw.Apply(Config{Connections: append(conns, hi)})
+	ctx := testCtx(t)
+	for range 30 {
+		if r := e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)); r.status != http.StatusOK {
+			t.Fatalf("status %d", r.status)
+		}
+	}
+	got := map[string]int64{}
+	for _, id := range []string{"x", "y", "z", "hi"} {
+		got[id] = e.up.Requests("k-"+id, "glm-5")
+	}
+	if diff := cmp.Diff(map[string]int64{"x": 10, "y": 10, "z": 10, "hi": 0}, got); diff != "" {
+		t.Errorf("requests per connection mismatch (-want +got):\n%s", diff)
 	}
 }

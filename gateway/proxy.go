@@ -113,7 +113,9 @@ var errExecTimeout = errors.New("gateway: execution bound reached")
 // upstreamStatusError feeds an upstream 408/5xx to the breaker.
 type upstreamStatusError int
 
-func (e upstreamStatusError) Error() string { return "gateway: upstream status " + strconv.Itoa(int(e)) }
+func (e upstreamStatusError) Error() string {
+	return "gateway: upstream status " + strconv.Itoa(int(e))
+}
 
 // lastResponse is an upstream error response kept while failing over.
 type lastResponse struct {
@@ -181,6 +183,11 @@ func (x *exchange) payload(m string) []byte {
 		return x.body.raw
 	}
 	if x.body.altM != m || len(x.body.alt) == 0 {
+		if x.body.altM != "" {
+			// An earlier attempt's Transport may still be reading the
+			// old copy: never write over it.
+			x.body.alt = nil
+		}
 		x.body.alt = rewriteModel(x.body.alt, x.body.raw, x.info, m)
 		x.body.altM = m
 	}

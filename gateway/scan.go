@@ -286,18 +286,6 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// splitModel splits "provider/model" at its first slash. A bare id yields an
-// empty provider. Upstream ids may themselves contain slashes
-// ("openrouter/meta-llama/llama-3"), so the caller tries the bare form too.
-func splitModel(m string) (provider, model string) {
-	for i := 0; i < len(m); i++ {
-		if m[i] == '/' {
-			return m[:i], m[i+1:]
-		}
-	}
-	return "", m
-}
-
 // describeScanError is the client-facing message for a scanBody error.
 func describeScanError(err error) string {
 	switch {

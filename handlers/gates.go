@@ -1,6 +1,9 @@
 package handlers
 
-import "time"
+import (
+	"net/http"
+	"time"
+)
 
 // GatesView is the body of GET /api/v1/gates and what the dashboard's live panels draw.
 type GatesView struct {
@@ -37,4 +40,25 @@ type BudgetView struct {
 	Limit     int64     `json:"limit"`
 	Remaining int64     `json:"remaining"`
 	ResetAt   time.Time `json:"resetAt"`
+}
+
+// getGates serves GET /api/v1/gates: the gateway's live gates and connection health.
+// Without a gateway both lists are empty.
+func (s *Server) getGates(w http.ResponseWriter, r *http.Request) error {
+	var v GatesView
+	if s.deps.Gates != nil {
+		v = s.deps.Gates.GatesSnapshot()
+	}
+	if v.Gates == nil {
+		v.Gates = []GateView{}
+	}
+	if v.Connections == nil {
+		v.Connections = []ConnectionLive{}
+	}
+	for i := range v.Connections {
+		if v.Connections[i].Budgets == nil {
+			v.Connections[i].Budgets = map[string]BudgetView{}
+		}
+	}
+	return writeJSON(w, http.StatusOK, v, "")
 }

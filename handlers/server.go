@@ -11,13 +11,20 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/go-playground/validator/v10"
+
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 // GateSource is what the handlers need from the gateway: a snapshot of its live gates and
-// connection health. It is declared here, by its consumer, to keep the dependency one way.
+// connection health, and a way to clear a connection's health state. It is declared
+// here, by its consumer, to keep the dependency one way.
 type GateSource interface {
+	// GatesSnapshot returns the live gates and every connection's health and budgets.
 	GatesSnapshot() GatesView
+	// ResetHealth clears connection id's cooldowns, suspension and breaker; it reports
+	// false when the gateway does not know the connection.
+	ResetHealth(id string) bool
 }
 
 // Deps are the parts a Server is wired from. Store and Logger are required.
@@ -46,6 +53,8 @@ type Server struct {
 	log   *slog.Logger
 	deps  Deps
 	now   func() time.Time
+	// validate is the handlers' one shared validator (see validate.go).
+	validate *validator.Validate
 }
 
 // New returns a Server for d.
@@ -58,10 +67,11 @@ func New(d Deps) *Server {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Server{
-		store: d.Store,
-		log:   d.Logger,
-		deps:  d,
-		now:   now,
+		store:    d.Store,
+		log:      d.Logger,
+		deps:     d,
+		now:      now,
+		validate: newValidator(),
 	}
 }
 

@@ -96,6 +96,8 @@
       var g = gates[row.getAttribute("data-gate")];
       if (!g) return;
       var rej = rejected[g.key] || 0;
+      // Until a minute of history exists, add what the server counted before the page loaded.
+      if (now - started < 60000) rej += parseInt(row.getAttribute("data-rejected"), 10) || 0;
       var state = stateOf(g, rej);
       row.setAttribute("data-state", state);
       row.classList.remove("state-idle", "state-full", "state-queueing", "state-rejecting");

@@ -48,7 +48,8 @@ type DiffLine struct {
 
 // DiffJSON compares two JSON documents and lists what changed, leaf by leaf, sorted by
 // path. Objects are flattened into dotted paths (a key containing a dot or bracket is
-// written ["like.this"]); arrays and scalars are leaves, written as compact JSON. Empty
+// written ["like.this"]); an empty object is no leaf at all; arrays and scalars are
+// leaves, written as compact JSON. Empty
 // or null input counts as an empty object. A document that is not valid JSON is
 // compared as a whole, as text.
 func DiffJSON(before, after []byte) []DiffLine {
@@ -101,7 +102,8 @@ func flattenJSON(doc []byte) (map[string]string, bool) {
 }
 
 func flattenValue(out map[string]string, path string, v any) {
-	if obj, ok := v.(map[string]any); ok && (len(obj) > 0 || path == "") {
+	// An empty object adds no leaf: "{}" and an absent key mean the same (no overrides).
+	if obj, ok := v.(map[string]any); ok {
 		for k, child := range obj {
 			flattenValue(out, joinPath(path, k), child)
 		}

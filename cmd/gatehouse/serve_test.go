@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -170,8 +171,21 @@ func postmasterPID(t *testing.T, dataDir string) int {
 	return pid
 }
 
+// alive reports whether pid is a live process; a zombie waiting to be reaped by init
+// does not count.
 func alive(pid int) bool {
-	return pid > 0 && syscall.Kill(pid, 0) == nil
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	// The state follows the parenthesised command name.
+	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
+		return b[i+2] != 'Z'
+	}
+	return true
 }
 
 // runCLI runs a gatehouse subcommand to completion and returns its stdout.
@@ -296,9 +310,7 @@ func TestServeRecoversAfterKill(t *testing.T) {
 	<-p3.done
 	p4 := startServe(t, dataDir, nil, nil)
 	p4.interrupt(t, 10*time.Second)
-	if alive(orphan) {
-		t.Fatalf("postgres left behind by a killed serve (pid %d) still runs", orphan)
-	}
+	waitGone(t, orphan)
 }
 
 func waitGone(t *testing.T, pid int) {

@@ -160,12 +160,10 @@ func (c *Controller) submit(ctx context.Context, req *Request, p *Permit) (*wait
 			RetryAfter: c.retryAfter(g, qg.waiting),
 		}
 	}
-	if ctx != nil {
-		if err := ctx.Err(); err != nil {
-			g.cancels++
-			c.totals.Cancels++
-			return nil, err
-		}
+	if err := ctx.Err(); err != nil {
+		g.cancels++
+		c.totals.Cancels++
+		return nil, err
 	}
 	w := c.newWaiter()
 	c.seq++

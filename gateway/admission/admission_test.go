@@ -504,7 +504,7 @@ func TestMovedWaiterKeepsDeadlineAndPlace(t *testing.T) {
 // mustSubmit admits req at once (c.mu held).
 func mustSubmit(t *testing.T, c *Controller, req Request, p *Permit) {
 	t.Helper()
-	w, err := c.submit(nil, &req, p)
+	w, err := c.submit(t.Context(), &req, p)
 	if err != nil || w != nil {
 		t.Fatalf("submit = %v, %v; want an immediate admission", w, err)
 	}
@@ -513,7 +513,7 @@ func mustSubmit(t *testing.T, c *Controller, req Request, p *Permit) {
 // mustPark submits req and expects it to be parked (c.mu held).
 func mustPark(t *testing.T, c *Controller, req Request, p *Permit) *waiter {
 	t.Helper()
-	w, err := c.submit(nil, &req, p)
+	w, err := c.submit(t.Context(), &req, p)
 	if err != nil || w == nil {
 		t.Fatalf("submit = %v, %v; want a parked waiter", w, err)
 	}
@@ -602,4 +602,31 @@ func TestStatsSortedAndCappedIdleListed(t *testing.T) {
 	if diff := cmp.Diff([]string{"connection:c1", "model:c1:b"}, keys); diff != "" {
 		t.Errorf("gates after sweep (-want +got):\n%s", diff)
 	}
+}
+
+// When one release frees slots in several gates, the earliest waiter across
+// all of them goes first, not whichever gate happens to be looked at first.
+func TestReleaseAdmitsEarliestAcrossGates(t *testing.T) {
+	t.Parallel()
+	c := New(Options{})
+	c.SetCaps(map[string]int{"connection:g": 1, "model:g:f": 1})
+	holder := mustAcquire(t, c, "connection:g", "model:g:f")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	w1 := acquireAsync(ctx, c, Request{Gates: refs("model:g:f", "connection:g")})
+	waitQueued(t, c, "model:g:f", 1)
+	w2 := acquireAsync(ctx, c, Request{Gates: refs("connection:g")})
+	waitQueued(t, c, "connection:g", 1)
+	holder.Release()
+	r := recv(t, w1)
+	if r.err != nil {
+		t.Fatalf("earliest waiter: %v", r.err)
+	}
+	pending(t, w2, "later waiter")
+	r.p.Release()
+	r = recv(t, w2)
+	if r.err != nil {
+		t.Fatalf("later waiter: %v", r.err)
+	}
+	r.p.Release()
 }

@@ -83,12 +83,6 @@ func (q *waitQueue) push(w *waiter) {
 	q.up(w.idx)
 }
 
-func (q *waitQueue) pop() *waiter {
-	w := q.items[0]
-	q.remove(w)
-	return w
-}
-
 func (q *waitQueue) remove(w *waiter) {
 	i, last := w.idx, len(q.items)-1
 	if i != last {

@@ -80,16 +80,6 @@ func waitQueued(t *testing.T, c *Controller, key string, n int) {
 	})
 }
 
-// waitWaiting waits until n waiters in total are parked anywhere.
-func waitWaiting(t *testing.T, c *Controller, n int) {
-	t.Helper()
-	waitFor(t, "waiters parked", func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return c.waiters == n
-	})
-}
-
 // recv returns the result from ch, failing the test if none arrives in 5 s.
 func recv(t *testing.T, ch <-chan result) result {
 	t.Helper()

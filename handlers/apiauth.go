@@ -1,0 +1,81 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// access is what an API route requires of its caller.
+type access int
+
+const (
+	// accessPublic needs no token (the OpenAPI document).
+	accessPublic access = iota
+	// accessRead needs any API token: a viewer's or an admin's.
+	accessRead
+	// accessWrite needs an admin token.
+	accessWrite
+)
+
+// tokenKey is the context key of the authenticated store.APIToken.
+type tokenKey struct{}
+
+// wwwAuthenticate is the challenge sent with every 401.
+const wwwAuthenticate = `Bearer realm="gatehouse"`
+
+// authenticate finds the API token in r's Authorization header and checks it against
+// need. It returns a 401 apiError (with a challenge) for a missing or unknown token and
+// a 403 for a viewer token on a write.
+func (s *Server) authenticate(r *http.Request, need access) (store.APIToken, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return store.APIToken{}, unauthorized("an API token is required: send Authorization: Bearer <token>", "")
+	}
+	scheme, secret, ok := strings.Cut(h, " ")
+	secret = strings.TrimSpace(secret)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
+		return store.APIToken{}, unauthorized("the Authorization header must be Bearer <token>", "invalid_request")
+	}
+	tok, err := s.store.LookupAPIToken(r.Context(), secret)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.APIToken{}, unauthorized("the API token is not valid", "invalid_token")
+	}
+	if err != nil {
+		return store.APIToken{}, err
+	}
+	if need == accessWrite && tok.Role != store.RoleAdmin {
+		return store.APIToken{}, newAPIError(http.StatusForbidden, "this API token may only read; writes need an admin token")
+	}
+	return tok, nil
+}
+
+// unauthorized is a 401 with a Bearer challenge; code is the RFC 6750 error code, if any.
+func unauthorized(detail, code string) *apiError {
+	challenge := wwwAuthenticate
+	if code != "" {
+		challenge += `, error="` + code + `"`
+	}
+	return &apiError{
+		status: http.StatusUnauthorized,
+		detail: detail,
+		header: http.Header{"Www-Authenticate": {challenge}},
+	}
+}
+
+// withToken returns ctx carrying tok.
+func withToken(ctx context.Context, tok store.APIToken) context.Context {
+	return context.WithValue(ctx, tokenKey{}, tok)
+}
+
+// actor names the caller in the audit log: "token:<token name>".
+func actor(r *http.Request) string {
+	tok, ok := r.Context().Value(tokenKey{}).(store.APIToken)
+	if !ok {
+		return "api"
+	}
+	return "token:" + tok.Name
+}

@@ -1,0 +1,57 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// listAudit serves GET /api/v1/audit: entries newest first, limit (1–500, default 50) a
+// page; the next page starts after cursor, an entry id taken from nextCursor.
+func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	var (
+		errs   limits.FieldErrors
+		cursor int64
+		limit  = store.DefaultAuditLimit
+	)
+	if v := q.Get("cursor"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			errs = append(errs, limits.FieldError{Field: "cursor", Message: "must be the nextCursor of a previous page"})
+		}
+		cursor = n
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > store.MaxAuditLimit {
+			errs = append(errs, limits.FieldError{Field: "limit", Message: "must be a whole number from 1 to " + strconv.Itoa(store.MaxAuditLimit)})
+		}
+		limit = n
+	}
+	if len(errs) > 0 {
+		return &apiError{status: http.StatusBadRequest, detail: "invalid query parameters", fields: errs}
+	}
+	entries, err := s.store.ListAudit(r.Context(), cursor, limit)
+	if err != nil {
+		return err
+	}
+	page := list[store.AuditEntry]{Items: entries}
+	if page.Items == nil {
+		page.Items = []store.AuditEntry{}
+	}
+	if len(entries) == limit {
+		// A full page: say where to go on only if something is there.
+		last := entries[len(entries)-1].ID
+		more, err := s.store.ListAudit(r.Context(), last, 1)
+		if err != nil {
+			return err
+		}
+		if len(more) > 0 {
+			page.NextCursor = strconv.FormatInt(last, 10)
+		}
+	}
+	return writeJSON(w, http.StatusOK, page, "")
+}

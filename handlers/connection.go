@@ -1,0 +1,192 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// connectionView is a connection as the API shows it: the stored row (never the key,
+// only apiKeyPreview) and, when the gateway knows the connection, its live health.
+type connectionView struct {
+	store.Connection
+	Health *healthView `json:"health,omitempty"`
+}
+
+// healthView is a connection's health as the gateway sees it: state is ok, cooling,
+// suspended, breaker-open or half-open; until is when that state ends, if known.
+type healthView struct {
+	State  string     `json:"state"`
+	Until  *time.Time `json:"until,omitempty"`
+	Reason string     `json:"reason,omitempty"`
+}
+
+// healthByID returns the live health of every connection the gateway knows.
+func (s *Server) healthByID() map[string]*healthView {
+	if s.deps.Gates == nil {
+		return nil
+	}
+	snap := s.deps.Gates.GatesSnapshot()
+	out := make(map[string]*healthView, len(snap.Connections))
+	for _, c := range snap.Connections {
+		out[c.ID] = &healthView{State: c.Health, Until: c.Until, Reason: c.Reason}
+	}
+	return out
+}
+
+// view pairs c with its live health.
+func (s *Server) view(c store.Connection) connectionView {
+	return connectionView{Connection: c, Health: s.healthByID()[c.ID]}
+}
+
+// listConnections serves GET /api/v1/connections: every connection, highest priority
+// first, then by name, in one page.
+func (s *Server) listConnections(w http.ResponseWriter, r *http.Request) error {
+	cs, err := s.store.ListConnections(r.Context())
+	if err != nil {
+		return err
+	}
+	health := s.healthByID()
+	items := make([]connectionView, 0, len(cs))
+	for _, c := range cs {
+		items = append(items, connectionView{Connection: c, Health: health[c.ID]})
+	}
+	return writeJSON(w, http.StatusOK, list[connectionView]{Items: items}, "")
+}
+
+// getConnection serves GET /api/v1/connections/{id}.
+func (s *Server) getConnection(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.store.GetConnection(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, s.view(c), etag(c.Version))
+}
+
+// createConnection serves POST /api/v1/connections.
+func (s *Server) createConnection(w http.ResponseWriter, r *http.Request) error {
+	body, err := readJSON(w, r, false)
+	if err != nil {
+		return err
+	}
+	in, err := s.decodeConnection(body, true)
+	if err != nil {
+		return err
+	}
+	c, err := s.store.CreateConnection(r.Context(), actor(r), in)
+	if err != nil {
+		return nameTaken(err)
+	}
+	w.Header().Set("Location", apiPrefix+"connections/"+c.ID)
+	return writeJSON(w, http.StatusCreated, s.view(c), etag(c.Version))
+}
+
+// replaceConnection serves PUT /api/v1/connections/{id}: the body replaces every
+// writable field; an absent apiKey keeps the stored key.
+func (s *Server) replaceConnection(w http.ResponseWriter, r *http.Request) error {
+	pre := parseIfMatch(r)
+	body, err := readJSON(w, r, false)
+	if err != nil {
+		return err
+	}
+	in, err := s.decodeConnection(body, false)
+	if err != nil {
+		return err
+	}
+	c, err := s.store.UpdateConnection(r.Context(), actor(r), r.PathValue("id"), pre.expected(),
+		func(cur store.Connection) (store.ConnectionInput, error) {
+			if !pre.matches(cur.Version) {
+				return store.ConnectionInput{}, errPreconditionFailed()
+			}
+			return in, nil
+		})
+	if err != nil {
+		return nameTaken(err)
+	}
+	return writeJSON(w, http.StatusOK, s.view(c), etag(c.Version))
+}
+
+// patchConnection serves PATCH /api/v1/connections/{id}, a JSON Merge Patch (RFC 7396).
+// The patch is applied to the connection as the API shows it inside the store's
+// transaction, under the row lock, so concurrent patches of different fields both
+// survive; the result is then decoded as strictly as a PUT.
+func (s *Server) patchConnection(w http.ResponseWriter, r *http.Request) error {
+	pre := parseIfMatch(r)
+	patch, err := readJSON(w, r, true)
+	if err != nil {
+		return err
+	}
+	c, err := s.store.UpdateConnection(r.Context(), actor(r), r.PathValue("id"), pre.expected(),
+		func(cur store.Connection) (store.ConnectionInput, error) {
+			if !pre.matches(cur.Version) {
+				return store.ConnectionInput{}, errPreconditionFailed()
+			}
+			doc, err := json.Marshal(cur)
+			if err != nil {
+				return store.ConnectionInput{}, fmt.Errorf("handlers: encode connection: %w", err)
+			}
+			merged, err := limits.MergePatch(doc, patch)
+			if err != nil {
+				return store.ConnectionInput{}, fmt.Errorf("handlers: merge patch: %w", err)
+			}
+			return s.decodeConnection(merged, false)
+		})
+	if err != nil {
+		return nameTaken(err)
+	}
+	return writeJSON(w, http.StatusOK, s.view(c), etag(c.Version))
+}
+
+// deleteConnection serves DELETE /api/v1/connections/{id}.
+func (s *Server) deleteConnection(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	pre := parseIfMatch(r)
+	expected := pre.expected()
+	if pre.present && !pre.any && expected == 0 {
+		// Several tags (or none we could have issued): the store checks one version, so
+		// pick the current one if it matches; the store still rejects a change since.
+		cur, err := s.store.GetConnection(r.Context(), id)
+		if err != nil {
+			return err
+		}
+		if !pre.matches(cur.Version) {
+			return errPreconditionFailed()
+		}
+		expected = cur.Version
+	}
+	if err := s.store.DeleteConnection(r.Context(), actor(r), id, expected); err != nil {
+		return err
+	}
+	return writeNoContent(w)
+}
+
+// resetConnectionHealth serves POST /api/v1/connections/{id}/health/reset: it clears
+// the connection's cooldowns, suspension and breaker in this gateway.
+func (s *Server) resetConnectionHealth(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if _, err := s.store.GetConnection(r.Context(), id); err != nil {
+		return err
+	}
+	if s.deps.Gates == nil || !s.deps.Gates.ResetHealth(id) {
+		return newAPIError(http.StatusNotFound, "the gateway has not loaded this connection")
+	}
+	return writeNoContent(w)
+}
+
+// nameTaken turns the store's conflict on a connection write into a 409 that names the
+// field; other errors pass through.
+func nameTaken(err error) error {
+	if errors.Is(err, store.ErrConflict) {
+		return &apiError{
+			status: http.StatusConflict,
+			detail: "a connection with this name exists already",
+			fields: limits.FieldErrors{{Field: "name", Message: "is already taken"}},
+		}
+	}
+	return err
+}

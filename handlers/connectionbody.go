@@ -1,0 +1,216 @@
+package handlers
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"slices"
+	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// connectionDoc is a connection as a client writes it, after decoding. The validate
+// tags hold the field rules of DESIGN.md; rateLimitOverrides is checked by
+// gateway/limits.
+type connectionDoc struct {
+	Name     string   `json:"name" validate:"required,connname"`
+	Provider string   `json:"provider" validate:"required,providerkey"`
+	APIStyle string   `json:"apiStyle" validate:"required,oneof=openai anthropic"`
+	BaseURL  string   `json:"baseUrl" validate:"required,baseurl"`
+	APIKey   *string  `json:"apiKey" validate:"omitnil,secret"`
+	Models   []string `json:"models" validate:"required,min=1,max=500,unique,dive,modelkey"`
+	Priority int      `json:"priority" validate:"between=-1000:1000"`
+	Enabled  bool     `json:"enabled"`
+}
+
+// connectionReadOnly are the fields of a connection response that writes ignore, so a
+// GET body can be PUT back.
+var connectionReadOnly = []string{"id", "version", "apiKeyPreview", "createdAt", "updatedAt", "health"}
+
+// Messages for type problems in a written document.
+const (
+	msgUnknownField = "unknown field"
+	msgNotNull      = "must not be null"
+	msgRequired     = "is required"
+	msgNotObject    = "must be a JSON object"
+	msgNotString    = "must be a string"
+	msgNotBool      = "must be true or false"
+	msgNotWhole     = "must be a whole number"
+	msgNotArray     = "must be an array of strings"
+)
+
+// decodeConnection strictly decodes a written connection document: every problem is
+// reported together, each with its path, as limits.FieldErrors. Read-only fields are
+// ignored and any other unknown field is rejected. On create, apiKey is required; on
+// update an absent apiKey keeps the stored key. Absent (or null) priority, enabled and
+// rateLimitOverrides take their defaults: 0, true and {}.
+func (s *Server) decodeConnection(data []byte, create bool) (store.ConnectionInput, error) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(data, &members); err != nil || members == nil {
+		return store.ConnectionInput{}, limits.FieldErrors{{Field: "", Message: msgNotObject}}
+	}
+	doc := connectionDoc{Enabled: true}
+	var (
+		errs      limits.FieldErrors
+		bad       = map[string]bool{}
+		overrides limits.Overrides
+	)
+	fail := func(field, msg string) {
+		errs = append(errs, limits.FieldError{Field: field, Message: msg})
+		bad[field] = true
+	}
+	for key, raw := range members {
+		null := string(bytes.TrimSpace(raw)) == "null"
+		switch key {
+		case "name", "provider", "apiStyle", "baseUrl":
+			var v string
+			switch {
+			case null:
+				fail(key, msgNotNull)
+			case json.Unmarshal(raw, &v) != nil:
+				fail(key, msgNotString)
+			}
+			switch key {
+			case "name":
+				doc.Name = v
+			case "provider":
+				doc.Provider = v
+			case "apiStyle":
+				doc.APIStyle = v
+			case "baseUrl":
+				doc.BaseURL = v
+			}
+		case "apiKey":
+			if null {
+				if create {
+					fail(key, msgNotNull)
+				}
+				continue
+			}
+			var v string
+			if json.Unmarshal(raw, &v) != nil {
+				fail(key, msgNotString)
+				continue
+			}
+			doc.APIKey = &v
+		case "models":
+			if null {
+				fail(key, msgNotNull)
+				continue
+			}
+			var fe limits.FieldErrors
+			if doc.Models, fe = decodeStrings(raw, key); len(fe) > 0 {
+				errs = append(errs, fe...)
+				bad[key] = true
+			}
+		case "priority":
+			if null {
+				continue
+			}
+			n, ok := wholeNumber(raw)
+			if !ok {
+				fail(key, msgNotWhole)
+				continue
+			}
+			doc.Priority = int(min(max(n, math.MinInt32), math.MaxInt32))
+		case "enabled":
+			if null {
+				continue
+			}
+			if json.Unmarshal(raw, &doc.Enabled) != nil {
+				fail(key, msgNotBool)
+			}
+		case "rateLimitOverrides":
+			if null {
+				continue
+			}
+			var fe limits.FieldErrors
+			if overrides, fe = limits.DecodeOverrides(raw, key); len(fe) > 0 {
+				errs = append(errs, fe...)
+				bad[key] = true
+			}
+		default:
+			if !slices.Contains(connectionReadOnly, key) {
+				fail(key, msgUnknownField)
+			}
+		}
+	}
+	if create && doc.APIKey == nil && !bad["apiKey"] {
+		errs = append(errs, limits.FieldError{Field: "apiKey", Message: msgRequired})
+	}
+	for _, fe := range validationErrors(s.validate.Struct(doc), "") {
+		top, _, _ := strings.Cut(fe.Field, ".")
+		if !bad[top] {
+			errs = append(errs, fe)
+		}
+	}
+	if len(errs) > 0 {
+		return store.ConnectionInput{}, sortErrors(errs)
+	}
+	ov, err := json.Marshal(overrides)
+	if err != nil {
+		return store.ConnectionInput{}, fmt.Errorf("handlers: encode overrides: %w", err)
+	}
+	in := store.ConnectionInput{
+		Name:               doc.Name,
+		Provider:           doc.Provider,
+		APIStyle:           doc.APIStyle,
+		BaseURL:            doc.BaseURL,
+		Models:             doc.Models,
+		Priority:           doc.Priority,
+		Enabled:            doc.Enabled,
+		RateLimitOverrides: ov,
+	}
+	if doc.APIKey != nil {
+		in.APIKey = *doc.APIKey
+	}
+	return in, nil
+}
+
+// decodeStrings decodes an array of strings, reporting a non-array at field and each
+// element that is not a string at field.<index>.
+func decodeStrings(raw json.RawMessage, field string) ([]string, limits.FieldErrors) {
+	var elems []json.RawMessage
+	if err := json.Unmarshal(raw, &elems); err != nil {
+		return nil, limits.FieldErrors{{Field: field, Message: msgNotArray}}
+	}
+	out := make([]string, 0, len(elems))
+	var errs limits.FieldErrors
+	for i, e := range elems {
+		var v string
+		if string(bytes.TrimSpace(e)) == "null" || json.Unmarshal(e, &v) != nil {
+			errs = append(errs, limits.FieldError{Field: fmt.Sprintf("%s.%d", field, i), Message: msgNotString})
+			continue
+		}
+		out = append(out, v)
+	}
+	return out, errs
+}
+
+// wholeNumber reads a JSON number with no fractional part (1, 1.0 and 1e3 are whole,
+// 1.5 and "1" are not), saturated to the int64 range, as gateway/limits does.
+func wholeNumber(raw json.RawMessage) (int64, bool) {
+	s := string(bytes.TrimSpace(raw))
+	if s == "" || !(s[0] == '-' || s[0] >= '0' && s[0] <= '9') || !json.Valid([]byte(s)) {
+		return 0, false
+	}
+	f, _, err := big.ParseFloat(s, 10, 256, big.ToNearestEven)
+	if err != nil || !f.IsInt() {
+		return 0, false
+	}
+	n, _ := f.Int64() // saturates: out-of-range values then fail the range rule
+	return n, true
+}
+
+// sortErrors orders field problems by field, then message, dropping exact repeats.
+func sortErrors(fe limits.FieldErrors) limits.FieldErrors {
+	slices.SortFunc(fe, func(a, b limits.FieldError) int {
+		return cmp.Or(strings.Compare(a.Field, b.Field), strings.Compare(a.Message, b.Message))
+	})
+	return slices.Compact(fe)
+}

@@ -1,0 +1,142 @@
+package handlers
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// specOperations lists "METHOD /path" for every operation in openapi.yaml.
+func specOperations(t *testing.T) []string {
+	t.Helper()
+	doc, _ := loadSpec(t)
+	var ops []string
+	for p, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			ops = append(ops, method+" "+p)
+		}
+	}
+	slices.Sort(ops)
+	return ops
+}
+
+func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
+	t.Parallel()
+	var routes []string
+	for _, rt := range New(Deps{}).apiRoutes() {
+		if !strings.HasPrefix(rt.pattern, "GET "+apiPrefix) && !strings.Contains(rt.pattern, " "+apiPrefix) {
+			t.Errorf("route %q is not under %s", rt.pattern, apiPrefix)
+		}
+		routes = append(routes, rt.pattern)
+	}
+	slices.Sort(routes)
+	if diff := cmp.Diff(specOperations(t), routes); diff != "" {
+		t.Errorf("routes.go and openapi.yaml disagree (-openapi.yaml +routes.go):\n%s", diff)
+	}
+}
+
+func TestOpenAPIServed(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, apiOptions{})
+	r := a.do(t, call{method: http.MethodGet, path: path("openapi.yaml"), token: noToken}).want(t, http.StatusOK)
+	if string(r.body) != string(openAPISpec) {
+		t.Errorf("served document differs from the embedded openapi.yaml")
+	}
+}
+
+// TestOpenAPIEveryOperation calls every documented operation for real and checks each
+// request and response against openapi.yaml (in testAPI.do), then that none was missed.
+func TestOpenAPIEveryOperation(t *testing.T) {
+	t.Parallel()
+	until := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	var current atomic.Pointer[string] // the connection's id, once created
+	gates := fakeGates{
+		snapshot: func() GatesView {
+			id := ""
+			if p := current.Load(); p != nil {
+				id = *p
+			}
+			return GatesView{
+				Gates: []GateView{
+					{Key: "global", Level: "global"},
+					{Key: "connection:" + id, Level: "connection", Cap: 4, InFlight: 1, Admitted: 7, WaitMsTotal: 12},
+					{Key: "model:" + id + ":glm-5", Level: "model", Cap: 1, Queued: 2},
+				},
+				Connections: []ConnectionLive{{
+					ID: id, Name: "every-op", Health: "cooling", Until: &until, Reason: "upstream 429",
+					Budgets: map[string]BudgetView{"rpd": {Limit: 100, Remaining: 40, ResetAt: until}},
+				}},
+			}
+		},
+		reset: func(got string) bool { p := current.Load(); return p != nil && got == *p },
+	}
+	a := newTestAPI(t, apiOptions{gates: gates})
+
+	a.do(t, call{method: http.MethodGet, path: path("openapi.yaml"), token: noToken}).want(t, http.StatusOK)
+
+	body := connectionBody("every-op")
+	body["priority"] = 5
+	body["rateLimitOverrides"] = map[string]any{"maxConcurrent": 4, "modelConcurrency": map[string]int{"glm-5": 1}}
+	created := a.createConnection(t, body)
+	id := created["id"].(string)
+	current.Store(&id)
+	a.do(t, call{method: http.MethodGet, path: path("connections"), token: a.viewer}).want(t, http.StatusOK)
+	got := a.do(t, call{method: http.MethodGet, path: path("connections", id), token: a.viewer}).want(t, http.StatusOK)
+	health, _ := got.json(t)["health"].(map[string]any)
+	if health["state"] != "cooling" || health["reason"] != "upstream 429" {
+		t.Errorf("health = %v, want the gateway's cooling state", health)
+	}
+	put := a.do(t, call{method: http.MethodPut, path: path("connections", id), body: got.body,
+		header: map[string]string{"If-Match": got.header.Get("ETag")}}).want(t, http.StatusOK)
+	a.do(t, call{method: http.MethodPatch, path: path("connections", id), contentType: mergePatchContentType,
+		body: `{"rateLimitOverrides":{"modelConcurrency":{"glm-5":null}}}`,
+		header: map[string]string{"If-Match": put.header.Get("ETag")}}).want(t, http.StatusOK)
+	a.do(t, call{method: http.MethodPost, path: path("connections", id, "health", "reset")}).want(t, http.StatusNoContent)
+
+	a.do(t, call{method: http.MethodGet, path: path("settings")}).want(t, http.StatusOK)
+	a.do(t, call{method: http.MethodPatch, path: path("settings"),
+		body: `{"defaultMaxWaitMs":45000,"providers":{"zai":{"maxConcurrent":8}}}`}).want(t, http.StatusOK)
+	a.do(t, call{method: http.MethodGet, path: path("gates"), token: a.viewer}).want(t, http.StatusOK)
+
+	tok := a.do(t, call{method: http.MethodPost, path: path("api-tokens"), body: `{"name":"ci","role":"viewer"}`}).
+		want(t, http.StatusCreated).json(t)
+	a.do(t, call{method: http.MethodGet, path: path("api-tokens")}).want(t, http.StatusOK)
+	a.do(t, call{method: http.MethodDelete, path: path("api-tokens", tok["id"].(string))}).want(t, http.StatusNoContent)
+
+	key := a.do(t, call{method: http.MethodPost, path: path("client-keys"), body: `{"name":"agent-1"}`}).
+		want(t, http.StatusCreated).json(t)
+	a.do(t, call{method: http.MethodGet, path: path("client-keys")}).want(t, http.StatusOK)
+	a.do(t, call{method: http.MethodDelete, path: path("client-keys", key["id"].(string))}).want(t, http.StatusNoContent)
+
+	page := a.do(t, call{method: http.MethodGet, path: path("audit") + "?limit=2"}).want(t, http.StatusOK).json(t)
+	cursor, _ := page["nextCursor"].(string)
+	if cursor == "" {
+		t.Fatalf("audit page of 2 has no nextCursor: %v", page)
+	}
+	a.do(t, call{method: http.MethodGet, path: path("audit") + "?cursor=" + cursor}).want(t, http.StatusOK)
+
+	a.do(t, call{method: http.MethodDelete, path: path("connections", id)}).want(t, http.StatusNoContent)
+
+	// The documented error answers are checked against the spec as well.
+	a.do(t, call{method: http.MethodGet, path: path("connections", id)}).want(t, http.StatusNotFound)
+	a.do(t, call{method: http.MethodGet, path: path("settings"), token: noToken}).want(t, http.StatusUnauthorized)
+	a.do(t, call{method: http.MethodPatch, path: path("settings"), token: a.viewer, body: `{}`}).want(t, http.StatusForbidden)
+	a.do(t, call{method: http.MethodPatch, path: path("settings"), body: `{"maxAttempts":0}`}).want(t, http.StatusUnprocessableEntity)
+	a.do(t, call{method: http.MethodGet, path: path("audit") + "?limit=0", invalidRequest: true}).want(t, http.StatusBadRequest)
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var covered []string
+	for op := range a.covered {
+		covered = append(covered, op)
+	}
+	slices.Sort(covered)
+	if diff := cmp.Diff(specOperations(t), covered); diff != "" {
+		t.Errorf("documented operations not exercised (-documented +called):\n%s", diff)
+	}
+}

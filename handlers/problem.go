@@ -1,0 +1,138 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// problemContentType is the media type of the API's error bodies (RFC 9457).
+const problemContentType = "application/problem+json"
+
+// problem is an RFC 9457 problem details object, the body of every API error. Type is
+// always "about:blank", so Title is the status phrase; Detail says what went wrong in
+// words meant for the client, and Errors lists every field problem with its path.
+type problem struct {
+	Type   string             `json:"type"`
+	Title  string             `json:"title"`
+	Status int                `json:"status"`
+	Detail string             `json:"detail,omitempty"`
+	Errors limits.FieldErrors `json:"errors,omitempty"`
+}
+
+// apiError is an error the API reports as it is: its status, a detail for the client,
+// the field problems, and headers to send with it (WWW-Authenticate, Allow).
+type apiError struct {
+	status int
+	detail string
+	fields limits.FieldErrors
+	header http.Header
+}
+
+func (e *apiError) Error() string {
+	if len(e.fields) > 0 {
+		return fmt.Sprintf("handlers: %d %s: %s", e.status, e.detail, e.fields.Error())
+	}
+	return fmt.Sprintf("handlers: %d %s", e.status, e.detail)
+}
+
+// newAPIError returns an apiError with status and detail.
+func newAPIError(status int, detail string) *apiError {
+	return &apiError{status: status, detail: detail}
+}
+
+// fieldError returns a 422 for one field.
+func fieldError(field, message string) *apiError {
+	return &apiError{
+		status: http.StatusUnprocessableEntity,
+		detail: "the request has invalid fields",
+		fields: limits.FieldErrors{{Field: field, Message: message}},
+	}
+}
+
+// errPreconditionFailed is the answer to a write whose If-Match does not match.
+func errPreconditionFailed() *apiError {
+	return newAPIError(http.StatusPreconditionFailed,
+		"If-Match does not match the current version; GET the resource and retry with its ETag")
+}
+
+// problemFor maps an error to the problem the client sees. It is the only place that
+// gives errors a status: store sentinels, limits.FieldErrors, body-size errors and
+// apiError. unexpected reports errors whose text the client must not see and that
+// should be logged.
+func problemFor(err error) (p problem, header http.Header, unexpected bool) {
+	var (
+		ae     *apiError
+		fe     limits.FieldErrors
+		tooBig *http.MaxBytesError
+	)
+	status, detail := http.StatusInternalServerError, "an unexpected error occurred; it has been logged"
+	switch {
+	case errors.As(err, &ae):
+		status, detail, header = ae.status, ae.detail, ae.header
+		fe = ae.fields
+	case errors.As(err, &fe) && len(fe) > 0:
+		status, detail = http.StatusUnprocessableEntity, "the request has invalid fields"
+	case errors.As(err, &tooBig):
+		status = http.StatusRequestEntityTooLarge
+		detail = "the request body is larger than " + strconv.FormatInt(tooBig.Limit, 10) + " bytes"
+	case errors.Is(err, store.ErrNotFound):
+		status, detail = http.StatusNotFound, "no such resource"
+	case errors.Is(err, store.ErrStale):
+		return problemFor(errPreconditionFailed())
+	case errors.Is(err, store.ErrConflict):
+		status, detail = http.StatusConflict, "the request conflicts with an existing resource"
+	case errors.Is(err, store.ErrInvalid):
+		// The handlers validate before writing, so this is a gap worth a log line.
+		status, detail, unexpected = http.StatusUnprocessableEntity, "the database rejected a value", true
+	default:
+		unexpected = true
+	}
+	return problem{
+		Type:   "about:blank",
+		Title:  http.StatusText(status),
+		Status: status,
+		Detail: detail,
+		Errors: fe,
+	}, header, unexpected
+}
+
+// writeProblem answers r with the problem for err, logging unexpected errors once
+// (never the request body: only method, route and the error chain).
+func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
+	p, header, unexpected := problemFor(err)
+	if unexpected {
+		if r.Context().Err() != nil {
+			// The client went away; nobody reads the answer.
+			s.log.Debug("api request abandoned", slog.String("method", r.Method),
+				slog.String("route", r.Pattern), slog.Any("error", err))
+			return
+		}
+		s.log.Error("api request failed", slog.String("method", r.Method),
+			slog.String("route", r.Pattern), slog.Int("status", p.Status), slog.Any("error", err))
+	}
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(p); err != nil {
+		// A problem of strings and ints always encodes.
+		http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	for k, vs := range header {
+		h[k] = vs
+	}
+	h.Set("Content-Type", problemContentType)
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	h.Del("ETag")
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(buf.Bytes())
+}

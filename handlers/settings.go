@@ -1,0 +1,99 @@
+package handlers
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// settingsReadOnly are the fields of the settings response that writes ignore.
+var settingsReadOnly = []string{"version", "updatedAt"}
+
+// settingsView renders the settings row as the API shows it: the stored keys (absent
+// keys take their documented defaults) plus the read-only version and updatedAt.
+func settingsView(st store.Settings) (map[string]json.RawMessage, error) {
+	m := map[string]json.RawMessage{}
+	if err := json.Unmarshal(st.Data, &m); err != nil {
+		return nil, fmt.Errorf("handlers: decode stored settings: %w", err)
+	}
+	v, err := json.Marshal(st.Version)
+	if err != nil {
+		return nil, fmt.Errorf("handlers: encode settings version: %w", err)
+	}
+	at, err := json.Marshal(st.UpdatedAt)
+	if err != nil {
+		return nil, fmt.Errorf("handlers: encode settings time: %w", err)
+	}
+	m["version"], m["updatedAt"] = v, at
+	return m, nil
+}
+
+// getSettings serves GET /api/v1/settings.
+func (s *Server) getSettings(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.store.GetSettings(r.Context())
+	if err != nil {
+		return err
+	}
+	return s.writeSettings(w, st)
+}
+
+func (s *Server) writeSettings(w http.ResponseWriter, st store.Settings) error {
+	v, err := settingsView(st)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, v, etag(st.Version))
+}
+
+// patchSettings serves PATCH /api/v1/settings, a JSON Merge Patch applied to the stored
+// settings under the row lock and then decoded strictly by limits.DecodeSettings.
+func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) error {
+	pre := parseIfMatch(r)
+	patch, err := readJSON(w, r, true)
+	if err != nil {
+		return err
+	}
+	st, err := s.store.UpdateSettings(r.Context(), actor(r), pre.expected(),
+		func(cur store.Settings) (json.RawMessage, error) {
+			if !pre.matches(cur.Version) {
+				return nil, errPreconditionFailed()
+			}
+			merged, err := limits.MergePatch(cur.Data, patch)
+			if err != nil {
+				return nil, fmt.Errorf("handlers: merge patch: %w", err)
+			}
+			set, fe := limits.DecodeSettings(withoutKeys(merged, settingsReadOnly), "")
+			if len(fe) > 0 {
+				return nil, fe
+			}
+			data, err := json.Marshal(set)
+			if err != nil {
+				return nil, fmt.Errorf("handlers: encode settings: %w", err)
+			}
+			return data, nil
+		})
+	if err != nil {
+		return err
+	}
+	return s.writeSettings(w, st)
+}
+
+// withoutKeys returns the JSON object doc without keys; anything that is not an object
+// is returned unchanged for the decoder to reject.
+func withoutKeys(doc []byte, keys []string) []byte {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &m); err != nil || m == nil {
+		return doc
+	}
+	for _, k := range keys {
+		delete(m, k)
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return doc
+	}
+	return out
+}
