@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -94,7 +96,7 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	put := a.do(t, call{method: http.MethodPut, path: path("connections", id), body: got.body,
 		header: map[string]string{"If-Match": got.header.Get("ETag")}}).want(t, http.StatusOK)
 	a.do(t, call{method: http.MethodPatch, path: path("connections", id), contentType: mergePatchContentType,
-		body: `{"rateLimitOverrides":{"modelConcurrency":{"glm-5":null}}}`,
+		body:   `{"rateLimitOverrides":{"modelConcurrency":{"glm-5":null}}}`,
 		header: map[string]string{"If-Match": put.header.Get("ETag")}}).want(t, http.StatusOK)
 	a.do(t, call{method: http.MethodPost, path: path("connections", id, "health", "reset")}).want(t, http.StatusNoContent)
 
@@ -138,5 +140,38 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	slices.Sort(covered)
 	if diff := cmp.Diff(specOperations(t), covered); diff != "" {
 		t.Errorf("documented operations not exercised (-documented +called):\n%s", diff)
+	}
+}
+
+// TestOpenAPIRejectsUndocumented makes sure the checks in testAPI.do have teeth: a
+// response field or a request field the spec does not document fails validation.
+func TestOpenAPIRejectsUndocumented(t *testing.T) {
+	t.Parallel()
+	_, router := loadSpec(t)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "/api/v1/client-keys",
+		strings.NewReader(`{"name":"k","extra":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", jsonContentType)
+	route, params, err := router.FindRoute(req)
+	if err != nil {
+		t.Fatalf("find route: %v", err)
+	}
+	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
+	if err := openapi3filter.ValidateRequest(t.Context(), in); err == nil {
+		t.Errorf("request with an undocumented field passed validation")
+	}
+	body := `{"id":"6f1c0000-0000-4000-8000-000000000000","name":"k","preview":"gh_ck_…abcd",` +
+		`"createdAt":"2026-01-01T00:00:00Z","lastUsedAt":null,"secret":"s","extra":true}`
+	out := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: in, Status: http.StatusCreated,
+		Header:  http.Header{"Content-Type": {jsonContentType}, "Location": {"/api/v1/client-keys/x"}},
+		Body:    io.NopCloser(strings.NewReader(body)),
+		Options: &openapi3filter.Options{IncludeResponseStatus: true},
+	}
+	if err := openapi3filter.ValidateResponse(t.Context(), out); err == nil {
+		t.Errorf("response with an undocumented field passed validation")
 	}
 }

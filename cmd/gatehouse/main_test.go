@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/gatehouse-dev/gatehouse/store/storetest"
 )
 
 // binPath is the gatehouse binary built once for the process tests.
 var binPath string
 
+// TestMain builds the binary, runs the tests with storetest's shared Postgres and
+// goroutine-leak check, and removes the binary.
 func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
 }
@@ -36,12 +38,5 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "build gatehouse:", err)
 		return 1
 	}
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			return 1
-		}
-	}
-	return code
+	return storetest.Run(m)
 }

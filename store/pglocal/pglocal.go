@@ -502,6 +502,7 @@ func (c *Cluster) clearLeftovers(ctx context.Context) error {
 	pidFile := filepath.Join(c.pgdata, "postmaster.pid")
 	pid, ok := readPostmasterPID(pidFile)
 	if !ok {
+		c.removeStaleSocketLocks()
 		return nil
 	}
 	switch postmasterState(pid, c.pgdata) {
@@ -519,8 +520,26 @@ func (c *Cluster) clearLeftovers(ctx context.Context) error {
 		if err := waitOrphansGone(ctx, c.pgdata); err != nil {
 			return err
 		}
+		c.removeStaleSocketLocks()
 	}
 	return nil
+}
+
+// removeStaleSocketLocks removes the socket lock file (and socket) a dead postmaster
+// left behind. Postgres checks such a file with kill(pid, 0), which succeeds for a
+// zombie: where PID 1 does not reap orphans (some containers and microVMs), a killed
+// server's lock would block every later start.
+func (c *Cluster) removeStaleSocketLocks() {
+	locks, _ := filepath.Glob(filepath.Join(c.socketDir, ".s.PGSQL.*.lock"))
+	for _, lock := range locks {
+		pid, ok := readPostmasterPID(lock)
+		if !ok || postmasterState(pid, c.pgdata) == postmasterRunning {
+			continue
+		}
+		c.logger.Info("removing stale socket lock", slog.String("file", lock), slog.Int("pid", pid))
+		_ = os.Remove(strings.TrimSuffix(lock, ".lock"))
+		_ = os.Remove(lock)
+	}
 }
 
 // readPostmasterPID returns the PID on postmaster.pid's first line.

@@ -48,6 +48,12 @@ var shared struct {
 // Main runs the tests, shuts the shared server down and fails the run on leaked
 // goroutines (close every pool; Pool does it in t.Cleanup). It does not return.
 func Main(m *testing.M) {
+	os.Exit(Run(m))
+}
+
+// Run is Main for a TestMain that has more to clean up: it returns the exit code
+// instead of exiting.
+func Run(m *testing.M) int {
 	code := m.Run()
 	var leakOpts []goleak.Option
 	if e := shared.env; e != nil {
@@ -66,7 +72,7 @@ func Main(m *testing.M) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // URL returns the URL of a new database, cloned from the migrated template and

@@ -1,0 +1,459 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Paths a request can take.
+const (
+	pathDirect    = "direct"
+	pathGatehouse = "gatehouse"
+)
+
+// scenario is one standard load shape, run on both paths.
+type scenario struct {
+	name     string
+	conc     int
+	stream   bool
+	minRatio float64 // target: through/direct req/s at least this (0 = none)
+	maxCPUUs float64 // target: Gatehouse CPU per request at most this (0 = none)
+}
+
+// standardScenarios returns the runs of DESIGN.md's "Cost" table and issue 9,
+// with their targets. The second one is the profiled shape.
+func standardScenarios() []scenario {
+	return []scenario{
+		{name: "non-streaming c=1", conc: 1},
+		{name: "non-streaming c=16", conc: 16, minRatio: 0.30, maxCPUUs: 60},
+		{name: "non-streaming c=64", conc: 64},
+		{name: "streaming c=16 (20 chunks)", conc: 16, stream: true, minRatio: 0.20},
+	}
+}
+
+// Memory targets, MB (10^6 bytes).
+const (
+	maxRSSAfterMB    = 80
+	maxQueueGrowthMB = 200
+)
+
+// options are the command-line flags.
+type options struct {
+	duration   time.Duration
+	warmup     time.Duration
+	reps       int
+	out        string
+	queue      int
+	queueWait  time.Duration
+	profile    bool
+	gogc       string
+	gomemlimit string
+}
+
+func parseOptions(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "length of each measured run")
+	fs.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured load before each run (capped at a quarter of -duration)")
+	fs.IntVar(&o.reps, "reps", 3, "repetitions of every scenario on each path")
+	fs.StringVar(&o.out, "out", "bench-results", "directory for results.md, results.json, logs and profiles")
+	fs.IntVar(&o.queue, "queue", 10000, "concurrent requests of the queueing scenario (0 skips it)")
+	fs.DurationVar(&o.queueWait, "queue-wait", 120*time.Second, "maxWaitMs of the cap-1 connection (at most 120s)")
+	fs.BoolVar(&o.profile, "profile", true, "fetch a CPU profile of Gatehouse during an extra non-streaming c=16 run, if it serves /debug/pprof")
+	fs.StringVar(&o.gogc, "gogc", "400", "GOGC of Gatehouse and the fake upstream (as in production)")
+	fs.StringVar(&o.gomemlimit, "gomemlimit", "512MiB", "GOMEMLIMIT of Gatehouse and the fake upstream (as in production)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return o, fmt.Errorf("bench: unexpected arguments %q", fs.Args())
+	case o.duration < 500*time.Millisecond:
+		return o, errors.New("bench: -duration must be at least 500ms")
+	case o.reps < 1:
+		return o, errors.New("bench: -reps must be at least 1")
+	case o.queue < 0 || o.queueWait <= 0 || o.queueWait > 120*time.Second:
+		return o, errors.New("bench: -queue must not be negative and -queue-wait must be in (0, 120s]")
+	}
+	o.warmup = min(o.warmup, o.duration/4)
+	return o, nil
+}
+
+// env is the running benchmark: the children and what is needed to reach them.
+type env struct {
+	gatehouse, upstream *child
+	gatehouseURL        string // http://127.0.0.1:PORT
+	upstreamBase        string // http://127.0.0.1:PORT/v1
+	apiToken, clientKey string
+	upstreamKey         string
+	bin                 string // the gatehouse binary, for pprof
+}
+
+// run is the whole harness.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
+	o, err := parseOptions(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	// The harness shares the cores with what it measures: keep its own GC quiet.
+	debug.SetGCPercent(400)
+	nofile, err := raiseFileLimit(uint64(o.queue) + 4096)
+	if err != nil {
+		return err
+	}
+	if nofile < uint64(o.queue)+1024 {
+		fmt.Fprintf(stderr, "bench: warning: open-file limit is %d, too low for %d concurrent connections\n", nofile, o.queue)
+	}
+
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return err
+	}
+	out := o.out
+	if !filepath.IsAbs(out) {
+		out = filepath.Join(root, out)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("bench: output dir: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "gatehouse-bench-")
+	if err != nil {
+		return fmt.Errorf("bench: temp dir: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	// Reachable by the postgres system user, so the managed cluster lives in the
+	// data dir below (and goes away with it) rather than under /var/lib/gatehouse.
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return fmt.Errorf("bench: temp dir: %w", err)
+	}
+
+	rep := &report{
+		When: time.Now(), Commit: gitCommit(ctx, root), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
+		LoadBefore: loadAverage(), Duration: o.duration.String(), Reps: o.reps,
+		Smoke:    o.duration < 10*time.Second || o.reps < 3,
+		ChildEnv: []string{"GOGC=" + o.gogc, "GOMEMLIMIT=" + o.gomemlimit},
+	}
+
+	fmt.Fprintf(stderr, "bench: building gatehouse and mockupstream ...\n")
+	gatehouseBin, upstreamBin, err := buildBinaries(ctx, root, filepath.Join(tmp, "bin"), stderr)
+	if err != nil {
+		return err
+	}
+	e, cleanup, err := start(ctx, o, tmp, out, gatehouseBin, upstreamBin, rep.ChildEnv, stderr)
+	defer func() {
+		if cerr := cleanup(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	if err != nil {
+		return err
+	}
+
+	scenarios := standardScenarios()
+	var runs []runRecord
+	for r := 1; r <= o.reps; r++ {
+		for _, sc := range scenarios {
+			// Alternate which path goes first, so slow drift on a shared machine
+			// does not always favour the same side.
+			order := []string{pathDirect, pathGatehouse}
+			if r%2 == 0 {
+				order = []string{pathGatehouse, pathDirect}
+			}
+			for _, path := range order {
+				rec := e.measure(ctx, sc, path, r, o)
+				if err := ctx.Err(); err != nil {
+					return fmt.Errorf("bench: interrupted: %w", err)
+				}
+				fmt.Fprintf(stderr, "bench: rep %d %-28s %-9s %8.0f req/s  p50 %7.3f ms  p99 %7.3f ms  gatehouse CPU %6.1f µs/req  ok %d/%d\n",
+					r, sc.name, path, rec.RPS, rec.P50Ms, rec.P99Ms, rec.GatehouseCPUUs, rec.OK, rec.Requests)
+				runs = append(runs, rec)
+			}
+		}
+	}
+	rep.Runs = runs
+	for _, sc := range scenarios {
+		s := summarize(sc, runs)
+		rep.Scenarios = append(rep.Scenarios, s)
+		rep.Targets = append(rep.Targets, s.Targets...)
+	}
+	mem, err := readMem(e.gatehouse.pid())
+	if err != nil {
+		return err
+	}
+	rep.RSSAfterMB, rep.PeakRSSMB = megabytes(mem.RSS), megabytes(mem.HWM)
+	rep.Targets = append(rep.Targets, targetCheck{
+		What: "Gatehouse RSS after the standard runs", Want: fmt.Sprintf("≤ %d MB", maxRSSAfterMB),
+		Got: fmt.Sprintf("%.1f MB", rep.RSSAfterMB), Pass: rep.RSSAfterMB <= maxRSSAfterMB,
+	})
+
+	rep.ProfileNote = "not requested (-profile=false)"
+	if o.profile {
+		rep.ProfileNote = e.profile(ctx, o, out, stderr)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("bench: interrupted: %w", err)
+	}
+
+	if o.queue > 0 {
+		fmt.Fprintf(stderr, "bench: queueing scenario: %d concurrent requests on a cap-1 gate ...\n", o.queue)
+		api, tr := newClient(4, 10*time.Second)
+		defer tr.CloseIdleConnections()
+		hdr := http.Header{"X-Mock-Latency-Ms": {"1"}}
+		t := newTarget(e.gatehouseURL+"/v1", e.clientKey, queueModel, false, hdr)
+		q, err := queueBurst(ctx, t, o.queue, o.queueWait+60*time.Second, e.gatehouse.pid(), func(ctx context.Context) (int, error) {
+			return gatesQueued(ctx, api, e.gatehouseURL, e.apiToken)
+		})
+		if err != nil {
+			return err
+		}
+		rep.Queue = &q
+		rep.Targets = append(rep.Targets,
+			targetCheck{
+				What: fmt.Sprintf("answers other than 200 / 429 SEMAPHORE_TIMEOUT with %d queued", o.queue), Want: "0",
+				Got: fmt.Sprint(q.Other), Pass: q.Other == 0 && q.OK+q.Timeout == q.Requests,
+			},
+			targetCheck{
+				What: fmt.Sprintf("Gatehouse RSS growth with %d queued", o.queue), Want: fmt.Sprintf("≤ %d MB", maxQueueGrowthMB),
+				Got: fmt.Sprintf("%.1f MB", q.RSSGrowthMB), Pass: q.RSSGrowthMB <= maxQueueGrowthMB,
+			})
+	}
+	rep.LoadAfter = loadAverage()
+	return rep.write(out, stdout)
+}
+
+// start launches the fake upstream and Gatehouse and creates the connections.
+// The returned cleanup stops both (Gatehouse by SIGINT, so it stops its
+// managed Postgres) and is never nil.
+func start(ctx context.Context, o options, tmp, out, gatehouseBin, upstreamBin string, childEnv []string, stderr io.Writer) (*env, func() error, error) {
+	e := &env{
+		apiToken: secret(), clientKey: secret(), upstreamKey: "sk-bench-" + secret(), bin: gatehouseBin,
+	}
+	cleanup := func() error {
+		var errs []error
+		if e.gatehouse != nil {
+			fmt.Fprintln(stderr, "bench: stopping gatehouse (SIGINT) ...")
+			errs = append(errs, e.gatehouse.shutdown(30*time.Second))
+		}
+		if e.upstream != nil {
+			errs = append(errs, e.upstream.shutdown(15*time.Second))
+		}
+		errs = append(errs, removeOutsideCluster(filepath.Join(tmp, "data"), tmp))
+		return errors.Join(errs...)
+	}
+
+	up, line, err := startChild(ctx, "mockupstream", upstreamBin,
+		[]string{"-addr", "127.0.0.1:0", "-latency", "0s", "-chunks", "20", "-chunk-interval", "0s",
+			"-models", benchModel + "," + queueModel},
+		childEnv, syscall.SIGTERM, filepath.Join(out, "mockupstream.log"), "mockupstream listening on ")
+	if err != nil {
+		return e, cleanup, err
+	}
+	e.upstream = up
+	e.upstreamBase = strings.Fields(line)[0]
+
+	dataDir := filepath.Join(tmp, "data")
+	if err := os.Mkdir(dataDir, 0o755); err != nil {
+		return e, cleanup, fmt.Errorf("bench: data dir: %w", err)
+	}
+	ghEnv := append(slices.Clone(childEnv),
+		"GATEHOUSE_DATABASE_URL=", "GATEHOUSE_REDIS_URL=",
+		"GATEHOUSE_DATA_DIR="+dataDir, "GATEHOUSE_ADDR=127.0.0.1:0", "GATEHOUSE_LOG_LEVEL=info",
+		"GATEHOUSE_BOOTSTRAP_API_TOKEN="+e.apiToken, "GATEHOUSE_BOOTSTRAP_CLIENT_KEY="+e.clientKey)
+	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	gh, line, err := startChild(startCtx, "gatehouse", gatehouseBin, []string{"serve"}, ghEnv,
+		syscall.SIGINT, filepath.Join(out, "gatehouse.log"), "Gatehouse is listening on ")
+	if err != nil {
+		return e, cleanup, err
+	}
+	e.gatehouse = gh
+	e.gatehouseURL = strings.TrimSpace(line)
+	fmt.Fprintf(stderr, "bench: gatehouse %s (pid %d), upstream %s (pid %d); logs in %s\n",
+		e.gatehouseURL, gh.pid(), e.upstreamBase, up.pid(), out)
+
+	client, tr := newClient(4, 10*time.Second)
+	defer tr.CloseIdleConnections()
+	if err := waitFor(ctx, time.Minute, "gatehouse /readyz", func(ctx context.Context) error {
+		return expectStatus(ctx, client, http.MethodGet, e.gatehouseURL+"/readyz", "", nil, http.StatusOK)
+	}); err != nil {
+		return e, cleanup, err
+	}
+	for _, spec := range benchConnections(e.upstreamBase, e.upstreamKey, o.queueWait) {
+		if err := createConnection(ctx, client, e.gatehouseURL, e.apiToken, spec); err != nil {
+			return e, cleanup, err
+		}
+	}
+	// The gateway picks the new connections up through NOTIFY; wait until both route.
+	for _, model := range []string{benchModel, queueModel} {
+		if err := waitFor(ctx, 30*time.Second, "gateway route to "+model, func(ctx context.Context) error {
+			return expectStatus(ctx, client, http.MethodPost, e.gatehouseURL+"/v1/chat/completions", e.clientKey, chatBody(model, false), http.StatusOK)
+		}); err != nil {
+			return e, cleanup, err
+		}
+	}
+	if err := expectStatus(ctx, client, http.MethodPost, e.upstreamBase+"/chat/completions", e.upstreamKey, chatBody(benchModel, false), http.StatusOK); err != nil {
+		return e, cleanup, fmt.Errorf("bench: direct request to the upstream: %w", err)
+	}
+	return e, cleanup, nil
+}
+
+// measure runs one scenario on one path after an unmeasured warm-up.
+func (e *env) measure(ctx context.Context, sc scenario, path string, rep int, o options) runRecord {
+	t := newTarget(e.upstreamBase, e.upstreamKey, benchModel, sc.stream, nil)
+	if path == pathGatehouse {
+		t = newTarget(e.gatehouseURL+"/v1", e.clientKey, benchModel, sc.stream, nil)
+	}
+	if o.warmup > 0 {
+		closedLoop(ctx, t, sc.conc, o.warmup, nil)
+	}
+	ghPID, upPID := e.gatehouse.pid(), e.upstream.pid()
+	probes := []cpuProbe{
+		{name: pathGatehouse, read: func() time.Duration { d, _ := processCPU(ghPID); return d }},
+		{name: "postgres", read: func() time.Duration { return descendantsCPU(ghPID) }},
+		{name: "upstream", read: func() time.Duration { d, _ := processCPU(upPID); return d }},
+		{name: "harness", read: selfCPU},
+	}
+	res := closedLoop(ctx, t, sc.conc, o.duration, probes)
+	m := res.metrics
+	ok := m.StatusCodes["200"]
+	perReq := func(name string) float64 {
+		if m.Requests == 0 {
+			return 0
+		}
+		return float64(res.cpu[name]) / float64(time.Microsecond) / float64(m.Requests)
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	rec := runRecord{
+		Scenario: sc.name, Path: path, Rep: rep, Concurrency: sc.conc, Stream: sc.stream,
+		Requests: m.Requests, OK: ok, P50Ms: ms(m.Latencies.P50), P99Ms: ms(m.Latencies.P99),
+		ElapsedS:       res.elapsed.Seconds(),
+		GatehouseCPUUs: perReq(pathGatehouse), PostgresCPUUs: perReq("postgres"),
+		UpstreamCPUUs: perReq("upstream"), HarnessCPUUs: perReq("harness"),
+	}
+	if span := (m.Duration + m.Wait).Seconds(); span > 0 {
+		rec.RPS = float64(ok) / span
+	}
+	if len(m.Errors) > 0 {
+		rec.Errors = m.Errors[:min(len(m.Errors), 5)]
+	}
+	return rec
+}
+
+// profile runs an extra, unmeasured non-streaming c=16 run through Gatehouse
+// while fetching /debug/pprof/profile, and summarises it with go tool pprof.
+// It returns a note for the report; a missing endpoint is not an error.
+func (e *env) profile(ctx context.Context, o options, out string, stderr io.Writer) string {
+	client, tr := newClient(2, 30*time.Second)
+	defer tr.CloseIdleConnections()
+	probeCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err := expectStatus(probeCtx, client, http.MethodGet, e.gatehouseURL+"/debug/pprof/", "", nil, http.StatusOK)
+	cancel()
+	if err != nil {
+		return "skipped: Gatehouse does not serve /debug/pprof/ (" + err.Error() + ")"
+	}
+	secs := max(1, int(o.duration.Seconds()))
+	fmt.Fprintf(stderr, "bench: profiling Gatehouse for %ds during non-streaming c=16 ...\n", secs)
+	prof := filepath.Join(out, "gatehouse-cpu.pprof")
+	done := make(chan error, 1)
+	go func() {
+		done <- fetchTo(ctx, e.gatehouseURL+fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), prof, time.Duration(secs+30)*time.Second)
+	}()
+	sc := standardScenarios()[1]
+	t := newTarget(e.gatehouseURL+"/v1", e.clientKey, benchModel, false, nil)
+	closedLoop(ctx, t, sc.conc, time.Duration(secs)*time.Second+time.Second, nil)
+	if err := <-done; err != nil {
+		return "failed: " + err.Error()
+	}
+	top, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=40", e.bin, prof).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("saved %s; go tool pprof failed: %v", prof, err)
+	}
+	topPath := filepath.Join(out, "gatehouse-cpu-top.txt")
+	if err := os.WriteFile(topPath, top, 0o644); err != nil {
+		return fmt.Sprintf("saved %s; writing %s failed: %v", prof, topPath, err)
+	}
+	return fmt.Sprintf("%s (top functions in %s)", prof, topPath)
+}
+
+// fetchTo saves the body of GET url to path.
+func fetchTo(ctx context.Context, url, path string, timeout time.Duration) error {
+	client, tr := newClient(1, timeout)
+	defer tr.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// removeOutsideCluster deletes the managed Postgres cluster of dataDir when
+// pglocal put it outside the data dir (under /var/lib/gatehouse, because the
+// postgres user could not reach tmp): it was created for this run only.
+func removeOutsideCluster(dataDir, tmp string) error {
+	b, err := os.ReadFile(filepath.Join(dataDir, "cluster-location"))
+	if err != nil {
+		return nil // no cluster, or it lives in the data dir
+	}
+	loc := strings.TrimSpace(string(b))
+	if !filepath.IsAbs(loc) || strings.HasPrefix(loc, tmp+string(filepath.Separator)) {
+		return nil
+	}
+	if err := os.RemoveAll(loc); err != nil {
+		return fmt.Errorf("bench: remove throwaway cluster %s: %w", loc, err)
+	}
+	return nil
+}
+
+// gitCommit describes HEAD, with "-dirty" when the tree has changes.
+func gitCommit(ctx context.Context, root string) string {
+	cmd := exec.CommandContext(ctx, "git", "rev-parse", "--short", "HEAD")
+	cmd.Dir = root
+	head, err := cmd.Output()
+	if err != nil {
+		return "unknown"
+	}
+	c := strings.TrimSpace(string(head))
+	st := exec.CommandContext(ctx, "git", "status", "--porcelain", "--untracked-files=no")
+	st.Dir = root
+	if changes, err := st.Output(); err == nil && len(strings.TrimSpace(string(changes))) > 0 {
+		c += "-dirty"
+	}
+	return c
+}
+
+// secret returns a random 26-character secret (130 bits).
+func secret() string { return rand.Text() }
