@@ -2,7 +2,7 @@
 .PHONY: run test lint generate bench
 
 run:
-	go run ./cmd/gatehouse serve --demo
+	scripts/demo
 
 test:
 	scripts/test
@@ -14,3 +14,7 @@ lint:
 	gofmt -l $$(git ls-files '*.go')
 	go vet ./...
 	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+
+# End-to-end benchmark (docs/BENCHMARKS.md); e.g. make bench BENCH_FLAGS='-duration 2s -reps 1'.
+bench:
+	go run ./scripts/bench $(BENCH_FLAGS)

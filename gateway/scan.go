@@ -16,6 +16,12 @@ type bodyInfo struct {
 	// included, so the value can be replaced without re-encoding anything else.
 	modelStart, modelEnd int
 	stream               bool
+	// objStart is the offset just past the body's opening brace.
+	objStart int
+	// streamOptStart and streamOptEnd delimit the value of a top-level
+	// "stream_options" (-1 when absent); includeUsage is its include_usage.
+	streamOptStart, streamOptEnd int
+	includeUsage                 bool
 }
 
 // Errors from scanBody; the gateway answers them with 400.
@@ -30,12 +36,13 @@ var (
 // members of the JSON object b. Values of other members are skipped with only
 // enough checking to find where they end; the upstream validates the rest.
 func scanBody(b []byte) (bodyInfo, error) {
-	info := bodyInfo{modelStart: -1, modelEnd: -1}
+	info := bodyInfo{modelStart: -1, modelEnd: -1, streamOptStart: -1, streamOptEnd: -1}
 	s := scanner{b: b}
 	s.ws()
 	if !s.eat('{') {
 		return info, errBodyNotObject
 	}
+	info.objStart = s.i
 	s.ws()
 	if s.eat('}') {
 		return info, errNoModel
@@ -89,6 +96,20 @@ func scanBody(b []byte) (bodyInfo, error) {
 				if !s.value(0) {
 					return info, errBodySyntax
 				}
+			}
+		case "stream_options":
+			vs := s.i
+			if !s.value(0) {
+				return info, errBodySyntax
+			}
+			info.streamOptStart, info.streamOptEnd = vs, s.i
+			var so struct {
+				IncludeUsage bool `json:"include_usage"`
+			}
+			// Not an object, or include_usage not a boolean: the upstream
+			// will say so; for us it is "not asked for".
+			if s.b[vs] == '{' && json.Unmarshal(s.b[vs:s.i], &so) == nil {
+				info.includeUsage = so.IncludeUsage
 			}
 		default:
 			if !s.value(0) {
@@ -255,6 +276,62 @@ func rewriteModel(dst, body []byte, info bodyInfo, model string) []byte {
 	dst = append(dst[:0], body[:info.modelStart]...)
 	dst = appendJSONString(dst, model)
 	return append(dst, body[info.modelEnd:]...)
+}
+
+// includeUsageMember is what rewriteBody inserts when the client sent no
+// stream_options.
+const includeUsageMember = `"stream_options":{"include_usage":true},`
+
+// rewriteBody returns body with the model literal replaced by model (when
+// it differs from info.model) and, with addUsage, stream_options set to
+// include usage: inserted as the first member when absent, or the existing
+// value replaced by a copy with include_usage true (other options kept).
+// Everything else is copied byte for byte into dst[:0].
+func rewriteBody(dst, body []byte, info bodyInfo, model string, addUsage bool) []byte {
+	type edit struct {
+		start, end int
+		text       []byte
+	}
+	var edits [2]edit
+	n := 0
+	if model != info.model {
+		edits[n] = edit{info.modelStart, info.modelEnd, appendJSONString(nil, model)}
+		n++
+	}
+	if addUsage {
+		if info.streamOptStart < 0 {
+			edits[n] = edit{info.objStart, info.objStart, []byte(includeUsageMember)}
+		} else {
+			edits[n] = edit{info.streamOptStart, info.streamOptEnd, withIncludeUsage(body[info.streamOptStart:info.streamOptEnd])}
+		}
+		n++
+	}
+	if n == 2 && edits[1].start < edits[0].start {
+		edits[0], edits[1] = edits[1], edits[0]
+	}
+	dst = dst[:0]
+	at := 0
+	for _, e := range edits[:n] {
+		dst = append(dst, body[at:e.start]...)
+		dst = append(dst, e.text...)
+		at = e.end
+	}
+	return append(dst, body[at:]...)
+}
+
+// withIncludeUsage returns the stream_options value v with include_usage
+// set to true. A value that is not an object becomes {"include_usage":true}.
+func withIncludeUsage(v []byte) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(v, &m) != nil || m == nil {
+		return []byte(`{"include_usage":true}`)
+	}
+	m["include_usage"] = json.RawMessage("true")
+	out, err := json.Marshal(m)
+	if err != nil {
+		return []byte(`{"include_usage":true}`)
+	}
+	return out
 }
 
 // appendJSONString appends s as a JSON string literal.

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -49,7 +48,7 @@ type fakeGates struct {
 	reset    func(id string) bool
 }
 
-func (f fakeGates) GatesSnapshot() GatesView    { return f.snapshot() }
+func (f fakeGates) GatesSnapshot() GatesView   { return f.snapshot() }
 func (f fakeGates) ResetHealth(id string) bool { return f.reset(id) }
 
 // testAPI is a Server over a fresh database, served by httptest, with an admin and a
@@ -301,21 +300,6 @@ func fields(p problem) []string {
 		}
 	}
 	return out
-}
-
-// waitFor waits until cond holds or the deadline passes.
-func waitFor(t *testing.T, what string, deadline time.Duration, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	timeout := time.After(deadline)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-timeout:
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
 }
 
 // path joins API path segments.

@@ -28,9 +28,15 @@ type connectionDoc struct {
 	Enabled  bool     `json:"enabled"`
 }
 
-// connectionReadOnly are the fields of a connection response that writes ignore, so a
-// GET body can be PUT back.
-var connectionReadOnly = []string{"id", "version", "apiKeyPreview", "createdAt", "updatedAt", "health"}
+// connectionReadOnly reports the fields of a connection response that writes ignore,
+// so a GET body can be PUT back.
+func connectionReadOnly(field string) bool {
+	switch field {
+	case "id", "version", "apiKeyPreview", "createdAt", "updatedAt", "health":
+		return true
+	}
+	return false
+}
 
 // Messages for type problems in a written document.
 const (
@@ -135,7 +141,7 @@ func (s *Server) decodeConnection(data []byte, create bool) (store.ConnectionInp
 				bad[key] = true
 			}
 		default:
-			if !slices.Contains(connectionReadOnly, key) {
+			if !connectionReadOnly(key) {
 				fail(key, msgUnknownField)
 			}
 		}

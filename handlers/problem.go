@@ -48,15 +48,6 @@ func newAPIError(status int, detail string) *apiError {
 	return &apiError{status: status, detail: detail}
 }
 
-// fieldError returns a 422 for one field.
-func fieldError(field, message string) *apiError {
-	return &apiError{
-		status: http.StatusUnprocessableEntity,
-		detail: "the request has invalid fields",
-		fields: limits.FieldErrors{{Field: field, Message: message}},
-	}
-}
-
 // errPreconditionFailed is the answer to a write whose If-Match does not match.
 func errPreconditionFailed() *apiError {
 	return newAPIError(http.StatusPreconditionFailed,

@@ -9,9 +9,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
-// settingsReadOnly are the fields of the settings response that writes ignore.
-var settingsReadOnly = []string{"version", "updatedAt"}
-
 // settingsView renders the settings row as the API shows it: the stored keys (absent
 // keys take their documented defaults) plus the read-only version and updatedAt.
 func settingsView(st store.Settings) (map[string]json.RawMessage, error) {
@@ -65,7 +62,7 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) error {
 			if err != nil {
 				return nil, fmt.Errorf("handlers: merge patch: %w", err)
 			}
-			set, fe := limits.DecodeSettings(withoutKeys(merged, settingsReadOnly), "")
+			set, fe := limits.DecodeSettings(withoutKeys(merged, "version", "updatedAt"), "")
 			if len(fe) > 0 {
 				return nil, fe
 			}
@@ -81,9 +78,10 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) error {
 	return s.writeSettings(w, st)
 }
 
-// withoutKeys returns the JSON object doc without keys; anything that is not an object
+// withoutKeys returns the JSON object doc without keys (the read-only fields of a
+// response, which writes ignore); anything that is not an object
 // is returned unchanged for the decoder to reject.
-func withoutKeys(doc []byte, keys []string) []byte {
+func withoutKeys(doc []byte, keys ...string) []byte {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(doc, &m); err != nil || m == nil {
 		return doc

@@ -359,4 +359,3 @@ func TestBootstrapSecrets(t *testing.T) {
 		p.interrupt(t, 10*time.Second)
 	}
 }
-

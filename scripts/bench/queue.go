@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,11 +35,23 @@ type queueResult struct {
 	RSSGrowthMB float64 `json:"rssGrowthMB"`
 	// GatehouseCPUPerReqUs is Gatehouse's CPU for the whole burst ÷ requests.
 	GatehouseCPUPerReqUs float64 `json:"gatehouseCpuPerRequestUs"`
+	// AtPeak is Gatehouse's own view (/metrics, Go collector) in the sample
+	// with the most goroutines: where the memory of the waiters goes.
+	AtPeak runtimeView `json:"runtimeAtPeak"`
+}
+
+// runtimeView is a few Go runtime gauges scraped from /metrics, MB and counts.
+type runtimeView struct {
+	Goroutines  float64 `json:"goroutines"`
+	HeapAllocMB float64 `json:"heapAllocMB"`
+	HeapInuseMB float64 `json:"heapInuseMB"`
+	StackMB     float64 `json:"stackInuseMB"`
+	NextGCMB    float64 `json:"nextGcMB"`
 }
 
 // queueBurst sends n concurrent requests at once against the cap-1 gate and
 // classifies every answer while sampling Gatehouse's RSS and queue depth.
-func queueBurst(ctx context.Context, t target, n int, timeout time.Duration, pid int, gates func(context.Context) (int, error)) (queueResult, error) {
+func queueBurst(ctx context.Context, t target, n int, timeout time.Duration, pid int, gates func(context.Context) (int, error), runtime func(context.Context) (runtimeView, error)) (queueResult, error) {
 	res := queueResult{Requests: n}
 	before, err := readMem(pid)
 	if err != nil {
@@ -54,6 +68,7 @@ func queueBurst(ctx context.Context, t target, n int, timeout time.Duration, pid
 		sampled sync.WaitGroup
 		peakRSS = before.RSS
 		peakQ   int
+		atPeak  runtimeView
 	)
 	sampled.Go(func() {
 		tick := time.NewTicker(20 * time.Millisecond)
@@ -75,6 +90,9 @@ func queueBurst(ctx context.Context, t target, n int, timeout time.Duration, pid
 		for {
 			if q, err := gates(sampleCtx); err == nil {
 				peakQ = max(peakQ, q)
+			}
+			if v, err := runtime(sampleCtx); err == nil && v.Goroutines > atPeak.Goroutines {
+				atPeak = v
 			}
 			select {
 			case <-sampleCtx.Done():
@@ -133,6 +151,7 @@ func queueBurst(ctx context.Context, t target, n int, timeout time.Duration, pid
 		}
 	}
 	res.PeakQueued = peakQ
+	res.AtPeak = atPeak
 	res.ElapsedS = elapsed.Seconds()
 	res.MaxLatency = float64(maxLat) / float64(time.Millisecond)
 	res.RSSBeforeMB = megabytes(before.RSS)
@@ -171,4 +190,46 @@ func gatesQueued(ctx context.Context, client *http.Client, gatehouseURL, apiToke
 		total += g.Queued
 	}
 	return total, nil
+}
+
+// scrapeRuntime reads Go runtime gauges from Gatehouse's /metrics.
+func scrapeRuntime(ctx context.Context, client *http.Client, gatehouseURL string) (runtimeView, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, gatehouseURL+"/metrics", nil)
+	if err != nil {
+		return runtimeView{}, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return runtimeView{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return runtimeView{}, fmt.Errorf("bench: GET /metrics: %s", resp.Status)
+	}
+	var v runtimeView
+	fields := map[string]*float64{
+		"go_goroutines":                 &v.Goroutines,
+		"go_memstats_heap_alloc_bytes":  &v.HeapAllocMB,
+		"go_memstats_heap_inuse_bytes":  &v.HeapInuseMB,
+		"go_memstats_stack_inuse_bytes": &v.StackMB,
+		"go_memstats_next_gc_bytes":     &v.NextGCMB,
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if dst := fields[name]; ok && dst != nil {
+			x, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+			if err == nil {
+				*dst = x
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return runtimeView{}, fmt.Errorf("bench: read /metrics: %w", err)
+	}
+	for _, p := range []*float64{&v.HeapAllocMB, &v.HeapInuseMB, &v.StackMB, &v.NextGCMB} {
+		*p /= 1e6
+	}
+	return v, nil
 }

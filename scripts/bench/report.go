@@ -185,6 +185,9 @@ func (r *report) markdown() string {
 	if q := r.Queue; q != nil {
 		fmt.Fprintf(&b, "\nQueueing: %d concurrent requests on a cap-1 gate (1 ms upstream latency): %d × 200, %d × 429 SEMAPHORE_TIMEOUT, %d other; peak %d queued (GET /api/v1/gates); %.1f s, slowest %.0f ms; RSS %.1f → %.1f MB (+%.1f MB); %.1f µs Gatehouse CPU per request.\n",
 			q.Requests, q.OK, q.Timeout, q.Other, q.PeakQueued, q.ElapsedS, q.MaxLatency, q.RSSBeforeMB, q.RSSPeakMB, q.RSSGrowthMB, q.GatehouseCPUPerReqUs)
+		a := q.AtPeak
+		fmt.Fprintf(&b, "At the busiest /metrics sample: %.0f goroutines, heap alloc %.1f MB, heap in use %.1f MB, stacks %.1f MB, next GC at %.1f MB.\n",
+			a.Goroutines, a.HeapAllocMB, a.HeapInuseMB, a.StackMB, a.NextGCMB)
 		for _, o := range q.OtherSample {
 			fmt.Fprintf(&b, "- other: %s\n", o)
 		}

@@ -60,6 +60,7 @@ type options struct {
 	queue      int
 	queueWait  time.Duration
 	profile    bool
+	standard   bool
 	gogc       string
 	gomemlimit string
 }
@@ -75,6 +76,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.queue, "queue", 10000, "concurrent requests of the queueing scenario (0 skips it)")
 	fs.DurationVar(&o.queueWait, "queue-wait", 120*time.Second, "maxWaitMs of the cap-1 connection (at most 120s)")
 	fs.BoolVar(&o.profile, "profile", true, "fetch a CPU profile of Gatehouse during an extra non-streaming c=16 run, if it serves /debug/pprof")
+	fs.BoolVar(&o.standard, "standard", true, "run the standard scenarios (false: only the queueing scenario, for iterating on memory)")
 	fs.StringVar(&o.gogc, "gogc", "400", "GOGC of Gatehouse and the fake upstream (as in production)")
 	fs.StringVar(&o.gomemlimit, "gomemlimit", "512MiB", "GOMEMLIMIT of Gatehouse and the fake upstream (as in production)")
 	if err := fs.Parse(args); err != nil {
@@ -169,6 +171,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	scenarios := standardScenarios()
 	var runs []runRecord
+	if !o.standard {
+		scenarios = nil
+	}
 	for r := 1; r <= o.reps; r++ {
 		for _, sc := range scenarios {
 			// Alternate which path goes first, so slow drift on a shared machine
@@ -205,7 +210,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	})
 
 	rep.ProfileNote = "not requested (-profile=false)"
-	if o.profile {
+	if o.profile && o.standard {
 		rep.ProfileNote = e.profile(ctx, o, out, stderr)
 	}
 	if err := ctx.Err(); err != nil {
@@ -220,6 +225,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		t := newTarget(e.gatehouseURL+"/v1", e.clientKey, queueModel, false, hdr)
 		q, err := queueBurst(ctx, t, o.queue, o.queueWait+60*time.Second, e.gatehouse.pid(), func(ctx context.Context) (int, error) {
 			return gatesQueued(ctx, api, e.gatehouseURL, e.apiToken)
+		}, func(ctx context.Context) (runtimeView, error) {
+			return scrapeRuntime(ctx, api, e.gatehouseURL)
 		})
 		if err != nil {
 			return err

@@ -1,0 +1,287 @@
+package gateway
+
+import "encoding/json"
+
+// Token usage is read from upstream responses while they are copied to the
+// client, never by buffering a whole response: a byte-at-a-time JSON scanner
+// follows the structure (depth, strings, escapes) across reads and captures
+// only the small "usage" objects it meets, which are then decoded.
+//
+//   - JSON bodies: the top-level "usage" (OpenAI chat, completions,
+//     embeddings and responses; Anthropic messages).
+//   - SSE streams: each event's data is scanned on its own, and usage objects
+//     up to one level down count too: an OpenAI chunk's "usage", Anthropic's
+//     message_start "message.usage" and message_delta "usage", the Responses
+//     API's "response.usage". Later values of a field replace earlier ones
+//     (Anthropic's output_tokens is cumulative).
+//
+// The total is total_tokens when the upstream sends it, else
+// prompt_tokens + completion_tokens, else input_tokens + output_tokens.
+
+// maxUsageObject bounds a captured usage object; a larger one is ignored.
+const maxUsageObject = 4 << 10
+
+// maxEventStrip bounds an SSE event held back while stripping; a larger
+// event ends stripping for the rest of the stream.
+const maxEventStrip = 1 << 20
+
+// usageFields is one decoded usage object.
+type usageFields struct {
+	TotalTokens      *int64 `json:"total_tokens"`
+	PromptTokens     *int64 `json:"prompt_tokens"`
+	CompletionTokens *int64 `json:"completion_tokens"`
+	InputTokens      *int64 `json:"input_tokens"`
+	OutputTokens     *int64 `json:"output_tokens"`
+}
+
+// usageSum merges the usage objects of one response.
+type usageSum struct {
+	total, in, out int64
+	hasTotal       bool
+	found          bool
+}
+
+func (u *usageSum) merge(f usageFields) {
+	u.found = true
+	if f.TotalTokens != nil {
+		u.total, u.hasTotal = *f.TotalTokens, true
+	}
+	if f.PromptTokens != nil {
+		u.in = *f.PromptTokens
+	}
+	if f.InputTokens != nil {
+		u.in = *f.InputTokens
+	}
+	if f.CompletionTokens != nil {
+		u.out = *f.CompletionTokens
+	}
+	if f.OutputTokens != nil {
+		u.out = *f.OutputTokens
+	}
+}
+
+// tokens is the response's token count, 0 when it reported none.
+func (u *usageSum) tokens() int64 {
+	if u.hasTotal {
+		return max(u.total, 0)
+	}
+	return max(u.in+u.out, 0)
+}
+
+// jsonUsage is the incremental scanner. It finds `"usage": {…}` members
+// whose key sits at depth ≤ maxKeyDepth (1 = the top-level object) and
+// reports each object's bytes with the key's depth.
+type jsonUsage struct {
+	maxKeyDepth int
+	onUsage     func(obj []byte, keyDepth int)
+
+	depth      int
+	inStr, esc bool
+	key        [5]byte // the current string, if it could still be "usage"
+	keyN       int     // bytes seen of the current string (capped at 6)
+	afterKey   uint8   // 1: "usage" just closed; 2: and its ':' seen
+	capturing  bool
+	capDepth   int
+	overflow   bool
+	buf        []byte
+}
+
+func (j *jsonUsage) reset() {
+	j.depth, j.inStr, j.esc, j.keyN, j.afterKey = 0, false, false, 0, 0
+	j.capturing, j.overflow = false, false
+	j.buf = j.buf[:0]
+}
+
+func (j *jsonUsage) feed(p []byte) {
+	for _, c := range p {
+		j.feedByte(c)
+	}
+}
+
+func (j *jsonUsage) feedByte(c byte) {
+	if j.capturing {
+		if len(j.buf) < maxUsageObject {
+			j.buf = append(j.buf, c)
+		} else {
+			j.overflow = true
+		}
+	}
+	if j.inStr {
+		switch {
+		case j.esc:
+			j.esc = false
+			j.keyN = 6 // an escaped key is never taken for "usage"
+		case c == '\\':
+			j.esc = true
+		case c == '"':
+			j.inStr = false
+			if j.keyN == 5 && string(j.key[:]) == "usage" && !j.capturing && j.depth >= 1 && j.depth <= j.maxKeyDepth {
+				j.afterKey = 1
+			}
+		default:
+			if j.keyN < 5 {
+				j.key[j.keyN] = c
+			}
+			if j.keyN < 6 {
+				j.keyN++
+			}
+		}
+		return
+	}
+	switch c {
+	case ' ', '\t', '\n', '\r':
+		return
+	case '"':
+		j.inStr, j.keyN, j.afterKey = true, 0, 0
+		return
+	case ':':
+		if j.afterKey == 1 {
+			j.afterKey = 2
+			return
+		}
+	case '{':
+		j.depth++
+		if j.afterKey == 2 && !j.capturing {
+			j.capturing, j.capDepth, j.overflow = true, j.depth, false
+			j.buf = append(j.buf[:0], '{')
+		}
+	case '[':
+		j.depth++
+	case '}':
+		if j.capturing && j.depth == j.capDepth {
+			j.capturing = false
+			if !j.overflow && j.onUsage != nil {
+				j.onUsage(j.buf, j.capDepth-1)
+			}
+		}
+		j.depth--
+	case ']':
+		j.depth--
+	}
+	j.afterKey = 0
+}
+
+// usageTap watches a response body on its way to the client and sums the
+// usage it reports. For streams it can also strip the events that carry a
+// top-level usage object: the final OpenAI usage chunk the gateway asked
+// for on the client's behalf.
+type usageTap struct {
+	sum   usageSum
+	js    jsonUsage
+	sse   bool
+	strip bool
+
+	lineLen int  // bytes of the current line, '\r' not counted
+	prefix  int  // bytes of "data:" matched at the line start, -1 on mismatch
+	inData  bool // in the payload of a data: line
+	dataSeen bool // the current event had a data line already
+
+	ev      []byte // strip: the current event so far
+	out     []byte // strip: what to send for the latest feed
+	dropEv  bool   // strip: the current event carries top-level usage
+}
+
+// newUsageTap returns a tap for a JSON body (sse false) or an event stream.
+// strip drops the events whose data has a top-level usage object.
+func newUsageTap(sse, strip bool) *usageTap {
+	t := &usageTap{sse: sse, strip: strip && sse}
+	t.js.maxKeyDepth = 1
+	if sse {
+		t.js.maxKeyDepth = 2
+	}
+	t.js.onUsage = t.found
+	return t
+}
+
+func (t *usageTap) found(obj []byte, keyDepth int) {
+	var f usageFields
+	if json.Unmarshal(obj, &f) != nil {
+		return
+	}
+	t.sum.merge(f)
+	if keyDepth == 1 {
+		t.dropEv = true
+	}
+}
+
+// feed watches p and returns the bytes to send to the client: p itself,
+// unless stripping, when complete events are released as they end.
+func (t *usageTap) feed(p []byte) []byte {
+	if !t.sse {
+		t.js.feed(p)
+		return p
+	}
+	if !t.strip {
+		t.scanSSE(p)
+		return p
+	}
+	t.out = t.out[:0]
+	t.scanSSE(p)
+	if t.strip && len(t.ev) > maxEventStrip {
+		// An event this large is no usage chunk: stop holding events back.
+		t.out = append(t.out, t.ev...)
+		t.ev, t.strip = nil, false
+	}
+	return t.out
+}
+
+// flush returns what a stripping tap still holds at the end of the stream:
+// an unterminated last event, unless it is the usage event.
+func (t *usageTap) flush() []byte {
+	if !t.strip || t.dropEv {
+		return nil
+	}
+	return t.ev
+}
+
+// scanSSE follows the event stream's lines, feeding data payloads to the
+// JSON scanner; a blank line ends an event.
+func (t *usageTap) scanSSE(p []byte) {
+	for _, c := range p {
+		if t.strip {
+			t.ev = append(t.ev, c)
+		}
+		switch {
+		case c == '\n':
+			if t.lineLen == 0 {
+				t.endEvent()
+			} else if t.inData {
+				t.js.feedByte('\n')
+			}
+			t.lineLen, t.prefix, t.inData = 0, 0, false
+			continue
+		case c == '\r':
+			continue
+		}
+		t.lineLen++
+		if t.inData {
+			t.js.feedByte(c)
+			continue
+		}
+		if t.prefix >= 0 && t.prefix < 5 {
+			if c == "data:"[t.prefix] {
+				t.prefix++
+				if t.prefix == 5 {
+					t.inData = true
+					t.dataSeen = true
+				}
+			} else {
+				t.prefix = -1
+			}
+		}
+	}
+}
+
+func (t *usageTap) endEvent() {
+	t.js.reset()
+	if t.strip {
+		if !t.dropEv {
+			t.out = append(t.out, t.ev...)
+		}
+		t.ev = t.ev[:0]
+	}
+	t.dropEv, t.dataSeen = false, false
+}
+
+// tokens is the usage the response reported so far (0 when none).
+func (t *usageTap) tokens() int64 { return t.sum.tokens() }
