@@ -24,11 +24,12 @@ var errBodyTooLarge = errors.New("gateway: request body too large")
 // close a request body after RoundTrip has returned, so the buffer goes back
 // to the pool only when the handler and every body reader are done with it.
 type reqBody struct {
-	raw  []byte
-	alt  []byte // raw with the model rewritten, for altModel
-	altM string
-	refs atomic.Int32
-	put  func(*reqBody)
+	raw      []byte
+	alt      []byte // raw rewritten for altM (and altUsage)
+	altM     string
+	altUsage bool // alt asks for stream usage
+	refs     atomic.Int32
+	put      func(*reqBody)
 }
 
 func (b *reqBody) hold() { b.refs.Add(1) }
@@ -75,7 +76,7 @@ func (g *Gateway) putBody(b *reqBody) {
 	if cap(b.raw) > maxPooledBody || cap(b.alt) > maxPooledBody {
 		return
 	}
-	b.raw, b.alt, b.altM = b.raw[:0], b.alt[:0], ""
+	b.raw, b.alt, b.altM, b.altUsage = b.raw[:0], b.alt[:0], "", false
 	g.bodies.Put(b)
 }
 

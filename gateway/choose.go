@@ -32,8 +32,12 @@ var errClientGone = &apiError{status: 499, code: "CLIENT_GONE", message: "client
 // It returns a zero pick and an error to send when nothing can be tried:
 // UPSTREAM_COOLDOWN when every candidate is cooling down (Retry-After the
 // shortest cooldown), NO_HEALTHY_CONNECTION when none is healthy (suspended,
-// breaker open, or cooling; Retry-After the earliest recovery), an admission
-// error, or nil when the healthy candidates have all been tried.
+// breaker open, or cooling; Retry-After the earliest recovery), a
+// RATE_LIMIT_* error when every candidate is out of its rpd/tpd/tpm budget
+// or cooling (Retry-After the earliest reset) or when the admitted
+// connection's dispatch turn (rpm/minTime) would come after the request's
+// deadline, an admission error, or nil when the healthy candidates have all
+// been tried. Connections out of budget are skipped like cooling ones.
 func (x *exchange) choose() (pick, *apiError) {
 	g := x.g
 	now := g.now()
@@ -55,19 +59,33 @@ func (x *exchange) choose() (pick, *apiError) {
 	}
 
 	healthy := healthyBuf[:0]
-	var coolFor, recoverIn time.Duration
+	var coolFor, recoverIn, rateFor time.Duration
 	var coolGate string
-	nCooling, nOK := 0, 0
+	var rateBlk rateBlock
+	nCooling, nOK, nRate := 0, 0, 0
 	for _, i := range order {
 		t := x.targets[i]
 		why, until := t.c.health.check(t.model, now)
 		var left time.Duration
 		switch why {
 		case availableNow:
-			nOK++
-			if x.tried&(1<<i) == 0 {
-				healthy = append(healthy, i)
+			if x.tried&(1<<i) != 0 {
+				nOK++
+				continue
 			}
+			if t.c.lim.budgeted() {
+				if b, blocked := t.c.rate.blocked(&t.c.lim, now); blocked {
+					// Out of budget: skipped like a cooling connection.
+					nRate++
+					left = b.until.Sub(now)
+					if rateBlk.code == "" || left < rateFor {
+						rateFor, rateBlk = left, b
+					}
+					break
+				}
+			}
+			nOK++
+			healthy = append(healthy, i)
 			continue
 		case unavailCooling:
 			nCooling++
@@ -86,6 +104,12 @@ func (x *exchange) choose() (pick, *apiError) {
 	}
 	if len(healthy) == 0 {
 		switch {
+		case nRate > 0 && nRate+nCooling == n:
+			retry := rateFor
+			if nCooling > 0 && coolFor < retry {
+				retry = coolFor
+			}
+			return pick{}, x.rateError(rateBlk, retry)
 		case nCooling == n:
 			return pick{}, &apiError{status: http.StatusTooManyRequests, code: CodeUpstreamCooldown,
 				message:    "every connection serving " + x.info.model + " is cooling down after upstream rate limits",
@@ -98,8 +122,13 @@ func (x *exchange) choose() (pick, *apiError) {
 		return pick{}, nil
 	}
 
+	// First choice: a connection that can admit and dispatch at once.
 	for _, i := range healthy {
 		t := x.targets[i]
+		if t.c.lim.spacing > 0 && t.c.rate.turnDelay(time.Now()) > 0 {
+			continue
+		}
+		start := time.Now()
 		permit, ok := g.ctrl.TryAcquire(t.req)
 		if !ok {
 			continue
@@ -107,7 +136,7 @@ func (x *exchange) choose() (pick, *apiError) {
 		g.metrics.attempts.Inc()
 		g.metrics.waitSeconds.Observe(0)
 		if p, ok := admitted(t, i, permit); ok {
-			return p, nil
+			return x.dispatchTurn(p, start)
 		}
 	}
 
@@ -119,7 +148,12 @@ func (x *exchange) choose() (pick, *apiError) {
 	var estBuf [maxCandidates]est
 	ests := estBuf[:0]
 	for _, i := range healthy {
-		ests = append(ests, est{i, g.ctrl.EstimateWait(x.targets[i].req)})
+		t := x.targets[i]
+		d := g.ctrl.EstimateWait(t.req)
+		if t.c.lim.spacing > 0 {
+			d = max(d, t.c.rate.turnDelay(time.Now()))
+		}
+		ests = append(ests, est{i, d})
 	}
 	slices.SortStableFunc(ests, func(a, b est) int {
 		switch {
@@ -134,6 +168,7 @@ func (x *exchange) choose() (pick, *apiError) {
 	for _, e := range ests {
 		t := x.targets[e.i]
 		g.metrics.attempts.Inc()
+		start := time.Now()
 		permit, err := g.ctrl.Acquire(x.r.Context(), t.req)
 		if err != nil {
 			var ae *admission.Error
@@ -155,13 +190,29 @@ func (x *exchange) choose() (pick, *apiError) {
 		x.waited += w
 		g.metrics.waitSeconds.Observe(w.Seconds())
 		if p, ok := admitted(t, e.i, permit); ok {
-			return p, nil
+			return x.dispatchTurn(p, start)
 		}
 	}
 	if full != nil {
 		return pick{}, admissionError(full)
 	}
 	return pick{}, nil
+}
+
+// dispatchTurn waits for the admitted pick's dispatch turn within the
+// deadline its admission wait started at start; on failure the permit and
+// the breaker's slot are given back.
+func (x *exchange) dispatchTurn(p pick, start time.Time) (pick, *apiError) {
+	c := p.t.c
+	if c.lim.spacing == 0 {
+		return p, nil
+	}
+	if aerr := x.takeTurn(c, start, p.t.req.MaxWait); aerr != nil {
+		p.permit.Release()
+		p.done(errBreakerExcluded)
+		return pick{}, aerr
+	}
+	return p, nil
 }
 
 // admitted asks the connection's breaker for the attempt; a half-open

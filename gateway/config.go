@@ -95,6 +95,8 @@ type conn struct {
 	execBound          time.Duration
 	gateKey            string // connection:<id>
 	health             *connHealth
+	lim                connLimits
+	rate               *connRate // set by Apply
 	durObs             interface{ Observe(float64) }
 }
 
@@ -270,6 +272,7 @@ func (g *Gateway) prepareConn(cc Connection, eff limits.EffectiveSettings, warni
 	if c.execBound <= 0 {
 		c.execBound = time.Duration(limits.DefaultExecutionMaxWaitMs) * time.Millisecond
 	}
+	c.lim = newConnLimits(cc.ID, o)
 	c.durObs = g.metrics.upstreamDuration.WithLabelValues(c.label)
 	return c
 }

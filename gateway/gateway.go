@@ -40,14 +40,21 @@ type Options struct {
 	// called once per request and must be fast and safe for concurrent use.
 	// nil refuses every key.
 	Authenticate func(secret string) bool
-	// Now is the clock for cooldowns, suspensions and admission
-	// bookkeeping (default time.Now). Circuit breakers use the real clock.
+	// Now is the clock for cooldowns, suspensions, admission bookkeeping,
+	// the UTC day of rpd/tpd and the tpm minute windows (default
+	// time.Now). Circuit breakers and the rpm/minTime spacing use the real
+	// clock.
 	Now func() time.Time
 	// Transport sends upstream requests. Default: a shared *http.Transport
 	// tuned for proxying (see NewTransport).
 	Transport http.RoundTripper
 	// MaxBodyBytes bounds client request bodies (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// Usage keeps the daily counts behind rpd and tpd (Postgres in
+	// production, shared by every replica). nil counts in memory only, so
+	// a restart forgets the day's counts. When it fails, the gateway counts
+	// in memory until it answers again (fail-open) and logs that once a minute.
+	Usage UsageCounter
 }
 
 // Gateway is the /v1 proxy. Create it with New, give it a Config with
@@ -70,6 +77,11 @@ type Gateway struct {
 	healthMu sync.Mutex
 	health   map[string]*connHealth // by connection id
 
+	usage          UsageCounter
+	rates          map[string]*connRate // by connection id; guarded by applyMu
+	usageDownUntil atomic.Int64         // unix nanos (real clock) until which the usage store is not asked
+	usageLoggedAt  atomic.Int64         // unix nanos of the latest "usage store unavailable" log line
+
 	bodies  sync.Pool // *reqBody
 	copyBuf sync.Pool // *[]byte, copyBufSize
 }
@@ -84,6 +96,8 @@ func New(opts Options) *Gateway {
 		maxBody: opts.MaxBodyBytes,
 		metrics: newMetrics(),
 		health:  make(map[string]*connHealth),
+		usage:   opts.Usage,
+		rates:   make(map[string]*connRate),
 	}
 	if g.now == nil {
 		g.now = time.Now
@@ -128,8 +142,9 @@ func NewTransport() *http.Transport {
 // Apply swaps in cfg as the new routing snapshot and pushes its caps into
 // the admission gates at once: a raised cap admits waiters immediately, a
 // lowered one admits nobody until in-flight drops below it, and running
-// requests are never cut. Health (cooldowns, suspensions, breakers) carries
-// over by connection id. Problems with single connections (bad base URL,
+// requests are never cut. Health (cooldowns, suspensions, breakers) and
+// rate-limit state (spacing, daily counts, tpm window) carry over by
+// connection id; changed rate limits apply from the next request on. Problems with single connections (bad base URL,
 // unknown API style) are logged and those connections are not routed to.
 func (g *Gateway) Apply(cfg Config) {
 	g.applyMu.Lock()
@@ -159,6 +174,7 @@ func (g *Gateway) Apply(cfg Config) {
 	}
 	g.healthMu.Unlock()
 	g.metrics.forget(keep)
+	g.applyRates(s)
 	g.ctrl.SetCaps(s.caps)
 	g.state.Store(s)
 }
@@ -234,6 +250,11 @@ type ConnectionSnapshot struct {
 	// cooling it is the end of the latest model cooldown.
 	Until  time.Time
 	Reason string
+	// Budgets are the connection's rate-limit windows by name (BudgetRPM,
+	// BudgetRPD, BudgetTPM, BudgetTPD), only those with a limit set; nil
+	// when none is. The rpm budget counts dispatches in the current clock
+	// minute (rpm is enforced as a spacing, so it never runs out early).
+	Budgets map[string]Budget
 }
 
 // Snapshot returns the live gates and connection health.
@@ -268,6 +289,7 @@ func (g *Gateway) Snapshot() Snapshot {
 		state, until, reason := c.health.status(now)
 		out.Connections = append(out.Connections, ConnectionSnapshot{
 			ID: c.id, Name: c.name, Health: state, Until: until, Reason: reason,
+			Budgets: c.rate.budgets(&c.lim, now),
 		})
 	}
 	return out

@@ -19,6 +19,8 @@ type metrics struct {
 	upstreamRequests *prometheus.CounterVec
 	upstreamDuration *prometheus.HistogramVec
 	overhead         prometheus.Histogram
+	rateRejections   *prometheus.CounterVec
+	rateRejectBy     map[string]prometheus.Counter // by budget name, bound in advance
 
 	mu      sync.Mutex
 	targets map[[2]string]*targetMetrics
@@ -81,13 +83,31 @@ func newMetrics() *metrics {
 			Help:    "Time spent in Gatehouse itself per request, admission wait and upstream time excluded.",
 			Buckets: []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05},
 		}),
+		rateRejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatehouse_ratelimit_rejections_total",
+			Help: "Requests answered 429 RATE_LIMIT_* by the gateway's own rate limits, by limit (rpm, rpd, tpm, tpd).",
+		}, []string{"limit"}),
 		targets: make(map[[2]string]*targetMetrics),
+	}
+	m.rateRejectBy = make(map[string]prometheus.Counter, 4)
+	for _, b := range budgetNames {
+		m.rateRejectBy[b] = m.rateRejections.WithLabelValues(b)
 	}
 	m.rejectQueueFull.Add(0)
 	m.rejectTimeout.Add(0)
 	m.rejections = rejections
 	return m
 }
+
+// rateRejected counts one RATE_LIMIT_* answer for the named budget.
+func (m *metrics) rateRejected(budget string) {
+	if c := m.rateRejectBy[budget]; c != nil {
+		c.Inc()
+	}
+}
+
+// budgetNames are the rate-limit windows in a fixed order.
+var budgetNames = [...]string{BudgetRPM, BudgetRPD, BudgetTPM, BudgetTPD}
 
 // target returns the pre-bound series of (connection, model), shared by
 // every snapshot that routes there.
@@ -121,6 +141,7 @@ type gatesCollector struct {
 	g                         *Gateway
 	inflight, queued, capDesc *prometheus.Desc
 	health                    *prometheus.Desc
+	remaining                 *prometheus.Desc
 }
 
 func newGatesCollector(g *Gateway) *gatesCollector {
@@ -133,6 +154,9 @@ func newGatesCollector(g *Gateway) *gatesCollector {
 		health: prometheus.NewDesc("gatehouse_connection_health",
 			"1 for the connection's current health state (ok, cooling, suspended, breaker-open, half-open), else 0.",
 			[]string{"connection", "state"}, nil),
+		remaining: prometheus.NewDesc("gatehouse_ratelimit_remaining",
+			"What is left of a connection's rate-limit window (rpm: dispatches this minute; negative tpm: debt).",
+			[]string{"connection", "limit"}, nil),
 	}
 }
 
@@ -142,6 +166,7 @@ func (c *gatesCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.queued
 	ch <- c.capDesc
 	ch <- c.health
+	ch <- c.remaining
 }
 
 var healthStates = [...]string{HealthOK, HealthCooling, HealthSuspended, HealthBreakerOpen, HealthHalfOpen}
@@ -166,11 +191,16 @@ func (c *gatesCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(c.health, prometheus.GaugeValue, v, label, st)
 		}
+		for _, name := range budgetNames {
+			if b, ok := cs.Budgets[name]; ok {
+				ch <- prometheus.MustNewConstMetric(c.remaining, prometheus.GaugeValue, float64(b.Remaining), label, name)
+			}
+		}
 	}
 }
 
 // register adds every series to reg.
 func (m *metrics) register(reg prometheus.Registerer, gates prometheus.Collector) {
 	reg.MustRegister(m.waitSeconds, m.rejections, m.attempts, m.upstreamRequests,
-		m.upstreamDuration, m.overhead, gates)
+		m.upstreamDuration, m.overhead, m.rateRejections, gates)
 }

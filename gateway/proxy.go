@@ -144,9 +144,18 @@ type exchange struct {
 	lastErr  *apiError // the latest failure without an upstream response
 }
 
+// attemptResult is what an attempt did.
+type attemptResult uint8
+
+const (
+	attemptAnswered attemptResult = iota // the client has its answer (or is gone)
+	attemptFailed                        // dispatched and failed: try the next connection
+	attemptSkipped                       // not dispatched, a budget ran out: try the next, no attempt spent
+)
+
 // run makes up to maxAttempts attempts and answers the client.
 func (x *exchange) run() {
-	for attempts := 0; attempts < x.s.maxAttempts; attempts++ {
+	for attempts, skips := 0, 0; attempts < x.s.maxAttempts && skips <= len(x.targets); {
 		p, aerr := x.choose()
 		if aerr == errClientGone {
 			return
@@ -161,9 +170,16 @@ func (x *exchange) run() {
 			}
 			break
 		}
-		x.tried |= 1 << p.idx
-		if x.attempt(p) {
+		switch x.attempt(p) {
+		case attemptAnswered:
 			return
+		case attemptFailed:
+			x.tried |= 1 << p.idx
+			attempts++
+		case attemptSkipped:
+			// The connection's budget shows as exhausted now, so choose
+			// skips it; skips bounds the loop all the same.
+			skips++
 		}
 	}
 	switch {
@@ -176,31 +192,55 @@ func (x *exchange) run() {
 	}
 }
 
+// wantsUsage reports whether an attempt on c must ask the upstream for
+// stream usage the client did not ask for: an OpenAI chat or legacy
+// completion stream to a connection with tpm or tpd. The gateway then adds
+// stream_options.include_usage and strips the usage chunk from the stream.
+func (x *exchange) wantsUsage(c *conn) bool {
+	return (x.rt == routeChat || x.rt == routeCompletions) && x.info.stream && !x.info.includeUsage && c.lim.countsTokens()
+}
+
 // payload returns the body to send for upstream model m: the client's bytes,
-// or a copy with only the model value replaced.
-func (x *exchange) payload(m string) []byte {
-	if m == x.info.model {
+// or a copy with the model value replaced and, with addUsage,
+// stream_options.include_usage set.
+func (x *exchange) payload(m string, addUsage bool) []byte {
+	if m == x.info.model && !addUsage {
 		return x.body.raw
 	}
-	if x.body.altM != m || len(x.body.alt) == 0 {
+	if x.body.altM != m || x.body.altUsage != addUsage || len(x.body.alt) == 0 {
 		if x.body.altM != "" {
 			// An earlier attempt's Transport may still be reading the
 			// old copy: never write over it.
 			x.body.alt = nil
 		}
-		x.body.alt = rewriteModel(x.body.alt, x.body.raw, x.info, m)
-		x.body.altM = m
+		x.body.alt = rewriteBody(x.body.alt, x.body.raw, x.info, m, addUsage)
+		x.body.altM, x.body.altUsage = m, addUsage
 	}
 	return x.body.alt
 }
 
 // attempt dispatches the request to p's connection, holding p's permit until
-// the response (or stream) is over. It reports whether the client has been
-// answered (or is gone); false means try the next connection.
-func (x *exchange) attempt(p pick) bool {
+// the response (or stream) is over. Right before dispatch it counts the
+// request against the connection's rate budgets; after the response it
+// charges the tokens the upstream reported.
+func (x *exchange) attempt(p pick) attemptResult {
 	defer p.permit.Release()
 	g, t, c := x.g, p.t, p.t.c
-	payload := x.payload(t.model)
+	var used int64 // tokens the upstream reported
+	if c.lim.any() {
+		reserved, v := x.countDispatch(c)
+		switch v {
+		case dispatchGone:
+			p.done(errBreakerExcluded)
+			return attemptAnswered
+		case dispatchSkipped:
+			p.done(errBreakerExcluded)
+			return attemptSkipped
+		}
+		defer func() { x.settle(c, reserved, used) }()
+	}
+	addUsage := x.wantsUsage(c)
+	payload := x.payload(t.model, addUsage)
 
 	ctx, cancel := context.WithTimeoutCause(x.r.Context(), c.execBound, errExecTimeout)
 	defer cancel()
@@ -209,6 +249,11 @@ func (x *exchange) attempt(p pick) bool {
 	hdr := make(http.Header, len(x.r.Header)+1)
 	copyRequestHeader(hdr, x.r.Header)
 	hdr[c.authHeader] = c.authValue
+	if c.lim.countsTokens() {
+		// Usage is read from the body as it passes: it must arrive
+		// uncompressed.
+		delete(hdr, "Accept-Encoding")
+	}
 	owner := x.body
 	out := (&http.Request{
 		Method:        x.r.Method,
@@ -233,19 +278,19 @@ func (x *exchange) attempt(p pick) bool {
 		switch {
 		case x.r.Context().Err() != nil:
 			p.done(errBreakerExcluded)
-			return true
+			return attemptAnswered
 		case errors.Is(context.Cause(ctx), errExecTimeout):
 			p.done(err)
 			c.health.failure("execution bound reached before the upstream answered")
 			x.setQueueHeader(c)
 			writeError(x.w, x.st, &apiError{status: http.StatusGatewayTimeout, code: CodeExecutionTimeout,
 				message: "the upstream did not answer within the execution bound of " + c.execBound.String()})
-			return true
+			return attemptAnswered
 		}
 		p.done(err)
 		c.health.failure("upstream connection error")
 		x.lastErr = &apiError{status: http.StatusBadGateway, code: CodeUpstreamError, message: "the upstream connection failed"}
-		return false
+		return attemptFailed
 	}
 	status := resp.StatusCode
 	t.stats.count(status)
@@ -255,25 +300,33 @@ func (x *exchange) attempt(p pick) bool {
 		ra := parseRetryAfter(resp.Header.Get("Retry-After"), g.now())
 		c.health.coolDown(t.model, g.now(), ra, "upstream 429 for "+t.model)
 		p.done(errBreakerExcluded)
-		return false
+		return attemptFailed
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		x.keepLast(c, resp, t0)
 		c.health.suspend(g.now(), x.s.eff.SuspendDuration(), "upstream "+strconv.Itoa(status))
 		p.done(errBreakerExcluded)
-		return false
+		return attemptFailed
 	case status == http.StatusRequestTimeout || status >= 500:
 		x.keepLast(c, resp, t0)
 		c.health.failure("upstream " + strconv.Itoa(status))
 		p.done(upstreamStatusError(status))
-		return false
+		return attemptFailed
 	}
 	p.done(nil)
 	if status < 300 {
 		c.health.succeeded(t.model)
 	}
-	x.relay(ctx, c, resp)
+	var tap *usageTap
+	if c.lim.countsTokens() && status < 300 {
+		sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+		tap = newUsageTap(sse, addUsage)
+	}
+	x.relay(ctx, c, resp, tap)
 	x.observeUpstream(c, t0)
-	return true
+	if tap != nil {
+		used = tap.tokens()
+	}
+	return attemptAnswered
 }
 
 func (x *exchange) observeUpstream(c *conn, t0 time.Time) {
@@ -312,7 +365,10 @@ func (x *exchange) writeLast() {
 // for server-sent events. It ends when the body ends, the client goes away
 // or the execution bound fires; a stream that breaks after it started gets an
 // SSE error event, any other body is aborted so the client sees it cut.
-func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response) {
+//
+// A non-nil tap watches the body for token usage on the way (and, when it
+// strips, decides which stream events the client gets).
+func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap *usageTap) {
 	defer resp.Body.Close()
 	h := x.w.Header()
 	copyResponseHeader(h, resp.Header)
@@ -331,17 +387,31 @@ func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response) {
 	for {
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
-			if _, werr := x.w.Write(buf[:n]); werr != nil {
-				return
+			out := buf[:n]
+			if tap != nil {
+				out = tap.feed(out)
 			}
-			if sse && rc.Flush() != nil {
-				return
+			if len(out) > 0 {
+				if _, werr := x.w.Write(out); werr != nil {
+					return
+				}
+				if sse && rc.Flush() != nil {
+					return
+				}
 			}
 		}
 		if rerr == nil {
 			continue
 		}
-		if rerr == io.EOF || x.r.Context().Err() != nil {
+		if rerr == io.EOF {
+			if rest := tap.flushed(); len(rest) > 0 {
+				if _, werr := x.w.Write(rest); werr == nil && sse {
+					_ = rc.Flush()
+				}
+			}
+			return
+		}
+		if x.r.Context().Err() != nil {
 			return
 		}
 		e := &apiError{status: http.StatusBadGateway, code: CodeUpstreamStreamErr, message: "the upstream stream broke off"}

@@ -171,14 +171,14 @@ type usageTap struct {
 	sse   bool
 	strip bool
 
-	lineLen int  // bytes of the current line, '\r' not counted
-	prefix  int  // bytes of "data:" matched at the line start, -1 on mismatch
-	inData  bool // in the payload of a data: line
+	lineLen  int  // bytes of the current line, '\r' not counted
+	prefix   int  // bytes of "data:" matched at the line start, -1 on mismatch
+	inData   bool // in the payload of a data: line
 	dataSeen bool // the current event had a data line already
 
-	ev      []byte // strip: the current event so far
-	out     []byte // strip: what to send for the latest feed
-	dropEv  bool   // strip: the current event carries top-level usage
+	ev     []byte // strip: the current event so far
+	out    []byte // strip: what to send for the latest feed
+	dropEv bool   // strip: the current event carries top-level usage
 }
 
 // newUsageTap returns a tap for a JSON body (sse false) or an event stream.
@@ -225,10 +225,11 @@ func (t *usageTap) feed(p []byte) []byte {
 	return t.out
 }
 
-// flush returns what a stripping tap still holds at the end of the stream:
-// an unterminated last event, unless it is the usage event.
-func (t *usageTap) flush() []byte {
-	if !t.strip || t.dropEv {
+// flushed returns what a stripping tap still holds at the end of the
+// stream: an unterminated last event, unless it is the usage event. A nil
+// tap holds nothing.
+func (t *usageTap) flushed() []byte {
+	if t == nil || !t.strip || t.dropEv {
 		return nil
 	}
 	return t.ev

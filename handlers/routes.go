@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"net/http"
+
+	"github.com/gatehouse-dev/gatehouse/static"
 )
 
 // Handler returns the HTTP handler for every route Gatehouse serves. All routes are
@@ -23,6 +25,39 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle(rt.pattern, s.serveAPI(rt))
 	}
 	mux.Handle(apiPrefix, s.apiFallback(api))
+
+	// Dashboard (session cookies; HTML). s.ui checks the session and the role and
+	// refuses cross-origin writes (http.CrossOriginProtection) with 403.
+	mux.Handle("GET "+static.Prefix, s.dash.assets.Handler())
+	mux.Handle("GET /login", s.ui(uiPublic, s.uiLoginForm))
+	mux.Handle("POST /login", s.ui(uiPublic, s.uiLogin))
+	mux.Handle("POST /logout", s.ui(uiPublic, s.uiLogout))
+	mux.Handle("GET /{$}", s.ui(uiRead, s.uiOverview))
+	mux.Handle("GET /live", s.ui(uiRead, s.uiLive))
+	mux.Handle("GET /connections", s.ui(uiRead, s.uiConnections))
+	mux.Handle("GET /connections/new", s.ui(uiWrite, s.uiNewConnection))
+	mux.Handle("POST /connections/new", s.ui(uiWrite, s.uiCreateConnection))
+	mux.Handle("GET /connections/{id}", s.ui(uiRead, s.uiEditConnection))
+	mux.Handle("POST /connections/{id}", s.ui(uiWrite, s.uiSaveConnection))
+	mux.Handle("POST /connections/{id}/toggle", s.ui(uiWrite, s.uiToggleConnection))
+	mux.Handle("GET /connections/{id}/delete", s.ui(uiWrite, s.uiConfirmDeleteConnection))
+	mux.Handle("POST /connections/{id}/delete", s.ui(uiWrite, s.uiDeleteConnection))
+	mux.Handle("GET /settings", s.ui(uiRead, s.uiSettings))
+	mux.Handle("POST /settings", s.ui(uiWrite, s.uiSaveSettings))
+	mux.Handle("GET /keys", s.ui(uiRead, s.uiKeys(kindKeys)))
+	mux.Handle("POST /keys", s.ui(uiWrite, s.uiCreateKey(kindKeys)))
+	mux.Handle("GET /keys/{id}/revoke", s.ui(uiWrite, s.uiConfirmRevoke(kindKeys)))
+	mux.Handle("POST /keys/{id}/revoke", s.ui(uiWrite, s.uiRevoke(kindKeys)))
+	mux.Handle("GET /tokens", s.ui(uiRead, s.uiKeys(kindTokens)))
+	mux.Handle("POST /tokens", s.ui(uiWrite, s.uiCreateKey(kindTokens)))
+	mux.Handle("GET /tokens/{id}/revoke", s.ui(uiWrite, s.uiConfirmRevoke(kindTokens)))
+	mux.Handle("POST /tokens/{id}/revoke", s.ui(uiWrite, s.uiRevoke(kindTokens)))
+	mux.Handle("GET /audit", s.ui(uiRead, s.uiAudit))
+	mux.Handle("GET /users", s.ui(uiWrite, s.uiUsers))
+	mux.Handle("POST /users", s.ui(uiWrite, s.uiAddUser))
+	mux.Handle("POST /users/{id}/role", s.ui(uiWrite, s.uiSetRole))
+	mux.Handle("GET /users/{id}/delete", s.ui(uiWrite, s.uiConfirmDeleteUser))
+	mux.Handle("POST /users/{id}/delete", s.ui(uiWrite, s.uiDeleteUser))
 
 	// Gateway (client keys; OpenAI and Anthropic shapes).
 	if s.deps.Gateway != nil {

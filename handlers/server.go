@@ -55,6 +55,8 @@ type Server struct {
 	now   func() time.Time
 	// validate is the handlers' one shared validator (see validate.go).
 	validate *validator.Validate
+	// dash is the dashboard's state (see ui.go).
+	dash *uiState
 }
 
 // New returns a Server for d.
@@ -66,13 +68,16 @@ func New(d Deps) *Server {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{
+	s := &Server{
 		store:    d.Store,
 		log:      d.Logger,
 		deps:     d,
 		now:      now,
 		validate: newValidator(),
+		dash:     newUIState(d.Store, d.SecureCookies, now),
 	}
+	s.dash.csrf.SetDenyHandler(http.HandlerFunc(s.uiCSRFDenied))
+	return s
 }
 
 // maxBodyBytes bounds every request body the API and dashboard read.

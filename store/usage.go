@@ -99,3 +99,21 @@ func (s *Store) TryCountRequest(ctx context.Context, connID string, day time.Tim
 	}
 	return count, false, nil
 }
+
+const addUsageTotalsSQL = addUsageSQL + `
+RETURNING requests, tokens`
+
+// AddUsageTotals is AddUsage that also returns the connection's counts for the day
+// after the addition, in the same statement. It returns ErrNotFound if the connection
+// does not exist.
+func (s *Store) AddUsageTotals(ctx context.Context, connID string, day time.Time, requests, tokens int64) (Usage, error) {
+	var u Usage
+	if err := checkID(connID); err != nil {
+		return u, fmt.Errorf("store: add usage %s: %w", connID, err)
+	}
+	err := s.db.QueryRow(ctx, addUsageTotalsSQL, connID, utcDay(day), requests, tokens).Scan(&u.Requests, &u.Tokens)
+	if err != nil {
+		return Usage{}, fmt.Errorf("store: add usage %s: %w", connID, translate(err))
+	}
+	return u, nil
+}

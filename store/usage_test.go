@@ -111,3 +111,34 @@ func TestAddUsage(t *testing.T) {
 		t.Errorf("AddUsage(unknown connection): err = %v, want ErrNotFound", err)
 	}
 }
+
+func TestAddUsageTotals(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	c := mustCreateConnection(t, s, connInput("usage-totals"))
+	day := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	if _, _, err := s.TryCountRequest(ctx, c.ID, day, 0); err != nil {
+		t.Fatalf("TryCountRequest: %v", err)
+	}
+	tests := []struct {
+		name             string
+		requests, tokens int64
+		want             store.Usage
+	}{
+		{name: "tokens only", tokens: 60, want: store.Usage{Requests: 1, Tokens: 60}},
+		{name: "both", requests: 2, tokens: 40, want: store.Usage{Requests: 3, Tokens: 100}},
+	}
+	for _, tc := range tests {
+		got, err := s.AddUsageTotals(ctx, c.ID, day, tc.requests, tc.tokens)
+		if err != nil {
+			t.Fatalf("%s: AddUsageTotals: %v", tc.name, err)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s: totals mismatch (-want +got):\n%s", tc.name, diff)
+		}
+	}
+	if _, err := s.AddUsageTotals(ctx, "00000000-0000-4000-8000-000000000000", day, 0, 1); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown connection: err = %v, want ErrNotFound", err)
+	}
+}

@@ -80,6 +80,12 @@ func (l *configLoader) reload(ctx context.Context) error {
 	l.gw.Apply(l.gatewayConfig(cfg))
 	l.loadedAt.Store(time.Now().UnixNano())
 	l.failing.Store(false)
+	// Today's rpd/tpd counts: right after a restart, and in step with other
+	// replicas' traffic on every reload. The store stays the judge at
+	// dispatch, so a failure here only leaves the dashboard's budgets stale.
+	if err := l.gw.LoadUsage(ctx); err != nil {
+		l.log.Warn("load today's usage counts", slog.Any("error", err))
+	}
 	return nil
 }
 
@@ -172,7 +178,11 @@ func (v gatesView) GatesSnapshot() handlers.GatesView {
 		})
 	}
 	for _, c := range snap.Connections {
-		cl := handlers.ConnectionLive{ID: c.ID, Name: c.Name, Health: c.Health, Reason: c.Reason, Budgets: map[string]handlers.BudgetView{}}
+		cl := handlers.ConnectionLive{ID: c.ID, Name: c.Name, Health: c.Health, Reason: c.Reason,
+			Budgets: make(map[string]handlers.BudgetView, len(c.Budgets))}
+		for name, b := range c.Budgets {
+			cl.Budgets[name] = handlers.BudgetView{Limit: b.Limit, Remaining: b.Remaining, ResetAt: b.ResetAt}
+		}
 		if !c.Until.IsZero() {
 			u := c.Until
 			cl.Until = &u
@@ -183,3 +193,28 @@ func (v gatesView) GatesSnapshot() handlers.GatesView {
 }
 
 func (v gatesView) ResetHealth(id string) bool { return v.gw.ResetHealth(id) }
+
+// usageCounter adapts the store's usage_daily table to gateway.UsageCounter: the
+// source of truth for rpd and tpd, shared by every replica.
+type usageCounter struct{ st *store.Store }
+
+func (u usageCounter) CountRequest(ctx context.Context, connID string, day time.Time, limit int64) (int64, bool, error) {
+	return u.st.TryCountRequest(ctx, connID, day, limit)
+}
+
+func (u usageCounter) AddUsage(ctx context.Context, connID string, day time.Time, requests, tokens int64) (gateway.DayUsage, error) {
+	t, err := u.st.AddUsageTotals(ctx, connID, day, requests, tokens)
+	return gateway.DayUsage{Requests: t.Requests, Tokens: t.Tokens}, err
+}
+
+func (u usageCounter) DayUsage(ctx context.Context, day time.Time) (map[string]gateway.DayUsage, error) {
+	m, err := u.st.UsageForDay(ctx, day)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]gateway.DayUsage, len(m))
+	for id, v := range m {
+		out[id] = gateway.DayUsage{Requests: v.Requests, Tokens: v.Tokens}
+	}
+	return out, nil
+}

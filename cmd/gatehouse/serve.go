@@ -74,7 +74,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	loader := newConfigLoader(st, logger)
-	gw := gateway.New(gateway.Options{Logger: logger, Registerer: reg, Authenticate: loader.authenticate})
+	gw := gateway.New(gateway.Options{Logger: logger, Registerer: reg, Authenticate: loader.authenticate,
+		Usage: usageCounter{st: st}})
 	defer gw.Close()
 	loader.gw = gw
 	if err := loader.reload(ctx); err != nil {

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
+	"github.com/gatehouse-dev/gatehouse/handlers"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/storetest"
+)
+
+// testClock is a settable clock for the gateway's days.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// TestRPDPersistsInPostgres drives real HTTP through gateways wired as serve wires
+// them (config loader, usage_daily through usageCounter) and checks that rpd is
+// counted in Postgres: the count survives a restart, the API's budgets show it, and
+// the next UTC day starts afresh.
+func TestRPDPersistsInPostgres(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	logger := slog.New(slog.DiscardHandler)
+	st, err := store.New(storetest.Pool(t), bytes.Repeat([]byte{0x42}, store.SecretKeySize), logger)
+	if err != nil {
+		t.Fatalf("store.New: %v", err)
+	}
+	up := upstreamtest.NewServer(upstreamtest.Options{})
+	upSrv := httptest.NewServer(up)
+	t.Cleanup(func() {
+		_ = up.Close()
+		upSrv.Close()
+	})
+	conn, err := st.CreateConnection(ctx, "tester", store.ConnectionInput{
+		Name: "limited", Provider: "zai", APIStyle: "openai", BaseURL: upSrv.URL + "/v1",
+		APIKey: "sk-upstream-key-0001", Models: []string{"glm-5"}, Enabled: true,
+		RateLimitOverrides: json.RawMessage(`{"rpd": 3}`),
+	})
+	if err != nil {
+		t.Fatalf("CreateConnection: %v", err)
+	}
+	const clientKey = "client-key-for-rpd-test-0001"
+	if _, err := st.EnsureClientKey(ctx, "test", clientKey); err != nil {
+		t.Fatalf("EnsureClientKey: %v", err)
+	}
+	clock := &testClock{t: time.Date(2026, 5, 6, 22, 0, 0, 0, time.UTC)}
+
+	// start runs a gateway process's worth of wiring and returns its URL.
+	start := func() (*gateway.Gateway, string) {
+		t.Helper()
+		loader := newConfigLoader(st, logger)
+		gw := gateway.New(gateway.Options{Logger: logger, Authenticate: loader.authenticate,
+			Usage: usageCounter{st: st}, Now: clock.Now})
+		loader.gw = gw
+		if err := loader.reload(ctx); err != nil {
+			t.Fatalf("reload: %v", err)
+		}
+		srv := httptest.NewServer(gw)
+		t.Cleanup(func() {
+			srv.Close()
+			gw.Close()
+		})
+		return gw, srv.URL
+	}
+	post := func(url string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/chat/completions",
+			strings.NewReader(`{"model":"glm-5","messages":[{"role":"user","content":"hi"}]}`))
+		req.Header.Set("Authorization", "Bearer "+clientKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("POST: %v", err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		var e struct {
+			Error struct{ Code string } `json:"error"`
+		}
+		_ = json.Unmarshal(body, &e)
+		return resp.StatusCode, e.Error.Code
+	}
+	stored := func(day time.Time) int64 {
+		t.Helper()
+		m, err := st.UsageForDay(ctx, day)
+		if err != nil {
+			t.Fatalf("UsageForDay: %v", err)
+		}
+		return m[conn.ID].Requests
+	}
+
+	_, url := start()
+	for i := range 3 {
+		if status, code := post(url); status != http.StatusOK {
+			t.Fatalf("request %d: %d %s, want 200", i+1, status, code)
+		}
+	}
+	if status, code := post(url); status != http.StatusTooManyRequests || code != gateway.CodeRateLimitRPD {
+		t.Fatalf("4th request: %d %s, want 429 %s", status, code, gateway.CodeRateLimitRPD)
+	}
+	if got := stored(clock.Now()); got != 3 {
+		t.Errorf("usage_daily counts %d requests, want 3", got)
+	}
+
+	// A restarted process reads the day's count back.
+	gw, url := start()
+	midnight := time.Date(2026, 5, 7, 0, 0, 0, 0, time.UTC)
+	want := map[string]handlers.BudgetView{"rpd": {Limit: 3, Remaining: 0, ResetAt: midnight}}
+	view := gatesView{gw: gw}.GatesSnapshot()
+	if len(view.Connections) != 1 {
+		t.Fatalf("gates view lists %d connections, want 1", len(view.Connections))
+	}
+	if diff := cmp.Diff(want, view.Connections[0].Budgets); diff != "" {
+		t.Errorf("budgets after restart mismatch (-want +got):\n%s", diff)
+	}
+	if status, code := post(url); status != http.StatusTooManyRequests || code != gateway.CodeRateLimitRPD {
+		t.Fatalf("after restart: %d %s, want 429 %s", status, code, gateway.CodeRateLimitRPD)
+	}
+	if got := stored(clock.Now()); got != 3 {
+		t.Errorf("usage_daily counts %d requests after the rejection, want 3", got)
+	}
+	if got := up.Requests("sk-upstream-key-0001", "glm-5"); got != 3 {
+		t.Errorf("upstream saw %d requests, want 3", got)
+	}
+
+	// The next UTC day starts afresh.
+	clock.Advance(3 * time.Hour)
+	if status, code := post(url); status != http.StatusOK {
+		t.Fatalf("next day: %d %s, want 200", status, code)
+	}
+	if got := stored(clock.Now()); got != 1 {
+		t.Errorf("usage_daily counts %d requests on the next day, want 1", got)
+	}
+}

@@ -1,0 +1,404 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+)
+
+// maxPath is the longest path a request may name, as in package admission.
+const maxPath = 8
+
+// Outcomes of the acquire script.
+const (
+	stQueueFull = -1
+	stQueued    = 0
+	stAdmitted  = 1
+	stBlocked   = 2 // try only: blocked, nothing queued
+)
+
+// outcome is what one acquire script call answered.
+type outcome struct {
+	status  int64
+	blocked int   // 0-based index of the blocking gate
+	ticket  int64 // ticket when queued; waiters counted when the queue is full
+	count   int   // holders of the blocking gate
+	queued  int   // queue length of the blocking gate
+}
+
+// Acquire waits until every gate on req's path has room across the cluster,
+// takes one slot in each, and returns the Permit that holds them. Like
+// admission.Controller.Acquire it returns an *admission.Error (ErrTimeout,
+// ErrQueueFull) when it gives up and ctx.Err() when ctx ends first. While
+// Redis is away it admits through the per-replica fallback (FailOpen) or
+// returns an *UnavailableError (FailClosed). After Close it returns ErrClosed.
+//
+// The uncontended case costs one Redis round trip.
+func (c *Controller) Acquire(ctx context.Context, req admission.Request) (Permit, error) {
+	start := time.Now()
+	if c.down.Load() {
+		return c.acquireDegraded(ctx, req, start)
+	}
+	w, err := c.begin(req)
+	if err != nil {
+		return nil, err
+	}
+	if len(w.path) == 0 {
+		return c.grant(w, 0), nil
+	}
+	out, err := c.attempt(w, req, false)
+	if err != nil {
+		if unreachable(err) {
+			c.markDown(err)
+			return c.acquireDegraded(ctx, req, start)
+		}
+		return nil, err
+	}
+	switch out.status {
+	case stAdmitted:
+		return c.grant(w, 0), nil
+	case stQueueFull:
+		return nil, c.rejectFull(w, out)
+	}
+	c.mu.Lock()
+	c.park(w, out)
+	c.mu.Unlock()
+	return c.wait(ctx, req, w, start)
+}
+
+// TryAcquire admits req only if it can be admitted right now: every gate on
+// its path has room and no waiter anywhere in the cluster queues on those
+// gates. It never waits or queues, and counts nothing when it fails. While
+// Redis is away it asks the fallback (FailOpen) or fails (FailClosed).
+func (c *Controller) TryAcquire(req admission.Request) (Permit, bool) {
+	if c.down.Load() {
+		return c.tryDegraded(req)
+	}
+	w, err := c.begin(req)
+	if err != nil {
+		return nil, false
+	}
+	if len(w.path) == 0 {
+		return c.grant(w, 0), true
+	}
+	out, err := c.attempt(w, req, true)
+	if err != nil {
+		if unreachable(err) {
+			c.markDown(err)
+			return c.tryDegraded(req)
+		}
+		return nil, false
+	}
+	if out.status != stAdmitted {
+		c.mu.Lock()
+		g := w.path[out.blocked]
+		g.count, g.queued = out.count, out.queued
+		c.mu.Unlock()
+		return nil, false
+	}
+	return c.grant(w, 0), true
+}
+
+// begin resolves req's path (creating unknown gates, uncapped) into a new
+// waiter that owns a fresh member id.
+func (c *Controller) begin(req admission.Request) (*waiter, error) {
+	if len(req.Gates) > maxPath {
+		return nil, fmt.Errorf("cluster: path has %d gates, at most %d", len(req.Gates), maxPath)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	path := make([]*gateState, len(req.Gates))
+	for i, r := range req.Gates {
+		if r.Key == "" {
+			return nil, errors.New("cluster: gate with an empty key")
+		}
+		g := c.gates[r.Key]
+		if g == nil {
+			g = c.newGate(r.Level, r.Key)
+			c.gates[r.Key] = g
+		}
+		for _, prev := range path[:i] {
+			if prev == g {
+				return nil, fmt.Errorf("cluster: gate %s named twice in one path", g.key)
+			}
+		}
+		path[i] = g
+	}
+	c.seq++
+	w := &waiter{
+		member: c.replica + ":" + strconv.FormatUint(c.seq, 10),
+		path:   path,
+		on:     -1,
+		kickCh: make(chan struct{}, 1),
+	}
+	if len(path) > 0 {
+		w.qgate = queueGate(req, path)
+	}
+	return w, nil
+}
+
+func queueGate(req admission.Request, path []*gateState) *gateState {
+	if req.QueueKey != "" {
+		for _, g := range path {
+			if g.key == req.QueueKey {
+				return g
+			}
+		}
+	}
+	for _, g := range path {
+		if g.level == "connection" {
+			return g
+		}
+	}
+	return path[len(path)-1]
+}
+
+// attempt runs the acquire script once for w.
+func (c *Controller) attempt(w *waiter, req admission.Request, try bool) (outcome, error) {
+	n := len(w.path)
+	keys := make([]string, 0, 2+3*n)
+	args := make([]any, 0, 7+2*n)
+	c.mu.Lock()
+	keys = append(keys, c.keys.seq, w.qgate.wKey)
+	tryArg := "0"
+	if try {
+		tryArg = "1"
+	}
+	args = append(args, w.member, w.ticket, c.ttl.Milliseconds(), max(req.MaxQueueDepth, 0), w.on+1, tryArg, n)
+	for _, g := range w.path {
+		keys = append(keys, g.hKey, g.qKey, g.xKey)
+		args = append(args, g.cap, g.channel)
+	}
+	c.mu.Unlock()
+
+	ctx, cancel := c.op()
+	defer cancel()
+	vals, err := acquireScript.Run(ctx, c.rdb, keys, args...).Int64Slice()
+	if err != nil {
+		return outcome{}, fmt.Errorf("cluster: acquire: %w", err)
+	}
+	if len(vals) != 5 {
+		return outcome{}, fmt.Errorf("cluster: acquire: script answered %d values, want 5", len(vals))
+	}
+	out := outcome{status: vals[0], blocked: int(vals[1]) - 1, ticket: vals[2], count: int(vals[3]), queued: int(vals[4])}
+	if out.status != stAdmitted && (out.blocked < 0 || out.blocked >= n) {
+		return outcome{}, fmt.Errorf("cluster: acquire: script named gate %d of %d", out.blocked+1, n)
+	}
+	return out, nil
+}
+
+// park records w, just queued in Redis, as parked on its blocking gate.
+// c.mu must be held.
+func (c *Controller) park(w *waiter, out outcome) {
+	w.ticket = out.ticket
+	w.on = out.blocked
+	g := w.path[out.blocked]
+	g.count, g.queued = out.count, out.queued
+	g.park(w)
+	for _, pg := range w.path {
+		pg.waiting++
+	}
+	c.waiters[w] = struct{}{}
+}
+
+// unpark forgets w locally. c.mu must be held.
+func (c *Controller) unpark(w *waiter) {
+	if w.on < 0 {
+		return
+	}
+	w.path[w.on].unpark(w)
+	w.on = -1
+	for _, g := range w.path {
+		g.waiting--
+	}
+	delete(c.waiters, w)
+}
+
+// wait re-checks w each time it is woken until it is admitted, times out,
+// its context ends or the controller closes.
+func (c *Controller) wait(ctx context.Context, req admission.Request, w *waiter, start time.Time) (Permit, error) {
+	var timeout <-chan time.Time
+	if req.MaxWait > 0 {
+		t := time.NewTimer(req.MaxWait - time.Since(start))
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		select {
+		case <-w.kickCh:
+		case <-ctx.Done():
+			return nil, c.giveUp(w, ctx.Err(), start)
+		case <-timeout:
+			return nil, c.giveUp(w, nil, start)
+		case <-c.closing:
+			return nil, c.giveUp(w, ErrClosed, start)
+		}
+		if c.down.Load() {
+			c.mu.Lock()
+			c.unpark(w)
+			c.mu.Unlock()
+			return c.acquireDegraded(ctx, req, start)
+		}
+		out, err := c.attempt(w, req, false)
+		if err != nil {
+			c.mu.Lock()
+			c.unpark(w)
+			c.mu.Unlock()
+			if unreachable(err) {
+				c.markDown(err)
+				return c.acquireDegraded(ctx, req, start)
+			}
+			return nil, err
+		}
+		c.mu.Lock()
+		prev := w.path[w.on]
+		if out.status == stAdmitted {
+			c.unpark(w)
+			// The gate it leaves may have more room: let the next local
+			// waiter on it look (other replicas hear the releases themselves).
+			prev.kickHead()
+			c.mu.Unlock()
+			return c.grant(w, time.Since(start)), nil
+		}
+		if out.blocked != w.on {
+			prev.unpark(w)
+			w.on = out.blocked
+			w.path[w.on].park(w)
+			prev.kickHead()
+		}
+		g := w.path[w.on]
+		g.count, g.queued = out.count, out.queued
+		c.mu.Unlock()
+	}
+}
+
+// giveUp takes w out of its queue, locally and in Redis, and returns the
+// error for its caller: a timeout (*admission.Error) when cause is nil,
+// else cause (ctx.Err() or ErrClosed), counted as a cancel.
+func (c *Controller) giveUp(w *waiter, cause error, start time.Time) error {
+	c.mu.Lock()
+	g := w.path[w.on]
+	keys := []string{g.hKey, g.qKey, g.xKey, w.qgate.wKey}
+	args := []any{w.member, g.cap, g.channel}
+	c.unpark(w)
+	var err error
+	if cause != nil {
+		g.cancels++
+		c.totals.Cancels++
+		err = cause
+	} else {
+		g.timeouts++
+		c.totals.Timeouts++
+		err = &admission.Error{
+			Code:       admission.CodeTimeout,
+			Gate:       admission.GateRef{Level: g.level, Key: g.key},
+			Waited:     time.Since(start),
+			RetryAfter: c.retryAfter(g, g.queued),
+		}
+	}
+	c.mu.Unlock()
+	ctx, cancel := c.op()
+	defer cancel()
+	// If this fails the queue entry lapses within the lease TTL.
+	if lerr := leaveScript.Run(ctx, c.rdb, keys, args...).Err(); lerr != nil && unreachable(lerr) {
+		c.markDown(lerr)
+	}
+	return err
+}
+
+// rejectFull builds the queue-full rejection; nothing was queued.
+func (c *Controller) rejectFull(w *waiter, out outcome) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	qg, g := w.qgate, w.path[out.blocked]
+	g.count, g.queued = out.count, out.queued
+	qg.queueFull++
+	c.totals.QueueFull++
+	return &admission.Error{
+		Code:       admission.CodeQueueFull,
+		Gate:       admission.GateRef{Level: qg.level, Key: qg.key},
+		RetryAfter: c.retryAfter(g, int(out.ticket)),
+	}
+}
+
+// grant records the admission of w and returns its permit.
+func (c *Controller) grant(w *waiter, waited time.Duration) *lease {
+	l := &lease{c: c, member: w.member, path: w.path, start: time.Now(), waited: waited}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.totals.Admitted++
+	if len(w.path) == 0 {
+		return l
+	}
+	c.leases[l] = struct{}{}
+	for _, g := range w.path {
+		g.held++
+		g.count++
+		g.admitted++
+		g.waitTotal += waited
+	}
+	return l
+}
+
+// acquireDegraded admits while Redis is away: through the fallback with
+// what is left of the wait (FailOpen), or not at all (FailClosed).
+func (c *Controller) acquireDegraded(ctx context.Context, req admission.Request, start time.Time) (Permit, error) {
+	if c.mode == FailClosed {
+		return nil, c.unavailable()
+	}
+	before := time.Since(start)
+	if req.MaxWait > 0 {
+		req.MaxWait = max(req.MaxWait-before, time.Nanosecond)
+	}
+	p, err := c.fallback.Acquire(ctx, req)
+	if err != nil {
+		var ae *admission.Error
+		if errors.As(err, &ae) {
+			ae.Waited += before
+		}
+		return nil, err
+	}
+	return fallbackPermit{Permit: p, before: before}, nil
+}
+
+func (c *Controller) tryDegraded(req admission.Request) (Permit, bool) {
+	if c.mode == FailClosed {
+		return nil, false
+	}
+	p, ok := c.fallback.TryAcquire(req)
+	if !ok {
+		return nil, false
+	}
+	return fallbackPermit{Permit: p}, true
+}
+
+func (c *Controller) unavailable() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return &UnavailableError{Cause: c.downErr}
+}
+
+// unreachable reports whether err means Redis cannot serve us (network,
+// timeout, a server that is loading or has no master), as opposed to an
+// error in the request itself.
+func unreachable(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return true
+	}
+	for _, p := range []string{"LOADING", "MASTERDOWN", "READONLY", "BUSY", "CLUSTERDOWN", "TRYAGAIN"} {
+		if redis.HasErrorPrefix(re, p) {
+			return true
+		}
+	}
+	return false
+}

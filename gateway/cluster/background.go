@@ -1,0 +1,262 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// maintain renews leases and the replica's registration every TTL/3,
+// re-checks local waiters every Recheck, probes Redis while it is away, and
+// keeps the wake-up subscriptions in line with the capped gates.
+func (c *Controller) maintain(ctx context.Context) {
+	defer c.wg.Done()
+	renewTick := time.NewTicker(c.ttl / 3)
+	defer renewTick.Stop()
+	recheckTick := time.NewTicker(c.recheck)
+	defer recheckTick.Stop()
+	c.syncSubscriptions()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.subSync:
+			c.syncSubscriptions()
+		case <-renewTick.C:
+			c.heartbeat(ctx)
+		case <-recheckTick.C:
+			if c.down.Load() {
+				c.heartbeat(ctx)
+			}
+			c.mu.Lock()
+			for _, g := range c.gates {
+				g.kickHead()
+			}
+			c.mu.Unlock()
+		}
+	}
+}
+
+// heartbeat renews and switches modes on the outcome.
+func (c *Controller) heartbeat(ctx context.Context) {
+	err := c.renew(ctx)
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		c.markDown(err)
+	default:
+		c.markUp()
+	}
+}
+
+// renew runs the renew script: the replica's registration, every lease and
+// queue entry it owns, and the counts of its capped gates.
+func (c *Controller) renew(ctx context.Context) error {
+	type owned struct {
+		l *lease
+		w *waiter
+	}
+	c.mu.Lock()
+	keys := []string{c.keys.replicas}
+	members := []any{}
+	var entries []owned
+	for l := range c.leases {
+		for _, g := range l.path {
+			keys = append(keys, g.hKey)
+			members = append(members, l.member)
+			entries = append(entries, owned{l: l})
+		}
+	}
+	for w := range c.waiters {
+		if w.on < 0 {
+			continue
+		}
+		keys = append(keys, w.path[w.on].xKey, w.qgate.wKey)
+		members = append(members, w.member, w.member)
+		entries = append(entries, owned{w: w}, owned{w: w})
+	}
+	var capped []*gateState
+	for _, g := range c.gates {
+		if g.cap > 0 {
+			capped = append(capped, g)
+			keys = append(keys, g.hKey, g.qKey)
+		}
+	}
+	c.mu.Unlock()
+
+	args := append([]any{c.replica, c.ttl.Milliseconds(), len(entries), len(capped)}, members...)
+	opCtx, cancel := context.WithTimeout(ctx, c.opTimeout)
+	defer cancel()
+	res, err := renewScript.Run(opCtx, c.rdb, keys, args...).Slice()
+	if err != nil {
+		return errors.Join(errors.New("cluster: renew"), err)
+	}
+	replicas, lost, counts, err := parseRenew(res)
+	if err != nil {
+		return err
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if replicas != c.replicas {
+		c.replicas = replicas
+		c.fallback.SetCaps(c.sharedCaps())
+	}
+	lostLeases := 0
+	for _, i := range lost {
+		if i < 1 || i > len(entries) {
+			continue
+		}
+		e := entries[i-1]
+		switch {
+		case e.l != nil && !e.l.released:
+			lostLeases++
+		case e.w != nil && e.w.on >= 0:
+			e.w.kick() // its next attempt queues it again, keeping its ticket
+		}
+	}
+	if lostLeases > 0 {
+		c.lostLeases += int64(lostLeases)
+		c.log.Warn("cluster: leases expired before renewal; caps may be exceeded until those requests end",
+			slog.Int("lost", lostLeases))
+	}
+	for j, g := range capped {
+		if 2*j+1 < len(counts) {
+			g.count, g.queued = int(counts[2*j]), int(counts[2*j+1])
+		}
+	}
+	return nil
+}
+
+func parseRenew(res []any) (replicas int, lost []int, counts []int64, err error) {
+	if len(res) != 3 {
+		return 0, nil, nil, errors.New("cluster: renew: malformed reply")
+	}
+	n, ok := res[0].(int64)
+	if !ok {
+		return 0, nil, nil, errors.New("cluster: renew: malformed replica count")
+	}
+	lostRaw, _ := res[1].([]any)
+	for _, v := range lostRaw {
+		if i, ok := v.(int64); ok {
+			lost = append(lost, int(i))
+		}
+	}
+	countRaw, _ := res[2].([]any)
+	for _, v := range countRaw {
+		i, _ := v.(int64)
+		counts = append(counts, i)
+	}
+	return max(int(n), 1), lost, counts, nil
+}
+
+// markDown switches to the fail mode (once) and wakes every local waiter so
+// it follows at once.
+func (c *Controller) markDown(err error) {
+	c.mu.Lock()
+	c.downErr = err
+	if c.down.Swap(true) {
+		c.mu.Unlock()
+		return
+	}
+	for w := range c.waiters {
+		w.kick()
+	}
+	c.mu.Unlock()
+	c.log.Warn("cluster: Redis unreachable; admission runs "+c.mode.String(), slog.Any("error", err))
+}
+
+// markUp switches back to shared caps.
+func (c *Controller) markUp() {
+	if c.down.Swap(false) {
+		c.log.Info("cluster: Redis reachable again; shared caps resume")
+	}
+}
+
+// listen turns wake-up messages into kicks of this replica's earliest waiter
+// on the gate named by the channel.
+func (c *Controller) listen(ctx context.Context) {
+	defer c.wg.Done()
+	prefix := c.keys.channelPrefix()
+	var pause *time.Timer
+	for {
+		msg, err := c.ps.ReceiveTimeout(ctx, c.recheck)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			// The connection is gone; the next call redials and resubscribes.
+			// Pause so an absent Redis is not spun on.
+			if pause == nil {
+				pause = time.NewTimer(c.recheck / 4)
+			} else {
+				pause.Reset(c.recheck / 4)
+			}
+			select {
+			case <-ctx.Done():
+				pause.Stop()
+				return
+			case <-pause.C:
+			}
+			continue
+		}
+		m, ok := msg.(*redis.Message)
+		if !ok {
+			continue
+		}
+		channel := m.Channel
+		key, found := strings.CutPrefix(channel, prefix)
+		if !found {
+			continue
+		}
+		c.mu.Lock()
+		if g := c.gates[key]; g != nil {
+			g.kickHead()
+		}
+		c.mu.Unlock()
+	}
+}
+
+// syncSubscriptions subscribes to the wake-up channel of every capped gate
+// (only a capped gate ever makes a request wait) and drops the others.
+func (c *Controller) syncSubscriptions() {
+	c.mu.Lock()
+	want := make(map[string]bool)
+	for _, g := range c.gates {
+		if g.cap > 0 {
+			want[g.channel] = true
+		}
+	}
+	var add, drop []string
+	for ch := range want {
+		if !c.subscribed[ch] {
+			add = append(add, ch)
+		}
+	}
+	for ch := range c.subscribed {
+		if !want[ch] {
+			drop = append(drop, ch)
+		}
+	}
+	c.subscribed = want
+	c.mu.Unlock()
+	ctx, cancel := c.op()
+	defer cancel()
+	// On failure go-redis keeps the channel list and subscribes again when
+	// it reconnects, so there is nothing to retry here.
+	if len(add) > 0 {
+		_ = c.ps.Subscribe(ctx, add...)
+	}
+	if len(drop) > 0 {
+		_ = c.ps.Unsubscribe(ctx, drop...)
+	}
+}

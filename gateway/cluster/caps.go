@@ -1,0 +1,174 @@
+package cluster
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+)
+
+// SetCaps applies the full set of caps from a config snapshot, keyed by gate
+// key, as admission.Controller.SetCaps does. Caps are per replica: every
+// replica applies the same snapshot (config reaches each one through
+// Postgres NOTIFY) and sends its caps with every attempt, so Redis holds only
+// leases and queues. A raised or removed cap wakes this replica's waiters on
+// the gate; a lowered cap admits nobody until the cluster-wide count is
+// below it. The fallback controller gets each cap divided by the live
+// replicas.
+func (c *Controller) SetCaps(caps map[string]int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.caps = make(map[string]int, len(caps))
+	for k, v := range caps {
+		if v > 0 {
+			c.caps[k] = v
+		}
+	}
+	resubscribe := false
+	for key, g := range c.gates {
+		next := c.caps[key]
+		if next == g.cap {
+			continue
+		}
+		raised := next == 0 || (g.cap != 0 && next > g.cap)
+		resubscribe = resubscribe || next == 0 || g.cap == 0
+		g.cap = next
+		if raised {
+			g.kickHead()
+		}
+	}
+	for key, cp := range c.caps {
+		if c.gates[key] == nil {
+			g := c.newGate("", key)
+			g.cap = cp
+			c.gates[key] = g
+			resubscribe = true
+		}
+	}
+	for key, g := range c.gates {
+		if g.cap == 0 && g.held == 0 && g.waiting == 0 {
+			delete(c.gates, key)
+		}
+	}
+	c.fallback.SetCaps(c.sharedCaps())
+	if resubscribe {
+		select {
+		case c.subSync <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// sharedCaps is this replica's share of every cap while Redis is away: the
+// cap divided by the live replicas last seen, at least 1. c.mu must be held.
+func (c *Controller) sharedCaps() map[string]int {
+	out := make(map[string]int, len(c.caps))
+	for k, v := range c.caps {
+		out[k] = max(v/c.replicas, 1)
+	}
+	return out
+}
+
+// Replicas is the number of live replicas last seen in Redis (at least 1).
+func (c *Controller) Replicas() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.replicas
+}
+
+// retryAfter estimates the wait on g with ahead waiters in front. c.mu must be held.
+func (c *Controller) retryAfter(g *gateState, ahead int) time.Duration {
+	hold := g.holdMean
+	if hold == 0 {
+		hold = float64(c.defaultHold)
+	}
+	return time.Duration(float64(ahead+1) * hold / float64(max(g.cap, 1)))
+}
+
+// EstimateWait is the wait req would expect if queued now, from the counts
+// last seen (no Redis call): 0 when every capped gate on the path looked
+// free with nobody queued, else the largest, over the other gates, of
+// (queued + 1) × mean hold time ÷ cap. While Redis is away it asks the
+// fallback (FailOpen) or answers 0 (FailClosed).
+func (c *Controller) EstimateWait(req admission.Request) time.Duration {
+	if c.down.Load() {
+		if c.mode == FailClosed {
+			return 0
+		}
+		return c.fallback.EstimateWait(req)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var est time.Duration
+	for _, r := range req.Gates {
+		g := c.gates[r.Key]
+		if g == nil || g.cap == 0 || (g.count < g.cap && g.queued == 0) {
+			continue
+		}
+		est = max(est, c.retryAfter(g, g.queued))
+	}
+	return est
+}
+
+// Stats returns a snapshot of every gate this replica knows, sorted by key,
+// without calling Redis. InFlight and Queued are cluster-wide as last seen
+// (heartbeat every TTL/3, every attempt), and never below this replica's
+// own; Waiting and the counters are this replica's. Requests admitted by the
+// fallback while Redis was away are added in.
+func (c *Controller) Stats() []admission.GateStats {
+	c.mu.Lock()
+	byKey := make(map[string]*admission.GateStats, len(c.gates))
+	for _, g := range c.gates {
+		byKey[g.key] = &admission.GateStats{
+			Key: g.key, Level: g.level, Cap: g.cap,
+			InFlight: max(g.count, g.held), Queued: max(g.queued, len(g.parked)), Waiting: g.waiting,
+			Admitted: g.admitted, Timeouts: g.timeouts, QueueFull: g.queueFull, Cancels: g.cancels,
+			WaitTotal: g.waitTotal, MeanHold: time.Duration(g.holdMean),
+		}
+	}
+	caps := c.caps
+	c.mu.Unlock()
+	for _, f := range c.fallback.Stats() {
+		s := byKey[f.Key]
+		if s == nil {
+			s = &admission.GateStats{Key: f.Key, Level: f.Level, Cap: caps[f.Key], MeanHold: f.MeanHold}
+			byKey[f.Key] = s
+		}
+		s.InFlight += f.InFlight
+		s.Queued += f.Queued
+		s.Waiting += f.Waiting
+		s.Admitted += f.Admitted
+		s.Timeouts += f.Timeouts
+		s.QueueFull += f.QueueFull
+		s.Cancels += f.Cancels
+		s.WaitTotal += f.WaitTotal
+	}
+	out := make([]admission.GateStats, 0, len(byKey))
+	for _, s := range byKey {
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b admission.GateStats) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
+
+// Totals returns the replica-wide outcome counters, fallback included.
+func (c *Controller) Totals() admission.Totals {
+	f := c.fallback.Totals()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.totals
+	t.Admitted += f.Admitted
+	t.Timeouts += f.Timeouts
+	t.QueueFull += f.QueueFull
+	t.Cancels += f.Cancels
+	return t
+}
+
+// LostLeases counts slots whose lease expired while this replica still held
+// them (it could not renew for a whole TTL): caps may have been exceeded.
+func (c *Controller) LostLeases() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lostLeases
+}

@@ -1,0 +1,265 @@
+// Package cluster is Gatehouse's admission controller for several replicas:
+// the slots of every gate live in Redis as leases, so a gate's cap holds
+// across every gateway replica that shares one Redis.
+//
+// It mirrors the method set of *admission.Controller (Acquire, TryAcquire,
+// EstimateWait, SetCaps, Stats) and returns admission's types: a rejection is
+// an *admission.Error (SEMAPHORE_TIMEOUT, SEMAPHORE_QUEUE_FULL) naming the
+// gate, and a permit is released exactly once.
+//
+// How it works, in short (docs/ARCHITECTURE.md, "Cluster mode", has more):
+//
+//   - A slot is a lease: a member "<replica>:<n>" in the gate's holders
+//     sorted set, scored by its expiry. The replica renews its leases every
+//     TTL/3; a replica that dies loses them within the TTL.
+//   - One Lua script per attempt takes a slot in every gate of the path, or
+//     none. A request that cannot be admitted gets a ticket (one counter for
+//     the whole cluster) and is queued, by ticket, on the first gate that
+//     blocked it. A gate admits a request only if its free slots exceed the
+//     waiters queued on it with a smaller ticket: FIFO across replicas.
+//   - Releases publish on the gate's channel when somebody queues there; each
+//     replica wakes its own earliest waiter on that gate, and re-checks its
+//     waiters periodically so a lost message only delays a wake-up.
+//   - When Redis cannot be reached the controller switches to its fail mode:
+//     FailOpen admits through an in-process admission.Controller whose caps
+//     are each cap divided by the live replicas last seen (at least 1);
+//     FailClosed rejects with an *UnavailableError (CLUSTER_UNAVAILABLE).
+//     It probes Redis and switches back by itself.
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+)
+
+// FailMode says what the controller does while Redis cannot be reached.
+type FailMode int
+
+const (
+	// FailOpen admits through an in-process controller with each cap
+	// divided by the number of live replicas last seen (at least 1).
+	FailOpen FailMode = iota
+	// FailClosed rejects every request with an *UnavailableError.
+	FailClosed
+)
+
+// ParseFailMode reads GATEHOUSE_CLUSTER_FAIL_MODE: "fail-open" (also the
+// empty string) or "fail-closed".
+func ParseFailMode(s string) (FailMode, error) {
+	switch s {
+	case "", "fail-open":
+		return FailOpen, nil
+	case "fail-closed":
+		return FailClosed, nil
+	}
+	return 0, fmt.Errorf("cluster: fail mode %q: want fail-open or fail-closed", s)
+}
+
+// String returns the mode as GATEHOUSE_CLUSTER_FAIL_MODE spells it.
+func (m FailMode) String() string {
+	if m == FailClosed {
+		return "fail-closed"
+	}
+	return "fail-open"
+}
+
+// Defaults for Options.
+const (
+	DefaultLeaseTTL  = 15 * time.Second
+	DefaultRecheck   = time.Second
+	DefaultOpTimeout = time.Second
+	DefaultPrefix    = "gatehouse"
+)
+
+// Options configures a Controller. Client is required.
+type Options struct {
+	// Client is the Redis connection; the caller owns it and closes it after
+	// Close. Every key the controller uses shares the hash tag "{adm}", so
+	// the scripts also run on a Redis Cluster.
+	Client redis.UniversalClient
+	// ReplicaID names this replica in lease owners (default: random hex).
+	ReplicaID string
+	// Prefix starts every key and channel (default "gatehouse"); replicas
+	// that share caps must share it. It must not contain braces.
+	Prefix string
+	// LeaseTTL is how long a slot outlives its owner's last renewal
+	// (default 15s). Leases are renewed every LeaseTTL/3.
+	LeaseTTL time.Duration
+	// Recheck is how often local waiters re-check without a wake-up message,
+	// and how often Redis is probed while it is away (default 1s).
+	Recheck time.Duration
+	// OpTimeout bounds every Redis call (default 1s); a call that fails or
+	// times out switches the controller to its fail mode.
+	OpTimeout time.Duration
+	// FailMode applies while Redis is away (default FailOpen).
+	FailMode FailMode
+	// DefaultHold is the hold time assumed for a gate before any release
+	// has been seen, for EstimateWait and RetryAfter (default 1s).
+	DefaultHold time.Duration
+	// Logger receives mode switches and lost leases (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Controller admits requests through gates whose slots live in Redis. It is
+// safe for concurrent use. Create it with New and stop it with Close.
+type Controller struct {
+	rdb         redis.UniversalClient
+	replica     string
+	ttl         time.Duration
+	recheck     time.Duration
+	opTimeout   time.Duration
+	mode        FailMode
+	defaultHold time.Duration
+	log         *slog.Logger
+	keys        keyspace
+
+	base    context.Context // for Redis calls; never cancelled
+	stop    context.CancelFunc
+	closing chan struct{}
+	wg      sync.WaitGroup
+	ps      *redis.PubSub
+	subSync chan struct{} // capped gates changed: resubscribe
+
+	down     atomic.Bool // Redis unreachable: fail mode in force
+	fallback *admission.Controller
+
+	mu         sync.Mutex
+	caps       map[string]int
+	gates      map[string]*gateState
+	leases     map[*lease]struct{} // held permits, renewed by the heartbeat
+	waiters    map[*waiter]struct{}
+	seq        uint64
+	replicas   int // live replicas last seen, at least 1
+	subscribed map[string]bool
+	totals     admission.Totals
+	lostLeases int64
+	downErr    error // why Redis was last found unreachable
+	closed     bool
+}
+
+// New registers the replica in Redis and starts its background work: lease
+// renewal and heartbeat, wake-up messages, periodic re-checks and, while
+// Redis is away, probing for its return. If Redis cannot be reached now the
+// controller starts in its fail mode rather than failing. ctx bounds only
+// the registration; the background work runs until Close.
+func New(ctx context.Context, opts Options) (*Controller, error) {
+	if opts.Client == nil {
+		return nil, errors.New("cluster: Options.Client is nil")
+	}
+	id := opts.ReplicaID
+	if id == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		id = hex.EncodeToString(b[:])
+	}
+	c := &Controller{
+		rdb:         opts.Client,
+		replica:     id,
+		ttl:         cmp.Or(opts.LeaseTTL, DefaultLeaseTTL),
+		recheck:     cmp.Or(opts.Recheck, DefaultRecheck),
+		opTimeout:   cmp.Or(opts.OpTimeout, DefaultOpTimeout),
+		mode:        opts.FailMode,
+		defaultHold: cmp.Or(opts.DefaultHold, time.Second),
+		log:         cmp.Or(opts.Logger, slog.Default()),
+		keys:        newKeyspace(cmp.Or(opts.Prefix, DefaultPrefix)),
+		closing:     make(chan struct{}),
+		subSync:     make(chan struct{}, 1),
+		fallback:    admission.New(admission.Options{DefaultHold: opts.DefaultHold}),
+		caps:        make(map[string]int),
+		gates:       make(map[string]*gateState),
+		leases:      make(map[*lease]struct{}),
+		waiters:     make(map[*waiter]struct{}),
+		replicas:    1,
+		subscribed:  make(map[string]bool),
+	}
+	if c.ttl < 3*time.Millisecond {
+		return nil, fmt.Errorf("cluster: lease TTL %s is too short", c.ttl)
+	}
+	c.base = context.WithoutCancel(ctx)
+	if err := c.renew(ctx); err != nil {
+		c.markDown(err)
+	}
+	loopCtx, stop := context.WithCancel(c.base)
+	c.stop = stop
+	c.ps = c.rdb.Subscribe(loopCtx)
+	c.wg.Add(2)
+	go c.maintain(loopCtx)
+	go c.listen(loopCtx)
+	return c, nil
+}
+
+// ReplicaID is the id this replica registered under.
+func (c *Controller) ReplicaID() string { return c.replica }
+
+// Degraded reports whether Redis is away and the fail mode is in force.
+func (c *Controller) Degraded() bool { return c.down.Load() }
+
+// Close stops the background work, ends every waiter with ErrClosed, gives
+// back the leases of permits still held (their later Release does nothing)
+// and unregisters the replica. Call it once, after the gateway has drained.
+func (c *Controller) Close(ctx context.Context) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.closing)
+	c.mu.Unlock()
+	c.stop()
+	_ = c.ps.Close()
+	c.wg.Wait()
+
+	c.mu.Lock()
+	held := make([]*lease, 0, len(c.leases))
+	for l := range c.leases {
+		held = append(held, l)
+	}
+	c.mu.Unlock()
+	var errs []error
+	for _, l := range held {
+		if err := l.release(ctx); err != nil {
+			errs = append(errs, err)
+			break
+		}
+	}
+	if err := c.rdb.ZRem(ctx, c.keys.replicas, c.replica).Err(); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: unregister replica: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// op is the context of one Redis call made on the controller's behalf.
+func (c *Controller) op() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.base, c.opTimeout)
+}
+
+// keyspace names the Redis keys and channels. The "{adm}" hash tag keeps
+// them in one Redis Cluster slot, as a multi-key script requires.
+type keyspace struct {
+	root, seq, replicas string
+}
+
+func newKeyspace(prefix string) keyspace {
+	root := prefix + ":{adm}:"
+	return keyspace{root: root, seq: root + "seq", replicas: root + "replicas"}
+}
+
+func (k keyspace) holders(gate string) string { return k.root + "h:" + gate }
+func (k keyspace) queue(gate string) string   { return k.root + "q:" + gate }
+func (k keyspace) expiry(gate string) string  { return k.root + "x:" + gate }
+func (k keyspace) waiting(gate string) string { return k.root + "w:" + gate }
+func (k keyspace) channel(gate string) string { return k.root + "free:" + gate }
+func (k keyspace) channelPrefix() string      { return k.root + "free:" }

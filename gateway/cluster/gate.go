@@ -1,0 +1,101 @@
+package cluster
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// gateState is this replica's view of one gate. Guarded by Controller.mu.
+type gateState struct {
+	key, level string
+	// Redis names, computed once.
+	hKey, qKey, xKey, wKey, channel string
+
+	cap    int
+	parked []*waiter // local waiters parked here, by ticket
+	held   int       // slots held by this replica's permits
+	// waiting counts local waiters whose path includes the gate.
+	waiting int
+	// count and queued are the gate's cluster-wide holders and queue as
+	// last seen (heartbeat, attempts), adjusted by local admissions.
+	count, queued int
+
+	admitted, timeouts, queueFull, cancels int64
+	waitTotal                              time.Duration
+	holdMean                               float64
+}
+
+func (c *Controller) newGate(level, key string) *gateState {
+	if level == "" {
+		level = levelOf(key)
+	}
+	return &gateState{
+		key: key, level: level,
+		hKey: c.keys.holders(key), qKey: c.keys.queue(key), xKey: c.keys.expiry(key),
+		wKey: c.keys.waiting(key), channel: c.keys.channel(key),
+	}
+}
+
+// levelOf is the level a key starts with: the text before its first colon.
+func levelOf(key string) string {
+	if i := strings.IndexByte(key, ':'); i >= 0 {
+		return key[:i]
+	}
+	return key
+}
+
+const holdAlpha = 0.125
+
+func (g *gateState) observeHold(d time.Duration) {
+	if g.holdMean == 0 {
+		g.holdMean = float64(max(d, 1))
+		return
+	}
+	g.holdMean += holdAlpha * (float64(d) - g.holdMean)
+}
+
+// park inserts w in ticket order.
+func (g *gateState) park(w *waiter) {
+	i, _ := slices.BinarySearchFunc(g.parked, w.ticket, func(x *waiter, t int64) int {
+		switch {
+		case x.ticket < t:
+			return -1
+		case x.ticket > t:
+			return 1
+		}
+		return 0
+	})
+	g.parked = slices.Insert(g.parked, i, w)
+}
+
+func (g *gateState) unpark(w *waiter) {
+	if i := slices.Index(g.parked, w); i >= 0 {
+		g.parked = slices.Delete(g.parked, i, i+1)
+	}
+}
+
+// kickHead wakes this replica's earliest waiter on g to re-check.
+func (g *gateState) kickHead() {
+	if len(g.parked) > 0 {
+		g.parked[0].kick()
+	}
+}
+
+// waiter is one request of this replica queued in Redis. Fields other than
+// kickCh are guarded by Controller.mu.
+type waiter struct {
+	member string
+	ticket int64
+	path   []*gateState
+	qgate  *gateState // its queue gate (Request.QueueKey)
+	on     int        // index in path of the gate it is parked on; -1 none
+	kickCh chan struct{}
+}
+
+func (w *waiter) kick() {
+	select {
+	case w.kickCh <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,15 @@
+-- leave: a waiter gives up (timeout, cancel, shutdown).
+--
+-- KEYS[1] holders, KEYS[2] queue, KEYS[3] queue expiries of the gate it is
+-- parked on; KEYS[4] waiters of its queue gate.
+-- ARGV[1] member, ARGV[2] cap of that gate, ARGV[3] its wake-up channel.
+-- Waiters behind it counted it as ahead of them; if the gate has room they
+-- may go now, so wake them.
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
+local cap = tonumber(ARGV[2])
+if redis.call('ZCARD', KEYS[2]) > 0 and (cap == 0 or redis.call('ZCARD', KEYS[1]) < cap) then
+  redis.call('PUBLISH', ARGV[3], 1)
+end
+return 0

@@ -1,0 +1,36 @@
+-- renew: the replica's heartbeat. Registers the replica as live, extends the
+-- expiry of every lease and queue entry it owns, and reads the gates it shows.
+--
+-- KEYS[1] live replicas (member -> expiry ms)
+-- KEYS[2 .. m+1] the zsets of the owned entries, paired with ARGV[5 .. m+4]
+-- then for gate j of the g gates to read: holders, queue
+-- ARGV[1] replica id, ARGV[2] TTL ms, ARGV[3] m, ARGV[4] g, then the m members
+-- An entry that is gone is not recreated (its slot may have been given to
+-- somebody else): its index is reported as lost.
+-- Returns {live replicas, {lost indexes}, {holders_1, queue_1, ...}}.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local exp = now + tonumber(ARGV[2])
+local m, g = tonumber(ARGV[3]), tonumber(ARGV[4])
+
+redis.call('ZADD', KEYS[1], exp, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local replicas = redis.call('ZCARD', KEYS[1])
+
+local lost = {}
+for i = 1, m do
+  local k, member = KEYS[1 + i], ARGV[4 + i]
+  local score = redis.call('ZSCORE', k, member)
+  if score and tonumber(score) > now then
+    redis.call('ZADD', k, exp, member)
+  else
+    lost[#lost + 1] = i
+  end
+end
+
+local counts = {}
+for j = 1, g do
+  counts[2 * j - 1] = redis.call('ZCOUNT', KEYS[1 + m + 2 * j - 1], '(' .. now, '+inf')
+  counts[2 * j] = redis.call('ZCARD', KEYS[1 + m + 2 * j])
+end
+return {replicas, lost, counts}

@@ -1,0 +1,97 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+)
+
+// Permit holds one slot in every gate of an admitted request's path until
+// Release. Release is idempotent and safe from several goroutines; Waited
+// is how long the request waited to be admitted. *admission.Permit has the
+// same two methods, so a gateway that holds permits as this interface can
+// take them from either controller.
+type Permit interface {
+	Release()
+	Waited() time.Duration
+}
+
+// lease is a permit whose slots are leases in Redis.
+type lease struct {
+	c        *Controller
+	member   string
+	path     []*gateState
+	start    time.Time
+	waited   time.Duration
+	released bool // guarded by c.mu
+}
+
+// Release gives the slots back (one round trip) and wakes the waiters of
+// every gate of the path, on every replica. If Redis cannot be reached the
+// leases lapse by themselves within the lease TTL.
+func (l *lease) Release() {
+	if l == nil || len(l.path) == 0 {
+		return
+	}
+	ctx, cancel := l.c.op()
+	defer cancel()
+	if err := l.release(ctx); err != nil && unreachable(err) {
+		l.c.markDown(err)
+	}
+}
+
+// Waited is how long the request waited to be admitted.
+func (l *lease) Waited() time.Duration {
+	if l == nil {
+		return 0
+	}
+	return l.waited
+}
+
+func (l *lease) release(ctx context.Context) error {
+	c := l.c
+	hold := time.Since(l.start)
+	c.mu.Lock()
+	if l.released {
+		c.mu.Unlock()
+		return nil
+	}
+	l.released = true
+	delete(c.leases, l)
+	keys := make([]string, 0, 2*len(l.path))
+	args := make([]any, 0, 1+len(l.path))
+	args = append(args, l.member)
+	for _, g := range l.path {
+		g.held--
+		g.count = max(g.count-1, 0)
+		g.observeHold(hold)
+		keys = append(keys, g.hKey, g.qKey)
+		args = append(args, g.channel)
+	}
+	c.mu.Unlock()
+	n, err := releaseScript.Run(ctx, c.rdb, keys, args...).Int()
+	if err != nil {
+		return fmt.Errorf("cluster: release %s: %w", l.member, err)
+	}
+	if n < len(l.path) {
+		c.mu.Lock()
+		c.lostLeases += int64(len(l.path) - n)
+		c.mu.Unlock()
+		c.log.Warn("cluster: released a permit whose lease had expired",
+			slog.String("member", l.member), slog.Int("gates", len(l.path)), slog.Int("still_held", n))
+	}
+	return nil
+}
+
+// fallbackPermit is a permit from the in-process controller used while
+// Redis is away; it counts the time spent waiting in Redis before the switch.
+type fallbackPermit struct {
+	*admission.Permit
+	before time.Duration
+}
+
+// Waited is the whole wait, in Redis and in the fallback controller.
+func (p fallbackPermit) Waited() time.Duration { return p.before + p.Permit.Waited() }

@@ -1,0 +1,181 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
+)
+
+func TestUsageTap(t *testing.T) {
+	t.Parallel()
+	const usageChunk = `data: {"id":"c","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12}}` + "\n\n"
+	openAIStream := `data: {"id":"c","choices":[{"delta":{"content":"usage: {"}}],"usage":null}` + "\n\n" +
+		`data: {"id":"c","choices":[{"delta":{},"finish_reason":"stop"}],"usage":null}` + "\n\n" +
+		usageChunk + "data: [DONE]\n\n"
+	tests := []struct {
+		name       string
+		body       string
+		sse, strip bool
+		want       int64
+		wantOut    string // with strip; "" = the body unchanged
+	}{
+		{name: "openai total", body: `{"id":"x","choices":[{"message":{"content":"\"usage\":{\"total_tokens\":99}"}}],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`, want: 7},
+		{name: "openai without total", body: `{"usage":{"prompt_tokens":3,"completion_tokens":4}}`, want: 7},
+		{name: "anthropic message", body: `{"type":"message","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":10,"output_tokens":20}}`, want: 30},
+		{name: "nested usage ignored in a body", body: `{"data":{"usage":{"total_tokens":5}},"x":1}`, want: 0},
+		{name: "null usage", body: `{"usage":null}`, want: 0},
+		{name: "escaped key", body: `{"usag\u0065":{"total_tokens":5}}`, want: 0},
+		{name: "no usage", body: `{"error":{"message":"bad"}}`, want: 0},
+		{name: "openai stream", body: openAIStream, sse: true, want: 12},
+		{name: "openai stream stripped", body: openAIStream, sse: true, strip: true, want: 12,
+			wantOut: strings.Replace(openAIStream, usageChunk, "", 1)},
+		{name: "openai stream CRLF", body: strings.ReplaceAll(openAIStream, "\n", "\r\n"), sse: true, want: 12},
+		{name: "anthropic stream", sse: true, want: 25, body: "event: message_start\n" +
+			`data: {"type":"message_start","message":{"id":"m","usage":{"input_tokens":20,"output_tokens":1}}}` + "\n\n" +
+			"event: ping\ndata: {\"type\":\"ping\"}\n\n" +
+			"event: message_delta\n" + `data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":5}}` + "\n\n" +
+			"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"},
+		{name: "responses stream", sse: true, want: 9, body: "event: response.created\n" +
+			`data: {"type":"response.created","response":{"id":"r","usage":null}}` + "\n\n" +
+			"event: response.completed\n" +
+			`data: {"type":"response.completed","response":{"id":"r","usage":{"input_tokens":4,"output_tokens":5,"total_tokens":9}}}` + "\n\n"},
+		{name: "stripping keeps an unterminated last event", body: "data: {\"a\":1}\n\ndata: [DONE]", sse: true, strip: true,
+			wantOut: "data: {\"a\":1}\n\ndata: [DONE]"},
+	}
+	for _, tc := range tests {
+		for _, step := range []int{len(tc.body), 1, 7} {
+			tap := newUsageTap(tc.sse, tc.strip)
+			var out []byte
+			for i := 0; i < len(tc.body); i += step {
+				out = append(out, tap.feed([]byte(tc.body[i:min(i+step, len(tc.body))]))...)
+			}
+			out = append(out, tap.flushed()...)
+			if got := tap.tokens(); got != tc.want {
+				t.Errorf("%s (reads of %d): tokens = %d, want %d", tc.name, step, got, tc.want)
+			}
+			wantOut := tc.wantOut
+			if wantOut == "" {
+				wantOut = tc.body
+			}
+			if string(out) != wantOut {
+				t.Errorf("%s (reads of %d): client gets\n%q\nwant\n%q", tc.name, step, out, wantOut)
+			}
+		}
+	}
+}
+
+func TestRewriteBody(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, body, model string
+		addUsage          bool
+		want              string
+	}{
+		{name: "nothing to do", body: `{"model":"m","stream":true}`, model: "m", want: `{"model":"m","stream":true}`},
+		{name: "model only", body: `{"model":"z/m","stream":true}`, model: "m", want: `{"model":"m","stream":true}`},
+		{name: "usage inserted", body: `{"model":"m","stream":true}`, model: "m", addUsage: true,
+			want: `{"stream_options":{"include_usage":true},"model":"m","stream":true}`},
+		{name: "usage and model", body: ` {"stream":true,"model":"z/m"}`, model: "m", addUsage: true,
+			want: ` {"stream_options":{"include_usage":true},"stream":true,"model":"m"}`},
+		{name: "existing options kept", body: `{"model":"z/m","stream_options":{"include_obfuscation":false,"include_usage":false},"stream":true}`,
+			model: "m", addUsage: true,
+			want: `{"model":"m","stream_options":{"include_obfuscation":false,"include_usage":true},"stream":true}`},
+		{name: "options before model", body: `{"stream_options":null,"model":"z/m"}`, model: "m", addUsage: true,
+			want: `{"stream_options":{"include_usage":true},"model":"m"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			info, err := scanBody([]byte(tc.body))
+			if err != nil {
+				t.Fatalf("scanBody: %v", err)
+			}
+			got := string(rewriteBody(nil, []byte(tc.body), info, tc.model, tc.addUsage))
+			if got != tc.want {
+				t.Errorf("rewriteBody = %s, want %s", got, tc.want)
+			}
+			if !json.Valid([]byte(got)) {
+				t.Errorf("rewritten body is not valid JSON: %s", got)
+			}
+		})
+	}
+}
+
+func TestScanBodyIncludeUsage(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		body string
+		want bool
+	}{
+		{name: "absent", body: `{"model":"m"}`},
+		{name: "true", body: `{"model":"m","stream_options":{"include_usage":true}}`, want: true},
+		{name: "false", body: `{"model":"m","stream_options":{"include_usage":false}}`},
+		{name: "nested ignored", body: `{"model":"m","x":{"stream_options":{"include_usage":true}}}`},
+	}
+	for _, tc := range tests {
+		info, err := scanBody([]byte(tc.body))
+		if err != nil {
+			t.Fatalf("%s: scanBody: %v", tc.name, err)
+		}
+		if info.includeUsage != tc.want {
+			t.Errorf("%s: includeUsage = %v, want %v", tc.name, info.includeUsage, tc.want)
+		}
+	}
+}
+
+// TestTokenUsageEveryRoute sends one request per route and shape through the
+// gateway to a connection with a tpm limit, and checks the tokens charged
+// (the fake upstream reports 60 per answer) and what the client received.
+func TestTokenUsageEveryRoute(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		style     string
+		path      string
+		body      string
+		wantUsage bool // the client's body carries a usage object
+	}{
+		{name: "chat", path: "/v1/chat/completions", body: chatBody("glm-5", false), wantUsage: true},
+		{name: "chat stream, usage not asked for", path: "/v1/chat/completions", body: chatBody("glm-5", true)},
+		{name: "chat stream, usage asked for", path: "/v1/chat/completions", wantUsage: true,
+			body: `{"model":"glm-5","stream":true,"stream_options":{"include_usage":true},"messages":[]}`},
+		{name: "completions stream", path: "/v1/completions", body: `{"model":"glm-5","prompt":"hi","stream":true}`},
+		{name: "embeddings", path: "/v1/embeddings", body: `{"model":"glm-5","input":"hi"}`, wantUsage: true},
+		{name: "responses", path: "/v1/responses", body: `{"model":"glm-5","input":"hi"}`, wantUsage: true},
+		{name: "responses stream", path: "/v1/responses", body: `{"model":"glm-5","input":"hi","stream":true}`, wantUsage: true},
+		{name: "messages", style: "anthropic", path: "/v1/messages", wantUsage: true,
+			body: `{"model":"glm-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`},
+		{name: "messages stream", style: "anthropic", path: "/v1/messages", wantUsage: true,
+			body: `{"model":"glm-5","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, upstreamtest.Options{UsageTokens: 60})
+			c := e.conn("c1", "k1", "glm-5")
+			if tc.style != "" {
+				c.APIStyle = tc.style
+			}
+			c.Overrides = limits.Overrides{TPM: ptr[int64](1000)}
+			e.gw.Apply(Config{Connections: []Connection{c}})
+			r := e.post(testCtx(t), tc.path, tc.body, "Accept-Encoding", "gzip")
+			if r.status != http.StatusOK {
+				t.Fatalf("status %d: %s", r.status, r.body)
+			}
+			if got := e.health("c1").Budgets[BudgetTPM].Remaining; got != 940 {
+				t.Errorf("tpm remaining = %d, want 940 (60 tokens charged)", got)
+			}
+			if got := strings.Contains(r.body, `"usage":{`); got != tc.wantUsage {
+				t.Errorf("client body has a usage object: %v, want %v\n%s", got, tc.wantUsage, r.body)
+			}
+			if strings.Contains(tc.body, `"stream":true`) && tc.style == "" && tc.path != "/v1/responses" &&
+				!strings.HasSuffix(r.body, "data: [DONE]\n\n") {
+				t.Errorf("stream does not end with [DONE]:\n%s", r.body)
+			}
+		})
+	}
+}

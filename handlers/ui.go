@@ -1,0 +1,293 @@
+package handlers
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"github.com/gatehouse-dev/gatehouse/static"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/web"
+)
+
+// The dashboard: server-rendered pages under sessions (ui_session.go), guarded
+// against cross-origin writes by http.CrossOriginProtection. Handlers have the
+// uiHandler shape and return errors; uiServe maps them to an HTML error page.
+
+// langCookie remembers the language picked with ?lang=.
+const langCookie = "gatehouse_lang"
+
+// uiState is the dashboard's share of the Server: assets, sessions, the sign-in
+// throttle, the gate history behind the sparklines, and the CSRF guard.
+type uiState struct {
+	assets   *static.Assets
+	sessions *sessionStore
+	throttle *loginThrottle
+	history  *gateHistory
+	csrf     *http.CrossOriginProtection
+}
+
+// newUIState builds the dashboard's state. The assets are embedded in the binary,
+// so static.New fails only on a corrupt build: that panics.
+func newUIState(st *store.Store, secure bool, now func() time.Time) *uiState {
+	assets, err := static.New()
+	if err != nil {
+		panic(fmt.Sprintf("handlers: embedded static assets: %v", err))
+	}
+	return &uiState{
+		assets:   assets,
+		sessions: newSessionStore(st, secure, now),
+		throttle: newLoginThrottle(now),
+		history:  newGateHistory(historyEvery, historyKeep),
+		csrf:     http.NewCrossOriginProtection(),
+	}
+}
+
+// uiRequest is what a dashboard handler knows about its request.
+type uiRequest struct {
+	sess *sessionState
+	// user is the signed-in user, loaded fresh on every request so a role change
+	// or a removal applies at once; nil when signed out.
+	user *store.User
+	l    *web.Localizer
+	now  time.Time
+}
+
+// uiHandler is a dashboard handler. A returned error becomes an error page.
+type uiHandler func(w http.ResponseWriter, r *http.Request, rq *uiRequest) error
+
+// uiAccess says who may call a dashboard route.
+type uiAccess int
+
+const (
+	uiPublic uiAccess = iota // anyone (the sign-in page)
+	uiRead                   // any signed-in user
+	uiWrite                  // admins only
+)
+
+// uiStatus is an error that shows as an error page with a status and a catalog
+// message (and is not logged).
+type uiStatus struct {
+	status int
+	key    string // catalog key of the message
+}
+
+func (e *uiStatus) Error() string { return fmt.Sprintf("handlers: dashboard: %d %s", e.status, e.key) }
+
+var (
+	errUIForbidden = &uiStatus{http.StatusForbidden, "error.forbidden"}
+	errUINotFound  = &uiStatus{http.StatusNotFound, "error.notFound"}
+	errUIBadForm   = &uiStatus{http.StatusBadRequest, "status.400"}
+)
+
+// ui wraps h as a dashboard route: cross-origin writes refused (403), a bounded
+// body, the language, the session and its user, then the access check.
+func (s *Server) ui(access uiAccess, h uiHandler) http.Handler {
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'")
+		w.Header().Set("Referrer-Policy", "same-origin")
+		rq := &uiRequest{now: s.now(), l: s.uiLocalizer(w, r)}
+		sess, err := s.dash.sessions.load(r)
+		if err != nil {
+			s.uiFail(w, r, rq, err)
+			return
+		}
+		rq.sess = sess
+		if err := s.uiLoadUser(r, rq); err != nil {
+			s.uiFail(w, r, rq, err)
+			return
+		}
+		switch {
+		case access == uiPublic:
+		case rq.user == nil:
+			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		case access == uiWrite && rq.user.Role != store.RoleAdmin:
+			s.uiFail(w, r, rq, errUIForbidden)
+			return
+		case r.Method != http.MethodGet && r.Method != http.MethodHead && rq.user.Role != store.RoleAdmin:
+			// Defence in depth: every write route is uiWrite, but a viewer's POST
+			// must never reach a handler even if one is listed wrongly.
+			s.uiFail(w, r, rq, errUIForbidden)
+			return
+		}
+		if err := h(w, r, rq); err != nil {
+			s.uiFail(w, r, rq, err)
+		}
+	})
+	return s.dash.csrf.Handler(inner)
+}
+
+// uiCSRFDenied renders the page a cross-origin write gets (403).
+func (s *Server) uiCSRFDenied(w http.ResponseWriter, r *http.Request) {
+	l := s.uiLocalizer(w, r)
+	rq := &uiRequest{now: s.now(), l: l}
+	s.uiFail(w, r, rq, errUIForbidden)
+}
+
+// uiLocalizer picks the language: ?lang= (remembered in a cookie), else the cookie,
+// else Accept-Language.
+func (s *Server) uiLocalizer(w http.ResponseWriter, r *http.Request) *web.Localizer {
+	cookie := ""
+	if c, err := r.Cookie(langCookie); err == nil {
+		cookie = c.Value
+	}
+	if lang := r.URL.Query().Get("lang"); lang != "" && slices.Contains(web.Locales(), lang) {
+		cookie = lang
+		http.SetCookie(w, &http.Cookie{
+			Name: langCookie, Value: lang, Path: "/", MaxAge: 365 * 24 * 3600,
+			HttpOnly: true, Secure: s.deps.SecureCookies, SameSite: http.SameSiteLaxMode,
+		})
+	}
+	return web.NewLocalizer(web.MatchLocale(r.Header.Get("Accept-Language"), cookie))
+}
+
+// uiLoadUser loads the session's user; a session whose user is gone is emptied.
+func (s *Server) uiLoadUser(r *http.Request, rq *uiRequest) error {
+	uid := rq.sess.userID()
+	if uid == "" {
+		return nil
+	}
+	u, err := s.store.GetUser(r.Context(), uid)
+	if errors.Is(err, store.ErrNotFound) {
+		rq.sess.signOut()
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	rq.user = &u
+	rq.sess.touch(rq.now)
+	return nil
+}
+
+// page returns the chrome of a page, taking the session's flashes.
+func (s *Server) uiPage(r *http.Request, rq *uiRequest) web.Page {
+	p := web.Page{
+		L:        rq.l,
+		CSSPath:  s.dash.assets.Path("app.css"),
+		JSPath:   s.dash.assets.Path("app.js"),
+		IconPath: s.dash.assets.Path("favicon.svg"),
+		Now:      rq.now,
+		Path:     r.URL.Path,
+	}
+	if rq.user != nil {
+		p.User = &web.User{Email: rq.user.Email, Role: rq.user.Role}
+	}
+	if rq.sess != nil {
+		p.Flashes = rq.sess.takeFlashes()
+	}
+	return p
+}
+
+// uiRender renders a page component to a buffer, saves the session (flashes
+// taken, expiry slid) and writes the page with status.
+func (s *Server) uiRender(w http.ResponseWriter, r *http.Request, rq *uiRequest, status int, c templ.Component) error {
+	var buf bytes.Buffer
+	if err := c.Render(r.Context(), &buf); err != nil {
+		return fmt.Errorf("handlers: render %s: %w", r.URL.Path, err)
+	}
+	if rq.sess != nil {
+		if err := s.dash.sessions.save(r, w, rq.sess); err != nil {
+			return err
+		}
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, err := buf.WriteTo(w)
+	if err != nil {
+		s.log.DebugContext(r.Context(), "dashboard: write page", slog.Any("error", err))
+	}
+	return nil
+}
+
+// uiRedirect saves the session (with any flash just added) and redirects with 303.
+func (s *Server) uiRedirect(w http.ResponseWriter, r *http.Request, rq *uiRequest, to string) error {
+	if err := s.dash.sessions.save(r, w, rq.sess); err != nil {
+		return err
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+	return nil
+}
+
+// uiFlash adds a flash for the next page and redirects there.
+func (s *Server) uiFlash(w http.ResponseWriter, r *http.Request, rq *uiRequest, kind, msg, to string) error {
+	rq.sess.addFlash(web.Flash{Kind: kind, Message: msg})
+	return s.uiRedirect(w, r, rq, to)
+}
+
+// uiFail maps err to an error page: uiStatus errors as they say, ErrNotFound as
+// 404, anything else as 500 after logging it once.
+func (s *Server) uiFail(w http.ResponseWriter, r *http.Request, rq *uiRequest, err error) {
+	status, key := http.StatusInternalServerError, "error.internal"
+	var st *uiStatus
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &st):
+		status, key = st.status, st.key
+	case errors.Is(err, store.ErrNotFound):
+		status, key = http.StatusNotFound, "error.notFound"
+	case errors.As(err, &mbe):
+		status, key = http.StatusRequestEntityTooLarge, "status.other"
+	default:
+		s.log.ErrorContext(r.Context(), "dashboard request failed",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("error", err))
+	}
+	p := web.Page{
+		L: rq.l, CSSPath: s.dash.assets.Path("app.css"), JSPath: s.dash.assets.Path("app.js"),
+		IconPath: s.dash.assets.Path("favicon.svg"), Now: rq.now, Path: r.URL.Path,
+	}
+	if rq.user != nil {
+		p.User = &web.User{Email: rq.user.Email, Role: rq.user.Role}
+	}
+	var buf bytes.Buffer
+	if rerr := web.ErrorPage(p, status, rq.l.T(key)).Render(r.Context(), &buf); rerr != nil {
+		s.log.ErrorContext(r.Context(), "dashboard: render error page", slog.Any("error", rerr))
+		http.Error(w, http.StatusText(status), status)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = buf.WriteTo(w)
+}
+
+// uiForm parses a POSTed form (urlencoded), bounded by the body limit.
+func uiForm(r *http.Request) (url.Values, error) {
+	if err := r.ParseForm(); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, errUIBadForm
+	}
+	return r.PostForm, nil
+}
+
+// localPath returns next when it is a path on this site ("/connections?x=1"), else
+// "/": a sign-in link must never send anyone elsewhere.
+func localPath(next string) string {
+	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") ||
+		strings.ContainsAny(next, "\\\r\n\t") {
+		return "/"
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
+		return "/"
+	}
+	return next
+}
+
+// uiActor is how the audit log names a dashboard user.
+func uiActor(rq *uiRequest) string { return rq.user.Email }

@@ -1,0 +1,110 @@
+package handlers
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/web"
+)
+
+// auditPageSize is how many entries one audit page shows.
+const auditPageSize = 50
+
+// uiAudit serves GET /audit: newest first, auditPageSize a page, paged with
+// ?before=<entry id>; ?entity=…&id=… narrows it to one entity (scanning at most
+// store.MaxAuditLimit rows a page).
+func (s *Server) uiAudit(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+	q := r.URL.Query()
+	before, err := strconv.ParseInt(q.Get("before"), 10, 64)
+	if err != nil || before < 0 {
+		before = 0
+	}
+	entity, entityID := q.Get("entity"), q.Get("id")
+	filtered := entity != "" || entityID != ""
+	limit := auditPageSize
+	if filtered {
+		limit = store.MaxAuditLimit
+	}
+	rows, err := s.store.ListAudit(r.Context(), before, limit)
+	if err != nil {
+		return err
+	}
+	var v web.AuditList
+	var cursor int64
+	more := len(rows) == limit
+	for _, e := range rows {
+		cursor = e.ID
+		if filtered && (entity != "" && e.Entity != entity || entityID != "" && e.EntityID != entityID) {
+			continue
+		}
+		v.Entries = append(v.Entries, auditEntry(e))
+		if len(v.Entries) == auditPageSize {
+			more = more || cursor != rows[len(rows)-1].ID
+			break
+		}
+	}
+	params := url.Values{}
+	if entity != "" {
+		params.Set("entity", entity)
+	}
+	if entityID != "" {
+		params.Set("id", entityID)
+	}
+	if more && cursor > 0 {
+		older := url.Values{}
+		for k, vs := range params {
+			older[k] = vs
+		}
+		older.Set("before", strconv.FormatInt(cursor, 10))
+		v.OlderURL = "/audit?" + older.Encode()
+	}
+	if before > 0 {
+		v.NewestURL = "/audit"
+		if len(params) > 0 {
+			v.NewestURL += "?" + params.Encode()
+		}
+	}
+	return s.uiRender(w, r, rq, http.StatusOK, web.AuditPage(s.uiPage(r, rq), v))
+}
+
+// auditEntry turns a stored audit row into the page's entry, its change diffed.
+func auditEntry(e store.AuditEntry) web.AuditEntry {
+	return web.AuditEntry{
+		ID: strconv.FormatInt(e.ID, 10), At: e.CreatedAt, Actor: e.Actor, Action: e.Action,
+		Entity: e.Entity, EntityID: e.EntityID,
+		EntityName: auditName(e.After, e.Before),
+		Diff:       web.DiffJSON(orEmpty(e.Before), orEmpty(e.After)),
+	}
+}
+
+// auditName finds a readable name for the entity in its JSON (name or email).
+func auditName(docs ...json.RawMessage) string {
+	for _, d := range docs {
+		var m struct {
+			Name  string `json:"name"`
+			Email string `json:"email"`
+		}
+		if len(d) == 0 || json.Unmarshal(d, &m) != nil {
+			continue
+		}
+		if m.Name != "" {
+			return m.Name
+		}
+		if m.Email != "" {
+			return m.Email
+		}
+	}
+	return ""
+}
+
+// orEmpty is an absent document as an empty object, so a creation diffs as
+// "added" and a deletion as "removed".
+func orEmpty(d json.RawMessage) []byte {
+	if len(d) == 0 {
+		return []byte("{}")
+	}
+	return d
+}

@@ -1,0 +1,151 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/web"
+)
+
+// errUIInvalid aborts a store update whose form did not validate; the handler then
+// re-renders the form with the errors it collected.
+var errUIInvalid = errors.New("handlers: dashboard form has errors")
+
+// uiFieldMessages holds the catalog key that words the problems of a form field
+// whose rules live in the API's validator (the same rules; localised words).
+var uiFieldMessages = map[string]string{
+	"name":     "validation.name",
+	"provider": "validation.provider",
+	"apiStyle": "validation.apiStyle",
+	"baseUrl":  "validation.url",
+	"models":   "validation.models",
+	"apiKey":   "validation.apiKey",
+}
+
+// uiAddErrors localises validation problems (paths as the API reports them) and
+// adds them under their form fields, each message once per field. skip names form
+// fields whose problems were already reported in the form's own words.
+func uiAddErrors(l *web.Localizer, dst web.FieldErrors, fe limits.FieldErrors, skip ...string) {
+	for _, e := range fe {
+		field := web.FormField(e.Field)
+		if slices.Contains(skip, field) {
+			continue
+		}
+		msg := uiMessage(l, field, e.Message)
+		if !slices.Contains(dst.Get(field), msg) {
+			dst.Add(field, msg)
+		}
+	}
+}
+
+// uiMessage words one problem of field in the user's language.
+func uiMessage(l *web.Localizer, field, msg string) string {
+	if msg == msgRequired {
+		return l.T("validation.required")
+	}
+	if key, ok := uiFieldMessages[field]; ok {
+		return l.T(key)
+	}
+	var lo, hi int64
+	if n, _ := fmt.Sscanf(msg, "must be a whole number from %d to %d", &lo, &hi); n == 2 {
+		return l.T("validation.wholeNumber", lo, hi)
+	}
+	return msg
+}
+
+// uiModelCapErrors re-reads the per-model caps textarea (when it was submitted) and
+// words each bad line with its number, as `line 2: "glm-5=0": cap must be …`. It
+// reports whether it found any.
+func uiModelCapErrors(l *web.Localizer, form url.Values, dst web.FieldErrors) bool {
+	if _, ok := form[limits.KeyModelConcurrency]; !ok {
+		return false
+	}
+	_, lineErrs := limits.ParseModelCaps(form.Get(limits.KeyModelConcurrency))
+	for _, le := range lineErrs {
+		dst.Add(limits.KeyModelConcurrency, web.LineMessage(l, le.Line, le.Entry, le.Message))
+	}
+	return len(lineErrs) > 0
+}
+
+// intText writes an optional number as a form shows it ("" when absent).
+func intText[T int | int64](p *T) string {
+	if p == nil {
+		return ""
+	}
+	return strconv.FormatInt(int64(*p), 10)
+}
+
+// formVersion reads the hidden version field.
+func formVersion(form url.Values) (int64, error) {
+	v, err := strconv.ParseInt(strings.TrimSpace(form.Get("version")), 10, 64)
+	if err != nil || v < 1 {
+		return 0, errUIBadForm
+	}
+	return v, nil
+}
+
+// uiLatestChange returns the newest audit entry about one entity, or nil when the
+// recent log holds none.
+func (s *Server) uiLatestChange(ctx context.Context, entity, id string) (*store.AuditEntry, error) {
+	entries, err := s.store.ListAudit(ctx, 0, store.MaxAuditLimit)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		if e.Entity == entity && e.EntityID == id {
+			return &e, nil
+		}
+	}
+	return nil, nil
+}
+
+// uiChangeSummary words what a save changed ("glm-5 cap 1 → 2, maxWaitMs 30000 →
+// 20000"); "" when nothing did. Bookkeeping fields are left out.
+func uiChangeSummary(l *web.Localizer, before, after any) string {
+	b, errB := json.Marshal(before)
+	a, errA := json.Marshal(after)
+	if errB != nil || errA != nil {
+		return ""
+	}
+	var parts []string
+	for _, d := range web.DiffJSON(b, a) {
+		switch d.Path {
+		case "version", "updatedAt", "createdAt", "apiKeyPreview":
+			continue
+		}
+		label := strings.TrimPrefix(d.Path, "rateLimitOverrides.")
+		if m, ok := strings.CutPrefix(label, "modelConcurrency."); ok {
+			label = l.T("change.modelCap", m)
+		}
+		switch d.Op {
+		case web.DiffAdded:
+			parts = append(parts, label+" → "+jsonText(d.After))
+		case web.DiffRemoved:
+			parts = append(parts, label+" "+l.T("audit.op.removed"))
+		default:
+			parts = append(parts, label+" "+jsonText(d.Before)+" → "+jsonText(d.After))
+		}
+	}
+	const most = 4
+	if len(parts) > most {
+		parts = append(parts[:most], "…")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// jsonText shows a compact JSON value plainly: strings unquoted.
+func jsonText(v string) string {
+	var s string
+	if json.Unmarshal([]byte(v), &s) == nil {
+		return s
+	}
+	return v
+}

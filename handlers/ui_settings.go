@@ -1,0 +1,224 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/web"
+)
+
+// settingsNumberFields are the settings form's number fields, by JSON name.
+var settingsNumberFields = []string{
+	"globalMaxConcurrent", "defaultMaxWaitMs", "defaultExecutionMaxWaitMs", "defaultMaxQueueDepth",
+	"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs",
+}
+
+// storedSettingsFields fills the settings form from the stored row (absent keys
+// blank: the form shows their defaults as placeholders).
+func storedSettingsFields(st store.Settings) (web.SettingsFields, []string) {
+	set, warns := limits.NormalizeSettings(st.Data)
+	caps := map[string]web.ProviderCap{}
+	for p, ps := range set.Providers {
+		var c web.ProviderCap
+		if ps.MaxConcurrent != nil {
+			c.MaxConcurrent = *ps.MaxConcurrent
+		}
+		if ps.MaxWaitMs != nil {
+			c.MaxWaitMs = *ps.MaxWaitMs
+		}
+		caps[p] = c
+	}
+	return web.SettingsFields{
+		GlobalMaxConcurrent:       intText(set.GlobalMaxConcurrent),
+		DefaultMaxWaitMs:          intText(set.DefaultMaxWaitMs),
+		DefaultExecutionMaxWaitMs: intText(set.DefaultExecutionMaxWaitMs),
+		DefaultMaxQueueDepth:      intText(set.DefaultMaxQueueDepth),
+		MaxAttempts:               intText(set.MaxAttempts),
+		SuspendMs:                 intText(set.SuspendMs),
+		BreakerFailures:           intText(set.BreakerFailures),
+		BreakerCooldownMs:         intText(set.BreakerCooldownMs),
+		Providers:                 web.FormatProviderCaps(caps),
+		Version:                   strconv.FormatInt(st.Version, 10),
+	}, warns
+}
+
+// typedSettingsFields is what the form submitted, over base for fields left out.
+func typedSettingsFields(form url.Values, base web.SettingsFields) web.SettingsFields {
+	f := base
+	for name, dst := range map[string]*string{
+		"globalMaxConcurrent": &f.GlobalMaxConcurrent, "defaultMaxWaitMs": &f.DefaultMaxWaitMs,
+		"defaultExecutionMaxWaitMs": &f.DefaultExecutionMaxWaitMs, "defaultMaxQueueDepth": &f.DefaultMaxQueueDepth,
+		"maxAttempts": &f.MaxAttempts, "suspendMs": &f.SuspendMs, "breakerFailures": &f.BreakerFailures,
+		"breakerCooldownMs": &f.BreakerCooldownMs, "providers": &f.Providers, "version": &f.Version,
+	} {
+		if vs, ok := form[name]; ok && len(vs) > 0 {
+			*dst = vs[0]
+		}
+	}
+	return f
+}
+
+// applySettingsForm applies the form onto the stored settings document: a field
+// absent from the form keeps its key, a blank one removes it. The result is checked
+// strictly by limits.DecodeSettings, as PATCH /api/v1/settings does.
+func applySettingsForm(l *web.Localizer, stored json.RawMessage, form url.Values) (json.RawMessage, web.FieldErrors, error) {
+	members := map[string]json.RawMessage{}
+	if err := json.Unmarshal(stored, &members); err != nil || members == nil {
+		members = map[string]json.RawMessage{}
+	}
+	errs := web.FieldErrors{}
+	for _, k := range settingsNumberFields {
+		if _, ok := form[k]; !ok {
+			continue
+		}
+		text := strings.TrimSpace(form.Get(k))
+		if text == "" {
+			delete(members, k)
+			continue
+		}
+		if _, ok := wholeNumber(json.RawMessage(text)); !ok {
+			text = strconv.Quote(text) // the decoder rejects it with the field's range
+		}
+		members[k] = json.RawMessage(text)
+	}
+	if _, ok := form["providers"]; ok {
+		caps, lineErrs := web.ParseProviderCaps(form.Get("providers"))
+		for _, le := range lineErrs {
+			errs.Add("providers", le.Message(l))
+		}
+		switch {
+		case len(lineErrs) > 0:
+		case len(caps) == 0:
+			delete(members, "providers")
+		default:
+			providers := map[string]limits.ProviderSettings{}
+			for p, c := range caps {
+				ps := limits.ProviderSettings{MaxConcurrent: &c.MaxConcurrent}
+				if c.MaxWaitMs > 0 {
+					ps.MaxWaitMs = &c.MaxWaitMs
+				}
+				providers[p] = ps
+			}
+			raw, err := json.Marshal(providers)
+			if err != nil {
+				return nil, nil, fmt.Errorf("handlers: encode providers: %w", err)
+			}
+			members["providers"] = raw
+		}
+	}
+	merged, err := json.Marshal(members)
+	if err != nil {
+		return nil, nil, fmt.Errorf("handlers: encode settings form: %w", err)
+	}
+	set, fe := limits.DecodeSettings(merged, "")
+	uiAddErrors(l, errs, fe)
+	if errs.Any() {
+		return nil, errs, nil
+	}
+	data, err := json.Marshal(set)
+	if err != nil {
+		return nil, nil, fmt.Errorf("handlers: encode settings: %w", err)
+	}
+	return data, nil, nil
+}
+
+// settingsForm completes the settings page's view model.
+func (s *Server) settingsForm(r *http.Request, rq *uiRequest, st store.Settings, fields web.SettingsFields, errs web.FieldErrors) (web.SettingsForm, error) {
+	f := web.SettingsForm{Fields: fields, Errors: errs, ReadOnly: rq.user.Role != store.RoleAdmin}
+	_, warns := limits.NormalizeSettings(st.Data)
+	for _, w := range warns {
+		f.Warnings = append(f.Warnings, rq.l.T("warning.storedValue", w))
+	}
+	last, err := s.uiLatestChange(r.Context(), store.EntitySettings, "")
+	if err != nil {
+		return f, err
+	}
+	if last != nil {
+		f.LastChange = &web.Change{By: last.Actor, At: last.CreatedAt, Version: st.Version, AuditURL: "/audit"}
+	}
+	return f, nil
+}
+
+// uiSettings serves GET /settings.
+func (s *Server) uiSettings(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+	st, err := s.store.GetSettings(r.Context())
+	if err != nil {
+		return err
+	}
+	fields, _ := storedSettingsFields(st)
+	f, err := s.settingsForm(r, rq, st, fields, nil)
+	if err != nil {
+		return err
+	}
+	return s.uiRender(w, r, rq, http.StatusOK, web.SettingsPage(s.uiPage(r, rq), f))
+}
+
+// uiSaveSettings serves POST /settings, with the same version check and error
+// handling as a connection's form.
+func (s *Server) uiSaveSettings(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+	form, err := uiForm(r)
+	if err != nil {
+		return err
+	}
+	version, err := formVersion(form)
+	if err != nil {
+		return err
+	}
+	var (
+		before store.Settings
+		errs   web.FieldErrors
+	)
+	after, err := s.store.UpdateSettings(r.Context(), uiActor(rq), version,
+		func(cur store.Settings) (json.RawMessage, error) {
+			before = cur
+			data, fe, err := applySettingsForm(rq.l, cur.Data, form)
+			if err != nil {
+				return nil, err
+			}
+			if fe != nil {
+				errs = fe
+				return nil, errUIInvalid
+			}
+			return data, nil
+		})
+	status := http.StatusUnprocessableEntity
+	var conflict *web.Conflict
+	switch {
+	case err == nil:
+		msg := rq.l.T("flash.settings.savedNoChange")
+		if sum := uiChangeSummary(rq.l, before.Data, after.Data); sum != "" {
+			msg = rq.l.T("flash.settings.saved", sum)
+		}
+		return s.uiFlash(w, r, rq, web.FlashSuccess, msg, "/settings")
+	case errors.Is(err, errUIInvalid):
+	case errors.Is(err, store.ErrStale):
+		status = http.StatusConflict
+		if before, err = s.store.GetSettings(r.Context()); err != nil {
+			return err
+		}
+		conflict = &web.Conflict{Version: before.Version, At: before.UpdatedAt, ReloadURL: "/settings"}
+		last, err := s.uiLatestChange(r.Context(), store.EntitySettings, "")
+		if err != nil {
+			return err
+		}
+		if last != nil {
+			conflict.By, conflict.At = last.Actor, last.CreatedAt
+		}
+	default:
+		return err
+	}
+	stored, _ := storedSettingsFields(before)
+	f, err := s.settingsForm(r, rq, before, typedSettingsFields(form, stored), errs)
+	if err != nil {
+		return err
+	}
+	f.Conflict = conflict
+	return s.uiRender(w, r, rq, status, web.SettingsPage(s.uiPage(r, rq), f))
+}
