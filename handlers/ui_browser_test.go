@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
 
@@ -57,11 +59,21 @@ func newBrowser(t *testing.T) context.Context {
 	return ctx
 }
 
+// front makes a tab the active one: a hidden tab gets no animation frames, and
+// actions that wait for visibility would wait for ever.
+func front(ctx context.Context) error {
+	_, err := chromedp.Call(ctx, cdppage.BringToFront, cdp.Empty{})
+	return err
+}
+
 // run runs actions on a tab within browserStep.
 func run(t *testing.T, tab context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(tab, browserStep)
 	defer cancel()
+	if err := front(ctx); err != nil {
+		t.Fatalf("%s: bring tab to front: %v", what, err)
+	}
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
@@ -72,6 +84,9 @@ func value[T any](t *testing.T, tab context.Context, what string, a chromedp.Act
 	t.Helper()
 	ctx, cancel := context.WithTimeout(tab, browserStep)
 	defer cancel()
+	if err := front(ctx); err != nil {
+		t.Fatalf("%s: bring tab to front: %v", what, err)
+	}
 	v, err := chromedp.Run(ctx, a)
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
@@ -85,6 +100,9 @@ func submit(t *testing.T, tab context.Context, sel string) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(tab, browserStep)
 	defer cancel()
+	if err := front(ctx); err != nil {
+		t.Fatalf("click %s: bring tab to front: %v", sel, err)
+	}
 	res, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(sel)))
 	if err != nil {
 		t.Fatalf("click %s: %v", sel, err)

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -94,7 +95,7 @@ func (c *Controller) renew(ctx context.Context) error {
 	defer cancel()
 	res, err := renewScript.Run(opCtx, c.rdb, keys, args...).Slice()
 	if err != nil {
-		return errors.Join(errors.New("cluster: renew"), err)
+		return fmt.Errorf("cluster: renew: %w", err)
 	}
 	replicas, lost, counts, err := parseRenew(res)
 	if err != nil {

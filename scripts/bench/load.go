@@ -50,6 +50,23 @@ func newClient(conc int, timeout time.Duration) (*http.Client, *http.Transport) 
 	return &http.Client{Transport: tr, Timeout: timeout}, tr
 }
 
+// cancelOn wraps a client so that every request it sends carries ctx: vegeta
+// builds requests without a context, and Stop alone would let requests that
+// are already queued in Gatehouse run to their end.
+func cancelOn(ctx context.Context, c *http.Client) *http.Client {
+	next := c.Transport
+	c.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return next.RoundTrip(r.WithContext(ctx))
+	})
+	return c
+}
+
+// roundTripFunc adapts a function to http.RoundTripper.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+// RoundTrip implements http.RoundTripper.
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 // loadResult is what one closed-loop attack measured.
 type loadResult struct {
 	metrics vegeta.Metrics
@@ -73,7 +90,7 @@ func closedLoop(ctx context.Context, t target, conc int, d time.Duration, probes
 	client, tr := newClient(conc, 60*time.Second)
 	defer tr.CloseIdleConnections()
 	atk := vegeta.NewAttacker(
-		vegeta.Client(client),
+		vegeta.Client(cancelOn(ctx, client)),
 		vegeta.Workers(uint64(conc)),
 		vegeta.MaxWorkers(uint64(conc)),
 		vegeta.MaxBody(0),

@@ -105,7 +105,7 @@ func queueBurst(ctx context.Context, t target, n int, timeout time.Duration, pid
 	client, tr := newClient(n, timeout)
 	defer tr.CloseIdleConnections()
 	atk := vegeta.NewAttacker(
-		vegeta.Client(client),
+		vegeta.Client(cancelOn(ctx, client)),
 		vegeta.Workers(uint64(n)),
 		vegeta.MaxWorkers(uint64(n)),
 		vegeta.MaxBody(4096),

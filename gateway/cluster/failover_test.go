@@ -1,0 +1,150 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+)
+
+// ownRedis starts a Redis for one test, which may kill and restart it.
+func ownRedis(t *testing.T) *redisServer {
+	t.Helper()
+	s, err := startRedis(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if s.cmd.ProcessState == nil {
+			_ = s.stop()
+		}
+	})
+	return s
+}
+
+func (s *redisServer) restart(t *testing.T) {
+	t.Helper()
+	if err := s.start(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *redisServer) crash(t *testing.T) {
+	t.Helper()
+	if err := s.kill(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// takeAll takes slots with TryAcquire until one fails and returns them.
+func takeAll(c *Controller, req admission.Request, limit int) []Permit {
+	var out []Permit
+	for range limit {
+		p, ok := c.TryAcquire(req)
+		if !ok {
+			break
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func releaseAll(ps []Permit) {
+	for _, p := range ps {
+		p.Release()
+	}
+}
+
+// TestFailClosed: with Redis gone, admission fails within a second with an
+// *UnavailableError (CLUSTER_UNAVAILABLE) — new requests and parked waiters
+// alike — and shared caps resume when Redis is back.
+func TestFailClosed(t *testing.T) {
+	srv := ownRedis(t)
+	const gate = "connection:c1"
+	c := newController(t, newClient(t, srv.sock), Options{Prefix: uniquePrefix(t), FailMode: FailClosed, Recheck: 100 * time.Millisecond})
+	c.SetCaps(map[string]int{gate: 1})
+	req := admission.Request{Gates: path(gate), MaxWait: 30 * time.Second}
+	holder, ok := c.TryAcquire(req)
+	if !ok {
+		t.Fatal("TryAcquire on an idle gate failed")
+	}
+	waiting := acquireAsync(t.Context(), c, req)
+	waitFor(t, 5*time.Second, "waiter queued", func() bool { return zcard(t, c.rdb, c.keys.queue(gate)) == 1 })
+
+	srv.crash(t)
+	stopped := time.Now()
+	r := recv(t, waiting, 5*time.Second)
+	if !errors.Is(r.err, ErrUnavailable) {
+		t.Fatalf("parked waiter got %v, want ErrUnavailable", r.err)
+	}
+	if d := time.Since(stopped); d > time.Second {
+		t.Errorf("parked waiter learned of the outage after %s, want within 1s", d)
+	}
+	_, err := c.Acquire(t.Context(), req)
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || ue.Cause == nil {
+		t.Fatalf("Acquire with Redis down = %v, want *UnavailableError with a cause", err)
+	}
+	if _, ok := c.TryAcquire(req); ok {
+		t.Fatal("TryAcquire admitted with Redis down in fail-closed mode")
+	}
+	holder.Release() // lost with the server; must not panic or block
+
+	srv.restart(t)
+	waitFor(t, 5*time.Second, "recovery", func() bool { return !c.Degraded() })
+	p, err := c.Acquire(t.Context(), req)
+	if err != nil {
+		t.Fatalf("Acquire after recovery: %v", err)
+	}
+	if n := zcard(t, c.rdb, c.keys.holders(gate)); n != 1 {
+		t.Errorf("holders in Redis after recovery = %d, want 1 (shared caps resumed)", n)
+	}
+	p.Release()
+}
+
+// TestFailOpen: with Redis gone each replica admits up to its share of the
+// cap (cap ÷ live replicas); when Redis is back the cap is shared again.
+func TestFailOpen(t *testing.T) {
+	srv := ownRedis(t)
+	const gate = "connection:c1"
+	prefix := uniquePrefix(t)
+	var reps []*Controller
+	for i := range 2 {
+		c := newController(t, newClient(t, srv.sock), Options{Prefix: prefix, ReplicaID: fmt.Sprintf("r%d", i),
+			LeaseTTL: 600 * time.Millisecond, Recheck: 100 * time.Millisecond})
+		c.SetCaps(map[string]int{gate: 5})
+		reps = append(reps, c)
+	}
+	a, b := reps[0], reps[1]
+	waitFor(t, 5*time.Second, "both replicas registered", func() bool { return a.Replicas() == 2 && b.Replicas() == 2 })
+	req := admission.Request{Gates: path("global", gate), MaxWait: 50 * time.Millisecond}
+
+	srv.crash(t)
+	stopped := time.Now()
+	got := takeAll(a, req, 10)
+	if d := time.Since(stopped); d > time.Second {
+		t.Errorf("fail-open took %s to apply, want within 1s", d)
+	}
+	if !a.Degraded() {
+		t.Error("Degraded() = false with Redis down")
+	}
+	if len(got) != 2 {
+		t.Errorf("replica A admitted %d with Redis down, want 2 (cap 5 ÷ 2 replicas)", len(got))
+	}
+	if _, err := a.Acquire(t.Context(), req); !errors.Is(err, admission.ErrTimeout) {
+		t.Errorf("Acquire beyond the share = %v, want SEMAPHORE_TIMEOUT from the fallback", err)
+	}
+	releaseAll(got)
+
+	srv.restart(t)
+	waitFor(t, 5*time.Second, "recovery", func() bool { return !a.Degraded() && !b.Degraded() })
+	heldA := takeAll(a, req, 3)
+	heldB := takeAll(b, req, 10)
+	if len(heldA) != 3 || len(heldB) != 2 {
+		t.Errorf("after recovery A took %d (want 3) and B took %d (want 2): the cap of 5 is shared again", len(heldA), len(heldB))
+	}
+	releaseAll(heldA)
+	releaseAll(heldB)
+}
