@@ -59,6 +59,9 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /users/{id}/delete", s.ui(uiWrite, s.uiConfirmDeleteUser))
 	mux.Handle("POST /users/{id}/delete", s.ui(uiWrite, s.uiDeleteUser))
 
+	// Runtime profiles under /debug/pprof/ (admin API token; listed in pprof.go).
+	s.handlePprof(mux)
+
 	// Gateway (client keys; OpenAI and Anthropic shapes).
 	if s.deps.Gateway != nil {
 		mux.Handle("/v1/", s.deps.Gateway)

@@ -59,6 +59,19 @@ func newBrowser(t *testing.T) context.Context {
 	return ctx
 }
 
+// newTab opens another tab in the browser of parent, closed when the test ends. Its
+// first action runs without a deadline: the first Run binds the tab's life to its
+// context.
+func newTab(t *testing.T, parent context.Context, opts ...chromedp.ContextOption) context.Context {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(parent, opts...)
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("open tab: %v", err)
+	}
+	return ctx
+}
+
 // front makes a tab the active one: a hidden tab gets no animation frames, and
 // actions that wait for visibility would wait for ever.
 func front(ctx context.Context) error {
@@ -233,8 +246,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	})
 
 	t.Run("two tabs: the second save conflicts", func(t *testing.T) {
-		tab2, cancel := chromedp.NewContext(tab) // a second tab in the same browser
-		defer cancel()
+		tab2 := newTab(t, tab) // a second tab in the same browser
 		run(t, tab, "tab 1 open", chromedp.Navigate(editURL))
 		run(t, tab2, "tab 2 open", chromedp.Navigate(editURL))
 		typeInto(t, tab, "maxConcurrent", "5")
@@ -271,13 +283,12 @@ func TestDashboardInBrowser(t *testing.T) {
 		run(t, tab, "open overview", chromedp.Navigate(base+"/"),
 			chromedp.WaitVisible(chromedp.CSS(`[data-gate="model:`+id+`:glm-5"]`)))
 		writeShot(t, shots, "overview.png", value(t, tab, "screenshot", chromedp.FullScreenshot(100)))
-		run(t, tab, "open edit", chromedp.Navigate(editURL), chromedp.Click(chromedp.CSS(tid("advanced")+" summary")))
+		run(t, tab, "open edit", chromedp.Navigate(editURL)) // Advanced is open: executionMaxWaitMs has a value
 		writeShot(t, shots, "edit.png", value(t, tab, "screenshot", chromedp.FullScreenshot(100)))
 	})
 
 	t.Run("viewer reads only; forged POST refused", func(t *testing.T) {
-		vtab, cancel := chromedp.NewContext(tab, chromedp.WithNewBrowserContext()) // own cookies
-		defer cancel()
+		vtab := newTab(t, tab, chromedp.WithNewBrowserContext()) // own cookies
 		browserSignIn(t, vtab, base, "viewer@example.com")
 		run(t, vtab, "open edit", chromedp.Navigate(editURL))
 		state := value(t, vtab, "form state", chromedp.Evaluate[map[string]bool](`({

@@ -316,7 +316,7 @@ func TestDashCreateEditAndList(t *testing.T) {
 
 	// The overview draws the gates; /live serves the gates JSON.
 	ov := d.get(t, c, "/").want(t, http.StatusOK)
-	if ov.doc.Find(`[data-gate="model:` + id + `:glm-5"]`).Length() == 0 {
+	if ov.doc.Find(`[data-gate="model:`+id+`:glm-5"]`).Length() == 0 {
 		t.Errorf("overview has no glm-5 gate:\n%s", ov.body)
 	}
 	live := d.get(t, c, "/live").want(t, http.StatusOK)

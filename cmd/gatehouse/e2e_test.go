@@ -199,6 +199,34 @@ func TestLiveEditAcrossProcesses(t *testing.T) {
 	if up.SawKey(e2eClientKey) {
 		t.Fatal("the upstream saw the client's key")
 	}
+
+	// Lower the cap again through the API: nothing above the new cap is admitted.
+	if st := apiDo(t, a, http.MethodPatch, "/api/v1/connections/"+conn.ID,
+		`{"rateLimitOverrides":{"modelConcurrency":{"glm-5":1}}}`, &apiConnection{}); st != http.StatusOK {
+		t.Fatalf("PATCH lower: status %d", st)
+	}
+	waitFor(t, time.Second, "process B to apply the lowered cap", func() bool { return gateCap(t, b, modelGate) == 1 })
+	up.Reset()
+	statuses = make(chan int, 8)
+	for range 8 {
+		wg.Go(func() {
+			st, err := chat(ctx, b, "glm-5")
+			if err != nil {
+				st = -1
+			}
+			statuses <- st
+		})
+	}
+	wg.Wait()
+	close(statuses)
+	for st := range statuses {
+		if st != http.StatusOK {
+			t.Fatalf("a request after lowering ended with status %d, want 200", st)
+		}
+	}
+	if peak := up.Peak(e2eUpstream, "glm-5"); peak != 1 {
+		t.Fatalf("upstream peak for glm-5 after lowering the cap to 1 = %d, want 1", peak)
+	}
 }
 
 // TestPostgresAwayKeepsServing: with Postgres stopped, traffic keeps flowing on the last

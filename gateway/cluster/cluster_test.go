@@ -313,3 +313,32 @@ func ignoreHold() cmp.Option {
 		return p.Last().String() == ".MeanHold" || p.Last().String() == ".WaitTotal"
 	}, cmp.Ignore())
 }
+
+// TestReleaseWakesOtherReplica: with periodic re-checks out of the picture,
+// a release on one replica wakes a waiter on another through pub/sub.
+func TestReleaseWakesOtherReplica(t *testing.T) {
+	const gate = "connection:c1"
+	reps := replicas(t, 2, map[string]int{gate: 1}, Options{Recheck: time.Minute})
+	a, b := reps[0], reps[1]
+	channel := a.keys.channel(gate)
+	waitFor(t, 5*time.Second, "both replicas subscribed", func() bool {
+		n, err := a.rdb.PubSubNumSub(t.Context(), channel).Result()
+		return err == nil && n[channel] == 2
+	})
+	req := admission.Request{Gates: path(gate), MaxWait: 30 * time.Second}
+	holder, ok := a.TryAcquire(req)
+	if !ok {
+		t.Fatal("TryAcquire failed")
+	}
+	waiting := acquireAsync(t.Context(), b, req)
+	waitFor(t, 5*time.Second, "waiter queued", func() bool { return zcard(t, a.rdb, a.keys.queue(gate)) == 1 })
+	holder.Release()
+	r := recv(t, waiting, 10*time.Second) // far below the one-minute re-check
+	if r.err != nil {
+		t.Fatalf("waiter: %v", r.err)
+	}
+	if w := r.p.Waited(); w <= 0 {
+		t.Errorf("Waited() = %s, want > 0 for a queued request", w)
+	}
+	r.p.Release()
+}

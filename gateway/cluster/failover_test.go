@@ -148,3 +148,28 @@ func TestFailOpen(t *testing.T) {
 	releaseAll(heldA)
 	releaseAll(heldB)
 }
+
+func TestParseFailMode(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    FailMode
+		wantErr bool
+	}{
+		{name: "default", in: "", want: FailOpen},
+		{name: "open", in: "fail-open", want: FailOpen},
+		{name: "closed", in: "fail-closed", want: FailClosed},
+		{name: "unknown", in: "closed", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseFailMode(tt.in)
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Fatalf("ParseFailMode(%q) = %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.wantErr)
+			}
+			if err == nil && tt.in != "" && got.String() != tt.in {
+				t.Errorf("String() = %q, want %q", got.String(), tt.in)
+			}
+		})
+	}
+}

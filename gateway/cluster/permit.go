@@ -13,8 +13,10 @@ import (
 // Release. Release is idempotent and safe from several goroutines; Waited
 // is how long the request waited to be admitted. *admission.Permit has the
 // same two methods, so a gateway that holds permits as this interface can
-// take them from either controller.
-type Permit interface {
+// take them from either controller. It is an alias of an unnamed interface
+// type, so a consumer can declare the same alias without importing this
+// package and still match Controller's method signatures exactly.
+type Permit = interface {
 	Release()
 	Waited() time.Duration
 }

@@ -373,7 +373,7 @@ func (e *env) profile(ctx context.Context, o options, out string, stderr io.Writ
 	client, tr := newClient(2, 30*time.Second)
 	defer tr.CloseIdleConnections()
 	probeCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err := expectStatus(probeCtx, client, http.MethodGet, e.gatehouseURL+"/debug/pprof/", "", nil, http.StatusOK)
+	err := expectStatus(probeCtx, client, http.MethodGet, e.gatehouseURL+"/debug/pprof/", e.apiToken, nil, http.StatusOK)
 	cancel()
 	if err != nil {
 		return "skipped: Gatehouse does not serve /debug/pprof/ (" + err.Error() + ")"
@@ -383,7 +383,7 @@ func (e *env) profile(ctx context.Context, o options, out string, stderr io.Writ
 	prof := filepath.Join(out, "gatehouse-cpu.pprof")
 	done := make(chan error, 1)
 	go func() {
-		done <- fetchTo(ctx, e.gatehouseURL+fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), prof, time.Duration(secs+30)*time.Second)
+		done <- fetchTo(ctx, e.gatehouseURL+fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), e.apiToken, prof, time.Duration(secs+30)*time.Second)
 	}()
 	sc := standardScenarios()[1]
 	t := newTarget(e.gatehouseURL+"/v1", e.clientKey, benchModel, false, nil)
@@ -399,17 +399,23 @@ func (e *env) profile(ctx context.Context, o options, out string, stderr io.Writ
 	if err := os.WriteFile(topPath, top, 0o644); err != nil {
 		return fmt.Sprintf("saved %s; writing %s failed: %v", prof, topPath, err)
 	}
-	return fmt.Sprintf("%s (top functions in %s)", prof, topPath)
+	// Allocations since start (every run so far), for go tool pprof -sample_index=alloc_space.
+	allocs := filepath.Join(out, "gatehouse-allocs.pprof")
+	if err := fetchTo(ctx, e.gatehouseURL+"/debug/pprof/allocs", e.apiToken, allocs, 30*time.Second); err != nil {
+		return fmt.Sprintf("%s (top functions in %s); allocation profile failed: %v", prof, topPath, err)
+	}
+	return fmt.Sprintf("%s (top functions in %s; allocations since start in %s)", prof, topPath, allocs)
 }
 
-// fetchTo saves the body of GET url to path.
-func fetchTo(ctx context.Context, url, path string, timeout time.Duration) error {
+// fetchTo saves the body of GET url, sent with the API token apiToken, to path.
+func fetchTo(ctx context.Context, url, apiToken, path string, timeout time.Duration) error {
 	client, tr := newClient(1, timeout)
 	defer tr.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
+	req.Header.Set("Authorization", "Bearer "+apiToken)
 	resp, err := client.Do(req)
 	if err != nil {
 		return err

@@ -88,6 +88,11 @@ if ticket == 0 then
   if depth > 0 and waiting >= depth then
     return {-1, blocked, waiting, count, redis.call('ZCARD', bq)}
   end
+  -- Tickets start from the clock (ms x 1000), so after Redis loses its data
+  -- new waiters still queue behind those that come back with old tickets.
+  if redis.call('EXISTS', KEYS[1]) == 0 then
+    redis.call('SET', KEYS[1], now * 1000)
+  end
   ticket = redis.call('INCR', KEYS[1])
 end
 redis.call('ZADD', KEYS[2], exp, member)
