@@ -1,95 +1,54 @@
 package gateway
 
 import (
-	"bytes"
 	"errors"
 	"io"
-	"sync/atomic"
 )
 
 // copyBufSize is the buffer the response body is copied through.
 const copyBufSize = 32 << 10
 
-// maxPooledBody keeps unusually large request buffers out of the pool.
-const maxPooledBody = 1 << 20
-
 // maxErrorBody bounds how much of an upstream error response is kept to
 // decide on failover and, if no other connection succeeds, to send back.
 const maxErrorBody = 1 << 20
 
+// minBodyBuf is the first buffer for a body of unknown length; maxBodyBuf
+// bounds the first buffer for a declared length, so that a client cannot
+// make the gateway reserve memory for bytes it never sends.
+const (
+	minBodyBuf = 512
+	maxBodyBuf = 1 << 20
+)
+
 var errBodyTooLarge = errors.New("gateway: request body too large")
 
-// reqBody holds a client request body (and, if the model was rewritten,
-// the rewritten copy) in pooled memory. The outbound Transport may read and
-// close a request body after RoundTrip has returned, so the buffer goes back
-// to the pool only when the handler and every body reader are done with it.
+// reqBody is a client request body and, if the model was rewritten, the
+// rewritten copy.
+//
+// Bodies are not pooled: the outbound Transport may still read a request
+// body after RoundTrip has returned, and it sends headers and body in one
+// write only for a body it knows to be in memory (a plain *bytes.Reader),
+// which leaves no hook to learn when it is done. A body sized to its
+// Content-Length is also all a queued request holds.
 type reqBody struct {
 	raw      []byte
 	alt      []byte // raw rewritten for altM (and altUsage)
 	altM     string
 	altUsage bool // alt asks for stream usage
-	refs     atomic.Int32
-	put      func(*reqBody)
 }
 
-func (b *reqBody) hold() { b.refs.Add(1) }
-
-func (b *reqBody) drop() {
-	if b.refs.Add(-1) == 0 {
-		b.put(b)
-	}
-}
-
-// bodyReader is one outbound request body over a reqBody.
-type bodyReader struct {
-	bytes.Reader
-	owner  *reqBody
-	closed atomic.Bool
-}
-
-func newBodyReader(owner *reqBody, p []byte) *bodyReader {
-	owner.hold()
-	r := &bodyReader{owner: owner}
-	r.Reset(p)
-	return r
-}
-
-// Close releases the reader's hold on the pooled buffer.
-func (r *bodyReader) Close() error {
-	if r.closed.CompareAndSwap(false, true) {
-		r.owner.drop()
-	}
-	return nil
-}
-
-func (g *Gateway) getBody() *reqBody {
-	if b, ok := g.bodies.Get().(*reqBody); ok {
-		b.refs.Store(1)
-		return b
-	}
-	b := &reqBody{put: g.putBody}
-	b.refs.Store(1)
-	return b
-}
-
-func (g *Gateway) putBody(b *reqBody) {
-	if cap(b.raw) > maxPooledBody || cap(b.alt) > maxPooledBody {
-		return
-	}
-	b.raw, b.alt, b.altM, b.altUsage = b.raw[:0], b.alt[:0], "", false
-	g.bodies.Put(b)
-}
-
-// readBody reads r into b.raw, at most limit bytes.
+// readBody reads r into b.raw, at most limit bytes. With a known
+// contentLength the buffer is sized to it (plus the byte that lets the
+// final read see EOF without growing it), up to maxBodyBuf at first.
 func readBody(r io.Reader, b *reqBody, contentLength, limit int64) error {
 	if contentLength > limit {
 		return errBodyTooLarge
 	}
-	buf := b.raw[:0]
-	if contentLength > 0 && int64(cap(buf)) < contentLength+1 {
-		buf = make([]byte, 0, contentLength+1)
-	} else if cap(buf) < 512 {
-		buf = make([]byte, 0, 4096)
+	var buf []byte
+	if contentLength >= 0 {
+		buf = make([]byte, 0, min(contentLength+1, maxBodyBuf))
+	} else {
+		buf = make([]byte, 0, minBodyBuf)
 	}
 	for {
 		if len(buf) == cap(buf) {

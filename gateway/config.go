@@ -82,6 +82,7 @@ func (r route) style() style {
 type conn struct {
 	id, name, provider string
 	label              string // X-Gatehouse-Connection
+	labelHdr           []string // {label}, shared by every response (len == cap, so never appended to in place)
 	style              style
 	styleOK            bool // APIStyle is one we know
 	enabled            bool
@@ -273,6 +274,7 @@ func (g *Gateway) prepareConn(cc Connection, eff limits.EffectiveSettings, warni
 		c.execBound = time.Duration(limits.DefaultExecutionMaxWaitMs) * time.Millisecond
 	}
 	c.lim = newConnLimits(cc.ID, o)
+	c.labelHdr = []string{c.label}
 	c.durObs = g.metrics.upstreamDuration.WithLabelValues(c.label)
 	return c
 }

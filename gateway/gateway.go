@@ -82,8 +82,10 @@ type Gateway struct {
 	usageDownUntil atomic.Int64         // unix nanos (real clock) until which the usage store is not asked
 	usageLoggedAt  atomic.Int64         // unix nanos of the latest "usage store unavailable" log line
 
-	bodies  sync.Pool // *reqBody
 	copyBuf sync.Pool // *[]byte, copyBufSize
+	// zeroMs is X-Gatehouse-Queue-Ms for a request that did not wait,
+	// shared by every response (len == cap: never appended to in place).
+	zeroMs []string
 }
 
 // New returns a Gateway with no configuration: until the first Apply every
@@ -98,6 +100,7 @@ func New(opts Options) *Gateway {
 		health:  make(map[string]*connHealth),
 		usage:   opts.Usage,
 		rates:   make(map[string]*connRate),
+		zeroMs:  []string{"0"},
 	}
 	if g.now == nil {
 		g.now = time.Now

@@ -30,12 +30,17 @@ type metrics struct {
 type targetMetrics struct {
 	vec         *prometheus.CounterVec
 	conn, model string
+	ok          prometheus.Counter // status 200, bound in advance
 	mu          sync.RWMutex
 	byStatus    map[int]prometheus.Counter
 }
 
 // count adds one upstream request with the given status (0 = no response).
 func (t *targetMetrics) count(status int) {
+	if status == 200 {
+		t.ok.Inc()
+		return
+	}
 	t.mu.RLock()
 	c := t.byStatus[status]
 	t.mu.RUnlock()
@@ -118,6 +123,7 @@ func (m *metrics) target(conn, model string) *targetMetrics {
 	t := m.targets[k]
 	if t == nil {
 		t = &targetMetrics{vec: m.upstreamRequests, conn: conn, model: model, byStatus: make(map[int]prometheus.Counter)}
+		t.ok = m.upstreamRequests.WithLabelValues(conn, model, "200")
 		m.targets[k] = t
 	}
 	return t

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -56,8 +57,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	body := g.getBody()
-	defer body.drop()
+	body := new(reqBody)
 	if err := readBody(r.Body, body, r.ContentLength, g.maxBody); err != nil {
 		if errors.Is(err, errBodyTooLarge) {
 			writeError(w, st, &apiError{status: http.StatusRequestEntityTooLarge, code: CodeBodyTooLarge,
@@ -208,12 +208,9 @@ func (x *exchange) payload(m string, addUsage bool) []byte {
 		return x.body.raw
 	}
 	if x.body.altM != m || x.body.altUsage != addUsage || len(x.body.alt) == 0 {
-		if x.body.altM != "" {
-			// An earlier attempt's Transport may still be reading the
-			// old copy: never write over it.
-			x.body.alt = nil
-		}
-		x.body.alt = rewriteBody(x.body.alt, x.body.raw, x.info, m, addUsage)
+		// An earlier attempt's Transport may still be reading the old
+		// copy: never write over it.
+		x.body.alt = rewriteBody(nil, x.body.raw, x.info, m, addUsage)
 		x.body.altM, x.body.altUsage = m, addUsage
 	}
 	return x.body.alt
@@ -254,7 +251,6 @@ func (x *exchange) attempt(p pick) attemptResult {
 		// uncompressed.
 		delete(hdr, "Accept-Encoding")
 	}
-	owner := x.body
 	out := (&http.Request{
 		Method:        x.r.Method,
 		URL:           &u,
@@ -262,11 +258,13 @@ func (x *exchange) attempt(p pick) attemptResult {
 		ProtoMajor:    1,
 		ProtoMinor:    1,
 		Header:        hdr,
-		Body:          newBodyReader(owner, payload),
+		// A NopCloser over a *bytes.Reader is a body the Transport knows to
+		// be in memory: it writes headers and body with one syscall.
+		Body:          io.NopCloser(bytes.NewReader(payload)),
 		ContentLength: int64(len(payload)),
 		Host:          u.Host,
 		GetBody: func() (io.ReadCloser, error) {
-			return newBodyReader(owner, payload), nil
+			return io.NopCloser(bytes.NewReader(payload)), nil
 		},
 	}).WithContext(ctx)
 
@@ -337,8 +335,16 @@ func (x *exchange) observeUpstream(c *conn, t0 time.Time) {
 
 func (x *exchange) setQueueHeader(c *conn) {
 	h := x.w.Header()
-	h[HeaderConnection] = []string{c.label}
-	h[HeaderQueueMs] = []string{strconv.FormatInt(x.waited.Milliseconds(), 10)}
+	h[HeaderConnection] = c.labelHdr
+	h[HeaderQueueMs] = x.queueMs()
+}
+
+// queueMs is the X-Gatehouse-Queue-Ms header value.
+func (x *exchange) queueMs() []string {
+	if ms := x.waited.Milliseconds(); ms > 0 {
+		return []string{strconv.FormatInt(ms, 10)}
+	}
+	return x.g.zeroMs
 }
 
 // keepLast reads a failed attempt's response (bounded) so that it can be
@@ -356,7 +362,7 @@ func (x *exchange) writeLast() {
 	copyResponseHeader(h, l.header)
 	h.Set("Content-Length", strconv.Itoa(len(l.body)))
 	h[HeaderConnection] = []string{l.label}
-	h[HeaderQueueMs] = []string{strconv.FormatInt(x.waited.Milliseconds(), 10)}
+	h[HeaderQueueMs] = x.queueMs()
 	x.w.WriteHeader(l.status)
 	_, _ = x.w.Write(l.body)
 }
@@ -375,8 +381,9 @@ func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap 
 	x.setQueueHeader(c)
 	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	x.w.WriteHeader(resp.StatusCode)
-	rc := http.NewResponseController(x.w)
+	var rc *http.ResponseController
 	if sse {
+		rc = http.NewResponseController(x.w)
 		if rc.Flush() != nil {
 			return
 		}

@@ -20,14 +20,14 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
 	if v := q.Get("cursor"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 {
-			errs = append(errs, limits.FieldError{Field: "cursor", Message: "must be the nextCursor of a previous page"})
+			errs = append(errs, fieldError("cursor", codeCursor))
 		}
 		cursor = n
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > store.MaxAuditLimit {
-			errs = append(errs, limits.FieldError{Field: "limit", Message: "must be a whole number from 1 to " + strconv.Itoa(store.MaxAuditLimit)})
+			errs = append(errs, fieldError("limit", limits.CodeWholeNumberRange, 1, store.MaxAuditLimit))
 		}
 		limit = n
 	}

@@ -21,9 +21,6 @@ const (
 	mergePatchContentType = "application/merge-patch+json"
 )
 
-// msgDuplicateField matches the wording of gateway/limits for the same problem.
-const msgDuplicateField = "duplicate field; give each key once"
-
 // readJSON reads r's body, at most maxBodyBytes, as exactly one JSON value. It returns
 // a 415 unless the body is declared as application/json (or, when mergePatch is set,
 // application/merge-patch+json, read the same way), an *http.MaxBytesError past the
@@ -138,7 +135,7 @@ func duplicateKeys(body []byte) limits.FieldErrors {
 			top := stack[n-1]
 			key, _ := tok.(string)
 			if top.seen[key] {
-				out = append(out, limits.FieldError{Field: path(key), Message: msgDuplicateField})
+				out = append(out, fieldError(path(key), limits.CodeDuplicateField))
 			}
 			top.seen[key] = true
 			top.key, top.expectKey = key, false
@@ -154,18 +151,18 @@ func duplicateKeys(body []byte) limits.FieldErrors {
 func decodeStringMembers(data []byte, fields map[string]*string) limits.FieldErrors {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(data, &members); err != nil || members == nil {
-		return limits.FieldErrors{{Field: "", Message: msgNotObject}}
+		return limits.FieldErrors{fieldError("", limits.CodeNotObject)}
 	}
 	var errs limits.FieldErrors
 	for key, raw := range members {
 		dst, ok := fields[key]
 		switch {
 		case !ok:
-			errs = append(errs, limits.FieldError{Field: key, Message: msgUnknownField})
+			errs = append(errs, fieldError(key, limits.CodeUnknownField))
 		case string(bytes.TrimSpace(raw)) == "null":
-			errs = append(errs, limits.FieldError{Field: key, Message: msgNotNull})
+			errs = append(errs, fieldError(key, codeNotNull))
 		case json.Unmarshal(raw, dst) != nil:
-			errs = append(errs, limits.FieldError{Field: key, Message: msgNotString})
+			errs = append(errs, fieldError(key, codeNotString))
 		}
 	}
 	return errs

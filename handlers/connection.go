@@ -185,7 +185,7 @@ func nameTaken(err error) error {
 		return &apiError{
 			status: http.StatusConflict,
 			detail: "a connection with this name exists already",
-			fields: limits.FieldErrors{{Field: "name", Message: "is already taken"}},
+			fields: limits.FieldErrors{fieldError("name", codeNameTaken)},
 		}
 	}
 	return err

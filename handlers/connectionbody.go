@@ -38,18 +38,6 @@ func connectionReadOnly(field string) bool {
 	return false
 }
 
-// Messages for type problems in a written document.
-const (
-	msgUnknownField = "unknown field"
-	msgNotNull      = "must not be null"
-	msgRequired     = "is required"
-	msgNotObject    = "must be a JSON object"
-	msgNotString    = "must be a string"
-	msgNotBool      = "must be true or false"
-	msgNotWhole     = "must be a whole number"
-	msgNotArray     = "must be an array of strings"
-)
-
 // decodeConnection strictly decodes a written connection document: every problem is
 // reported together, each with its path, as limits.FieldErrors. Read-only fields are
 // ignored and any other unknown field is rejected. On create, apiKey is required; on
@@ -58,7 +46,7 @@ const (
 func (s *Server) decodeConnection(data []byte, create bool) (store.ConnectionInput, error) {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(data, &members); err != nil || members == nil {
-		return store.ConnectionInput{}, limits.FieldErrors{{Field: "", Message: msgNotObject}}
+		return store.ConnectionInput{}, limits.FieldErrors{fieldError("", limits.CodeNotObject)}
 	}
 	doc := connectionDoc{Enabled: true}
 	var (
@@ -66,8 +54,8 @@ func (s *Server) decodeConnection(data []byte, create bool) (store.ConnectionInp
 		bad       = map[string]bool{}
 		overrides limits.Overrides
 	)
-	fail := func(field, msg string) {
-		errs = append(errs, limits.FieldError{Field: field, Message: msg})
+	fail := func(field, code string) {
+		errs = append(errs, fieldError(field, code))
 		bad[field] = true
 	}
 	for key, raw := range members {
@@ -77,9 +65,9 @@ func (s *Server) decodeConnection(data []byte, create bool) (store.ConnectionInp
 			var v string
 			switch {
 			case null:
-				fail(key, msgNotNull)
+				fail(key, codeNotNull)
 			case json.Unmarshal(raw, &v) != nil:
-				fail(key, msgNotString)
+				fail(key, codeNotString)
 			}
 			switch key {
 			case "name":
@@ -94,19 +82,19 @@ func (s *Server) decodeConnection(data []byte, create bool) (store.ConnectionInp
 		case "apiKey":
 			if null {
 				if create {
-					fail(key, msgNotNull)
+					fail(key, codeNotNull)
 				}
 				continue
 			}
 			var v string
 			if json.Unmarshal(raw, &v) != nil {
-				fail(key, msgNotString)
+				fail(key, codeNotString)
 				continue
 			}
 			doc.APIKey = &v
 		case "models":
 			if null {
-				fail(key, msgNotNull)
+				fail(key, codeNotNull)
 				continue
 			}
 			var fe limits.FieldErrors
@@ -120,7 +108,7 @@ func (s *Server) decodeConnection(data []byte, create bool) (store.ConnectionInp
 			}
 			n, ok := wholeNumber(raw)
 			if !ok {
-				fail(key, msgNotWhole)
+				fail(key, limits.CodeNotWhole)
 				continue
 			}
 			doc.Priority = int(min(max(n, math.MinInt32), math.MaxInt32))
@@ -129,7 +117,7 @@ func (s *Server) decodeConnection(data []byte, create bool) (store.ConnectionInp
 				continue
 			}
 			if json.Unmarshal(raw, &doc.Enabled) != nil {
-				fail(key, msgNotBool)
+				fail(key, codeNotBool)
 			}
 		case "rateLimitOverrides":
 			if null {
@@ -142,12 +130,12 @@ func (s *Server) decodeConnection(data []byte, create bool) (store.ConnectionInp
 			}
 		default:
 			if !connectionReadOnly(key) {
-				fail(key, msgUnknownField)
+				fail(key, limits.CodeUnknownField)
 			}
 		}
 	}
 	if create && doc.APIKey == nil && !bad["apiKey"] {
-		errs = append(errs, limits.FieldError{Field: "apiKey", Message: msgRequired})
+		errs = append(errs, fieldError("apiKey", limits.CodeRequired))
 	}
 	for _, fe := range validationErrors(s.validate.Struct(doc), "") {
 		top, _, _ := strings.Cut(fe.Field, ".")
@@ -183,14 +171,14 @@ func (s *Server) decodeConnection(data []byte, create bool) (store.ConnectionInp
 func decodeStrings(raw json.RawMessage, field string) ([]string, limits.FieldErrors) {
 	var elems []json.RawMessage
 	if err := json.Unmarshal(raw, &elems); err != nil {
-		return nil, limits.FieldErrors{{Field: field, Message: msgNotArray}}
+		return nil, limits.FieldErrors{fieldError(field, codeNotArray)}
 	}
 	out := make([]string, 0, len(elems))
 	var errs limits.FieldErrors
 	for i, e := range elems {
 		var v string
 		if string(bytes.TrimSpace(e)) == "null" || json.Unmarshal(e, &v) != nil {
-			errs = append(errs, limits.FieldError{Field: fmt.Sprintf("%s.%d", field, i), Message: msgNotString})
+			errs = append(errs, fieldError(fmt.Sprintf("%s.%d", field, i), codeNotString))
 			continue
 		}
 		out = append(out, v)
@@ -218,5 +206,7 @@ func sortErrors(fe limits.FieldErrors) limits.FieldErrors {
 	slices.SortFunc(fe, func(a, b limits.FieldError) int {
 		return cmp.Or(strings.Compare(a.Field, b.Field), strings.Compare(a.Message, b.Message))
 	})
-	return slices.Compact(fe)
+	return slices.CompactFunc(fe, func(a, b limits.FieldError) bool {
+		return a.Field == b.Field && a.Message == b.Message && a.Code == b.Code
+	})
 }

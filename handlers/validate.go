@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"unicode"
@@ -34,18 +35,89 @@ const (
 	maxLabelLen    = 64
 )
 
-// ruleMessage words the handlers' own rules. Every other rule's message comes from
-// gateway/limits, so one rule always reads the same on every surface.
-func ruleMessage(tag string) (string, bool) {
+// Codes of the problems the handlers find themselves, in limits.FieldError.Code next
+// to the codes of gateway/limits. The dashboard words every code from its catalogs
+// under "validation.<code>"; the API shows the English of apiMessage.
+const (
+	codeConnName  = "connName"  // the connname rule
+	codeBaseURL   = "baseUrl"   // the baseurl rule
+	codeSecret    = "secret"    // the secret rule
+	codeLabel     = "label"     // the label rule
+	codeNotNull   = "notNull"   // null for a field that cannot be absent
+	codeNotString = "notString" // a field or list element that is not a string
+	codeNotBool   = "notBool"   // not true or false
+	codeNotArray  = "notArray"  // not an array of strings
+	codeNameTaken = "nameTaken" // another connection has the name
+	codeCursor    = "cursor"    // not a nextCursor the API gave out
+)
+
+// apiCodes lists the codes above; a test checks that the catalogs word each one.
+func apiCodes() []string {
+	return []string{codeConnName, codeBaseURL, codeSecret, codeLabel, codeNotNull, codeNotString,
+		codeNotBool, codeNotArray, codeNameTaken, codeCursor}
+}
+
+// apiMessage is the English the API shows for the problems the handlers find
+// themselves, by code (their own codes and the gateway/limits codes they share), with
+// args filled in. It is the one table of those words.
+func apiMessage(code string, args ...any) string {
+	format := "is not valid"
+	switch code {
+	case codeConnName:
+		format = "must be 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' and '-'"
+	case codeBaseURL:
+		format = "must be an absolute http(s) URL with a host and no query, fragment or credentials"
+	case codeSecret:
+		format = "must be 1 to 4096 printable ASCII characters, without spaces"
+	case codeLabel:
+		format = "must be 1 to 64 characters, without control characters"
+	case codeNotNull:
+		format = "must not be null"
+	case codeNotString:
+		format = "must be a string"
+	case codeNotBool:
+		format = "must be true or false"
+	case codeNotArray:
+		format = "must be an array of strings"
+	case codeNameTaken:
+		format = "is already taken"
+	case codeCursor:
+		format = "must be the nextCursor of a previous page"
+	case limits.CodeUnknownField:
+		format = "unknown field"
+	case limits.CodeDuplicateField:
+		format = "duplicate field; give each key once"
+	case limits.CodeNotObject:
+		format = "must be a JSON object"
+	case limits.CodeNotWhole:
+		format = "must be a whole number"
+	case limits.CodeRequired:
+		format = "is required"
+	case limits.CodeWholeNumberRange:
+		format = "must be a whole number from %v to %v"
+	}
+	if len(args) == 0 {
+		return format
+	}
+	return fmt.Sprintf(format, args...)
+}
+
+// fieldError is a problem the handlers found at field, worded by apiMessage.
+func fieldError(field, code string, args ...any) limits.FieldError {
+	return limits.FieldError{Field: field, Message: apiMessage(code, args...), Code: code, Args: args}
+}
+
+// ruleCode is the code of one of the handlers' own validator rules.
+func ruleCode(tag string) (string, bool) {
 	switch tag {
 	case tagConnName:
-		return "must be 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' and '-'", true
+		return codeConnName, true
 	case tagBaseURL:
-		return "must be an absolute http(s) URL with a host and no query, fragment or credentials", true
+		return codeBaseURL, true
 	case tagSecret:
-		return "must be 1 to 4096 printable ASCII characters, without spaces", true
+		return codeSecret, true
 	case tagLabel:
-		return "must be 1 to 64 characters, without control characters", true
+		return codeLabel, true
 	}
 	return "", false
 }
@@ -71,8 +143,8 @@ func newValidator() *validator.Validate {
 }
 
 // validationErrors is the one function that turns an error of the shared validator into
-// {field, message} pairs, with every path under prefix. The handlers' own rules get
-// their messages from ruleMessage; all others are worded by limits.TranslateValidation.
+// {field, message} pairs (each with its code), with every path under prefix. The
+// handlers' own rules are worded by apiMessage; all others by limits.TranslateValidation.
 func validationErrors(err error, prefix string) limits.FieldErrors {
 	if err == nil {
 		return nil
@@ -85,9 +157,9 @@ func validationErrors(err error, prefix string) limits.FieldErrors {
 	for _, fe := range ve {
 		// Translate one error at a time so the path rules stay those of limits.
 		translated := limits.TranslateValidation(validator.ValidationErrors{fe}, prefix)
-		if msg, ok := ruleMessage(fe.Tag()); ok {
+		if code, ok := ruleCode(fe.Tag()); ok {
 			for i := range translated {
-				translated[i].Message = msg
+				translated[i] = fieldError(translated[i].Field, code)
 			}
 		}
 		out = append(out, translated...)

@@ -22,7 +22,7 @@ import (
 // problem is one thing wrong with a document, at path below the document.
 type problem struct {
 	path []string
-	msg  string
+	msg  message
 	// validation marks a value that decoded but broke a rule; the lenient
 	// reader removes it after the fact (values that did not decode were
 	// never stored).
@@ -37,7 +37,7 @@ type decoder struct {
 	namespaces map[string][]string
 }
 
-func (d *decoder) add(path []string, msg string) {
+func (d *decoder) add(path []string, msg message) {
 	d.problems = append(d.problems, problem{path: path, msg: msg})
 }
 
@@ -50,9 +50,9 @@ func decodeDocument(data []byte, out any) []problem {
 	data = trimJSONSpace(data)
 	switch {
 	case len(data) == 0:
-		return []problem{{msg: msgNotObject}}
+		return []problem{{msg: plainMessage(CodeNotObject)}}
 	case !json.Valid(data):
-		return []problem{{msg: msgNotJSON}}
+		return []problem{{msg: plainMessage(CodeNotJSON)}}
 	case string(data) == "null":
 		return nil
 	}
@@ -71,7 +71,7 @@ func decodeDocument(data []byte, out any) []problem {
 		}
 	} else if err != nil {
 		// Only a programming error (a bad tag) gets here.
-		d.add(nil, "is not valid")
+		d.add(nil, plainMessage(CodeInvalid))
 	}
 	return d.problems
 }
@@ -83,7 +83,7 @@ func strictErrors(problems []problem, prefix string) FieldErrors {
 	}
 	out := make(FieldErrors, 0, len(problems))
 	for _, p := range problems {
-		out = append(out, FieldError{Field: joinPath(prefix, p.path), Message: p.msg})
+		out = append(out, p.msg.fieldError(joinPath(prefix, p.path)))
 	}
 	return sortFieldErrors(out)
 }
@@ -100,7 +100,7 @@ func lenientWarnings(problems []problem, out any, prefix string) []string {
 		if p.validation {
 			unset(rv, p.path)
 		}
-		warnings = append(warnings, joinPath(prefix, p.path)+": "+p.msg+" (ignored)")
+		warnings = append(warnings, joinPath(prefix, p.path)+": "+p.msg.text+" (ignored)")
 	}
 	prune(rv)
 	slices.Sort(warnings)
@@ -165,7 +165,7 @@ func extend(path []string, seg string) []string {
 func (d *decoder) decodeStruct(raw []byte, rv reflect.Value, path []string, ns string) {
 	mems, ok := objectMembers(raw)
 	if !ok {
-		d.add(path, msgNotObject)
+		d.add(path, plainMessage(CodeNotObject))
 		return
 	}
 	fields := fieldIndex(rv.Type())
@@ -173,13 +173,13 @@ func (d *decoder) decodeStruct(raw []byte, rv reflect.Value, path []string, ns s
 	for _, m := range mems {
 		fpath := extend(path, m.key)
 		if seen[m.key] {
-			d.add(fpath, msgDuplicateField)
+			d.add(fpath, plainMessage(CodeDuplicateField))
 			continue
 		}
 		seen[m.key] = true
 		i, ok := fields[m.key]
 		if !ok {
-			d.add(fpath, msgUnknownField)
+			d.add(fpath, plainMessage(CodeUnknownField))
 			continue
 		}
 		fns := ns + "." + m.key
@@ -217,12 +217,12 @@ func (d *decoder) decodeMap(raw []byte, fv reflect.Value, rules string, path []s
 	t := fv.Type()
 	mems, ok := objectMembers(raw)
 	if !ok {
-		msg := msgNotObject
+		msg := plainMessage(CodeNotObject)
 		switch t.Elem().Kind() {
 		case reflect.Int:
-			msg = msgNotModelMap
+			msg = plainMessage(CodeNotModelMap)
 		case reflect.Struct:
-			msg = msgNotProviderMap
+			msg = plainMessage(CodeNotProviderMap)
 		}
 		d.add(path, msg)
 		return
@@ -232,7 +232,7 @@ func (d *decoder) decodeMap(raw []byte, fv reflect.Value, rules string, path []s
 	for _, mem := range mems {
 		epath := extend(path, mem.key)
 		if seen[mem.key] {
-			d.add(epath, msgDuplicateField)
+			d.add(epath, plainMessage(CodeDuplicateField))
 			continue
 		}
 		seen[mem.key] = true
@@ -295,7 +295,7 @@ func setIntSaturated(v reflect.Value, n int64) {
 
 // leafMessage is the message for a value that is not a whole number: the
 // message of the field's range rule (map values: the rule after endkeys).
-func leafMessage(rules string, mapValue bool) string {
+func leafMessage(rules string, mapValue bool) message {
 	parts := strings.Split(rules, ",")
 	if mapValue {
 		if i := slices.Index(parts, "endkeys"); i >= 0 {
@@ -310,7 +310,7 @@ func leafMessage(rules string, mapValue bool) string {
 			return describe(tag, param, reflect.Int)
 		}
 	}
-	return msgNotWhole
+	return plainMessage(CodeNotWhole)
 }
 
 // unset removes the value at path from rv (an addressable struct).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-playground/validator/v10"
@@ -13,10 +14,16 @@ import (
 
 // FieldError is one problem with one field of a written document. Field is
 // a dotted path such as "rateLimitOverrides.modelConcurrency.glm-5"; Message
-// says in plain words what is wrong and how to fix it.
+// says in plain English what is wrong and how to fix it. Code names the
+// problem for machines (one of Codes, or a code of the package that made
+// the error) and Args holds the values its wording needs, in the order the
+// English message uses them, so the dashboard can say the same in another
+// language. Neither is part of the JSON form.
 type FieldError struct {
 	Field   string `json:"field"`
 	Message string `json:"message"`
+	Code    string `json:"-"`
+	Args    []any  `json:"-"`
 }
 
 // FieldErrors is every problem found in one document, sorted by field and
@@ -45,85 +52,138 @@ func sortFieldErrors(fe FieldErrors) FieldErrors {
 	slices.SortFunc(fe, func(a, b FieldError) int {
 		return cmp.Or(strings.Compare(a.Field, b.Field), strings.Compare(a.Message, b.Message))
 	})
-	return slices.Compact(fe)
+	return slices.CompactFunc(fe, func(a, b FieldError) bool {
+		return a.Field == b.Field && a.Message == b.Message && a.Code == b.Code
+	})
 }
 
-// Messages for problems the decoders find before validation runs.
-const (
-	msgUnknownField   = "unknown field"
-	msgDuplicateField = "duplicate field; give each key once"
-	msgNotJSON        = "is not valid JSON"
-	msgNotObject      = "must be a JSON object"
-	msgNotModelMap    = `must be an object of model names to caps, like {"glm-5": 2}`
-	msgNotProviderMap = `must be an object of provider names to settings, like {"openai": {"maxConcurrent": 8}}`
-	msgNotWhole       = "must be a whole number"
-)
+// message is a problem in words: its code, the values its wording needs, and
+// the English text made from them.
+type message struct {
+	code string
+	args []any
+	text string
+}
+
+// newMessage words a problem: text is format filled in with args, so the
+// English and the arguments a translation gets can never drift apart.
+func newMessage(code, format string, args ...any) message {
+	text := format
+	if len(args) > 0 {
+		text = fmt.Sprintf(format, args...)
+	}
+	return message{code: code, args: args, text: text}
+}
+
+// fieldError places m at field.
+func (m message) fieldError(field string) FieldError {
+	return FieldError{Field: field, Message: m.text, Code: m.code, Args: m.args}
+}
+
+// plainMessage words the problems that need no arguments: those the decoders
+// find before validation runs, and a value that is simply not valid.
+func plainMessage(code string) message {
+	var text string
+	switch code {
+	case CodeUnknownField:
+		text = "unknown field"
+	case CodeDuplicateField:
+		text = "duplicate field; give each key once"
+	case CodeNotJSON:
+		text = "is not valid JSON"
+	case CodeNotObject:
+		text = "must be a JSON object"
+	case CodeNotModelMap:
+		text = `must be an object of model names to caps, like {"glm-5": 2}`
+	case CodeNotProviderMap:
+		text = `must be an object of provider names to settings, like {"openai": {"maxConcurrent": 8}}`
+	case CodeNotWhole:
+		text = "must be a whole number"
+	default:
+		code, text = CodeInvalid, "is not valid"
+	}
+	return message{code: code, text: text}
+}
+
+// numberArg is a rule parameter as a message argument: an int64 when it is a
+// whole number (so a translation can format it as one), else the text.
+func numberArg(param string) any {
+	if n, err := strconv.ParseInt(param, 10, 64); err == nil {
+		return n
+	}
+	return param
+}
 
 // describe is the one table of validation messages: it turns a rule (a
-// validator tag and its parameter) into plain words. The validator's errors
-// and the decoders' own type errors both go through it, so the same rule
-// always reads the same.
-func describe(tag, param string, kind reflect.Kind) string {
-	lo, hi, isRange := strings.Cut(param, ":")
+// validator tag and its parameter) into plain words and a code. The
+// validator's errors and the decoders' own type errors both go through it,
+// so the same rule always reads the same.
+func describe(tag, param string, kind reflect.Kind) message {
+	l, h, isRange := strings.Cut(param, ":")
+	lo, hi := numberArg(l), numberArg(h)
 	switch tag {
 	case tagBetween:
 		if kind == reflect.String {
-			return fmt.Sprintf("must be %s to %s characters long", lo, hi)
+			return newMessage(CodeLengthRange, "must be %v to %v characters long", lo, hi)
 		}
 		if isRange {
-			return fmt.Sprintf("must be a whole number from %s to %s", lo, hi)
+			return newMessage(CodeWholeNumberRange, "must be a whole number from %v to %v", lo, hi)
 		}
 	case tagCap:
-		return fmt.Sprintf("cap must be a whole number from %s to %s", lo, hi)
+		return newMessage(CodeCapRange, "cap must be a whole number from %v to %v", lo, hi)
 	case tagModelKey:
-		return fmt.Sprintf("model name must be 1 to %d characters, with no spaces, '=' or ','", MaxModelKeyLen)
+		return newMessage(CodeModelKey, "model name must be 1 to %d characters, with no spaces, '=' or ','", MaxModelKeyLen)
 	case tagProviderKey:
-		return fmt.Sprintf("provider name must be 1 to %d characters of a-z, 0-9 and '-'", maxProviderKeyLen)
+		return newMessage(CodeProviderKey, "provider name must be 1 to %d characters of a-z, 0-9 and '-'", maxProviderKeyLen)
 	case "required", "required_if", "required_unless", "required_with", "required_without":
-		return "is required"
+		return newMessage(CodeRequired, "is required")
 	case "min", "gte":
-		return boundMessage("at least", param, kind)
+		return boundMessage(CodeAtLeast, "at least", param, kind)
 	case "max", "lte":
-		return boundMessage("at most", param, kind)
+		return boundMessage(CodeAtMost, "at most", param, kind)
 	case "gt":
-		return boundMessage("more than", param, kind)
+		return boundMessage(CodeMoreThan, "more than", param, kind)
 	case "lt":
-		return boundMessage("less than", param, kind)
+		return boundMessage(CodeLessThan, "less than", param, kind)
 	case "len":
-		return boundMessage("exactly", param, kind)
+		return boundMessage(CodeExactly, "exactly", param, kind)
 	case "oneof":
-		return "must be one of: " + strings.Join(strings.Fields(param), ", ")
+		return newMessage(CodeOneOf, "must be one of: %s", strings.Join(strings.Fields(param), ", "))
 	case "url", "uri", "http_url":
-		return "must be an absolute http(s) URL"
+		return newMessage(CodeURL, "must be an absolute http(s) URL")
 	case "email":
-		return "must be an email address"
+		return newMessage(CodeEmail, "must be an email address")
 	case "uuid", "uuid4", "uuid_rfc4122", "uuid4_rfc4122":
-		return "must be a UUID"
+		return newMessage(CodeUUID, "must be a UUID")
 	case "alphanum", "alphanumunicode", "alpha":
-		return "must contain only letters and digits"
+		return newMessage(CodeAlphanumeric, "must contain only letters and digits")
 	case "unique":
-		return "must not contain duplicates"
+		return newMessage(CodeUnique, "must not contain duplicates")
 	case "excludesall", "excludes", "excludesrune":
-		return fmt.Sprintf("must not contain any of %q", param)
+		return newMessage(CodeExcludes, "must not contain any of %q", param)
 	}
+	rule := tag
 	if param != "" {
-		return fmt.Sprintf("is not valid (%s=%s)", tag, param)
+		rule = tag + "=" + param
 	}
-	return fmt.Sprintf("is not valid (%s)", tag)
+	return newMessage(CodeInvalidRule, "is not valid (%s)", rule)
 }
 
-func boundMessage(rel, param string, kind reflect.Kind) string {
+// boundMessage words min, max, gt, lt and len. code is the rule's code for a
+// number; strings add CodeSuffixChars and collections CodeSuffixItems.
+func boundMessage(code, rel, param string, kind reflect.Kind) message {
+	n := numberArg(param)
 	switch kind {
 	case reflect.String:
-		return fmt.Sprintf("must be %s %s characters long", rel, param)
+		return newMessage(code+CodeSuffixChars, "must be "+rel+" %v characters long", n)
 	case reflect.Slice, reflect.Array, reflect.Map:
 		noun := "items"
 		if param == "1" {
 			noun = "item"
 		}
-		return fmt.Sprintf("must have %s %s %s", rel, param, noun)
+		return newMessage(code+CodeSuffixItems, "must have "+rel+" %v "+noun, n)
 	default:
-		return fmt.Sprintf("must be %s %s", rel, param)
+		return newMessage(code, "must be "+rel+" %v", n)
 	}
 }
 
@@ -139,20 +199,17 @@ func TranslateValidation(err error, prefix string) FieldErrors {
 	}
 	var ve validator.ValidationErrors
 	if !errors.As(err, &ve) {
-		return FieldErrors{{Field: prefix, Message: "is not valid"}}
+		return FieldErrors{plainMessage(CodeInvalid).fieldError(prefix)}
 	}
 	out := make(FieldErrors, 0, len(ve))
 	for _, fe := range ve {
-		out = append(out, FieldError{
-			Field:   joinPath(prefix, namespacePath(fe.Namespace())),
-			Message: translate(fe),
-		})
+		out = append(out, translate(fe).fieldError(joinPath(prefix, namespacePath(fe.Namespace()))))
 	}
 	return sortFieldErrors(out)
 }
 
 // translate is the single place where a validator error becomes a message.
-func translate(fe validator.FieldError) string {
+func translate(fe validator.FieldError) message {
 	return describe(fe.Tag(), fe.Param(), fe.Kind())
 }
 

@@ -33,27 +33,27 @@ func TestTranslateValidation(t *testing.T) {
 			in: apiConnection{Provider: "Z AI", BaseURL: "ftp:/x", Models: []string{"ok", ""}, Priority: 1001, Style: "grpc",
 				Tags: map[string]string{"long": "x", "k": ""}},
 			want: FieldErrors{
-				{"connection.apiStyle", "must be one of: openai, anthropic"},
-				{"connection.baseUrl", "must be an absolute http(s) URL"},
-				{"connection.models.1", "must be 1 to 128 characters long"},
-				{"connection.name", "is required"},
-				{"connection.priority", "must be a whole number from -1000 to 1000"},
-				{"connection.provider", "provider name must be 1 to 32 characters of a-z, 0-9 and '-'"},
-				{"connection.tags.k", "is required"},
-				{"connection.tags.long", "must be 1 to 3 characters long"},
+				{Field: "connection.apiStyle", Message: "must be one of: openai, anthropic"},
+				{Field: "connection.baseUrl", Message: "must be an absolute http(s) URL"},
+				{Field: "connection.models.1", Message: "must be 1 to 128 characters long"},
+				{Field: "connection.name", Message: "is required"},
+				{Field: "connection.priority", Message: "must be a whole number from -1000 to 1000"},
+				{Field: "connection.provider", Message: "provider name must be 1 to 32 characters of a-z, 0-9 and '-'"},
+				{Field: "connection.tags.k", Message: "is required"},
+				{Field: "connection.tags.long", Message: "must be 1 to 3 characters long"},
 			},
 		},
 		{
 			name: "too few models",
 			in:   apiConnection{Name: "n", Provider: "p", BaseURL: "http://h", Style: "openai"},
-			want: FieldErrors{{"connection.models", "must have at least 1 item"}},
+			want: FieldErrors{{Field: "connection.models", Message: "must have at least 1 item"}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got := TranslateValidation(Validator().Struct(tt.in), "connection")
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := cmp.Diff(tt.want, got, ignoreCodes); diff != "" {
 				t.Errorf("TranslateValidation mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -65,15 +65,15 @@ func TestTranslateValidationOtherErrors(t *testing.T) {
 	if got := TranslateValidation(nil, "x"); got != nil {
 		t.Errorf("TranslateValidation(nil) = %v, want nil", got)
 	}
-	want := FieldErrors{{"x", "is not valid"}}
-	if diff := cmp.Diff(want, TranslateValidation(errors.New("boom"), "x")); diff != "" {
+	want := FieldErrors{{Field: "x", Message: "is not valid"}}
+	if diff := cmp.Diff(want, TranslateValidation(errors.New("boom"), "x"), ignoreCodes); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}
 }
 
 func TestFieldErrorsError(t *testing.T) {
 	t.Parallel()
-	fe := FieldErrors{{"a.b", "unknown field"}, {"", "must be a JSON object"}}
+	fe := FieldErrors{{Field: "a.b", Message: "unknown field"}, {Field: "", Message: "must be a JSON object"}}
 	if got, want := fe.Error(), "a.b: unknown field; must be a JSON object"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}

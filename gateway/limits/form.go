@@ -15,17 +15,18 @@ import (
 // its key. Numbers follow the JSON rules ("1e3" is whole, "1.5" is not).
 // Every problem is reported with its path under pathPrefix; a textarea
 // problem is reported on the modelConcurrency path with its line, like
-// `line 2: "glm-5=0": cap must be a whole number from 1 to 10000`. On any
+// `line 2: "glm-5=0": cap must be a whole number from 1 to 10000`, with
+// Code CodeLine and the LineError as its one argument. On any
 // problem the returned Overrides is the zero value.
 func ApplyForm(base Overrides, form url.Values, pathPrefix string) (Overrides, FieldErrors) {
 	doc, err := json.Marshal(base)
 	if err != nil {
 		// Overrides holds only pointers to ints and a map[string]int.
-		return Overrides{}, FieldErrors{{Field: pathPrefix, Message: "is not valid"}}
+		return Overrides{}, FieldErrors{plainMessage(CodeInvalid).fieldError(pathPrefix)}
 	}
 	members := map[string]json.RawMessage{}
 	if err := json.Unmarshal(doc, &members); err != nil {
-		return Overrides{}, FieldErrors{{Field: pathPrefix, Message: "is not valid"}}
+		return Overrides{}, FieldErrors{plainMessage(CodeInvalid).fieldError(pathPrefix)}
 	}
 	var errs FieldErrors
 	for _, key := range OverrideKeys() {
@@ -44,7 +45,9 @@ func ApplyForm(base Overrides, form url.Values, pathPrefix string) (Overrides, F
 		if key == KeyModelConcurrency {
 			caps, lineErrs := ParseModelCaps(text)
 			for _, le := range lineErrs {
-				errs = append(errs, FieldError{Field: joinPath(pathPrefix, []string{key}), Message: le.Error()})
+				errs = append(errs, FieldError{
+					Field: joinPath(pathPrefix, []string{key}), Message: le.Error(), Code: CodeLine, Args: []any{le},
+				})
 			}
 			if caps == nil {
 				delete(members, key)
@@ -52,7 +55,7 @@ func ApplyForm(base Overrides, form url.Values, pathPrefix string) (Overrides, F
 			}
 			raw, err := json.Marshal(caps)
 			if err != nil {
-				return Overrides{}, FieldErrors{{Field: pathPrefix, Message: "is not valid"}}
+				return Overrides{}, FieldErrors{plainMessage(CodeInvalid).fieldError(pathPrefix)}
 			}
 			members[key] = raw
 			continue
@@ -66,7 +69,7 @@ func ApplyForm(base Overrides, form url.Values, pathPrefix string) (Overrides, F
 	}
 	merged, err := json.Marshal(members)
 	if err != nil {
-		return Overrides{}, FieldErrors{{Field: pathPrefix, Message: "is not valid"}}
+		return Overrides{}, FieldErrors{plainMessage(CodeInvalid).fieldError(pathPrefix)}
 	}
 	o, decodeErrs := DecodeOverrides(merged, pathPrefix)
 	errs = append(errs, decodeErrs...)

@@ -9,11 +9,14 @@ import (
 )
 
 // LineError is one bad entry of the model=cap text, with its 1-based line
-// number and the entry as typed (trimmed).
+// number and the entry as typed (trimmed). Message is in English; Code and
+// Args name the problem for a translation, as in FieldError.
 type LineError struct {
 	Line    int    `json:"line"`
 	Entry   string `json:"entry"`
 	Message string `json:"message"`
+	Code    string `json:"-"`
+	Args    []any  `json:"-"`
 }
 
 // Error reads like `line 2: "glm-5=0": cap must be a whole number from 1 to 10000`.
@@ -54,23 +57,25 @@ func ParseModelCaps(text string) (map[string]int, []LineError) {
 			if entry == "" {
 				continue
 			}
-			fail := func(msg string) { errs = append(errs, LineError{Line: lineNo, Entry: entry, Message: msg}) }
+			fail := func(m message) {
+				errs = append(errs, LineError{Line: lineNo, Entry: entry, Message: m.text, Code: m.code, Args: m.args})
+			}
 			name, capText, ok := strings.Cut(entry, "=")
 			if !ok {
-				fail("expected model=cap, like glm-5=2")
+				fail(newMessage(CodeLineShape, "expected model=cap, like glm-5=2"))
 				continue
 			}
 			name, capText = strings.TrimSpace(name), strings.TrimSpace(capText)
 			nameOK := validModelKey(name)
 			switch {
 			case name == "":
-				fail("model name is missing before '='")
+				fail(newMessage(CodeModelMissing, "model name is missing before '='"))
 			case !nameOK:
 				fail(describe(tagModelKey, "", reflect.String))
 			}
 			if nameOK {
 				if prev, dup := first[name]; dup {
-					fail(fmt.Sprintf("model %q is already capped on line %d", name, prev))
+					fail(newMessage(CodeDuplicateModel, "model %q is already capped on line %d", name, prev))
 					nameOK = false
 				} else {
 					first[name] = lineNo

@@ -71,74 +71,74 @@ func TestDecodeOverridesRejects(t *testing.T) {
 		in   string
 		want FieldErrors
 	}{
-		{name: "negative rpd", in: `{"rpd":-10}`, want: FieldErrors{{"rateLimitOverrides.rpd", "must be a whole number from 0 to 10000000"}}},
-		{name: "fractional rpd", in: `{"rpd":12.5}`, want: FieldErrors{{"rateLimitOverrides.rpd", "must be a whole number from 0 to 10000000"}}},
-		{name: "string rpd", in: `{"rpd":"500"}`, want: FieldErrors{{"rateLimitOverrides.rpd", "must be a whole number from 0 to 10000000"}}},
+		{name: "negative rpd", in: `{"rpd":-10}`, want: FieldErrors{{Field: "rateLimitOverrides.rpd", Message: "must be a whole number from 0 to 10000000"}}},
+		{name: "fractional rpd", in: `{"rpd":12.5}`, want: FieldErrors{{Field: "rateLimitOverrides.rpd", Message: "must be a whole number from 0 to 10000000"}}},
+		{name: "string rpd", in: `{"rpd":"500"}`, want: FieldErrors{{Field: "rateLimitOverrides.rpd", Message: "must be a whole number from 0 to 10000000"}}},
 		{
 			name: "every bad cap, key and field reported in one call",
 			in: `{"modelConcurrency":{"zero":0,"neg":-1,"frac":1.5,"str":"2","big":10001,"ok":1,"max":10000,"` +
 				key129 + `":1,"":3},"tmp":1,"maxWaitMs":120001}`,
 			want: FieldErrors{
-				{"rateLimitOverrides.maxWaitMs", "must be a whole number from 0 to 120000"},
-				{"rateLimitOverrides.modelConcurrency.", "model name must be 1 to 128 characters, with no spaces, '=' or ','"},
-				{"rateLimitOverrides.modelConcurrency.big", capMsg},
-				{"rateLimitOverrides.modelConcurrency.frac", capMsg},
-				{"rateLimitOverrides.modelConcurrency." + key129, "model name must be 1 to 128 characters, with no spaces, '=' or ','"},
-				{"rateLimitOverrides.modelConcurrency.neg", capMsg},
-				{"rateLimitOverrides.modelConcurrency.str", capMsg},
-				{"rateLimitOverrides.modelConcurrency.zero", capMsg},
-				{"rateLimitOverrides.tmp", "unknown field"},
+				{Field: "rateLimitOverrides.maxWaitMs", Message: "must be a whole number from 0 to 120000"},
+				{Field: "rateLimitOverrides.modelConcurrency.", Message: "model name must be 1 to 128 characters, with no spaces, '=' or ','"},
+				{Field: "rateLimitOverrides.modelConcurrency.big", Message: capMsg},
+				{Field: "rateLimitOverrides.modelConcurrency.frac", Message: capMsg},
+				{Field: "rateLimitOverrides.modelConcurrency." + key129, Message: "model name must be 1 to 128 characters, with no spaces, '=' or ','"},
+				{Field: "rateLimitOverrides.modelConcurrency.neg", Message: capMsg},
+				{Field: "rateLimitOverrides.modelConcurrency.str", Message: capMsg},
+				{Field: "rateLimitOverrides.modelConcurrency.zero", Message: capMsg},
+				{Field: "rateLimitOverrides.tmp", Message: "unknown field"},
 			},
 		},
-		{name: "model map as array", in: `{"modelConcurrency":[1,2]}`, want: FieldErrors{{"rateLimitOverrides.modelConcurrency", msgNotModelMap}}},
-		{name: "model map as string", in: `{"modelConcurrency":"glm-5=1"}`, want: FieldErrors{{"rateLimitOverrides.modelConcurrency", msgNotModelMap}}},
-		{name: "model key with dots is one path segment", in: `{"modelConcurrency":{"glm-4.7":0}}`, want: FieldErrors{{"rateLimitOverrides.modelConcurrency.glm-4.7", capMsg}}},
+		{name: "model map as array", in: `{"modelConcurrency":[1,2]}`, want: FieldErrors{{Field: "rateLimitOverrides.modelConcurrency", Message: plainMessage(CodeNotModelMap).text}}},
+		{name: "model map as string", in: `{"modelConcurrency":"glm-5=1"}`, want: FieldErrors{{Field: "rateLimitOverrides.modelConcurrency", Message: plainMessage(CodeNotModelMap).text}}},
+		{name: "model key with dots is one path segment", in: `{"modelConcurrency":{"glm-4.7":0}}`, want: FieldErrors{{Field: "rateLimitOverrides.modelConcurrency.glm-4.7", Message: capMsg}}},
 		{name: "model keys the textarea cannot carry", in: `{"modelConcurrency":{"a=b":1,"a,b":1,"a b":1,"a\tb":1}}`, want: FieldErrors{
-			{"rateLimitOverrides.modelConcurrency.a\tb", "model name must be 1 to 128 characters, with no spaces, '=' or ','"},
-			{"rateLimitOverrides.modelConcurrency.a b", "model name must be 1 to 128 characters, with no spaces, '=' or ','"},
-			{"rateLimitOverrides.modelConcurrency.a,b", "model name must be 1 to 128 characters, with no spaces, '=' or ','"},
-			{"rateLimitOverrides.modelConcurrency.a=b", "model name must be 1 to 128 characters, with no spaces, '=' or ','"},
+			{Field: "rateLimitOverrides.modelConcurrency.a\tb", Message: "model name must be 1 to 128 characters, with no spaces, '=' or ','"},
+			{Field: "rateLimitOverrides.modelConcurrency.a b", Message: "model name must be 1 to 128 characters, with no spaces, '=' or ','"},
+			{Field: "rateLimitOverrides.modelConcurrency.a,b", Message: "model name must be 1 to 128 characters, with no spaces, '=' or ','"},
+			{Field: "rateLimitOverrides.modelConcurrency.a=b", Message: "model name must be 1 to 128 characters, with no spaces, '=' or ','"},
 		}},
 		{name: "key and cap both wrong", in: `{"modelConcurrency":{"":0}}`, want: FieldErrors{
-			{"rateLimitOverrides.modelConcurrency.", capMsg},
-			{"rateLimitOverrides.modelConcurrency.", "model name must be 1 to 128 characters, with no spaces, '=' or ','"},
+			{Field: "rateLimitOverrides.modelConcurrency.", Message: capMsg},
+			{Field: "rateLimitOverrides.modelConcurrency.", Message: "model name must be 1 to 128 characters, with no spaces, '=' or ','"},
 		}},
 		{name: "wrong types", in: `{"maxConcurrent":true,"rpm":{"a":1},"tpm":[1],"minTime":"5"}`, want: FieldErrors{
-			{"rateLimitOverrides.maxConcurrent", "must be a whole number from 0 to 10000"},
-			{"rateLimitOverrides.minTime", "must be a whole number from 0 to 60000"},
-			{"rateLimitOverrides.rpm", "must be a whole number from 0 to 1000000"},
-			{"rateLimitOverrides.tpm", "must be a whole number from 0 to 100000000"},
+			{Field: "rateLimitOverrides.maxConcurrent", Message: "must be a whole number from 0 to 10000"},
+			{Field: "rateLimitOverrides.minTime", Message: "must be a whole number from 0 to 60000"},
+			{Field: "rateLimitOverrides.rpm", Message: "must be a whole number from 0 to 1000000"},
+			{Field: "rateLimitOverrides.tpm", Message: "must be a whole number from 0 to 100000000"},
 		}},
 		{name: "numbers beyond int64", in: `{"tpd":1e400,"maxConcurrent":-99999999999999999999}`, want: FieldErrors{
-			{"rateLimitOverrides.maxConcurrent", "must be a whole number from 0 to 10000"},
-			{"rateLimitOverrides.tpd", "must be a whole number from 0 to 10000000000"},
+			{Field: "rateLimitOverrides.maxConcurrent", Message: "must be a whole number from 0 to 10000"},
+			{Field: "rateLimitOverrides.tpd", Message: "must be a whole number from 0 to 10000000000"},
 		}},
-		{name: "tiny fraction is not whole", in: `{"rpm":1.0000000000000000000001}`, want: FieldErrors{{"rateLimitOverrides.rpm", "must be a whole number from 0 to 1000000"}}},
+		{name: "tiny fraction is not whole", in: `{"rpm":1.0000000000000000000001}`, want: FieldErrors{{Field: "rateLimitOverrides.rpm", Message: "must be a whole number from 0 to 1000000"}}},
 		{name: "over the top of each range", in: `{"maxConcurrent":10001,"executionMaxWaitMs":600001,"maxQueueDepth":100001,"rpm":1000001,"rpd":10000001,"tpm":100000001,"tpd":10000000001,"minTime":60001}`, want: FieldErrors{
-			{"rateLimitOverrides.executionMaxWaitMs", "must be a whole number from 0 to 600000"},
-			{"rateLimitOverrides.maxConcurrent", "must be a whole number from 0 to 10000"},
-			{"rateLimitOverrides.maxQueueDepth", "must be a whole number from 0 to 100000"},
-			{"rateLimitOverrides.minTime", "must be a whole number from 0 to 60000"},
-			{"rateLimitOverrides.rpd", "must be a whole number from 0 to 10000000"},
-			{"rateLimitOverrides.rpm", "must be a whole number from 0 to 1000000"},
-			{"rateLimitOverrides.tpd", "must be a whole number from 0 to 10000000000"},
-			{"rateLimitOverrides.tpm", "must be a whole number from 0 to 100000000"},
+			{Field: "rateLimitOverrides.executionMaxWaitMs", Message: "must be a whole number from 0 to 600000"},
+			{Field: "rateLimitOverrides.maxConcurrent", Message: "must be a whole number from 0 to 10000"},
+			{Field: "rateLimitOverrides.maxQueueDepth", Message: "must be a whole number from 0 to 100000"},
+			{Field: "rateLimitOverrides.minTime", Message: "must be a whole number from 0 to 60000"},
+			{Field: "rateLimitOverrides.rpd", Message: "must be a whole number from 0 to 10000000"},
+			{Field: "rateLimitOverrides.rpm", Message: "must be a whole number from 0 to 1000000"},
+			{Field: "rateLimitOverrides.tpd", Message: "must be a whole number from 0 to 10000000000"},
+			{Field: "rateLimitOverrides.tpm", Message: "must be a whole number from 0 to 100000000"},
 		}},
 		{name: "duplicate keys", in: `{"rpm":1,"rpm":2,"modelConcurrency":{"a":1,"a":2}}`, want: FieldErrors{
-			{"rateLimitOverrides.modelConcurrency.a", msgDuplicateField},
-			{"rateLimitOverrides.rpm", msgDuplicateField},
+			{Field: "rateLimitOverrides.modelConcurrency.a", Message: plainMessage(CodeDuplicateField).text},
+			{Field: "rateLimitOverrides.rpm", Message: plainMessage(CodeDuplicateField).text},
 		}},
-		{name: "not JSON", in: `{"rpm":`, want: FieldErrors{{"rateLimitOverrides", msgNotJSON}}},
-		{name: "trailing data", in: `{} {}`, want: FieldErrors{{"rateLimitOverrides", msgNotJSON}}},
-		{name: "array document", in: `[]`, want: FieldErrors{{"rateLimitOverrides", msgNotObject}}},
-		{name: "number document", in: `4`, want: FieldErrors{{"rateLimitOverrides", msgNotObject}}},
-		{name: "empty input", in: ``, want: FieldErrors{{"rateLimitOverrides", msgNotObject}}},
+		{name: "not JSON", in: `{"rpm":`, want: FieldErrors{{Field: "rateLimitOverrides", Message: plainMessage(CodeNotJSON).text}}},
+		{name: "trailing data", in: `{} {}`, want: FieldErrors{{Field: "rateLimitOverrides", Message: plainMessage(CodeNotJSON).text}}},
+		{name: "array document", in: `[]`, want: FieldErrors{{Field: "rateLimitOverrides", Message: plainMessage(CodeNotObject).text}}},
+		{name: "number document", in: `4`, want: FieldErrors{{Field: "rateLimitOverrides", Message: plainMessage(CodeNotObject).text}}},
+		{name: "empty input", in: ``, want: FieldErrors{{Field: "rateLimitOverrides", Message: plainMessage(CodeNotObject).text}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got, errs := DecodeOverrides([]byte(tt.in), prefix)
-			if diff := cmp.Diff(tt.want, errs); diff != "" {
+			if diff := cmp.Diff(tt.want, errs, ignoreCodes); diff != "" {
 				t.Errorf("DecodeOverrides(%s) errors mismatch (-want +got):\n%s", tt.in, diff)
 			}
 			if diff := cmp.Diff(Overrides{}, got); diff != "" {
@@ -160,8 +160,8 @@ func TestDecodeOverridesPathPrefix(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, errs := DecodeOverrides([]byte(`{"modelConcurrency":{"glm-5":0}}`), tt.prefix)
-			want := FieldErrors{{tt.want, "cap must be a whole number from 1 to 10000"}}
-			if diff := cmp.Diff(want, errs); diff != "" {
+			want := FieldErrors{{Field: tt.want, Message: "cap must be a whole number from 1 to 10000"}}
+			if diff := cmp.Diff(want, errs, ignoreCodes); diff != "" {
 				t.Errorf("errors mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -250,11 +250,11 @@ func TestNormalize(t *testing.T) {
 			want:         Overrides{RPD: new(5)},
 			wantWarnings: []string{"rateLimitOverrides.modelConcurrency.a: cap must be a whole number from 1 to 10000 (ignored)", "rateLimitOverrides.modelConcurrency.b: cap must be a whole number from 1 to 10000 (ignored)"},
 		},
-		{name: "model map of the wrong type", in: `{"modelConcurrency":[["glm-5",1]],"maxConcurrent":2}`, want: Overrides{MaxConcurrent: new(2)}, wantWarnings: []string{"rateLimitOverrides.modelConcurrency: " + msgNotModelMap + " (ignored)"}},
+		{name: "model map of the wrong type", in: `{"modelConcurrency":[["glm-5",1]],"maxConcurrent":2}`, want: Overrides{MaxConcurrent: new(2)}, wantWarnings: []string{"rateLimitOverrides.modelConcurrency: " + plainMessage(CodeNotModelMap).text + " (ignored)"}},
 		{name: "not JSON", in: `{maxConcurrent: 4}`, want: Overrides{}, wantWarnings: []string{"rateLimitOverrides: is not valid JSON (ignored)"}},
 		{name: "array", in: `[4]`, want: Overrides{}, wantWarnings: []string{"rateLimitOverrides: must be a JSON object (ignored)"}},
 		{name: "string", in: `"maxConcurrent=4"`, want: Overrides{}, wantWarnings: []string{"rateLimitOverrides: must be a JSON object (ignored)"}},
-		{name: "duplicate key keeps the first", in: `{"rpm":1,"rpm":2}`, want: Overrides{RPM: new(1)}, wantWarnings: []string{"rateLimitOverrides.rpm: " + msgDuplicateField + " (ignored)"}},
+		{name: "duplicate key keeps the first", in: `{"rpm":1,"rpm":2}`, want: Overrides{RPM: new(1)}, wantWarnings: []string{"rateLimitOverrides.rpm: " + plainMessage(CodeDuplicateField).text + " (ignored)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

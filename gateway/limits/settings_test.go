@@ -34,26 +34,26 @@ func TestDecodeSettings(t *testing.T) {
 			in: `{"maxAttempts":11,"defaultMaxWaitMs":0,"breakerCooldownMs":999,"suspendMs":"1","tmp":1,` +
 				`"providers":{"Bad_Key":{"maxConcurrent":1},"zai":{"maxConcurrent":-1,"maxWaitMs":1.5,"rpm":3},"openai":5}}`,
 			wantErrs: FieldErrors{
-				{"settings.breakerCooldownMs", "must be a whole number from 1000 to 3600000"},
-				{"settings.defaultMaxWaitMs", "must be a whole number from 1 to 120000"},
-				{"settings.maxAttempts", "must be a whole number from 1 to 10"},
-				{"settings.providers.Bad_Key", "provider name must be 1 to 32 characters of a-z, 0-9 and '-'"},
-				{"settings.providers.openai", msgNotObject},
-				{"settings.providers.zai.maxConcurrent", "must be a whole number from 0 to 100000"},
-				{"settings.providers.zai.maxWaitMs", "must be a whole number from 0 to 120000"},
-				{"settings.providers.zai.rpm", msgUnknownField},
-				{"settings.suspendMs", "must be a whole number from 0 to 86400000"},
-				{"settings.tmp", msgUnknownField},
+				{Field: "settings.breakerCooldownMs", Message: "must be a whole number from 1000 to 3600000"},
+				{Field: "settings.defaultMaxWaitMs", Message: "must be a whole number from 1 to 120000"},
+				{Field: "settings.maxAttempts", Message: "must be a whole number from 1 to 10"},
+				{Field: "settings.providers.Bad_Key", Message: "provider name must be 1 to 32 characters of a-z, 0-9 and '-'"},
+				{Field: "settings.providers.openai", Message: plainMessage(CodeNotObject).text},
+				{Field: "settings.providers.zai.maxConcurrent", Message: "must be a whole number from 0 to 100000"},
+				{Field: "settings.providers.zai.maxWaitMs", Message: "must be a whole number from 0 to 120000"},
+				{Field: "settings.providers.zai.rpm", Message: plainMessage(CodeUnknownField).text},
+				{Field: "settings.suspendMs", Message: "must be a whole number from 0 to 86400000"},
+				{Field: "settings.tmp", Message: plainMessage(CodeUnknownField).text},
 			},
 		},
-		{name: "providers not an object", in: `{"providers":["zai"]}`, wantErrs: FieldErrors{{"settings.providers", msgNotProviderMap}}},
-		{name: "provider key too long", in: `{"providers":{"abcdefghijklmnopqrstuvwxyz0123456":{"maxConcurrent":1}}}`, wantErrs: FieldErrors{{"settings.providers.abcdefghijklmnopqrstuvwxyz0123456", "provider name must be 1 to 32 characters of a-z, 0-9 and '-'"}}},
+		{name: "providers not an object", in: `{"providers":["zai"]}`, wantErrs: FieldErrors{{Field: "settings.providers", Message: plainMessage(CodeNotProviderMap).text}}},
+		{name: "provider key too long", in: `{"providers":{"abcdefghijklmnopqrstuvwxyz0123456":{"maxConcurrent":1}}}`, wantErrs: FieldErrors{{Field: "settings.providers.abcdefghijklmnopqrstuvwxyz0123456", Message: "provider name must be 1 to 32 characters of a-z, 0-9 and '-'"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got, errs := DecodeSettings([]byte(tt.in), "settings")
-			if diff := cmp.Diff(tt.wantErrs, errs); diff != "" {
+			if diff := cmp.Diff(tt.wantErrs, errs, ignoreCodes); diff != "" {
 				t.Errorf("errors mismatch (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {

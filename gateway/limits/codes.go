@@ -1,0 +1,100 @@
+package limits
+
+// Codes of the problems this package reports, in FieldError.Code and
+// LineError.Code. A code is stable: the English message may be reworded, the
+// code keeps its meaning, and the dashboard words it from its catalogs under
+// "validation.<code>". The comment after each code lists its Args.
+const (
+	// CodeInvalid: the document or value is not valid (no detail). No args.
+	CodeInvalid = "invalid"
+	// CodeInvalidRule: a rule without a wording of its own failed. Args: the
+	// rule as text, like "contains=x".
+	CodeInvalidRule = "invalidRule"
+	// CodeRequired: the value is missing. No args.
+	CodeRequired = "required"
+	// CodeWholeNumberRange: not a whole number from lo to hi. Args: lo, hi.
+	CodeWholeNumberRange = "wholeNumber"
+	// CodeLengthRange: a string not lo to hi characters long. Args: lo, hi.
+	CodeLengthRange = "length"
+	// CodeCapRange: a per-model cap that is not a whole number from lo to hi.
+	// Args: lo, hi.
+	CodeCapRange = "cap"
+	// CodeModelKey: a model name that cannot key a per-model cap. Args: the
+	// longest name allowed.
+	CodeModelKey = "modelKey"
+	// CodeProviderKey: a provider name that does not match [a-z0-9-]{1,n}.
+	// Args: n.
+	CodeProviderKey = "providerKey"
+
+	// CodeAtLeast, CodeAtMost, CodeMoreThan, CodeLessThan and CodeExactly bound
+	// a number; with CodeSuffixChars appended they bound a string's length,
+	// with CodeSuffixItems a list's or map's size. Args: the bound.
+	CodeAtLeast  = "atLeast"
+	CodeAtMost   = "atMost"
+	CodeMoreThan = "moreThan"
+	CodeLessThan = "lessThan"
+	CodeExactly  = "exactly"
+	// CodeSuffixChars and CodeSuffixItems complete the bound codes above.
+	CodeSuffixChars = "Chars"
+	CodeSuffixItems = "Items"
+
+	// CodeOneOf: not one of the allowed values. Args: the values, joined by ", ".
+	CodeOneOf = "oneOf"
+	// CodeURL: not an absolute http(s) URL. No args.
+	CodeURL = "url"
+	// CodeEmail: not an email address. No args.
+	CodeEmail = "email"
+	// CodeUUID: not a UUID. No args.
+	CodeUUID = "uuid"
+	// CodeAlphanumeric: holds something other than letters and digits. No args.
+	CodeAlphanumeric = "alphanum"
+	// CodeUnique: a list holds a value twice. No args.
+	CodeUnique = "unique"
+	// CodeExcludes: holds a forbidden character. Args: the characters.
+	CodeExcludes = "excludes"
+
+	// CodeUnknownField: a key the document does not have. No args.
+	CodeUnknownField = "unknownField"
+	// CodeDuplicateField: a key given twice in one object. No args.
+	CodeDuplicateField = "duplicateField"
+	// CodeNotJSON: the document is not JSON. No args.
+	CodeNotJSON = "notJSON"
+	// CodeNotObject: not a JSON object. No args.
+	CodeNotObject = "notObject"
+	// CodeNotModelMap: modelConcurrency is not an object of caps. No args.
+	CodeNotModelMap = "notModelMap"
+	// CodeNotProviderMap: providers is not an object of settings. No args.
+	CodeNotProviderMap = "notProviderMap"
+	// CodeNotWhole: not a whole number. No args.
+	CodeNotWhole = "notWhole"
+
+	// CodeLineShape: a model=cap line without '='. No args.
+	CodeLineShape = "lineShape"
+	// CodeModelMissing: a model=cap line with nothing before '='. No args.
+	CodeModelMissing = "modelMissing"
+	// CodeDuplicateModel: a model capped twice in the text. Args: the model,
+	// the line it was first capped on.
+	CodeDuplicateModel = "duplicateModel"
+	// CodeLine: one bad line of the model=cap textarea, reported on the
+	// modelConcurrency field (ApplyForm). Args: the LineError itself, whose own
+	// Code and Args say what is wrong with the line.
+	CodeLine = "line"
+)
+
+// Codes returns every code this package may put in a FieldError or
+// LineError, bound codes with their suffixes included; a test keeps it
+// complete, so the dashboard's catalogs can be checked against it.
+func Codes() []string {
+	codes := []string{
+		CodeInvalid, CodeInvalidRule, CodeRequired, CodeWholeNumberRange, CodeLengthRange,
+		CodeCapRange, CodeModelKey, CodeProviderKey,
+		CodeOneOf, CodeURL, CodeEmail, CodeUUID, CodeAlphanumeric, CodeUnique, CodeExcludes,
+		CodeUnknownField, CodeDuplicateField, CodeNotJSON, CodeNotObject, CodeNotModelMap,
+		CodeNotProviderMap, CodeNotWhole,
+		CodeLineShape, CodeModelMissing, CodeDuplicateModel, CodeLine,
+	}
+	for _, bound := range []string{CodeAtLeast, CodeAtMost, CodeMoreThan, CodeLessThan, CodeExactly} {
+		codes = append(codes, bound, bound+CodeSuffixChars, bound+CodeSuffixItems)
+	}
+	return codes
+}
