@@ -39,10 +39,31 @@ var errClientGone = &apiError{status: 499, code: "CLIENT_GONE", message: "client
 // deadline, an admission error, or nil when the healthy candidates have all
 // been tried. Connections out of budget are skipped like cooling ones.
 func (x *exchange) choose() (pick, *apiError) {
+	p, aerr, cand := x.chooseNow()
+	if cand.n == 0 {
+		return p, aerr
+	}
+	// The wait runs in a frame of its own, below this small one: a queued
+	// request's goroutine stack stays small.
+	return x.queue(&cand)
+}
+
+// candidates are the indices (into exchange.targets) of the healthy
+// connections to queue on when none can admit at once.
+type candidates struct {
+	idx [maxCandidates]uint8
+	n   int
+}
+
+// chooseNow is choose up to queueing: it returns a pick or an error, or,
+// when every healthy candidate is full, those candidates.
+func (x *exchange) chooseNow() (pick, *apiError, candidates) {
 	g := x.g
 	now := g.now()
 	n := len(x.targets)
-	var orderBuf, healthyBuf [maxCandidates]int
+	// Indices fit a byte (maxCandidates); small arrays keep the stack of a
+	// queued request small.
+	var orderBuf, healthyBuf [maxCandidates]uint8
 	order := orderBuf[:0]
 	rot := g.rotate.Add(1)
 	for i := 0; i < n; {
@@ -53,7 +74,7 @@ func (x *exchange) choose() (pick, *apiError) {
 		size := j - i
 		off := int(rot % uint64(size))
 		for k := range size {
-			order = append(order, i+(off+k)%size)
+			order = append(order, uint8(i+(off+k)%size))
 		}
 		i = j
 	}
@@ -109,17 +130,17 @@ func (x *exchange) choose() (pick, *apiError) {
 			if nCooling > 0 && coolFor < retry {
 				retry = coolFor
 			}
-			return pick{}, x.rateError(rateBlk, retry)
+			return pick{}, x.rateError(rateBlk, retry), candidates{}
 		case nCooling == n:
 			return pick{}, &apiError{status: http.StatusTooManyRequests, code: CodeUpstreamCooldown,
 				message:    "every connection serving " + x.info.model + " is cooling down after upstream rate limits",
-				retryAfter: ceilSeconds(coolFor), gate: coolGate}
+				retryAfter: ceilSeconds(coolFor), gate: coolGate}, candidates{}
 		case nOK == 0:
 			return pick{}, &apiError{status: http.StatusServiceUnavailable, code: CodeNoHealthy,
 				message:    "no healthy connection serves " + x.info.model + " right now",
-				retryAfter: ceilSeconds(recoverIn)}
+				retryAfter: ceilSeconds(recoverIn)}, candidates{}
 		}
-		return pick{}, nil
+		return pick{}, nil, candidates{}
 	}
 
 	// First choice: a connection that can admit and dispatch at once.
@@ -135,19 +156,29 @@ func (x *exchange) choose() (pick, *apiError) {
 		}
 		g.metrics.attempts.Inc()
 		g.metrics.waitSeconds.Observe(0)
-		if p, ok := admitted(t, i, permit); ok {
-			return x.dispatchTurn(p, start)
+		if p, ok := admitted(t, int(i), permit); ok {
+			p, aerr := x.dispatchTurn(p, start)
+			return p, aerr, candidates{}
 		}
 	}
 
 	// Nobody can admit now: queue where the wait looks shortest.
+	var cand candidates
+	cand.n = copy(cand.idx[:], healthy)
+	return pick{}, nil, cand
+}
+
+// queue waits for a permit on the candidate where the wait looks shortest,
+// moving on to the next when a queue is full.
+func (x *exchange) queue(cand *candidates) (pick, *apiError) {
+	g := x.g
 	type est struct {
-		i int
+		i uint8
 		d time.Duration
 	}
-	var estBuf [maxCandidates]est
+	var estBuf [8]est // more candidates than this spill to the heap
 	ests := estBuf[:0]
-	for _, i := range healthy {
+	for _, i := range cand.idx[:cand.n] {
 		t := x.targets[i]
 		d := g.ctrl.EstimateWait(t.req)
 		if t.c.lim.spacing > 0 {
@@ -189,7 +220,7 @@ func (x *exchange) choose() (pick, *apiError) {
 		w := permit.Waited()
 		x.waited += w
 		g.metrics.waitSeconds.Observe(w.Seconds())
-		if p, ok := admitted(t, e.i, permit); ok {
+		if p, ok := admitted(t, int(e.i), permit); ok {
 			return x.dispatchTurn(p, start)
 		}
 	}

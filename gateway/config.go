@@ -81,7 +81,7 @@ func (r route) style() style {
 // conn is a Connection prepared for the hot path.
 type conn struct {
 	id, name, provider string
-	label              string // X-Gatehouse-Connection
+	label              string   // X-Gatehouse-Connection
 	labelHdr           []string // {label}, shared by every response (len == cap, so never appended to in place)
 	style              style
 	styleOK            bool // APIStyle is one we know

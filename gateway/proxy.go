@@ -16,35 +16,58 @@ import (
 // /v1/messages, and GET /v1/models.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rt, ok := routeOf(r.URL.Path)
-	if !ok {
-		writeError(w, styleOpenAI, &apiError{status: http.StatusNotFound, code: CodeNotFound, message: "no such route: " + r.URL.Path})
+	var x exchange
+	if e := g.prepare(&x, w, r); e != nil {
+		if e != errAnswered {
+			writeError(w, x.st, e)
+		}
 		return
 	}
+	x.run()
+	if overhead := time.Since(start) - x.waited - x.upstream; overhead > 0 {
+		g.metrics.overhead.Observe(overhead.Seconds())
+	}
+}
+
+// errAnswered is prepare's answer when it has answered the client itself.
+var errAnswered = &apiError{status: http.StatusOK}
+
+// prepare checks the request (route, method, client key, body) and sets x
+// up for its attempts. It returns the error to send (x.st set), errAnswered
+// when it has answered, or nil.
+//
+// It is kept out of ServeHTTP, and its errors are returned (so allocated
+// on the heap, only when they happen) rather than written here, to keep the
+// goroutine stack of a queued request small: conn.serve, ServeHTTP and
+// prepare's frame with the body read below it must stay under 4 KiB, or
+// every waiting request carries an 8 KiB stack.
+func (g *Gateway) prepare(x *exchange, w http.ResponseWriter, r *http.Request) *apiError {
+	x.st = styleOpenAI
+	rt, ok := routeOf(r.URL.Path)
+	if !ok {
+		return &apiError{status: http.StatusNotFound, code: CodeNotFound, message: "no such route: " + r.URL.Path}
+	}
 	st := rt.style()
+	x.st = st
 	want := http.MethodPost
 	if rt == routeModels {
 		want = http.MethodGet
 	}
 	if r.Method != want && !(rt == routeModels && r.Method == http.MethodHead) {
 		w.Header().Set("Allow", want)
-		writeError(w, st, &apiError{status: http.StatusMethodNotAllowed, code: CodeMethodNotAllowed, message: "method " + r.Method + " is not allowed here; use " + want})
-		return
+		return &apiError{status: http.StatusMethodNotAllowed, code: CodeMethodNotAllowed, message: "method " + r.Method + " is not allowed here; use " + want}
 	}
 	switch secret := clientKey(r.Header); {
 	case secret == "":
-		writeError(w, st, &apiError{status: http.StatusUnauthorized, code: CodeMissingKey,
-			message: "missing client key: send it as Authorization: Bearer <key> or x-api-key"})
-		return
+		return &apiError{status: http.StatusUnauthorized, code: CodeMissingKey,
+			message: "missing client key: send it as Authorization: Bearer <key> or x-api-key"}
 	case g.auth == nil || !g.auth(secret):
-		writeError(w, st, &apiError{status: http.StatusUnauthorized, code: CodeInvalidKey, message: "invalid client key"})
-		return
+		return &apiError{status: http.StatusUnauthorized, code: CodeInvalidKey, message: "invalid client key"}
 	}
 	s := g.state.Load()
 	if s == nil || g.closed.Load() {
-		writeError(w, st, &apiError{status: http.StatusServiceUnavailable, code: CodeNotReady, retryAfter: 1,
-			message: "the gateway has no configuration loaded or is shutting down"})
-		return
+		return &apiError{status: http.StatusServiceUnavailable, code: CodeNotReady, retryAfter: 1,
+			message: "the gateway has no configuration loaded or is shutting down"}
 	}
 	if rt == routeModels {
 		h := w.Header()
@@ -54,40 +77,34 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
 			_, _ = w.Write(s.modelsBody)
 		}
-		return
+		return errAnswered
 	}
 
 	body := new(reqBody)
 	if err := readBody(r.Body, body, r.ContentLength, g.maxBody); err != nil {
 		if errors.Is(err, errBodyTooLarge) {
-			writeError(w, st, &apiError{status: http.StatusRequestEntityTooLarge, code: CodeBodyTooLarge,
-				message: "request body exceeds " + strconv.FormatInt(g.maxBody, 10) + " bytes"})
-			return
+			return &apiError{status: http.StatusRequestEntityTooLarge, code: CodeBodyTooLarge,
+				message: "request body exceeds " + strconv.FormatInt(g.maxBody, 10) + " bytes"}
 		}
 		if r.Context().Err() == nil {
-			writeError(w, st, &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: "could not read the request body"})
+			return &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: "could not read the request body"}
 		}
-		return
+		return errAnswered
 	}
 	info, err := scanBody(body.raw)
 	if err != nil {
-		writeError(w, st, &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: describeScanError(err)})
-		return
+		return &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: describeScanError(err)}
 	}
 	targets := s.routes[st][info.model]
 	if len(targets) == 0 {
-		writeError(w, st, &apiError{status: http.StatusNotFound, code: CodeModelNotFound,
-			message: "model " + strconv.Quote(info.model) + " is not served by any enabled " + st.String() + "-style connection"})
-		return
+		return &apiError{status: http.StatusNotFound, code: CodeModelNotFound,
+			message: "model " + strconv.Quote(info.model) + " is not served by any enabled " + st.String() + "-style connection"}
 	}
 	if len(targets) > maxCandidates {
 		targets = targets[:maxCandidates]
 	}
-	x := exchange{g: g, w: w, r: r, s: s, rt: rt, st: st, body: body, info: info, targets: targets}
-	x.run()
-	if overhead := time.Since(start) - x.waited - x.upstream; overhead > 0 {
-		g.metrics.overhead.Observe(overhead.Seconds())
-	}
+	*x = exchange{g: g, w: w, r: r, s: s, rt: rt, st: st, body: body, info: info, targets: targets}
+	return nil
 }
 
 // maxCandidates bounds the connections considered for one model.
@@ -252,12 +269,12 @@ func (x *exchange) attempt(p pick) attemptResult {
 		delete(hdr, "Accept-Encoding")
 	}
 	out := (&http.Request{
-		Method:        x.r.Method,
-		URL:           &u,
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        hdr,
+		Method:     x.r.Method,
+		URL:        &u,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     hdr,
 		// A NopCloser over a *bytes.Reader is a body the Transport knows to
 		// be in memory: it writes headers and body with one syscall.
 		Body:          io.NopCloser(bytes.NewReader(payload)),

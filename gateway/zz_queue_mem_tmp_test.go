@@ -21,6 +21,7 @@ func TestZZQueueMem(t *testing.T) {
 	}
 	c := e.conn("c1", "k1", "glm-5")
 	c.Overrides = caps(1, map[string]int{"glm-5": 1}, 600000)
+	c.Overrides.MaxQueueDepth = ptr(100000)
 	e.gw.Apply(Config{Connections: []Connection{c}})
 	const n = 4000
 	ctx, cancel := context.WithCancel(t.Context())
@@ -40,7 +41,7 @@ func TestZZQueueMem(t *testing.T) {
 			e.gw.ServeHTTP(httptest.NewRecorder(), r)
 		}()
 	}
-	waitFor(t, 20*time.Second, "queued", func() bool { return e.gate("model:c1:glm-5").Queued == n-1 })
+	waitFor(t, 20*time.Second, "queued", func() bool { return e.gate("connection:c1").Queued == n-1 })
 	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&ms1)

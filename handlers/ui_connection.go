@@ -176,11 +176,9 @@ func (s *Server) connectionForm(ctx context.Context, rq *uiRequest, cur *store.C
 	var overrides limits.Overrides
 	if cur != nil {
 		f.ID, f.APIKeyPreview, f.StoredEnabled = cur.ID, cur.APIKeyPreview, cur.Enabled
-		var warns []string
-		overrides, warns = limits.Normalize(cur.RateLimitOverrides)
-		for _, w := range warns {
-			f.Warnings = append(f.Warnings, rq.l.T("warning.storedValue", w))
-		}
+		var warns limits.FieldErrors
+		overrides, warns = limits.NormalizeErrors(cur.RateLimitOverrides)
+		f.Warnings = uiStoredWarnings(rq.l, warns)
 		last, err := s.uiLatestChange(ctx, store.EntityConnection, cur.ID)
 		if err != nil {
 			return f, err

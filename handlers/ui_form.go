@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
@@ -19,60 +18,45 @@ import (
 // re-renders the form with the errors it collected.
 var errUIInvalid = errors.New("handlers: dashboard form has errors")
 
-// uiFieldMessages holds the catalog key that words the problems of a form field
-// whose rules live in the API's validator (the same rules; localised words).
-var uiFieldMessages = map[string]string{
-	"name":     "validation.name",
-	"provider": "validation.provider",
-	"apiStyle": "validation.apiStyle",
-	"baseUrl":  "validation.url",
-	"models":   "validation.models",
-	"apiKey":   "validation.apiKey",
-}
-
-// uiAddErrors localises validation problems (paths as the API reports them) and
-// adds them under their form fields, each message once per field. skip names form
-// fields whose problems were already reported in the form's own words.
+// uiAddErrors localises validation problems (paths as the API reports them) by their
+// codes and adds them under their form fields, each message once per field. skip
+// names form fields whose problems were already reported in the form's own words.
 func uiAddErrors(l *web.Localizer, dst web.FieldErrors, fe limits.FieldErrors, skip ...string) {
 	for _, e := range fe {
 		field := web.FormField(e.Field)
 		if slices.Contains(skip, field) {
 			continue
 		}
-		msg := uiMessage(l, field, e.Message)
+		msg := web.FieldErrorMessage(l, e)
 		if !slices.Contains(dst.Get(field), msg) {
 			dst.Add(field, msg)
 		}
 	}
 }
 
-// uiMessage words one problem of field in the user's language.
-func uiMessage(l *web.Localizer, field, msg string) string {
-	if msg == msgRequired {
-		return l.T("validation.required")
-	}
-	if key, ok := uiFieldMessages[field]; ok {
-		return l.T(key)
-	}
-	var lo, hi int64
-	if n, _ := fmt.Sscanf(msg, "must be a whole number from %d to %d", &lo, &hi); n == 2 {
-		return l.T("validation.wholeNumber", lo, hi)
-	}
-	return msg
-}
-
 // uiModelCapErrors re-reads the per-model caps textarea (when it was submitted) and
-// words each bad line with its number, as `line 2: "glm-5=0": cap must be …`. It
-// reports whether it found any.
+// words each bad line with its number, in line order, as `line 2: "glm-5=0": cap
+// must be …`. It reports whether it found any.
 func uiModelCapErrors(l *web.Localizer, form url.Values, dst web.FieldErrors) bool {
 	if _, ok := form[limits.KeyModelConcurrency]; !ok {
 		return false
 	}
 	_, lineErrs := limits.ParseModelCaps(form.Get(limits.KeyModelConcurrency))
 	for _, le := range lineErrs {
-		dst.Add(limits.KeyModelConcurrency, web.LineMessage(l, le.Line, le.Entry, le.Message))
+		dst.Add(limits.KeyModelConcurrency, web.LineErrorMessage(l, le))
 	}
 	return len(lineErrs) > 0
+}
+
+// uiStoredWarnings words the parts of a stored document that a fail-open read dropped
+// (limits.NormalizeErrors), one warning each: "A stored value could not be read …:
+// rateLimitOverrides.maxWaitMs: must be a whole number from 0 to 120000".
+func uiStoredWarnings(l *web.Localizer, dropped limits.FieldErrors) []string {
+	var out []string
+	for _, e := range dropped {
+		out = append(out, l.T("warning.storedValue", e.Field+": "+web.FieldErrorMessage(l, e)))
+	}
+	return out
 }
 
 // intText writes an optional number as a form shows it ("" when absent).

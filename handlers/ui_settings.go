@@ -132,10 +132,8 @@ func applySettingsForm(l *web.Localizer, stored json.RawMessage, form url.Values
 // settingsForm completes the settings page's view model.
 func (s *Server) settingsForm(r *http.Request, rq *uiRequest, st store.Settings, fields web.SettingsFields, errs web.FieldErrors) (web.SettingsForm, error) {
 	f := web.SettingsForm{Fields: fields, Errors: errs, ReadOnly: rq.user.Role != store.RoleAdmin}
-	_, warns := limits.NormalizeSettings(st.Data)
-	for _, w := range warns {
-		f.Warnings = append(f.Warnings, rq.l.T("warning.storedValue", w))
-	}
+	_, warns := limits.NormalizeSettingsErrors(st.Data)
+	f.Warnings = uiStoredWarnings(rq.l, warns)
 	last, err := s.uiLatestChange(r.Context(), store.EntitySettings, "")
 	if err != nil {
 		return f, err

@@ -221,8 +221,8 @@ func TestDashConnectionFormErrors(t *testing.T) {
 	res := d.post(t, c, "/connections/new", typed).want(t, http.StatusUnprocessableEntity)
 	want := map[string][]string{
 		"name":               {"use 1 to 64 of letters, digits, dot, dash and underscore"},
-		"baseUrl":            {"enter an absolute http:// or https:// URL"},
-		"models":             {"list 1 to 500 model ids, each 1 to 128 characters"},
+		"baseUrl":            {"enter an absolute http:// or https:// URL with a host and no query, fragment or credentials"},
+		"models":             {"must have at least 1 item"},
 		"maxConcurrent":      {"must be a whole number from 0 to 10000"},
 		"executionMaxWaitMs": {"must be a whole number from 0 to 600000"},
 		"modelConcurrency": {
@@ -254,6 +254,55 @@ func TestDashConnectionFormErrors(t *testing.T) {
 	}
 	if cs, _ := d.store.ListConnections(t.Context()); len(cs) != 0 {
 		t.Errorf("a bad form created %d connections", len(cs))
+	}
+}
+
+// TestDashConnectionFormErrorsPortuguese posts the same bad form as a pt-BR user: every
+// problem beside its field is worded from the pt-BR catalog, the textarea's line errors
+// included, and nothing is saved.
+func TestDashConnectionFormErrorsPortuguese(t *testing.T) {
+	t.Parallel()
+	d := newDash(t)
+	c := d.signIn(t, "admin@example.com")
+	d.get(t, c, "/connections/new?lang=pt-BR").want(t, http.StatusOK) // the cookie keeps the choice
+	typed := url.Values{
+		"name": {"bad name"}, "provider": {"Z AI"}, "apiStyle": {"openai"}, "baseUrl": {"ftp://x"},
+		"apiKey": {"sk-1234"}, "priority": {"0"}, "models": {""}, "enabled": {"false", "true"},
+		"maxConcurrent": {"abc"}, "modelConcurrency": {"glm-5=0\nglm-4.7=3\nnope\nglm-4.7=1"},
+		"maxWaitMs": {"120001"},
+	}
+	res := d.post(t, c, "/connections/new", typed).want(t, http.StatusUnprocessableEntity)
+	want := map[string][]string{
+		"name":          {"use de 1 a 64 letras, dígitos, ponto, hífen e sublinhado"},
+		"provider":      {"use de 1 a 32 caracteres entre a-z, 0-9 e -"},
+		"baseUrl":       {"informe uma URL absoluta http:// ou https://, com host e sem query, fragmento ou credenciais"},
+		"models":        {"deve ter pelo menos 1 item"},
+		"maxConcurrent": {"deve ser um número inteiro de 0 a 10000"},
+		"maxWaitMs":     {"deve ser um número inteiro de 0 a 120000"},
+		"modelConcurrency": {
+			`linha 1: "glm-5=0": o limite deve ser um número inteiro de 1 a 10000`,
+			`linha 3: "nope": esperado modelo=limite, como glm-5=2`,
+			`linha 4: "glm-4.7=1": o modelo "glm-4.7" já tem limite na linha 2`,
+		},
+	}
+	got := map[string][]string{}
+	for field := range want {
+		got[field] = texts(res.testid("error-" + field).Find("li"))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("pt-BR errors beside fields mismatch (-want +got):\n%s", diff)
+	}
+	if cs, _ := d.store.ListConnections(t.Context()); len(cs) != 0 {
+		t.Errorf("a bad form created %d connections", len(cs))
+	}
+
+	// A malformed stored value (edited by hand) is named in pt-BR as well.
+	conn := d.createConnection(t, "hand-edited", `{"maxWaitMs":-5}`)
+	warnings := texts(d.get(t, c, "/connections/"+conn.ID).want(t, http.StatusOK).testid("warning"))
+	wantWarning := "! Um valor armazenado não pôde ser lido e vale como sem limite até ser salvo de novo: " +
+		"rateLimitOverrides.maxWaitMs: deve ser um número inteiro de 0 a 120000"
+	if diff := cmp.Diff([]string{wantWarning}, warnings); diff != "" {
+		t.Errorf("stored-value warning mismatch (-want +got):\n%s", diff)
 	}
 }
 

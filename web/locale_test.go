@@ -89,7 +89,7 @@ func TestLocalizer(t *testing.T) {
 		{name: "unsupported tag falls back", tag: "de-DE", key: "nav.connections", want: "Connections"},
 		{name: "empty tag", tag: "", key: "nav.connections", want: "Connections"},
 		{name: "args", tag: "en", key: "placeholder.default", args: []any{"30000"}, want: "default 30000"},
-		{name: "reordered args", tag: "en", key: "lines.error", args: []any{2, "glm-5=0", "bad"}, want: `line 2: "glm-5=0": bad`},
+		{name: "reordered args", tag: "en", key: "validation.line", args: []any{2, "glm-5=0", "bad"}, want: `line 2: "glm-5=0": bad`},
 		{name: "missing key shows key", tag: "pt-BR", key: "no.such.key", want: "no.such.key"},
 	}
 	for _, tt := range tests {

@@ -65,7 +65,7 @@ func (e LineError) Message(l *Localizer) string {
 // LineMessage writes any textarea line error in the dashboard's one format; handlers
 // use it for the limits codec's errors too: LineMessage(l, 2, "glm-5=0", msg).
 func LineMessage(l *Localizer, line int, text, msg string) string {
-	return l.T("lines.error", line, text, msg)
+	return l.T("validation.line", line, text, msg)
 }
 
 var providerKey = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
@@ -30,7 +31,9 @@ func ValidationMessage(l *Localizer, code string, args []any, english string) st
 	key := validationKey(code)
 	var msg string
 	if l.HasKey(key) {
-		msg = l.T(key, args...)
+		// Formatted even without arguments, so an entry that expects some shows
+		// fmt's marks below instead of bare verbs.
+		msg = fmt.Sprintf(l.T(key), args...)
 	} else {
 		n, ok := countArg(args)
 		if !ok {

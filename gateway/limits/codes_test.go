@@ -72,6 +72,25 @@ func TestFieldErrorCodes(t *testing.T) {
 		},
 		{name: "provider map", errs: settings(`{"providers":1}`), want: []coded{{"s.providers", CodeNotProviderMap, nil}}},
 		{
+			name: "stored overrides read fail-open",
+			errs: func() FieldErrors {
+				_, errs := NormalizeErrors([]byte(`{"maxConcurrent":-1,"x":1}`))
+				return errs
+			}(),
+			want: []coded{
+				{"rateLimitOverrides.maxConcurrent", CodeWholeNumberRange, []any{int64(0), int64(10000)}},
+				{"rateLimitOverrides.x", CodeUnknownField, nil},
+			},
+		},
+		{
+			name: "stored settings read fail-open",
+			errs: func() FieldErrors {
+				_, errs := NormalizeSettingsErrors([]byte(`{"maxAttempts":0}`))
+				return errs
+			}(),
+			want: []coded{{"settings.maxAttempts", CodeWholeNumberRange, []any{int64(1), int64(10)}}},
+		},
+		{
 			name: "validator rules",
 			errs: TranslateValidation(Validator().Struct(apiConnection{Provider: "p", BaseURL: "x", Models: []string{""}, Style: "grpc",
 				Name: "n"}), ""),

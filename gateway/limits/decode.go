@@ -88,21 +88,34 @@ func strictErrors(problems []problem, prefix string) FieldErrors {
 	return sortFieldErrors(out)
 }
 
-// lenientWarnings removes every value that broke a rule from out (a pointer
-// to a struct) and returns one warning per problem, sorted.
-func lenientWarnings(problems []problem, out any, prefix string) []string {
+// lenientErrors removes every value that broke a rule from out (a pointer to
+// a struct) and returns the problems as FieldErrors under prefix, sorted.
+func lenientErrors(problems []problem, out any, prefix string) FieldErrors {
 	if len(problems) == 0 {
 		return nil
 	}
 	rv := reflect.ValueOf(out).Elem()
-	warnings := make([]string, 0, len(problems))
+	errs := make(FieldErrors, 0, len(problems))
 	for _, p := range problems {
 		if p.validation {
 			unset(rv, p.path)
 		}
-		warnings = append(warnings, joinPath(prefix, p.path)+": "+p.msg.text+" (ignored)")
+		errs = append(errs, p.msg.fieldError(joinPath(prefix, p.path)))
 	}
 	prune(rv)
+	return sortFieldErrors(errs)
+}
+
+// warningLines writes lenient problems as sorted warning lines:
+// "path: message (ignored)".
+func warningLines(errs FieldErrors) []string {
+	if len(errs) == 0 {
+		return nil
+	}
+	warnings := make([]string, 0, len(errs))
+	for _, e := range errs {
+		warnings = append(warnings, e.Field+": "+e.Message+" (ignored)")
+	}
 	slices.Sort(warnings)
 	return slices.Compact(warnings)
 }

@@ -4,7 +4,9 @@
 //
 // Writes are strict: DecodeOverrides and DecodeSettings reject anything
 // that is not exactly right and report every problem with its path, as
-// FieldErrors that the REST API and the dashboard show as they are. Reads
+// FieldErrors: an English message, which the REST API shows as it is, and a
+// stable code with arguments (Codes), by which the dashboard words the same
+// problem in the user's language. Reads
 // are fail-open: Normalize and NormalizeSettings drop whatever is malformed
 // in a stored document (so that part has no cap) and return warnings, so a
 // hand-edited row can never crash or lock out the gateway.

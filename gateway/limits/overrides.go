@@ -129,12 +129,21 @@ const overridesWarningPrefix = "rateLimitOverrides"
 // The good parts are kept. Empty input and "null" are no overrides, without
 // a warning. Warnings are sorted.
 func Normalize(raw []byte) (Overrides, []string) {
+	o, errs := NormalizeErrors(raw)
+	return o, warningLines(errs)
+}
+
+// NormalizeErrors is Normalize with each dropped part reported as a
+// FieldError (path under "rateLimitOverrides", English message, code and
+// arguments) instead of a warning line, for a reader that words the
+// warnings itself, such as the dashboard.
+func NormalizeErrors(raw []byte) (Overrides, FieldErrors) {
 	var o Overrides
 	if isBlankOrNull(raw) {
 		return o, nil
 	}
 	problems := decodeDocument(raw, &o)
-	return o, lenientWarnings(problems, &o, overridesWarningPrefix)
+	return o, lenientErrors(problems, &o, overridesWarningPrefix)
 }
 
 func isBlankOrNull(raw []byte) bool {

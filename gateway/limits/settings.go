@@ -189,10 +189,17 @@ func DecodeSettings(data []byte, pathPrefix string) (Settings, FieldErrors) {
 // warning such as "settings.maxAttempts: must be a whole number from 1 to 10
 // (ignored)"; it never fails and never panics.
 func NormalizeSettings(raw []byte) (Settings, []string) {
+	s, errs := NormalizeSettingsErrors(raw)
+	return s, warningLines(errs)
+}
+
+// NormalizeSettingsErrors is NormalizeSettings with each dropped part
+// reported as a FieldError (path under "settings") instead of a warning line.
+func NormalizeSettingsErrors(raw []byte) (Settings, FieldErrors) {
 	var s Settings
 	if isBlankOrNull(raw) {
 		return s, nil
 	}
 	problems := decodeDocument(raw, &s)
-	return s, lenientWarnings(problems, &s, settingsWarningPrefix)
+	return s, lenientErrors(problems, &s, settingsWarningPrefix)
 }
