@@ -3,7 +3,6 @@ package gateway
 import (
 	"errors"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
@@ -38,26 +37,31 @@ var errClientGone = &apiError{status: 499, code: "CLIENT_GONE", message: "client
 // connection's dispatch turn (rpm/minTime) would come after the request's
 // deadline, an admission error, or nil when the healthy candidates have all
 // been tried. Connections out of budget are skipped like cooling ones.
+//
+// Each step runs in a frame of its own below this small one, so the
+// goroutine stack of a queued request stays within 4 KiB.
 func (x *exchange) choose() (pick, *apiError) {
-	p, aerr, cand := x.chooseNow()
+	cand, aerr := x.healthy()
 	if cand.n == 0 {
+		return pick{}, aerr
+	}
+	if p, aerr, ok := x.admitNow(&cand); ok {
 		return p, aerr
 	}
-	// The wait runs in a frame of its own, below this small one: a queued
-	// request's goroutine stack stays small.
 	return x.queue(&cand)
 }
 
 // candidates are the indices (into exchange.targets) of the healthy
-// connections to queue on when none can admit at once.
+// connections to try, in order.
 type candidates struct {
 	idx [maxCandidates]uint8
 	n   int
 }
 
-// chooseNow is choose up to queueing: it returns a pick or an error, or,
-// when every healthy candidate is full, those candidates.
-func (x *exchange) chooseNow() (pick, *apiError, candidates) {
+// healthy returns the untried candidates that are healthy for the model and
+// within their budgets, highest priority first (equal priorities rotated),
+// or, when there are none, the error to send (nil: all have been tried).
+func (x *exchange) healthy() (candidates, *apiError) {
 	g := x.g
 	now := g.now()
 	n := len(x.targets)
@@ -130,21 +134,29 @@ func (x *exchange) chooseNow() (pick, *apiError, candidates) {
 			if nCooling > 0 && coolFor < retry {
 				retry = coolFor
 			}
-			return pick{}, x.rateError(rateBlk, retry), candidates{}
+			return candidates{}, x.rateError(rateBlk, retry)
 		case nCooling == n:
-			return pick{}, &apiError{status: http.StatusTooManyRequests, code: CodeUpstreamCooldown,
+			return candidates{}, &apiError{status: http.StatusTooManyRequests, code: CodeUpstreamCooldown,
 				message:    "every connection serving " + x.info.model + " is cooling down after upstream rate limits",
-				retryAfter: ceilSeconds(coolFor), gate: coolGate}, candidates{}
+				retryAfter: ceilSeconds(coolFor), gate: coolGate}
 		case nOK == 0:
-			return pick{}, &apiError{status: http.StatusServiceUnavailable, code: CodeNoHealthy,
+			return candidates{}, &apiError{status: http.StatusServiceUnavailable, code: CodeNoHealthy,
 				message:    "no healthy connection serves " + x.info.model + " right now",
-				retryAfter: ceilSeconds(recoverIn)}, candidates{}
+				retryAfter: ceilSeconds(recoverIn)}
 		}
-		return pick{}, nil, candidates{}
+		return candidates{}, nil
 	}
 
-	// First choice: a connection that can admit and dispatch at once.
-	for _, i := range healthy {
+	var cand candidates
+	cand.n = copy(cand.idx[:], healthy)
+	return cand, nil
+}
+
+// admitNow takes the first candidate that can admit and dispatch at once;
+// ok is false when none can.
+func (x *exchange) admitNow(cand *candidates) (p pick, aerr *apiError, ok bool) {
+	g := x.g
+	for _, i := range cand.idx[:cand.n] {
 		t := x.targets[i]
 		if t.c.lim.spacing > 0 && t.c.rate.turnDelay(time.Now()) > 0 {
 			continue
@@ -158,46 +170,20 @@ func (x *exchange) chooseNow() (pick, *apiError, candidates) {
 		g.metrics.waitSeconds.Observe(0)
 		if p, ok := admitted(t, int(i), permit); ok {
 			p, aerr := x.dispatchTurn(p, start)
-			return p, aerr, candidates{}
+			return p, aerr, true
 		}
 	}
-
-	// Nobody can admit now: queue where the wait looks shortest.
-	var cand candidates
-	cand.n = copy(cand.idx[:], healthy)
-	return pick{}, nil, cand
+	return pick{}, nil, false
 }
 
 // queue waits for a permit on the candidate where the wait looks shortest,
 // moving on to the next when a queue is full.
 func (x *exchange) queue(cand *candidates) (pick, *apiError) {
 	g := x.g
-	type est struct {
-		i uint8
-		d time.Duration
-	}
-	var estBuf [8]est // more candidates than this spill to the heap
-	ests := estBuf[:0]
+	x.orderByWait(cand)
+	var full *admission.Error
 	for _, i := range cand.idx[:cand.n] {
 		t := x.targets[i]
-		d := g.ctrl.EstimateWait(t.req)
-		if t.c.lim.spacing > 0 {
-			d = max(d, t.c.rate.turnDelay(time.Now()))
-		}
-		ests = append(ests, est{i, d})
-	}
-	slices.SortStableFunc(ests, func(a, b est) int {
-		switch {
-		case a.d < b.d:
-			return -1
-		case a.d > b.d:
-			return 1
-		}
-		return 0
-	})
-	var full *admission.Error
-	for _, e := range ests {
-		t := x.targets[e.i]
 		g.metrics.attempts.Inc()
 		start := time.Now()
 		permit, err := g.ctrl.Acquire(x.r.Context(), t.req)
@@ -220,7 +206,7 @@ func (x *exchange) queue(cand *candidates) (pick, *apiError) {
 		w := permit.Waited()
 		x.waited += w
 		g.metrics.waitSeconds.Observe(w.Seconds())
-		if p, ok := admitted(t, int(e.i), permit); ok {
+		if p, ok := admitted(t, int(i), permit); ok {
 			return x.dispatchTurn(p, start)
 		}
 	}
@@ -228,6 +214,30 @@ func (x *exchange) queue(cand *candidates) (pick, *apiError) {
 		return pick{}, admissionError(full)
 	}
 	return pick{}, nil
+}
+
+// orderByWait sorts the candidates by expected wait, shortest first; the
+// sort is stable, so priority order breaks ties.
+func (x *exchange) orderByWait(cand *candidates) {
+	if cand.n < 2 {
+		return
+	}
+	var waits [maxCandidates]time.Duration
+	for k, i := range cand.idx[:cand.n] {
+		t := x.targets[i]
+		d := x.g.ctrl.EstimateWait(t.req)
+		if t.c.lim.spacing > 0 {
+			d = max(d, t.c.rate.turnDelay(time.Now()))
+		}
+		waits[k] = d
+	}
+	// Insertion sort: a handful of candidates, and stable.
+	for k := 1; k < cand.n; k++ {
+		for j := k; j > 0 && waits[j] < waits[j-1]; j-- {
+			waits[j], waits[j-1] = waits[j-1], waits[j]
+			cand.idx[j], cand.idx[j-1] = cand.idx[j-1], cand.idx[j]
+		}
+	}
 }
 
 // dispatchTurn waits for the admitted pick's dispatch turn within the

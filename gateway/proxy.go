@@ -16,8 +16,8 @@ import (
 // /v1/messages, and GET /v1/models.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	var x exchange
-	if e := g.prepare(&x, w, r); e != nil {
+	x, e := g.prepare(w, r)
+	if e != nil {
 		if e != errAnswered {
 			writeError(w, x.st, e)
 		}
@@ -32,20 +32,21 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // errAnswered is prepare's answer when it has answered the client itself.
 var errAnswered = &apiError{status: http.StatusOK}
 
-// prepare checks the request (route, method, client key, body) and sets x
-// up for its attempts. It returns the error to send (x.st set), errAnswered
-// when it has answered, or nil.
+// prepare checks the request (route, method, client key, body) and returns
+// the exchange for its attempts, with nil, or with the error to send (x.st
+// set) or errAnswered when it has answered.
 //
-// It is kept out of ServeHTTP, and its errors are returned (so allocated
-// on the heap, only when they happen) rather than written here, to keep the
-// goroutine stack of a queued request small: conn.serve, ServeHTTP and
-// prepare's frame with the body read below it must stay under 4 KiB, or
-// every waiting request carries an 8 KiB stack.
-func (g *Gateway) prepare(x *exchange, w http.ResponseWriter, r *http.Request) *apiError {
-	x.st = styleOpenAI
+// It is kept out of ServeHTTP, its errors are returned (so allocated on the
+// heap, only when they happen) rather than written here, and the exchange
+// lives on the heap, to keep the goroutine stack of a queued request small:
+// everything on it, net/http's conn.serve (1.1 KiB) included, must stay
+// within the 3 KiB that a 4 KiB stack leaves above its guard, or every
+// waiting request carries an 8 KiB stack.
+func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, _ *apiError) {
+	x = &exchange{st: styleOpenAI}
 	rt, ok := routeOf(r.URL.Path)
 	if !ok {
-		return &apiError{status: http.StatusNotFound, code: CodeNotFound, message: "no such route: " + r.URL.Path}
+		return x, &apiError{status: http.StatusNotFound, code: CodeNotFound, message: "no such route: " + r.URL.Path}
 	}
 	st := rt.style()
 	x.st = st
@@ -55,18 +56,18 @@ func (g *Gateway) prepare(x *exchange, w http.ResponseWriter, r *http.Request) *
 	}
 	if r.Method != want && !(rt == routeModels && r.Method == http.MethodHead) {
 		w.Header().Set("Allow", want)
-		return &apiError{status: http.StatusMethodNotAllowed, code: CodeMethodNotAllowed, message: "method " + r.Method + " is not allowed here; use " + want}
+		return x, &apiError{status: http.StatusMethodNotAllowed, code: CodeMethodNotAllowed, message: "method " + r.Method + " is not allowed here; use " + want}
 	}
 	switch secret := clientKey(r.Header); {
 	case secret == "":
-		return &apiError{status: http.StatusUnauthorized, code: CodeMissingKey,
+		return x, &apiError{status: http.StatusUnauthorized, code: CodeMissingKey,
 			message: "missing client key: send it as Authorization: Bearer <key> or x-api-key"}
 	case g.auth == nil || !g.auth(secret):
-		return &apiError{status: http.StatusUnauthorized, code: CodeInvalidKey, message: "invalid client key"}
+		return x, &apiError{status: http.StatusUnauthorized, code: CodeInvalidKey, message: "invalid client key"}
 	}
 	s := g.state.Load()
 	if s == nil || g.closed.Load() {
-		return &apiError{status: http.StatusServiceUnavailable, code: CodeNotReady, retryAfter: 1,
+		return x, &apiError{status: http.StatusServiceUnavailable, code: CodeNotReady, retryAfter: 1,
 			message: "the gateway has no configuration loaded or is shutting down"}
 	}
 	if rt == routeModels {
@@ -77,34 +78,33 @@ func (g *Gateway) prepare(x *exchange, w http.ResponseWriter, r *http.Request) *
 		if r.Method == http.MethodGet {
 			_, _ = w.Write(s.modelsBody)
 		}
-		return errAnswered
+		return x, errAnswered
 	}
 
-	body := new(reqBody)
-	if err := readBody(r.Body, body, r.ContentLength, g.maxBody); err != nil {
+	if err := readBody(r.Body, &x.body, r.ContentLength, g.maxBody); err != nil {
 		if errors.Is(err, errBodyTooLarge) {
-			return &apiError{status: http.StatusRequestEntityTooLarge, code: CodeBodyTooLarge,
+			return x, &apiError{status: http.StatusRequestEntityTooLarge, code: CodeBodyTooLarge,
 				message: "request body exceeds " + strconv.FormatInt(g.maxBody, 10) + " bytes"}
 		}
 		if r.Context().Err() == nil {
-			return &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: "could not read the request body"}
+			return x, &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: "could not read the request body"}
 		}
-		return errAnswered
+		return x, errAnswered
 	}
-	info, err := scanBody(body.raw)
+	info, err := scanBody(x.body.raw)
 	if err != nil {
-		return &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: describeScanError(err)}
+		return x, &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: describeScanError(err)}
 	}
 	targets := s.routes[st][info.model]
 	if len(targets) == 0 {
-		return &apiError{status: http.StatusNotFound, code: CodeModelNotFound,
+		return x, &apiError{status: http.StatusNotFound, code: CodeModelNotFound,
 			message: "model " + strconv.Quote(info.model) + " is not served by any enabled " + st.String() + "-style connection"}
 	}
 	if len(targets) > maxCandidates {
 		targets = targets[:maxCandidates]
 	}
-	*x = exchange{g: g, w: w, r: r, s: s, rt: rt, st: st, body: body, info: info, targets: targets}
-	return nil
+	x.g, x.w, x.r, x.s, x.rt, x.info, x.targets = g, w, r, s, rt, info, targets
+	return x, nil
 }
 
 // maxCandidates bounds the connections considered for one model.
@@ -150,7 +150,7 @@ type exchange struct {
 	s       *state
 	rt      route
 	st      style
-	body    *reqBody
+	body    reqBody
 	info    bodyInfo
 	targets []*target
 	tried   uint64 // bit i: targets[i] was dispatched to

@@ -287,6 +287,10 @@ func problemOf(t *testing.T, r response, status int) problem {
 	if p.Status != status || p.Type != "about:blank" || p.Title != http.StatusText(status) || p.Detail == "" {
 		t.Fatalf("problem = %+v, want status %d with title and detail", p, status)
 	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(r.body, &raw); err != nil || !bytes.HasPrefix(bytes.TrimSpace(raw["errors"]), []byte("[")) {
+		t.Fatalf("problem body has no errors array: %s", r.body)
+	}
 	return p
 }
 

@@ -18,12 +18,18 @@ type connectionView struct {
 	Health *healthView `json:"health,omitempty"`
 }
 
-// healthView is a connection's health as the gateway sees it: state is ok, cooling,
-// suspended, breaker-open or half-open; until is when that state ends, if known.
+// healthView is a connection's health as the gateway sees it. DESIGN.md says the
+// connection object of GET /api/v1/gates appears as health on the connection, so it
+// carries that object's fields (id, name, health, until, budgets) plus state (the same
+// value as health) and reason, which the API has always sent.
 type healthView struct {
-	State  string     `json:"state"`
-	Until  *time.Time `json:"until,omitempty"`
-	Reason string     `json:"reason,omitempty"`
+	ID      string                `json:"id"`
+	Name    string                `json:"name"`
+	Health  string                `json:"health"`
+	State   string                `json:"state"`
+	Until   *time.Time            `json:"until"`
+	Reason  string                `json:"reason,omitempty"`
+	Budgets map[string]BudgetView `json:"budgets"`
 }
 
 // healthByID returns the live health of every connection the gateway knows.
@@ -34,7 +40,14 @@ func (s *Server) healthByID() map[string]*healthView {
 	snap := s.deps.Gates.GatesSnapshot()
 	out := make(map[string]*healthView, len(snap.Connections))
 	for _, c := range snap.Connections {
-		out[c.ID] = &healthView{State: c.Health, Until: c.Until, Reason: c.Reason}
+		budgets := c.Budgets
+		if budgets == nil {
+			budgets = map[string]BudgetView{}
+		}
+		out[c.ID] = &healthView{
+			ID: c.ID, Name: c.Name, Health: c.Health, State: c.Health,
+			Until: c.Until, Reason: c.Reason, Budgets: budgets,
+		}
 	}
 	return out
 }

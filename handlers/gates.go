@@ -25,12 +25,13 @@ type GateView struct {
 	WaitMsTotal int64  `json:"waitMsTotal"`
 }
 
-// ConnectionLive is one connection's health and remaining rate-limit budgets.
+// ConnectionLive is one connection's health and remaining rate-limit budgets. Until is
+// always sent (null when the state has no end), as DESIGN.md lists it among the keys.
 type ConnectionLive struct {
 	ID      string                `json:"id"`
 	Name    string                `json:"name"`
 	Health  string                `json:"health"`
-	Until   *time.Time            `json:"until,omitempty"`
+	Until   *time.Time            `json:"until"`
 	Reason  string                `json:"reason,omitempty"`
 	Budgets map[string]BudgetView `json:"budgets"`
 }

@@ -93,6 +93,17 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	if health["state"] != "cooling" || health["reason"] != "upstream 429" {
 		t.Errorf("health = %v, want the gateway's cooling state", health)
 	}
+	// DESIGN.md: the connection object of /api/v1/gates appears as health.
+	live := a.do(t, call{method: http.MethodGet, path: path("gates"), token: a.viewer}).want(t, http.StatusOK)
+	conns, _ := live.json(t)["connections"].([]any)
+	if len(conns) != 1 {
+		t.Fatalf("gates connections = %v, want one", conns)
+	}
+	for k, v := range conns[0].(map[string]any) {
+		if diff := cmp.Diff(v, health[k]); diff != "" {
+			t.Errorf("health.%s differs from the gates entry (-gates +health):\n%s", k, diff)
+		}
+	}
 	put := a.do(t, call{method: http.MethodPut, path: path("connections", id), body: got.body,
 		header: map[string]string{"If-Match": got.header.Get("ETag")}}).want(t, http.StatusOK)
 	a.do(t, call{method: http.MethodPatch, path: path("connections", id), contentType: mergePatchContentType,

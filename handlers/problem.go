@@ -18,13 +18,15 @@ const problemContentType = "application/problem+json"
 
 // problem is an RFC 9457 problem details object, the body of every API error. Type is
 // always "about:blank", so Title is the status phrase; Detail says what went wrong in
-// words meant for the client, and Errors lists every field problem with its path.
+// words meant for the client, and Errors lists every field problem with its path. Errors
+// is always present (an empty array when no field is to blame), so clients can read
+// errors[] on every status without checking for its presence first.
 type problem struct {
 	Type   string             `json:"type"`
 	Title  string             `json:"title"`
 	Status int                `json:"status"`
 	Detail string             `json:"detail,omitempty"`
-	Errors limits.FieldErrors `json:"errors,omitempty"`
+	Errors limits.FieldErrors `json:"errors"`
 }
 
 // apiError is an error the API reports as it is: its status, a detail for the client,
@@ -85,6 +87,9 @@ func problemFor(err error) (p problem, header http.Header, unexpected bool) {
 		status, detail, unexpected = http.StatusUnprocessableEntity, "the database rejected a value", true
 	default:
 		unexpected = true
+	}
+	if fe == nil {
+		fe = limits.FieldErrors{}
 	}
 	return problem{
 		Type:   "about:blank",

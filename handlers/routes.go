@@ -31,6 +31,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET "+static.Prefix, s.dash.assets.Handler())
 	mux.Handle("GET /login", s.ui(uiPublic, s.uiLoginForm))
 	mux.Handle("POST /login", s.ui(uiPublic, s.uiLogin))
+	mux.Handle("GET /logout", s.ui(uiPublic, s.uiLogoutLink))
 	mux.Handle("POST /logout", s.ui(uiPublic, s.uiLogout))
 	mux.Handle("GET /{$}", s.ui(uiRead, s.uiOverview))
 	mux.Handle("GET /live", s.ui(uiRead, s.uiLive))

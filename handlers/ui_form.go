@@ -67,9 +67,15 @@ func intText[T int | int64](p *T) string {
 	return strconv.FormatInt(int64(*p), 10)
 }
 
-// formVersion reads the hidden version field.
+// formVersion reads the hidden version field. A form without it (a script posting
+// only the fields it changes) gets 0, which makes the write unconditional, like an
+// API write without If-Match; a version that is present must be a valid one.
 func formVersion(form url.Values) (int64, error) {
-	v, err := strconv.ParseInt(strings.TrimSpace(form.Get("version")), 10, 64)
+	raw := strings.TrimSpace(form.Get("version"))
+	if raw == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || v < 1 {
 		return 0, errUIBadForm
 	}

@@ -61,6 +61,16 @@ func (s *Server) uiLogout(w http.ResponseWriter, r *http.Request, rq *uiRequest)
 	return s.uiRedirect(w, r, rq, "/login?signedout=1")
 }
 
+// uiLogoutLink serves GET /logout, so a plain link or a typed URL signs out too. A
+// navigation that another site started (Sec-Fetch-Site: cross-site) does not: it goes
+// to the overview and the session stays, so no foreign page can sign anyone out.
+func (s *Server) uiLogoutLink(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return s.uiRedirect(w, r, rq, "/")
+	}
+	return s.uiLogout(w, r, rq)
+}
+
 // uiNext keeps a local return path for the sign-in form ("" for the overview).
 func uiNext(next string) string {
 	if p := localPath(next); p != "/" {

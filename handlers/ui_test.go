@@ -472,6 +472,58 @@ func TestDashSettings(t *testing.T) {
 	}
 }
 
+// TestDashSettingsWithoutVersion posts only the field a script changes, with no
+// version: the write is unconditional (like the API without If-Match) and other keys
+// stay as they were.
+func TestDashSettingsWithoutVersion(t *testing.T) {
+	t.Parallel()
+	d := newDash(t)
+	c := d.signIn(t, "admin@example.com")
+	d.post(t, c, "/settings", url.Values{"globalMaxConcurrent": {"7"}}).want(t, http.StatusSeeOther)
+	d.post(t, c, "/settings", url.Values{"defaultMaxWaitMs": {"45000"}}).want(t, http.StatusSeeOther)
+	st, err := d.store.GetSettings(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(st.Data, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"globalMaxConcurrent": 7.0, "defaultMaxWaitMs": 45000.0}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stored settings mismatch (-want +got):\n%s", diff)
+	}
+	d.post(t, c, "/settings", url.Values{"version": {"x"}, "defaultMaxWaitMs": {"1"}}).want(t, http.StatusBadRequest)
+}
+
+// TestDashLogoutLink checks that GET /logout signs out like the button, unless another
+// site started the navigation.
+func TestDashLogoutLink(t *testing.T) {
+	t.Parallel()
+	d := newDash(t)
+	c := d.signIn(t, "admin@example.com")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, d.srv.URL+"/logout", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/" {
+		t.Errorf("cross-site GET /logout: %d to %q, want 303 to /", res.StatusCode, res.Header.Get("Location"))
+	}
+	d.get(t, c, "/connections").want(t, http.StatusOK)
+
+	res2 := d.get(t, c, "/logout").want(t, http.StatusSeeOther)
+	if loc := res2.header.Get("Location"); loc != "/login?signedout=1" {
+		t.Errorf("GET /logout: redirect to %q", loc)
+	}
+	d.get(t, c, "/connections").want(t, http.StatusSeeOther)
+}
+
 func TestDashKeysAndTokens(t *testing.T) {
 	t.Parallel()
 	d := newDash(t)

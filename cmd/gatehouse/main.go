@@ -4,6 +4,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -40,6 +42,16 @@ Configuration comes from GATEHOUSE_* environment variables; flags mirror them
 // run is the whole program: it parses args, wires the parts and runs the command until
 // ctx is cancelled.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	err := runCommand(ctx, args, getenv, stdin, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		// "gatehouse serve --help" printed its flags as asked: that is a success.
+		return nil
+	}
+	return err
+}
+
+// runCommand dispatches args to the subcommand they name.
+func runCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("missing command")

@@ -1,0 +1,52 @@
+package gateway
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+func TestReadBody(t *testing.T) {
+	t.Parallel()
+	small := `{"model":"glm-5"}`
+	big := strings.Repeat("x", maxBodyBuf+10)
+	tests := []struct {
+		name          string
+		body          io.Reader
+		contentLength int64
+		limit         int64
+		want          string
+		wantErr       error
+		// wantCap bounds the buffer a request holds while it waits; 0 skips.
+		wantCap int
+	}{
+		{name: "known length sized exactly", body: strings.NewReader(small), contentLength: int64(len(small)), limit: 1 << 20, want: small, wantCap: len(small) + 1},
+		{name: "unknown length", body: iotest.OneByteReader(strings.NewReader(small)), contentLength: -1, limit: 1 << 20, want: small, wantCap: minBodyBuf},
+		{name: "empty", body: strings.NewReader(""), contentLength: 0, limit: 1 << 20, want: "", wantCap: 1},
+		{name: "declared length over limit", body: strings.NewReader(small), contentLength: 1 << 21, limit: 1 << 20, wantErr: errBodyTooLarge},
+		{name: "undeclared length over limit", body: strings.NewReader(small), contentLength: -1, limit: 4, wantErr: errBodyTooLarge},
+		{name: "large declared length grows past the first buffer", body: strings.NewReader(big), contentLength: int64(len(big)), limit: 1 << 21, want: big},
+		{name: "read error", body: iotest.ErrReader(io.ErrUnexpectedEOF), contentLength: 10, limit: 1 << 20, wantErr: io.ErrUnexpectedEOF},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var b reqBody
+			err := readBody(tt.body, &b, tt.contentLength, tt.limit)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("readBody error = %v, want %v", err, tt.wantErr)
+			}
+			if tt.wantErr != nil {
+				return
+			}
+			if string(b.raw) != tt.want {
+				t.Errorf("body = %.40q (%d bytes), want %.40q (%d bytes)", b.raw, len(b.raw), tt.want, len(tt.want))
+			}
+			if tt.wantCap > 0 && cap(b.raw) != tt.wantCap {
+				t.Errorf("buffer capacity = %d, want %d", cap(b.raw), tt.wantCap)
+			}
+		})
+	}
+}
