@@ -82,6 +82,10 @@ func problemFor(err error) (p problem, header http.Header, unexpected bool) {
 		return problemFor(errPreconditionFailed())
 	case errors.Is(err, store.ErrConflict):
 		status, detail = http.StatusConflict, "the request conflicts with an existing resource"
+	case errors.Is(err, store.ErrUnavailable):
+		// The gateway keeps serving on its last config; configuration waits for the database.
+		status, detail, unexpected = http.StatusServiceUnavailable, "the database is unavailable; try again shortly", true
+		header = http.Header{"Retry-After": []string{"5"}}
 	case errors.Is(err, store.ErrInvalid):
 		// The handlers validate before writing, so this is a gap worth a log line.
 		status, detail, unexpected = http.StatusUnprocessableEntity, "the database rejected a value", true

@@ -34,6 +34,8 @@ var (
 	ErrInvalid = errors.New("store: invalid value")
 	// ErrInvalidCredentials means an email/password pair did not authenticate.
 	ErrInvalidCredentials = errors.New("store: invalid credentials")
+	// ErrUnavailable means the database could not be reached; the caller may retry.
+	ErrUnavailable = errors.New("store: database unavailable")
 )
 
 // DB is what the store runs its queries on: a *pgxpool.Pool or a pgx.Tx.
@@ -108,6 +110,10 @@ func translate(err error) error {
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ErrNotFound
+	}
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) || pgconn.SafeToRetry(err) {
+		return &dbError{sentinel: ErrUnavailable, cause: err}
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
