@@ -13,7 +13,7 @@ import (
 type pick struct {
 	t      *target
 	idx    int
-	permit *admission.Permit
+	permit permit
 	done   func(error)
 }
 
@@ -190,6 +190,9 @@ func (x *exchange) queue(cand *candidates) (pick, *apiError) {
 		if err != nil {
 			var ae *admission.Error
 			if !errors.As(err, &ae) {
+				if clusterUnavailable(err) {
+					return pick{}, errClusterUnavailable
+				}
 				return pick{}, errClientGone
 			}
 			if ae.Code == admission.CodeQueueFull {
@@ -258,7 +261,7 @@ func (x *exchange) dispatchTurn(p pick, start time.Time) (pick, *apiError) {
 
 // admitted asks the connection's breaker for the attempt; a half-open
 // breaker lets one probe through, and a refused attempt gives its permit back.
-func admitted(t *target, i int, permit *admission.Permit) (pick, bool) {
+func admitted(t *target, i int, permit permit) (pick, bool) {
 	done, ok := t.c.health.allow()
 	if !ok {
 		permit.Release()

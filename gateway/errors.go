@@ -22,6 +22,10 @@ const (
 	CodeExecutionTimeout  = "RATE_LIMIT_EXECUTION_TIMEOUT"
 	CodeUpstreamError     = "UPSTREAM_UNAVAILABLE"
 	CodeUpstreamStreamErr = "UPSTREAM_STREAM_ERROR"
+	// CodeClusterUnavailable (503) means cluster mode runs fail-closed and
+	// its shared admission store (Redis) cannot be reached; it equals
+	// gateway/cluster's CodeUnavailable.
+	CodeClusterUnavailable = "CLUSTER_UNAVAILABLE"
 )
 
 // Header names the gateway sets on responses.

@@ -55,6 +55,13 @@ type Options struct {
 	// a restart forgets the day's counts. When it fails, the gateway counts
 	// in memory until it answers again (fail-open) and logs that once a minute.
 	Usage UsageCounter
+	// Admission admits requests through the gates. nil: an in-process
+	// *admission.Controller on the Now clock, private to this gateway. Cluster
+	// mode passes gateway/cluster's *Controller here (any value with the same
+	// method set will do), so that caps hold across replicas; its
+	// CLUSTER_UNAVAILABLE errors become 503 with Retry-After 1. The caller
+	// owns a controller it passes and closes it after the gateway has drained.
+	Admission admitter
 }
 
 // Gateway is the /v1 proxy. Create it with New, give it a Config with
@@ -66,7 +73,7 @@ type Gateway struct {
 	transport    http.RoundTripper
 	ownTransport *http.Transport
 	maxBody      int64
-	ctrl         *admission.Controller
+	ctrl         admitter
 	metrics      *metrics
 
 	applyMu sync.Mutex // serialises Apply
@@ -113,7 +120,10 @@ func New(opts Options) *Gateway {
 		g.ownTransport = NewTransport()
 		g.transport = g.ownTransport
 	}
-	g.ctrl = admission.New(admission.Options{Now: g.now})
+	g.ctrl = opts.Admission
+	if g.ctrl == nil {
+		g.ctrl = localAdmitter{admission.New(admission.Options{Now: g.now})}
+	}
 	if opts.Registerer != nil {
 		g.metrics.register(opts.Registerer, newGatesCollector(g))
 	}
