@@ -35,8 +35,9 @@ var errClientGone = &apiError{status: 499, code: "CLIENT_GONE", message: "client
 // RATE_LIMIT_* error when every candidate is out of its rpd/tpd/tpm budget
 // or cooling (Retry-After the earliest reset) or when the admitted
 // connection's dispatch turn (rpm/minTime) would come after the request's
-// deadline, an admission error, or nil when the healthy candidates have all
-// been tried. Connections out of budget are skipped like cooling ones.
+// deadline, an admission error, CLUSTER_UNAVAILABLE when a shared admission
+// controller runs fail-closed without its store, or nil when the healthy
+// candidates have all been tried. Connections out of budget are skipped like cooling ones.
 //
 // Each step runs in a frame of its own below this small one, so the
 // goroutine stack of a queued request stays within 4 KiB.
@@ -261,13 +262,13 @@ func (x *exchange) dispatchTurn(p pick, start time.Time) (pick, *apiError) {
 
 // admitted asks the connection's breaker for the attempt; a half-open
 // breaker lets one probe through, and a refused attempt gives its permit back.
-func admitted(t *target, i int, permit permit) (pick, bool) {
+func admitted(t *target, i int, pm permit) (pick, bool) {
 	done, ok := t.c.health.allow()
 	if !ok {
-		permit.Release()
+		pm.Release()
 		return pick{}, false
 	}
-	return pick{t: t, idx: i, permit: permit, done: done}, true
+	return pick{t: t, idx: i, permit: pm, done: done}, true
 }
 
 func admissionError(ae *admission.Error) *apiError {

@@ -57,7 +57,7 @@ func addServeFlags(fs *flag.FlagSet, cfg *config, getenv func(string) string) {
 	fs.StringVar(&cfg.AdminPassword, "admin-password", env("GATEHOUSE_ADMIN_PASSWORD", ""), "its password; generated and printed once when unset (GATEHOUSE_ADMIN_PASSWORD)")
 	fs.StringVar(&cfg.BootstrapAPIToken, "bootstrap-api-token", env("GATEHOUSE_BOOTSTRAP_API_TOKEN", ""), "make sure an admin API token with this secret exists (GATEHOUSE_BOOTSTRAP_API_TOKEN)")
 	fs.StringVar(&cfg.BootstrapClientKey, "bootstrap-client-key", env("GATEHOUSE_BOOTSTRAP_CLIENT_KEY", ""), "make sure a client key with this secret exists (GATEHOUSE_BOOTSTRAP_CLIENT_KEY)")
-	fs.StringVar(&cfg.RedisURL, "redis-url", env("GATEHOUSE_REDIS_URL", ""), "cluster mode (GATEHOUSE_REDIS_URL); not supported yet")
+	fs.StringVar(&cfg.RedisURL, "redis-url", env("GATEHOUSE_REDIS_URL", ""), "cluster mode: redis://, rediss:// or unix:// URL of the Redis shared by the replicas (GATEHOUSE_REDIS_URL)")
 	fs.StringVar(&cfg.ClusterFailMode, "cluster-fail-mode", env("GATEHOUSE_CLUSTER_FAIL_MODE", "fail-open"), "fail-open or fail-closed (GATEHOUSE_CLUSTER_FAIL_MODE)")
 	fs.BoolVar(&cfg.Demo, "demo", false, "managed Postgres, an admin, a client key, a fake upstream with demo connections")
 }

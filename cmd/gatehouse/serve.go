@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -57,10 +56,15 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	tuneGC(getenv)
+	var shared *clusterMode
 	if cfg.RedisURL != "" {
-		// Refuse rather than silently run with per-process caps: a cap of 4 would become
-		// 4 × replicas, the very burst the cap exists to prevent.
-		return errors.New("GATEHOUSE_REDIS_URL is set, but cluster mode is not implemented yet; unset it to run a single process")
+		// Cluster mode: the gates' slots live in Redis, so a cap holds across every
+		// replica. Closed last (deferred first): after the HTTP server has drained and
+		// the config loader has stopped.
+		if shared, err = startCluster(ctx, &cfg, logger); err != nil {
+			return err
+		}
+		defer shared.close(context.WithoutCancel(ctx), logger)
 	}
 	if cfg.Demo && cfg.DatabaseURL != "" {
 		logger.Info("demo mode with GATEHOUSE_DATABASE_URL: using that database instead of a managed one")
@@ -97,8 +101,17 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	loader := newConfigLoader(st, logger)
-	gw := gateway.New(gateway.Options{Logger: logger, Registerer: reg, Authenticate: loader.authenticate,
-		Usage: usageCounter{st: st}})
+	gwOpts := gateway.Options{Logger: logger, Registerer: reg, Authenticate: loader.authenticate,
+		Usage: usageCounter{st: st}}
+	ready := loader.ready
+	if shared != nil {
+		gwOpts.Admission = shared.ctrl
+		ready = func() (bool, string) {
+			ok, detail := loader.ready()
+			return ok, detail + "; " + shared.status()
+		}
+	}
+	gw := gateway.New(gwOpts)
 	defer gw.Close()
 	loader.gw = gw
 	if err := loader.reload(ctx); err != nil {
@@ -113,7 +126,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		Gateway:   gw,
 		Gates:     gatesView{gw: gw},
 		Metrics:   promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
-		Ready:     loader.ready,
+		Ready:     ready,
 	})
 	httpSrv := &http.Server{
 		Addr:              cfg.Addr,

@@ -29,6 +29,11 @@ func (e *UnavailableError) Error() string {
 	return fmt.Sprintf("cluster: %s: shared admission store unreachable: %v", CodeUnavailable, e.Cause)
 }
 
+// Code returns CodeUnavailable. The gateway recognises the rejection by this
+// method (an error in the chain with Code() == "CLUSTER_UNAVAILABLE"), so it
+// needs no import of this package.
+func (e *UnavailableError) Code() string { return CodeUnavailable }
+
 // Unwrap returns the cause.
 func (e *UnavailableError) Unwrap() error { return e.Cause }
 

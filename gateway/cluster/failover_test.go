@@ -87,6 +87,12 @@ func TestFailClosed(t *testing.T) {
 	if !errors.As(err, &ue) || ue.Cause == nil {
 		t.Fatalf("Acquire with Redis down = %v, want *UnavailableError with a cause", err)
 	}
+	// The gateway recognises the rejection by its Code method, without
+	// importing this package.
+	var coded interface{ Code() string }
+	if !errors.As(err, &coded) || coded.Code() != CodeUnavailable {
+		t.Errorf("Acquire with Redis down = %v, want an error whose Code() is %s", err, CodeUnavailable)
+	}
 	if _, ok := c.TryAcquire(req); ok {
 		t.Fatal("TryAcquire admitted with Redis down in fail-closed mode")
 	}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/cluster"
+)
+
+// clusterStartTimeout bounds the replica's first registration in Redis. A Redis that
+// does not answer in time does not stop serve: the controller starts in its fail mode
+// and switches to shared caps when Redis answers.
+const clusterStartTimeout = 5 * time.Second
+
+// clusterMode is cluster mode's shared admission controller and its Redis client.
+type clusterMode struct {
+	ctrl *cluster.Controller
+	rdb  *redis.Client
+	mode cluster.FailMode
+}
+
+// startCluster connects to GATEHOUSE_REDIS_URL and starts the shared admission
+// controller under a replica id made of host name, process id and a random suffix.
+func startCluster(ctx context.Context, cfg *config, logger *slog.Logger) (*clusterMode, error) {
+	mode, err := cluster.ParseFailMode(cfg.ClusterFailMode)
+	if err != nil {
+		return nil, fmt.Errorf("GATEHOUSE_CLUSTER_FAIL_MODE: %w", err)
+	}
+	ropts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		// The URL may hold a password: never echo it.
+		return nil, fmt.Errorf("GATEHOUSE_REDIS_URL is not a valid redis://, rediss:// or unix:// URL: %w", redactedURLError(err))
+	}
+	// One dial per attempt: go-redis's default of 5 dials 100 ms apart, times its command
+	// retries, outlasts the controller's 1 s bound on every call, so a dead Redis would
+	// only be noticed by that timeout. The command retries (max_retries in the URL)
+	// still ride out a dropped connection.
+	ropts.DialerRetries = 1
+	rdb := redis.NewClient(ropts)
+	id := replicaID()
+	startCtx, cancel := context.WithTimeout(ctx, clusterStartTimeout)
+	defer cancel()
+	ctrl, err := cluster.New(startCtx, cluster.Options{
+		Client:    rdb,
+		ReplicaID: id,
+		FailMode:  mode,
+		Logger:    logger,
+	})
+	if err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("cluster mode: %w", err)
+	}
+	state := "redis ok"
+	if ctrl.Degraded() {
+		state = "redis unreachable; " + mode.String() + " until it answers"
+	}
+	logger.Info("cluster mode", slog.String("replica", id), slog.String("fail_mode", mode.String()),
+		slog.String("state", state))
+	return &clusterMode{ctrl: ctrl, rdb: rdb, mode: mode}, nil
+}
+
+// redactedURLError keeps go-redis's reason but not the URL, which may hold a
+// password: url.Parse's errors quote the whole URL.
+func redactedURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// replicaID names this process among the replicas: host, pid and 4 random bytes, so a
+// restarted process with a recycled pid is still a new replica.
+func replicaID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "gatehouse"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return host + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:])
+}
+
+// status is the /readyz line for cluster mode.
+func (c *clusterMode) status() string {
+	if c.ctrl.Degraded() {
+		return "cluster mode: redis unavailable (" + c.mode.String() + ")"
+	}
+	return "cluster mode: redis ok"
+}
+
+// close gives back this replica's leases, unregisters it and closes the Redis client.
+// Call it after the HTTP server has drained.
+func (c *clusterMode) close(ctx context.Context, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.ctrl.Close(ctx); err != nil {
+		logger.Warn("cluster mode: close", slog.Any("error", err))
+	}
+	if err := c.rdb.Close(); err != nil {
+		logger.Warn("cluster mode: close redis client", slog.Any("error", err))
+	}
+}
