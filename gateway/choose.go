@@ -92,6 +92,9 @@ func (x *exchange) healthy() (candidates, *apiError) {
 	for _, i := range order {
 		t := x.targets[i]
 		why, until := t.c.health.check(t.model, now)
+		if why == availableNow && g.shared != nil {
+			why, until = x.sharedCheck(t.c, t.model, now)
+		}
 		var left time.Duration
 		switch why {
 		case availableNow:
@@ -100,7 +103,7 @@ func (x *exchange) healthy() (candidates, *apiError) {
 				continue
 			}
 			if t.c.lim.budgeted() {
-				if b, blocked := t.c.rate.blocked(&t.c.lim, now); blocked {
+				if b, blocked := x.budgetBlocked(t.c, now); blocked {
 					// Out of budget: skipped like a cooling connection.
 					nRate++
 					left = b.until.Sub(now)
@@ -153,13 +156,32 @@ func (x *exchange) healthy() (candidates, *apiError) {
 	return cand, nil
 }
 
+// budgetBlocked reports whether an exhausted budget keeps c out at now:
+// with shared limits the tpm window is the cluster's.
+func (x *exchange) budgetBlocked(c *conn, now time.Time) (rateBlock, bool) {
+	if x.g.shared != nil && c.lim.tpm > 0 {
+		return x.sharedBlocked(c, now)
+	}
+	return c.rate.blocked(&c.lim, now)
+}
+
+// turnDelay is how long a dispatch turn on c reserved now would wait: with
+// shared limits, as far as this replica knows.
+func (x *exchange) turnDelay(c *conn) time.Duration {
+	now := time.Now()
+	if x.g.sharedUp() {
+		return c.rate.sharedTurnDelay(now)
+	}
+	return c.rate.turnDelay(now)
+}
+
 // admitNow takes the first candidate that can admit and dispatch at once;
 // ok is false when none can.
 func (x *exchange) admitNow(cand *candidates) (p pick, aerr *apiError, ok bool) {
 	g := x.g
 	for _, i := range cand.idx[:cand.n] {
 		t := x.targets[i]
-		if t.c.lim.spacing > 0 && t.c.rate.turnDelay(time.Now()) > 0 {
+		if t.c.lim.spacing > 0 && x.turnDelay(t.c) > 0 {
 			continue
 		}
 		start := time.Now()
@@ -231,7 +253,7 @@ func (x *exchange) orderByWait(cand *candidates) {
 		t := x.targets[i]
 		d := x.g.ctrl.EstimateWait(t.req)
 		if t.c.lim.spacing > 0 {
-			d = max(d, t.c.rate.turnDelay(time.Now()))
+			d = max(d, x.turnDelay(t.c))
 		}
 		waits[k] = d
 	}

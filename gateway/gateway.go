@@ -62,6 +62,12 @@ type Options struct {
 	// CLUSTER_UNAVAILABLE errors become 503 with Retry-After 1. The caller
 	// owns a controller it passes and closes it after the gateway has drained.
 	Admission admitter
+	// SharedLimits, when set (cluster mode: gateway/cluster's *Limits),
+	// shares the rpm/minTime spacing, the tpm window, upstream cooldowns and
+	// suspensions with the other replicas. nil keeps them in this process.
+	// When it fails the gateway uses its in-process state (fail-open) and
+	// logs that once a minute.
+	SharedLimits SharedLimits
 }
 
 // Gateway is the /v1 proxy. Create it with New, give it a Config with
@@ -89,6 +95,10 @@ type Gateway struct {
 	usageDownUntil atomic.Int64         // unix nanos (real clock) until which the usage store is not asked
 	usageLoggedAt  atomic.Int64         // unix nanos of the latest "usage store unavailable" log line
 
+	shared          SharedLimits // nil: single process
+	sharedDownUntil atomic.Int64 // unix nanos (real clock) until which the shared store is not asked
+	sharedLoggedAt  atomic.Int64 // unix nanos of the latest "shared store unavailable" log line
+
 	copyBuf sync.Pool // *[]byte, copyBufSize
 	// zeroMs is X-Gatehouse-Queue-Ms for a request that did not wait,
 	// shared by every response (len == cap: never appended to in place).
@@ -106,6 +116,7 @@ func New(opts Options) *Gateway {
 		metrics: newMetrics(),
 		health:  make(map[string]*connHealth),
 		usage:   opts.Usage,
+		shared:  opts.SharedLimits,
 		rates:   make(map[string]*connRate),
 		zeroMs:  []string{"0"},
 	}
@@ -223,6 +234,7 @@ func (g *Gateway) ResetHealth(connID string) bool {
 		return false
 	}
 	h.reset()
+	g.resetShared(connID)
 	return true
 }
 

@@ -313,12 +313,19 @@ func (x *exchange) attempt(p pick) attemptResult {
 	case status == http.StatusTooManyRequests:
 		x.keepLast(c, resp, t0)
 		ra := parseRetryAfter(resp.Header.Get("Retry-After"), g.now())
-		c.health.coolDown(t.model, g.now(), ra, "upstream 429 for "+t.model)
+		now := g.now()
+		until := c.health.coolDown(t.model, now, ra, "upstream 429 for "+t.model)
+		if g.shared != nil {
+			x.sharedCoolDown(c, t.model, now, until)
+		}
 		p.done(errBreakerExcluded)
 		return attemptFailed
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		x.keepLast(c, resp, t0)
 		c.health.suspend(g.now(), x.s.eff.SuspendDuration(), "upstream "+strconv.Itoa(status))
+		if g.shared != nil {
+			x.sharedSuspend(c, x.s.eff.SuspendDuration())
+		}
 		p.done(errBreakerExcluded)
 		return attemptFailed
 	case status == http.StatusRequestTimeout || status >= 500:

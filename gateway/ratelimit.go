@@ -160,6 +160,9 @@ type connRate struct {
 	used             int64     // tpm: tokens charged in the window, estimates of requests in flight included
 	est              int64     // running estimate of tokens per request, 0 = none yet
 	minuteReqs       int64     // dispatches in the window, for the rpm budget
+	inflight         int64     // tpm estimates reserved by requests in flight on this replica
+
+	shared sharedConn // cluster mode: the cached shared state (shared.go)
 }
 
 // setSpacing installs the dispatch spacing d, keeping the limiter's state
@@ -379,6 +382,7 @@ func (x *exchange) countDispatch(c *conn) (reserved int64, v dispatchVerdict) {
 	if l.tpm > 0 {
 		reserved = r.est
 		r.used += reserved
+		r.inflight += reserved
 	}
 	r.mu.Unlock()
 	return reserved, dispatchOK
@@ -439,6 +443,7 @@ func (x *exchange) settle(c *conn, reserved, actual int64) {
 	r.rolloverLocked(l, now)
 	if l.tpm > 0 {
 		r.used = max(r.used+actual-reserved, 0)
+		r.inflight -= reserved
 	}
 	if actual > 0 {
 		if r.est == 0 {
@@ -452,6 +457,9 @@ func (x *exchange) settle(c *conn, reserved, actual int64) {
 		r.tokens += actual
 	}
 	r.mu.Unlock()
+	if l.tpm > 0 && g.shared != nil {
+		x.sharedSettle(c, actual)
+	}
 	if !record || g.usage == nil {
 		return
 	}
@@ -510,6 +518,11 @@ var errUsageDown = errors.New("gateway: usage store marked unavailable")
 // (0 = none). A turn that cannot come in time is given back and answered
 // with 429 RATE_LIMIT_RPM at once.
 func (x *exchange) takeTurn(c *conn, start time.Time, maxWait time.Duration) *apiError {
+	if x.g.sharedUp() {
+		if aerr, ok := x.takeSharedTurn(c, start, maxWait); ok {
+			return aerr
+		}
+	}
 	lim := c.rate.limiter.Load()
 	if lim == nil {
 		return nil

@@ -9,6 +9,26 @@ import (
 type GatesView struct {
 	Gates       []GateView       `json:"gates"`
 	Connections []ConnectionLive `json:"connections"`
+	// Cluster is set in cluster mode only: then InFlight and Queued of every gate are
+	// cluster-wide counts, and the other counters this replica's.
+	Cluster *ClusterView `json:"cluster,omitempty"`
+}
+
+// Cluster modes as ClusterView.Mode reports them.
+const (
+	ClusterRedisOK    = "redis-ok"    // shared caps in Redis
+	ClusterFailOpen   = "fail-open"   // Redis away: a per-replica share of each cap
+	ClusterFailClosed = "fail-closed" // Redis away: requests get 503 CLUSTER_UNAVAILABLE
+)
+
+// ClusterView is cluster mode's state as this replica sees it.
+type ClusterView struct {
+	// Mode is ClusterRedisOK, or the fail mode in force while Redis is away.
+	Mode      string `json:"mode"`
+	ReplicaID string `json:"replicaId"`
+	// Replicas counts the live replicas last seen in Redis, this one included.
+	Replicas int  `json:"replicas"`
+	Degraded bool `json:"degraded"`
 }
 
 // GateView is one admission gate: its cap, load and counters.

@@ -73,6 +73,7 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 					ID: id, Name: "every-op", Health: "cooling", Until: &until, Reason: "upstream 429",
 					Budgets: map[string]BudgetView{"rpd": {Limit: 100, Remaining: 40, ResetAt: until}},
 				}},
+				Cluster: &ClusterView{Mode: ClusterFailOpen, ReplicaID: "host-1-0a1b2c3d", Replicas: 2, Degraded: true},
 			}
 		},
 		reset: func(got string) bool { p := current.Load(); return p != nil && got == *p },

@@ -87,6 +87,9 @@ func (s *Server) uiOverview(w http.ResponseWriter, r *http.Request, rq *uiReques
 		Now: rq.now, Gates: gates, History: history,
 		LiveURL: "/live", LiveIntervalMs: liveInterval,
 	}
+	if c := live.Cluster; c != nil {
+		in.Cluster = &web.ClusterStatus{Mode: c.Mode, ReplicaID: c.ReplicaID, Replicas: c.Replicas}
+	}
 	for _, c := range conns {
 		in.Connections = append(in.Connections, connectionStatus(c, health[c.ID]))
 	}

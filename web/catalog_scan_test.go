@@ -165,6 +165,13 @@ func TestDynamicKeysExist(t *testing.T) {
 	for _, h := range []string{HealthOK, HealthCooling, HealthSuspended, HealthBreakerOpen, HealthHalfOpen, HealthDisabled} {
 		keys = append(keys, "health."+h)
 	}
+	for _, m := range []string{ClusterRedisOK, ClusterFailOpen, ClusterFailClosed} {
+		keys = append(keys, "cluster.mode."+m)
+	}
+	for _, v := range []Overview{{}, {Cluster: &ClusterStatus{}}} {
+		inFlight, queued := v.summaryKeys()
+		keys = append(keys, inFlight, queued)
+	}
 	for _, b := range []string{"rpm", "rpd", "tpm", "tpd"} {
 		keys = append(keys, "budget."+b)
 	}

@@ -74,6 +74,22 @@ type OverviewInput struct {
 	LiveURL string
 	// LiveIntervalMs is the poll interval; 0 means 2000.
 	LiveIntervalMs int
+	// Cluster is set in cluster mode only; then in-flight and queued counts are cluster-wide.
+	Cluster *ClusterStatus
+}
+
+// Cluster modes, as ClusterStatus.Mode holds them.
+const (
+	ClusterRedisOK    = "redis-ok"    // caps shared through Redis
+	ClusterFailOpen   = "fail-open"   // Redis away: each replica admits its share of each cap
+	ClusterFailClosed = "fail-closed" // Redis away: requests are refused
+)
+
+// ClusterStatus is cluster mode as this replica sees it.
+type ClusterStatus struct {
+	Mode      string // a Cluster* constant
+	ReplicaID string // this replica
+	Replicas  int    // live replicas last seen, this one included
 }
 
 // Overview is the overview page's view model. Build it with BuildOverview, or fill it
@@ -87,6 +103,8 @@ type Overview struct {
 	Connections      []ConnectionBlock
 	LiveURL          string
 	LiveIntervalMs   int
+	// Cluster is set in cluster mode only; the summary's counts are then cluster-wide.
+	Cluster *ClusterStatus
 }
 
 // Summary is the "Right now" line.
@@ -200,7 +218,7 @@ func BuildOverview(in OverviewInput) Overview {
 		return b
 	}
 
-	out := Overview{LiveURL: in.LiveURL, LiveIntervalMs: in.LiveIntervalMs}
+	out := Overview{LiveURL: in.LiveURL, LiveIntervalMs: in.LiveIntervalMs, Cluster: in.Cluster}
 	if out.LiveIntervalMs <= 0 {
 		out.LiveIntervalMs = 2000
 	}
@@ -367,4 +385,38 @@ func healthClass(h string) string {
 	default:
 		return "bad"
 	}
+}
+
+// clusterTone is the colour class of a cluster mode: shared caps are good, a per-replica
+// share a warning, refusing requests bad.
+func clusterTone(mode string) string {
+	switch mode {
+	case ClusterRedisOK:
+		return "good"
+	case ClusterFailOpen:
+		return "warn"
+	default:
+		return "bad"
+	}
+}
+
+// clusterIcon goes with the mode's word, so colour is never alone.
+func clusterIcon(mode string) string {
+	switch mode {
+	case ClusterRedisOK:
+		return "✓"
+	case ClusterFailOpen:
+		return "◐"
+	default:
+		return "✕"
+	}
+}
+
+// summaryKeys are the catalog keys of the summary's in-flight and queued labels:
+// cluster-wide in cluster mode.
+func (v Overview) summaryKeys() (inFlight, queued string) {
+	if v.Cluster != nil {
+		return "overview.inFlightCluster", "overview.queuedCluster"
+	}
+	return "overview.inFlight", "overview.queued"
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/cluster"
+	"github.com/gatehouse-dev/gatehouse/handlers"
 )
 
 // clusterStartTimeout bounds the replica's first registration in Redis. A Redis that
@@ -24,9 +25,10 @@ const clusterStartTimeout = 5 * time.Second
 
 // clusterMode is cluster mode's shared admission controller and its Redis client.
 type clusterMode struct {
-	ctrl *cluster.Controller
-	rdb  *redis.Client
-	mode cluster.FailMode
+	ctrl   *cluster.Controller
+	limits *cluster.Limits // rpm/minTime spacing, tpm window, cooldowns and suspensions
+	rdb    *redis.Client
+	mode   cluster.FailMode
 }
 
 // startCluster connects to GATEHOUSE_REDIS_URL and starts the shared admission
@@ -35,6 +37,12 @@ func startCluster(ctx context.Context, cfg *config, logger *slog.Logger) (*clust
 	mode, err := cluster.ParseFailMode(cfg.ClusterFailMode)
 	if err != nil {
 		return nil, fmt.Errorf("GATEHOUSE_CLUSTER_FAIL_MODE: %w", err)
+	}
+	var ttl time.Duration // zero: cluster.DefaultLeaseTTL
+	if cfg.ClusterLeaseTTL != "" {
+		if ttl, err = time.ParseDuration(cfg.ClusterLeaseTTL); err != nil || ttl < 10*time.Millisecond {
+			return nil, fmt.Errorf("GATEHOUSE_CLUSTER_LEASE_TTL %q: want a duration of at least 10ms, such as 15s", cfg.ClusterLeaseTTL)
+		}
 	}
 	ropts, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {
@@ -54,9 +62,16 @@ func startCluster(ctx context.Context, cfg *config, logger *slog.Logger) (*clust
 		Client:    rdb,
 		ReplicaID: id,
 		FailMode:  mode,
+		LeaseTTL:  ttl,
 		Logger:    logger,
 	})
 	if err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("cluster mode: %w", err)
+	}
+	lim, err := cluster.NewLimits(cluster.LimitsOptions{Client: rdb})
+	if err != nil {
+		_ = ctrl.Close(ctx)
 		_ = rdb.Close()
 		return nil, fmt.Errorf("cluster mode: %w", err)
 	}
@@ -66,7 +81,7 @@ func startCluster(ctx context.Context, cfg *config, logger *slog.Logger) (*clust
 	}
 	logger.Info("cluster mode", slog.String("replica", id), slog.String("fail_mode", mode.String()),
 		slog.String("state", state))
-	return &clusterMode{ctrl: ctrl, rdb: rdb, mode: mode}, nil
+	return &clusterMode{ctrl: ctrl, limits: lim, rdb: rdb, mode: mode}, nil
 }
 
 // redactedURLError keeps go-redis's reason but not the URL, which may hold a
@@ -97,6 +112,17 @@ func (c *clusterMode) status() string {
 		return "cluster mode: redis unavailable (" + c.mode.String() + ")"
 	}
 	return "cluster mode: redis ok"
+}
+
+// view is cluster mode as GET /api/v1/gates and the overview show it: the mode in
+// force, this replica's id and the live replicas last seen.
+func (c *clusterMode) view() *handlers.ClusterView {
+	v := &handlers.ClusterView{Mode: handlers.ClusterRedisOK, ReplicaID: c.ctrl.ReplicaID(),
+		Replicas: c.ctrl.Replicas(), Degraded: c.ctrl.Degraded()}
+	if v.Degraded {
+		v.Mode = c.mode.String()
+	}
+	return v
 }
 
 // close gives back this replica's leases, unregisters it and closes the Redis client.

@@ -161,8 +161,12 @@ func (l *configLoader) ready() (bool, string) {
 	return true, fmt.Sprintf("ready: config loaded %s ago", age)
 }
 
-// gatesView adapts the gateway's snapshot to the API's /api/v1/gates shape.
-type gatesView struct{ gw *gateway.Gateway }
+// gatesView adapts the gateway's snapshot to the API's /api/v1/gates shape; in
+// cluster mode (cluster non-nil) it adds the cluster's state.
+type gatesView struct {
+	gw      *gateway.Gateway
+	cluster *clusterMode
+}
 
 func (v gatesView) GatesSnapshot() handlers.GatesView {
 	snap := v.gw.Snapshot()
@@ -188,6 +192,9 @@ func (v gatesView) GatesSnapshot() handlers.GatesView {
 			cl.Until = &u
 		}
 		out.Connections = append(out.Connections, cl)
+	}
+	if v.cluster != nil {
+		out.Cluster = v.cluster.view()
 	}
 	return out
 }

@@ -106,6 +106,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	ready := loader.ready
 	if shared != nil {
 		gwOpts.Admission = shared.ctrl
+		gwOpts.SharedLimits = shared.limits
 		ready = func() (bool, string) {
 			ok, detail := loader.ready()
 			return ok, detail + "; " + shared.status()
@@ -124,7 +125,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		Logger:    logger,
 		SecretKey: db.secretKey,
 		Gateway:   gw,
-		Gates:     gatesView{gw: gw},
+		Gates:     gatesView{gw: gw, cluster: shared},
 		Metrics:   promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Ready:     ready,
 	})

@@ -17,6 +17,14 @@ var (
 	leaveLua string
 	//go:embed lua/renew.lua
 	renewLua string
+	//go:embed lua/turn.lua
+	turnLua string
+	//go:embed lua/tokens.lua
+	tokensLua string
+	//go:embed lua/peek.lua
+	peekLua string
+	//go:embed lua/mark.lua
+	markLua string
 )
 
 // scripts are immutable once built; one set serves every Controller.
@@ -25,4 +33,8 @@ var (
 	releaseScript = redis.NewScript(releaseLua)
 	leaveScript   = redis.NewScript(leaveLua)
 	renewScript   = redis.NewScript(renewLua)
+	turnScript    = redis.NewScript(turnLua)
+	tokensScript  = redis.NewScript(tokensLua)
+	peekScript    = redis.NewScript(peekLua)
+	markScript    = redis.NewScript(markLua)
 )

@@ -1,0 +1,161 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
+)
+
+// LimitsOptions configures Limits. Client is required.
+type LimitsOptions struct {
+	// Client is the Redis connection; the caller owns it.
+	Client redis.UniversalClient
+	// Prefix starts every key (default "gatehouse"); replicas that share
+	// limits must share it. It must not contain braces.
+	Prefix string
+	// OpTimeout bounds every Redis call (default 1s).
+	OpTimeout time.Duration
+}
+
+// Limits keeps the rate-limit and upstream-health state that gateway
+// replicas share in cluster mode: the rpm/minTime dispatch spacing, the tpm
+// window, cooldowns after upstream 429s and suspensions after 401/403. It
+// implements gateway.SharedLimits; every call is one script (or one DEL) on
+// Redis's clock, bounded by OpTimeout. It is safe for concurrent use and
+// runs no goroutines.
+//
+// Keys, per connection id C, under the same "{adm}" hash tag as admission:
+//
+//	<prefix>:{adm}:turn:C   string: next free dispatch time (µs, Redis clock)
+//	<prefix>:{adm}:tpm:C    hash: m = window start (ms), u = tokens used
+//	<prefix>:{adm}:hl:C     hash: s = suspended until, m:<model> = cooling until (ms)
+type Limits struct {
+	rdb       redis.UniversalClient
+	keys      keyspace
+	opTimeout time.Duration
+}
+
+var _ gateway.SharedLimits = (*Limits)(nil)
+
+// NewLimits returns Limits over opts.Client.
+func NewLimits(opts LimitsOptions) (*Limits, error) {
+	if opts.Client == nil {
+		return nil, errors.New("cluster: LimitsOptions.Client is nil")
+	}
+	prefix := cmp.Or(opts.Prefix, DefaultPrefix)
+	if strings.ContainsAny(prefix, "{}") {
+		return nil, fmt.Errorf("cluster: prefix %q contains a brace", prefix)
+	}
+	return &Limits{rdb: opts.Client, keys: newKeyspace(prefix), opTimeout: cmp.Or(opts.OpTimeout, DefaultOpTimeout)}, nil
+}
+
+func (k keyspace) turn(conn string) string   { return k.root + "turn:" + conn }
+func (k keyspace) tpm(conn string) string    { return k.root + "tpm:" + conn }
+func (k keyspace) health(conn string) string { return k.root + "hl:" + conn }
+
+// suspendField and modelField name the entries of the health hash.
+const suspendField = "s"
+
+func modelField(model string) string { return "m:" + model }
+
+// ReserveTurn implements gateway.SharedLimits: it reserves connID's next
+// dispatch turn, spacing after the one before, unless it is more than budget
+// (when >= 0) away.
+func (l *Limits) ReserveTurn(ctx context.Context, connID string, spacing, budget time.Duration) (time.Duration, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.opTimeout)
+	defer cancel()
+	b := int64(-1)
+	if budget >= 0 {
+		b = budget.Microseconds()
+	}
+	v, err := turnScript.Run(ctx, l.rdb, []string{l.keys.turn(connID)}, spacing.Microseconds(), b).Int64Slice()
+	if err != nil {
+		return 0, false, fmt.Errorf("cluster: reserve turn: %w", err)
+	}
+	if len(v) != 2 {
+		return 0, false, fmt.Errorf("cluster: reserve turn: unexpected reply %v", v)
+	}
+	return time.Duration(v[1]) * time.Microsecond, v[0] == 1, nil
+}
+
+// View implements gateway.SharedLimits: connID's suspension, cooldowns and
+// tpm window now, in one read-only script.
+func (l *Limits) View(ctx context.Context, connID string, tpm int64) (gateway.SharedView, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.opTimeout)
+	defer cancel()
+	var v gateway.SharedView
+	raw, err := peekScript.Run(ctx, l.rdb, []string{l.keys.health(connID), l.keys.tpm(connID)}, tpm).Slice()
+	if err != nil {
+		return v, fmt.Errorf("cluster: read shared limits: %w", err)
+	}
+	if len(raw) < 2 || len(raw)%2 != 0 {
+		return v, fmt.Errorf("cluster: read shared limits: unexpected reply of %d values", len(raw))
+	}
+	used, _ := raw[0].(int64)
+	left, _ := raw[1].(int64)
+	v.TPMUsed, v.TPMWindowLeft = used, time.Duration(left)*time.Millisecond
+	for i := 2; i+1 < len(raw); i += 2 {
+		field, _ := raw[i].(string)
+		ms, _ := raw[i+1].(int64)
+		d := time.Duration(ms) * time.Millisecond
+		switch {
+		case field == suspendField:
+			v.Suspended = d
+		case strings.HasPrefix(field, "m:"):
+			if v.Cooling == nil {
+				v.Cooling = make(map[string]time.Duration)
+			}
+			v.Cooling[field[2:]] = d
+		}
+	}
+	return v, nil
+}
+
+// AddTokens implements gateway.SharedLimits: it charges tokens to connID's
+// tpm window.
+func (l *Limits) AddTokens(ctx context.Context, connID string, tpm, tokens int64) error {
+	ctx, cancel := context.WithTimeout(ctx, l.opTimeout)
+	defer cancel()
+	if err := tokensScript.Run(ctx, l.rdb, []string{l.keys.tpm(connID)}, tpm, tokens).Err(); err != nil {
+		return fmt.Errorf("cluster: charge tokens: %w", err)
+	}
+	return nil
+}
+
+// CoolDown implements gateway.SharedLimits: model on connID cools for d.
+func (l *Limits) CoolDown(ctx context.Context, connID, model string, d time.Duration) error {
+	return l.mark(ctx, connID, modelField(model), d)
+}
+
+// Suspend implements gateway.SharedLimits: connID is suspended for d.
+func (l *Limits) Suspend(ctx context.Context, connID string, d time.Duration) error {
+	return l.mark(ctx, connID, suspendField, d)
+}
+
+func (l *Limits) mark(ctx context.Context, connID, field string, d time.Duration) error {
+	ms := max(d.Milliseconds(), 1)
+	ctx, cancel := context.WithTimeout(ctx, l.opTimeout)
+	defer cancel()
+	if err := markScript.Run(ctx, l.rdb, []string{l.keys.health(connID)}, field, ms).Err(); err != nil {
+		return fmt.Errorf("cluster: mark %s: %w", field, err)
+	}
+	return nil
+}
+
+// Reset implements gateway.SharedLimits: it clears connID's cooldowns and
+// suspension.
+func (l *Limits) Reset(ctx context.Context, connID string) error {
+	ctx, cancel := context.WithTimeout(ctx, l.opTimeout)
+	defer cancel()
+	if err := l.rdb.Del(ctx, l.keys.health(connID)).Err(); err != nil {
+		return fmt.Errorf("cluster: reset health: %w", err)
+	}
+	return nil
+}
