@@ -132,7 +132,7 @@ func TestRPMSpacesDispatches(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, upstreamtest.Options{})
 	c := e.conn("c1", "k1", "glm-5")
-	c.Overrides = limits.Overrides{RPM: ptr(200), MaxWaitMs: ptr(10000)} // one every 300 ms
+	c.Overrides = limits.Overrides{RPM: ptr(60), MaxWaitMs: ptr(10000)} // one a second
 	e.gw.Apply(Config{Connections: []Connection{c}})
 
 	for i, r := range e.postAll(testCtx(t), 5, "glm-5") {
@@ -144,20 +144,20 @@ func TestRPMSpacesDispatches(t *testing.T) {
 	if len(arr) != 5 {
 		t.Fatalf("upstream saw %d requests, want 5", len(arr))
 	}
-	// Dispatches are 300 ms apart; arrivals at the upstream add the
-	// loopback's jitter (tens of ms on a loaded machine), hence the slack.
+	// Dispatches are 1 s apart; arrivals at the upstream add the loopback's
+	// jitter (up to ~150 ms seen on a loaded 2-core machine), hence the slack.
 	// Without spacing all five arrive within a few ms.
 	var gaps []time.Duration
 	for i := 1; i < len(arr); i++ {
 		gaps = append(gaps, arr[i].Sub(arr[i-1]))
 	}
 	for i, gap := range gaps {
-		if gap < 200*time.Millisecond {
-			t.Errorf("gap %d = %s, want ≥ 200ms (rpm 200 spaces dispatches 300ms apart); gaps %v", i+1, gap, gaps)
+		if gap < 700*time.Millisecond {
+			t.Errorf("gap %d = %s, want ≥ 700ms (rpm 60 spaces dispatches 1s apart); gaps %v", i+1, gap, gaps)
 		}
 	}
-	if span := arr[4].Sub(arr[0]); span < 1100*time.Millisecond {
-		t.Errorf("5 requests arrived within %s, want ≥ 1.1s (4 × 300ms)", span)
+	if span := arr[4].Sub(arr[0]); span < 3700*time.Millisecond {
+		t.Errorf("5 requests arrived within %s, want ≥ 3.7s (4 × 1s)", span)
 	}
 }
 
@@ -206,10 +206,11 @@ func TestConcurrencyAndSpacingShareOneDeadline(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, upstreamtest.Options{})
 	c := e.conn("c1", "k1", "glm-5")
-	// Cap 1, a dispatch every 400 ms, 300 ms to wait in all. The first
+	// Cap 1, a dispatch every 800 ms, 600 ms to wait in all. The first
 	// request holds the permit for 200 ms; the second gets it then, and its
-	// turn would come 200 ms later: each wait fits in 300 ms, both do not.
-	c.Overrides = limits.Overrides{MaxConcurrent: ptr(1), RPM: ptr(150), MaxWaitMs: ptr(300)}
+	// turn would come 600 ms later: each wait fits in 600 ms, both do not.
+	// (The margins leave room for a loaded machine's jitter.)
+	c.Overrides = limits.Overrides{MaxConcurrent: ptr(1), RPM: ptr(75), MaxWaitMs: ptr(600)}
 	e.gw.Apply(Config{Connections: []Connection{c}})
 	ctx := testCtx(t)
 
@@ -224,8 +225,8 @@ func TestConcurrencyAndSpacingShareOneDeadline(t *testing.T) {
 	r := e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false))
 	took := time.Since(start)
 	expectRateLimited(t, r, CodeRateLimitRPM, "rpm:c1", 0)
-	if took >= 400*time.Millisecond {
-		t.Errorf("rejected after %s; separate deadlines would give that, one deadline ends it before 400ms", took)
+	if took >= 800*time.Millisecond {
+		t.Errorf("rejected after %s; separate deadlines would give that, one deadline ends it before 800ms", took)
 	}
 	if took < 150*time.Millisecond {
 		t.Errorf("rejected after %s, before the permit could be had (~200ms)", took)
