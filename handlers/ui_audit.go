@@ -14,8 +14,7 @@ import (
 const auditPageSize = 50
 
 // uiAudit serves GET /audit: newest first, auditPageSize a page, paged with
-// ?before=<entry id>; ?entity=…&id=… narrows it to one entity (scanning at most
-// store.MaxAuditLimit rows a page).
+// ?before=<entry id>; ?entity=…&id=… narrows it to one entity.
 func (s *Server) uiAudit(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	q := r.URL.Query()
 	before, err := strconv.ParseInt(q.Get("before"), 10, 64)
@@ -23,28 +22,18 @@ func (s *Server) uiAudit(w http.ResponseWriter, r *http.Request, rq *uiRequest) 
 		before = 0
 	}
 	entity, entityID := q.Get("entity"), q.Get("id")
-	filtered := entity != "" || entityID != ""
-	limit := auditPageSize
-	if filtered {
-		limit = store.MaxAuditLimit
-	}
-	rows, err := s.store.ListAudit(r.Context(), before, limit)
+	// One row more than a page tells whether an older page exists.
+	rows, err := s.store.ListAuditFor(r.Context(), store.AuditFilter{Entity: entity, EntityID: entityID}, before, auditPageSize+1)
 	if err != nil {
 		return err
 	}
+	more := len(rows) > auditPageSize
+	rows = rows[:min(len(rows), auditPageSize)]
 	var v web.AuditList
 	var cursor int64
-	more := len(rows) == limit
 	for _, e := range rows {
 		cursor = e.ID
-		if filtered && (entity != "" && e.Entity != entity || entityID != "" && e.EntityID != entityID) {
-			continue
-		}
 		v.Entries = append(v.Entries, auditEntry(e))
-		if len(v.Entries) == auditPageSize {
-			more = more || cursor != rows[len(rows)-1].ID
-			break
-		}
 	}
 	params := url.Values{}
 	if entity != "" {

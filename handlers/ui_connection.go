@@ -262,11 +262,7 @@ func (s *Server) uiEditConnection(w http.ResponseWriter, r *http.Request, rq *ui
 // unsaved; bad input comes back with every error beside its field (422).
 func (s *Server) uiSaveConnection(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	id := r.PathValue("id")
-	form, err := uiForm(r)
-	if err != nil {
-		return err
-	}
-	version, err := formVersion(form)
+	form, version, err := uiVersionedForm(r)
 	if err != nil {
 		return err
 	}
@@ -288,7 +284,6 @@ func (s *Server) uiSaveConnection(w http.ResponseWriter, r *http.Request, rq *ui
 			return in, nil
 		})
 	status := http.StatusUnprocessableEntity
-	var conflict *web.Conflict
 	switch {
 	case err == nil:
 		msg := rq.l.T("flash.connection.savedNoChange", after.Name)
@@ -304,14 +299,6 @@ func (s *Server) uiSaveConnection(w http.ResponseWriter, r *http.Request, rq *ui
 		if before, err = s.store.GetConnection(r.Context(), id); err != nil {
 			return err
 		}
-		conflict = &web.Conflict{Version: before.Version, At: before.UpdatedAt, ReloadURL: connectionURL(id)}
-		last, err := s.uiLatestChange(r.Context(), store.EntityConnection, id)
-		if err != nil {
-			return err
-		}
-		if last != nil {
-			conflict.By, conflict.At = last.Actor, last.CreatedAt
-		}
 	default:
 		return err
 	}
@@ -321,18 +308,16 @@ func (s *Server) uiSaveConnection(w http.ResponseWriter, r *http.Request, rq *ui
 	if err != nil {
 		return err
 	}
-	f.Conflict = conflict
+	if status == http.StatusConflict {
+		f.Conflict = uiConflict(f.LastChange, before.Version, before.UpdatedAt, connectionURL(id))
+	}
 	return s.uiRender(w, r, rq, status, web.ConnectionFormPage(s.uiPage(r, rq), f))
 }
 
 // uiToggleConnection serves POST /connections/{id}/toggle (Enable/Disable).
 func (s *Server) uiToggleConnection(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	id := r.PathValue("id")
-	form, err := uiForm(r)
-	if err != nil {
-		return err
-	}
-	version, err := formVersion(form)
+	_, version, err := uiVersionedForm(r)
 	if err != nil {
 		return err
 	}
@@ -383,11 +368,7 @@ func (s *Server) uiConfirmDeleteConnection(w http.ResponseWriter, r *http.Reques
 // uiDeleteConnection serves POST /connections/{id}/delete.
 func (s *Server) uiDeleteConnection(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	id := r.PathValue("id")
-	form, err := uiForm(r)
-	if err != nil {
-		return err
-	}
-	version, err := formVersion(form)
+	_, version, err := uiVersionedForm(r)
 	if err != nil {
 		return err
 	}

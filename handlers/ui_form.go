@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -82,19 +84,35 @@ func formVersion(form url.Values) (int64, error) {
 	return v, nil
 }
 
-// uiLatestChange returns the newest audit entry about one entity, or nil when the
-// recent log holds none.
-func (s *Server) uiLatestChange(ctx context.Context, entity, id string) (*store.AuditEntry, error) {
-	entries, err := s.store.ListAudit(ctx, 0, store.MaxAuditLimit)
+// uiVersionedForm reads a posted form and its hidden version field (see formVersion).
+func uiVersionedForm(r *http.Request) (url.Values, int64, error) {
+	form, err := uiForm(r)
 	if err != nil {
+		return nil, 0, err
+	}
+	version, err := formVersion(form)
+	return form, version, err
+}
+
+// uiConflict is the banner for a save that lost to someone else's: who saved last and
+// when come from the page's "last changed" line (already read for the page), else the
+// row's own time.
+func uiConflict(last *web.Change, version int64, at time.Time, reloadURL string) *web.Conflict {
+	c := &web.Conflict{Version: version, At: at, ReloadURL: reloadURL}
+	if last != nil {
+		c.By, c.At = last.By, last.At
+	}
+	return c
+}
+
+// uiLatestChange returns the newest audit entry about one entity, or nil when the
+// log holds none (an entity created before auditing, or whose entries were pruned).
+func (s *Server) uiLatestChange(ctx context.Context, entity, id string) (*store.AuditEntry, error) {
+	entries, err := s.store.ListAuditFor(ctx, store.AuditFilter{Entity: entity, EntityID: id}, 0, 1)
+	if err != nil || len(entries) == 0 {
 		return nil, err
 	}
-	for _, e := range entries {
-		if e.Entity == entity && e.EntityID == id {
-			return &e, nil
-		}
-	}
-	return nil, nil
+	return &entries[0], nil
 }
 
 // uiChangeSummary words what a save changed ("glm-5 cap 1 → 2, maxWaitMs 30000 →

@@ -161,11 +161,7 @@ func (s *Server) uiSettings(w http.ResponseWriter, r *http.Request, rq *uiReques
 // uiSaveSettings serves POST /settings, with the same version check and error
 // handling as a connection's form.
 func (s *Server) uiSaveSettings(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
-	form, err := uiForm(r)
-	if err != nil {
-		return err
-	}
-	version, err := formVersion(form)
+	form, version, err := uiVersionedForm(r)
 	if err != nil {
 		return err
 	}
@@ -187,7 +183,6 @@ func (s *Server) uiSaveSettings(w http.ResponseWriter, r *http.Request, rq *uiRe
 			return data, nil
 		})
 	status := http.StatusUnprocessableEntity
-	var conflict *web.Conflict
 	switch {
 	case err == nil:
 		msg := rq.l.T("flash.settings.savedNoChange")
@@ -201,14 +196,6 @@ func (s *Server) uiSaveSettings(w http.ResponseWriter, r *http.Request, rq *uiRe
 		if before, err = s.store.GetSettings(r.Context()); err != nil {
 			return err
 		}
-		conflict = &web.Conflict{Version: before.Version, At: before.UpdatedAt, ReloadURL: "/settings"}
-		last, err := s.uiLatestChange(r.Context(), store.EntitySettings, "")
-		if err != nil {
-			return err
-		}
-		if last != nil {
-			conflict.By, conflict.At = last.Actor, last.CreatedAt
-		}
 	default:
 		return err
 	}
@@ -217,6 +204,8 @@ func (s *Server) uiSaveSettings(w http.ResponseWriter, r *http.Request, rq *uiRe
 	if err != nil {
 		return err
 	}
-	f.Conflict = conflict
+	if status == http.StatusConflict {
+		f.Conflict = uiConflict(f.LastChange, before.Version, before.UpdatedAt, "/settings")
+	}
 	return s.uiRender(w, r, rq, status, web.SettingsPage(s.uiPage(r, rq), f))
 }

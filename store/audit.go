@@ -50,19 +50,34 @@ const (
 const listAuditSQL = `
 SELECT id, actor, action, entity, entity_id, before, after, created_at
 FROM audit_log
-WHERE $1::bigint = 0 OR id < $1::bigint
+WHERE ($1::bigint = 0 OR id < $1::bigint)
+  AND ($3::text = '' OR entity = $3::text)
+  AND ($4::text = '' OR entity_id = $4::text)
 ORDER BY id DESC
 LIMIT $2`
+
+// AuditFilter narrows ListAuditFor to one kind of entity and, optionally, one entity.
+// Empty fields match everything.
+type AuditFilter struct {
+	Entity   string
+	EntityID string
+}
 
 // ListAudit returns up to limit entries, newest first, with ids below beforeID
 // (0 = start from the newest). To page on, pass the last entry's ID as beforeID.
 // limit ≤ 0 means DefaultAuditLimit; it is capped at MaxAuditLimit.
 func (s *Store) ListAudit(ctx context.Context, beforeID int64, limit int) ([]AuditEntry, error) {
+	return s.ListAuditFor(ctx, AuditFilter{}, beforeID, limit)
+}
+
+// ListAuditFor is ListAudit narrowed by f, in the database (indexed on entity and
+// entity id), so "who changed this connection last" reads one row.
+func (s *Store) ListAuditFor(ctx context.Context, f AuditFilter, beforeID int64, limit int) ([]AuditEntry, error) {
 	if limit <= 0 {
 		limit = DefaultAuditLimit
 	}
 	limit = min(limit, MaxAuditLimit)
-	rows, _ := s.db.Query(ctx, listAuditSQL, beforeID, limit)
+	rows, _ := s.db.Query(ctx, listAuditSQL, beforeID, limit, f.Entity, f.EntityID)
 	entries, err := pgx.CollectRows(rows, pgx.RowToStructByName[AuditEntry])
 	if err != nil {
 		return nil, fmt.Errorf("store: list audit: %w", translate(err))

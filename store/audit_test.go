@@ -72,3 +72,61 @@ func TestListAuditPaging(t *testing.T) {
 		t.Errorf("ListAudit with default limit: %d entries, want %d", len(all), n)
 	}
 }
+
+// TestListAuditFor: the filter narrows to one kind of entity and to one entity, in
+// the database, newest first.
+func TestListAuditFor(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	var keyIDs []string
+	for i := range 3 {
+		k, _, err := s.CreateClientKey(ctx, "tester", fmt.Sprintf("key-%d", i))
+		if err != nil {
+			t.Fatalf("CreateClientKey: %v", err)
+		}
+		keyIDs = append(keyIDs, k.ID)
+	}
+	if _, _, err := s.CreateAPIToken(ctx, "tester", "tok", store.RoleViewer); err != nil {
+		t.Fatalf("CreateAPIToken: %v", err)
+	}
+	if err := s.DeleteClientKey(ctx, "tester", keyIDs[0]); err != nil {
+		t.Fatalf("DeleteClientKey: %v", err)
+	}
+
+	tests := []struct {
+		name    string
+		filter  store.AuditFilter
+		limit   int
+		wantIDs []string // entity ids, newest first
+		wantAct []string
+	}{
+		{name: "one kind", filter: store.AuditFilter{Entity: store.EntityClientKey}, limit: 10,
+			wantIDs: []string{keyIDs[0], keyIDs[2], keyIDs[1], keyIDs[0]},
+			wantAct: []string{store.ActionDelete, store.ActionCreate, store.ActionCreate, store.ActionCreate}},
+		{name: "one entity", filter: store.AuditFilter{Entity: store.EntityClientKey, EntityID: keyIDs[0]}, limit: 10,
+			wantIDs: []string{keyIDs[0], keyIDs[0]},
+			wantAct: []string{store.ActionDelete, store.ActionCreate}},
+		{name: "newest only", filter: store.AuditFilter{Entity: store.EntityClientKey, EntityID: keyIDs[1]}, limit: 1,
+			wantIDs: []string{keyIDs[1]}, wantAct: []string{store.ActionCreate}},
+		{name: "none", filter: store.AuditFilter{Entity: store.EntityConnection}, limit: 10},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			entries, err := s.ListAuditFor(ctx, tc.filter, 0, tc.limit)
+			if err != nil {
+				t.Fatalf("ListAuditFor: %v", err)
+			}
+			var ids, acts []string
+			for _, e := range entries {
+				ids, acts = append(ids, e.EntityID), append(acts, e.Action)
+			}
+			if diff := cmp.Diff(tc.wantIDs, ids); diff != "" {
+				t.Errorf("entity ids mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantAct, acts); diff != "" {
+				t.Errorf("actions mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -270,6 +270,13 @@ func TestClusterFailOpen(t *testing.T) {
 	a := serveReplica(t, dbURL, secret, rs.url(), "fail-open", ttl)
 	b := serveReplica(t, dbURL, secret, rs.url(), "fail-open", ttl)
 	both := []*proc{a, b}
+	// peakOf sends a burst (counts[i] requests to replicas[i]) from a clean slate and
+	// returns the upstream's peak for glm-5.
+	peakOf := func(replicas []*proc, counts []int) int {
+		up.Reset()
+		burst(t, replicas, counts)
+		return up.Peak(e2eUpstream, "glm-5")
+	}
 	conn := createConnection(t, a, up.URL(), `{"modelConcurrency":{"glm-5":2},"maxWaitMs":60000}`)
 	modelGate := "model:" + conn.ID + ":glm-5"
 	for _, p := range both {
@@ -295,14 +302,10 @@ func TestClusterFailOpen(t *testing.T) {
 			t.Errorf("replica %d cluster state with Redis away = %+v, want mode %s, degraded", i, c, handlers.ClusterFailOpen)
 		}
 	}
-	up.Reset()
-	burst(t, []*proc{a}, []int{6})
-	if peak := up.Peak(e2eUpstream, "glm-5"); peak != 1 {
+	if peak := peakOf([]*proc{a}, []int{6}); peak != 1 {
 		t.Errorf("fail-open: 6 requests on one replica reached a peak of %d, want its share 1 of the cap 2", peak)
 	}
-	up.Reset()
-	burst(t, both, []int{6, 6})
-	if peak := up.Peak(e2eUpstream, "glm-5"); peak > 2 {
+	if peak := peakOf(both, []int{6, 6}); peak > 2 {
 		t.Errorf("fail-open: requests on both replicas reached a peak of %d, above the cap 2", peak)
 	}
 
@@ -312,14 +315,10 @@ func TestClusterFailOpen(t *testing.T) {
 			return clusterState(t, p).Mode == handlers.ClusterRedisOK
 		})
 	}
-	up.Reset()
-	burst(t, []*proc{a}, []int{6})
-	if peak := up.Peak(e2eUpstream, "glm-5"); peak != 2 {
+	if peak := peakOf([]*proc{a}, []int{6}); peak != 2 {
 		t.Errorf("Redis back: 6 requests on one replica reached a peak of %d, want the whole cap 2", peak)
 	}
-	up.Reset()
-	burst(t, both, []int{6, 6})
-	if peak := up.Peak(e2eUpstream, "glm-5"); peak != 2 {
+	if peak := peakOf(both, []int{6, 6}); peak != 2 {
 		t.Errorf("Redis back: requests on both replicas reached a peak of %d, want exactly the cap 2", peak)
 	}
 }
