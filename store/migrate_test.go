@@ -70,7 +70,11 @@ func versions(rows []appliedRow) []string {
 func advisoryLocks(t *testing.T, pool *pgxpool.Pool) int {
 	t.Helper()
 	var n int
-	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'`).Scan(&n); err != nil {
+	// pg_locks spans the whole cluster, and parallel tests migrate other databases in
+	// it: count only this database's advisory locks.
+	const q = `SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+		WHERE l.locktype = 'advisory' AND d.datname = current_database()`
+	if err := pool.QueryRow(t.Context(), q).Scan(&n); err != nil {
 		t.Fatalf("count advisory locks: %v", err)
 	}
 	return n
