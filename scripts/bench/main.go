@@ -9,7 +9,7 @@
 // Usage (from the module root; `make bench` runs it with the defaults):
 //
 //	go run ./scripts/bench [-duration 10s] [-reps 3] [-out bench-results]
-//	                       [-queue 10000] [-profile] [-gogc 400] [-gomemlimit 512MiB]
+//	                       [-queue 10000] [-queue-heap] [-profile] [-gogc 400] [-gomemlimit 512MiB]
 //
 // A smoke run: go run ./scripts/bench -duration 2s -reps 1. docs/BENCHMARKS.md
 // describes the method and the targets.

@@ -38,6 +38,8 @@ type queueResult struct {
 	// AtPeak is Gatehouse's own view (/metrics, Go collector) in the sample
 	// with the most goroutines: where the memory of the waiters goes.
 	AtPeak runtimeView `json:"runtimeAtPeak"`
+	// HeapProfile says where the heap profile taken with 80% queued went.
+	HeapProfile string `json:"heapProfile,omitempty"`
 }
 
 // runtimeView is a few Go runtime gauges scraped from /metrics, MB and counts.
@@ -50,8 +52,10 @@ type runtimeView struct {
 }
 
 // queueBurst sends n concurrent requests at once against the cap-1 gate and
-// classifies every answer while sampling Gatehouse's RSS and queue depth.
-func queueBurst(ctx context.Context, t target, n int, timeout time.Duration, pid int, gates func(context.Context) (int, error), runtime func(context.Context) (runtimeView, error)) (queueResult, error) {
+// classifies every answer while sampling Gatehouse's RSS and queue depth. When
+// at least 80% of the requests are queued it calls atPeak once (if not nil), to
+// take a heap profile of the waiters; what it returns goes in HeapProfile.
+func queueBurst(ctx context.Context, t target, n int, timeout time.Duration, pid int, gates func(context.Context) (int, error), runtime func(context.Context) (runtimeView, error), atPeakFn func(context.Context) string) (queueResult, error) {
 	res := queueResult{Requests: n}
 	before, err := readMem(pid)
 	if err != nil {
@@ -90,6 +94,10 @@ func queueBurst(ctx context.Context, t target, n int, timeout time.Duration, pid
 		for {
 			if q, err := gates(sampleCtx); err == nil {
 				peakQ = max(peakQ, q)
+				if atPeakFn != nil && q >= n*8/10 {
+					res.HeapProfile = atPeakFn(sampleCtx)
+					atPeakFn = nil
+				}
 			}
 			if v, err := runtime(sampleCtx); err == nil && v.Goroutines > atPeak.Goroutines {
 				atPeak = v

@@ -188,6 +188,9 @@ func (r *report) markdown() string {
 		a := q.AtPeak
 		fmt.Fprintf(&b, "At the busiest /metrics sample: %.0f goroutines, heap alloc %.1f MB, heap in use %.1f MB, stacks %.1f MB, next GC at %.1f MB.\n",
 			a.Goroutines, a.HeapAllocMB, a.HeapInuseMB, a.StackMB, a.NextGCMB)
+		if q.HeapProfile != "" {
+			fmt.Fprintf(&b, "Heap profile with 80%% of the requests queued (go tool pprof -sample_index=inuse_space): %s\n", q.HeapProfile)
+		}
 		for _, o := range q.OtherSample {
 			fmt.Fprintf(&b, "- other: %s\n", o)
 		}

@@ -60,6 +60,7 @@ type options struct {
 	queue      int
 	queueWait  time.Duration
 	profile    bool
+	queueHeap  bool
 	standard   bool
 	gogc       string
 	gomemlimit string
@@ -76,6 +77,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.queue, "queue", 10000, "concurrent requests of the queueing scenario (0 skips it)")
 	fs.DurationVar(&o.queueWait, "queue-wait", 120*time.Second, "maxWaitMs of the cap-1 connection (at most 120s)")
 	fs.BoolVar(&o.profile, "profile", true, "fetch a CPU profile of Gatehouse during an extra non-streaming c=16 run, if it serves /debug/pprof")
+	fs.BoolVar(&o.queueHeap, "queue-heap", false, "take a heap profile of Gatehouse (after a forced GC) with 80% of the queueing scenario queued; the forced GC lowers the RSS peak, so use it to see where memory goes, not to measure growth")
 	fs.BoolVar(&o.standard, "standard", true, "run the standard scenarios (false: only the queueing scenario, for iterating on memory)")
 	fs.StringVar(&o.gogc, "gogc", "400", "GOGC of Gatehouse and the fake upstream (as in production)")
 	fs.StringVar(&o.gomemlimit, "gomemlimit", "512MiB", "GOMEMLIMIT of Gatehouse and the fake upstream (as in production)")
@@ -225,11 +227,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer tr.CloseIdleConnections()
 		hdr := http.Header{"X-Mock-Latency-Ms": {"1"}}
 		t := newTarget(e.gatehouseURL+"/v1", e.clientKey, queueModel, false, hdr)
+		var heap func(context.Context) string
+		if o.queueHeap {
+			heap = func(ctx context.Context) string {
+				// The live heap of the waiters, for go tool pprof -sample_index=inuse_space.
+				path := filepath.Join(out, "gatehouse-heap-queued.pprof")
+				if err := fetchTo(ctx, e.gatehouseURL+"/debug/pprof/heap?gc=1", e.apiToken, path, 30*time.Second); err != nil {
+					return "not taken: " + err.Error()
+				}
+				return path + " (taken with -queue-heap: its forced GC lowered the RSS peak above)"
+			}
+		}
 		q, err := queueBurst(ctx, t, o.queue, o.queueWait+60*time.Second, e.gatehouse.pid(), func(ctx context.Context) (int, error) {
 			return gatesQueued(ctx, api, e.gatehouseURL, e.apiToken)
 		}, func(ctx context.Context) (runtimeView, error) {
 			return scrapeRuntime(ctx, api, e.gatehouseURL)
-		})
+		}, heap)
 		if err != nil {
 			return err
 		}
