@@ -213,6 +213,8 @@ func (x *exchange) queue(cand *candidates) (pick, *apiError) {
 		if err != nil {
 			var ae *admission.Error
 			if !errors.As(err, &ae) {
+				// The time queued is admission wait, not overhead, however the wait ended.
+				x.waited += time.Since(start)
 				if clusterUnavailable(err) {
 					return pick{}, errClusterUnavailable
 				}

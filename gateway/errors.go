@@ -54,8 +54,10 @@ func (s style) String() string {
 // which OpenAI's SDKs accept as well (they key on status and code).
 func errorType(status int) string {
 	switch status {
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusMethodNotAllowed:
+	case http.StatusBadRequest, http.StatusMethodNotAllowed:
 		return "invalid_request_error"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
 	case http.StatusUnauthorized:
 		return "authentication_error"
 	case http.StatusForbidden:

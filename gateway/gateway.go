@@ -262,6 +262,9 @@ type GateSnapshot struct {
 	QueueFull int64
 	Cancels   int64
 	WaitTotal time.Duration
+	// Waits counts the admissions through the gate by how long they waited;
+	// two snapshots' difference gives the wait quantiles between them.
+	Waits admission.WaitHistogram
 }
 
 // ConnectionSnapshot is one connection's upstream health.
@@ -296,7 +299,7 @@ func (g *Gateway) Snapshot() Snapshot {
 		out.Gates = append(out.Gates, GateSnapshot{
 			Key: st.Key, Level: st.Level, Cap: st.Cap, InFlight: st.InFlight, Queued: st.Queued,
 			Admitted: st.Admitted, Timeouts: st.Timeouts, QueueFull: st.QueueFull, Cancels: st.Cancels,
-			WaitTotal: st.WaitTotal,
+			WaitTotal: st.WaitTotal, Waits: st.Waits,
 		})
 	}
 	if s == nil {

@@ -50,12 +50,12 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 	}
 	st := rt.style()
 	x.st = st
-	want := http.MethodPost
+	want, allow := http.MethodPost, "POST"
 	if rt == routeModels {
-		want = http.MethodGet
+		want, allow = http.MethodGet, "GET, HEAD"
 	}
 	if r.Method != want && !(rt == routeModels && r.Method == http.MethodHead) {
-		w.Header().Set("Allow", want)
+		w.Header().Set("Allow", allow)
 		return x, &apiError{status: http.StatusMethodNotAllowed, code: CodeMethodNotAllowed, message: "method " + r.Method + " is not allowed here; use " + want}
 	}
 	switch secret := clientKey(r.Header); {
@@ -182,7 +182,7 @@ func (x *exchange) run() {
 			// the reason to report; when the remaining connections are merely
 			// unhealthy, the last upstream failure says more.
 			if aerr != nil && (aerr.code != CodeNoHealthy || (x.last == nil && x.lastErr == nil)) {
-				writeError(x.w, x.st, aerr)
+				x.fail(aerr)
 				return
 			}
 			break
@@ -203,10 +203,17 @@ func (x *exchange) run() {
 	case x.last != nil:
 		x.writeLast()
 	case x.lastErr != nil:
-		writeError(x.w, x.st, x.lastErr)
+		x.fail(x.lastErr)
 	default:
-		writeError(x.w, x.st, &apiError{status: http.StatusBadGateway, code: CodeUpstreamError, message: "no upstream connection answered"})
+		x.fail(&apiError{status: http.StatusBadGateway, code: CodeUpstreamError, message: "no upstream connection answered"})
 	}
+}
+
+// fail answers the client with the gateway's own error e, with the time the
+// request spent queued (X-Gatehouse-Queue-Ms) like every answer after routing.
+func (x *exchange) fail(e *apiError) {
+	x.w.Header()[HeaderQueueMs] = x.queueMs()
+	writeError(x.w, x.st, e)
 }
 
 // wantsUsage reports whether an attempt on c must ask the upstream for
@@ -392,9 +399,12 @@ func (x *exchange) writeLast() {
 }
 
 // relay sends resp to the client as it arrives, flushing after every write
-// for server-sent events. It ends when the body ends, the client goes away
-// or the execution bound fires; a stream that breaks after it started gets an
-// SSE error event, any other body is aborted so the client sees it cut.
+// for server-sent events. Of an event stream it sends complete events (and
+// keep-alive comments) and holds back the start of an event still under way,
+// so that the error event it may add never lands inside another event. It
+// ends when the body ends, the client goes away or the execution bound
+// fires; a stream that breaks after it started gets an SSE error event, any
+// other body is aborted so the client sees it cut.
 //
 // A non-nil tap watches the body for token usage on the way (and, when it
 // strips, decides which stream events the client gets).
@@ -415,6 +425,10 @@ func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap 
 	bufp := x.g.getCopyBuf()
 	defer x.g.copyBuf.Put(bufp)
 	buf := *bufp
+	// held is the start of an SSE event whose end has not arrived yet: it
+	// is sent with the rest of its event, so that an error event never
+	// lands in the middle of one.
+	var held []byte
 	for {
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
@@ -422,11 +436,27 @@ func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap 
 			if tap != nil {
 				out = tap.feed(out)
 			}
-			if len(out) > 0 {
-				if _, werr := x.w.Write(out); werr != nil {
-					return
+			if sse {
+				if len(held) > 0 {
+					held = append(held, out...)
+					out = held
 				}
-				if sse && rc.Flush() != nil {
+				end := sendableEnd(out)
+				if end == 0 && len(out) > maxHeldEvent {
+					end = len(out) // no event boundary in sight: stop holding back
+				}
+				if end > 0 {
+					if _, werr := x.w.Write(out[:end]); werr != nil || rc.Flush() != nil {
+						return
+					}
+				}
+				if len(held) > 0 {
+					held = held[:copy(held, held[end:])]
+				} else {
+					held = append(held, out[end:]...)
+				}
+			} else if len(out) > 0 {
+				if _, werr := x.w.Write(out); werr != nil {
 					return
 				}
 			}
@@ -435,7 +465,13 @@ func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap 
 			continue
 		}
 		if rerr == io.EOF {
-			if rest := tap.flushed(); len(rest) > 0 {
+			rest := tap.flushed()
+			if len(held) > 0 {
+				// The upstream ended without finishing its last event:
+				// pass its bytes on as they are.
+				rest = append(held, rest...)
+			}
+			if len(rest) > 0 {
 				if _, werr := x.w.Write(rest); werr == nil && sse {
 					_ = rc.Flush()
 				}
@@ -508,4 +544,55 @@ func copyResponseHeader(dst, src http.Header) {
 			delete(dst, http.CanonicalHeaderKey(strings.TrimSpace(name)))
 		}
 	}
+}
+
+// maxHeldEvent bounds how much of an unfinished SSE event relay holds back;
+// past it, bytes are passed on as they come.
+const maxHeldEvent = 1 << 20
+
+// sendableEnd returns how much of b, which starts at an SSE event boundary,
+// can be sent now: every complete event, and after them any complete
+// comment lines (keep-alives) and blank lines, which change no event state.
+// What is left is the start of an event still under way.
+func sendableEnd(b []byte) int {
+	end := eventsEnd(b)
+	for end < len(b) {
+		switch b[end] {
+		case '\n', '\r':
+			end++
+			continue
+		case ':':
+			i := bytes.IndexAny(b[end:], "\r\n")
+			if i < 0 {
+				return end
+			}
+			end += i + 1
+			continue
+		}
+		return end
+	}
+	return end
+}
+
+// eventsEnd returns the length of the longest prefix of b that ends with a
+// complete SSE event, 0 if none does: the end of a blank line, that is a
+// line terminator (CRLF, LF or CR) right after another one. b starts at an
+// event boundary.
+func eventsEnd(b []byte) int {
+	for j := len(b) - 1; j >= 1; j-- {
+		switch b[j] {
+		case '\n':
+			switch {
+			case b[j-1] == '\n': // LF LF
+				return j + 1
+			case b[j-1] == '\r' && j >= 2 && (b[j-2] == '\n' || b[j-2] == '\r'): // (CR)LF CRLF, CR CRLF
+				return j + 1
+			}
+		case '\r':
+			if b[j-1] == '\r' || b[j-1] == '\n' { // CR CR, LF CR (a following LF would only complete the CRLF)
+				return j + 1
+			}
+		}
+	}
+	return 0
 }

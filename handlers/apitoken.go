@@ -51,6 +51,16 @@ func (s *Server) createAPIToken(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusCreated, createdAPIToken{APIToken: t, Secret: secret}, "")
 }
 
+// getAPIToken serves GET /api/v1/api-tokens/{id} (never the secret), the Location of
+// a created token.
+func (s *Server) getAPIToken(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.store.GetAPIToken(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, t, "")
+}
+
 // deleteAPIToken serves DELETE /api/v1/api-tokens/{id}.
 func (s *Server) deleteAPIToken(w http.ResponseWriter, r *http.Request) error {
 	if err := s.store.DeleteAPIToken(r.Context(), actor(r), r.PathValue("id")); err != nil {

@@ -88,3 +88,36 @@ func TestAuditPaging(t *testing.T) {
 		}
 	}
 }
+
+// TestCreatedLocationIsReadable: the Location of a created API token or client key
+// names a resource a GET answers (without the secret), and 404 once it is revoked.
+func TestCreatedLocationIsReadable(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, apiOptions{})
+	tests := []struct {
+		name     string
+		resource string
+		body     string
+	}{
+		{"api token", "api-tokens", `{"name":"reader"}`},
+		{"client key", "client-keys", `{"name":"agents"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			created := a.do(t, call{method: http.MethodPost, path: path(tt.resource), body: tt.body}).want(t, http.StatusCreated)
+			want := created.json(t)
+			delete(want, "secret")
+			loc := created.header.Get("Location")
+			got := a.do(t, call{method: http.MethodGet, path: loc, token: a.viewer}).want(t, http.StatusOK).json(t)
+			delete(want, "lastUsedAt")
+			delete(got, "lastUsedAt")
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("GET %s (-created +got):\n%s", loc, diff)
+			}
+			a.do(t, call{method: http.MethodDelete, path: loc}).want(t, http.StatusNoContent)
+			problemOf(t, a.do(t, call{method: http.MethodGet, path: loc}), http.StatusNotFound)
+			problemOf(t, a.do(t, call{method: http.MethodGet, path: path(tt.resource, "not-a-uuid")}), http.StatusNotFound)
+		})
+	}
+}

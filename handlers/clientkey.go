@@ -49,6 +49,16 @@ func (s *Server) createClientKey(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusCreated, createdClientKey{ClientKey: k, Secret: secret}, "")
 }
 
+// getClientKey serves GET /api/v1/client-keys/{id} (never the secret), the Location of
+// a created key.
+func (s *Server) getClientKey(w http.ResponseWriter, r *http.Request) error {
+	k, err := s.store.GetClientKey(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, k, "")
+}
+
 // deleteClientKey serves DELETE /api/v1/client-keys/{id}.
 func (s *Server) deleteClientKey(w http.ResponseWriter, r *http.Request) error {
 	if err := s.store.DeleteClientKey(r.Context(), actor(r), r.PathValue("id")); err != nil {

@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -161,9 +162,13 @@ func TestConnectionFieldRules(t *testing.T) {
 		}, []string{"models"}},
 		{"model too long", func(m map[string]any) { m["models"] = []string{"ok", strings.Repeat("m", 129)} }, []string{"models.1"}},
 		{"model not a string", func(m map[string]any) { m["models"] = []any{"ok", 3} }, []string{"models.1"}},
+		{"models bad in two ways", func(m map[string]any) { m["models"] = []any{"a b", 3, strings.Repeat("m", 129)} },
+			[]string{"models.0", "models.1", "models.2"}},
 		{"duplicate models", func(m map[string]any) { m["models"] = []string{"a", "a"} }, []string{"models"}},
 		{"priority range", func(m map[string]any) { m["priority"] = 1001 }, []string{"priority"}},
 		{"priority fraction", func(m map[string]any) { m["priority"] = 1.5 }, []string{"priority"}},
+		{"priority tiny fraction", func(m map[string]any) { m["priority"] = json.RawMessage("1e-999999999") }, []string{"priority"}},
+		{"priority huge", func(m map[string]any) { m["priority"] = json.RawMessage("1e999999999") }, []string{"priority"}},
 		{"enabled string", func(m map[string]any) { m["enabled"] = "yes" }, []string{"enabled"}},
 		{"api key missing", func(m map[string]any) { delete(m, "apiKey") }, []string{"apiKey"}},
 		{"api key null", func(m map[string]any) { m["apiKey"] = nil }, []string{"apiKey"}},
@@ -309,3 +314,54 @@ func TestHealthReset(t *testing.T) {
 		t.Errorf("gates without a gateway (-want +got):\n%s", diff)
 	}
 }
+
+func TestWholeNumber(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		in     string
+		want   int64
+		wantOK bool
+	}{
+		{"integer", "12", 12, true},
+		{"negative", "-7", -7, true},
+		{"decimal point", "1.0", 1, true},
+		{"exponent", "1e3", 1000, true},
+		{"negative exponent but whole", "10e-1", 1, true},
+		{"fraction", "1.5", 0, false},
+		{"tiny fraction", "1e-999999999", 0, false},
+		{"huge saturates", "1e999999999", math.MaxInt64, true},
+		{"huge negative saturates", "-1e999999999", math.MinInt64, true},
+		{"string", `"1"`, 0, false},
+		{"bool", "true", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, ok := wholeNumber(json.RawMessage(tt.in))
+			if got != tt.want || ok != tt.wantOK {
+				t.Errorf("wholeNumber(%s) = %d, %v; want %d, %v", tt.in, got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
+func TestPriorityOutOfRangeSaysRange(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, apiOptions{})
+	body := connectionBody("huge-priority")
+	body["priority"] = json.RawMessage("1e999999999")
+	p := problemOf(t, a.do(t, call{method: http.MethodPost, path: path("connections"), body: body, invalidRequest: true}),
+		http.StatusUnprocessableEntity)
+	want := []limitsFieldError{{Field: "priority", Message: "must be a whole number from -1000 to 1000"}}
+	got := make([]limitsFieldError, 0, len(p.Errors))
+	for _, e := range p.Errors {
+		got = append(got, limitsFieldError{Field: e.Field, Message: e.Message})
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("errors mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// limitsFieldError is a field error's JSON part, for comparisons.
+type limitsFieldError struct{ Field, Message string }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/big"
 	"slices"
 	"strings"
 
@@ -99,7 +98,10 @@ func (s *Server) decodeConnection(data []byte, create bool) (store.ConnectionInp
 			}
 			var fe limits.FieldErrors
 			if doc.Models, fe = decodeStrings(raw, key); len(fe) > 0 {
+				// The list is rejected as a whole below; still name every bad
+				// element, not only those that are not strings.
 				errs = append(errs, fe...)
+				errs = append(errs, s.modelElementErrors(raw, key)...)
 				bad[key] = true
 			}
 		case "priority":
@@ -186,19 +188,30 @@ func decodeStrings(raw json.RawMessage, field string) ([]string, limits.FieldErr
 	return out, errs
 }
 
+// modelElementErrors checks every string element of the array raw against the model
+// id rule, reporting each bad one at field.<index>. decodeConnection uses it when some
+// elements are not strings, since the whole-list validation is skipped then.
+func (s *Server) modelElementErrors(raw json.RawMessage, field string) limits.FieldErrors {
+	var elems []json.RawMessage
+	if json.Unmarshal(raw, &elems) != nil {
+		return nil
+	}
+	var errs limits.FieldErrors
+	for i, e := range elems {
+		var v string
+		if json.Unmarshal(e, &v) != nil {
+			continue
+		}
+		errs = append(errs, validationErrors(s.validate.Var(v, "modelkey"), fmt.Sprintf("%s.%d", field, i))...)
+	}
+	return errs
+}
+
 // wholeNumber reads a JSON number with no fractional part (1, 1.0 and 1e3 are whole,
-// 1.5 and "1" are not), saturated to the int64 range, as gateway/limits does.
+// 1.5, 1e-999999999 and "1" are not), saturated to the int64 range, exactly as
+// gateway/limits reads the overrides.
 func wholeNumber(raw json.RawMessage) (int64, bool) {
-	s := string(bytes.TrimSpace(raw))
-	if s == "" || !(s[0] == '-' || s[0] >= '0' && s[0] <= '9') || !json.Valid([]byte(s)) {
-		return 0, false
-	}
-	f, _, err := big.ParseFloat(s, 10, 256, big.ToNearestEven)
-	if err != nil || !f.IsInt() {
-		return 0, false
-	}
-	n, _ := f.Int64() // saturates: out-of-range values then fail the range rule
-	return n, true
+	return limits.ParseWholeNumber(string(bytes.TrimSpace(raw)))
 }
 
 // sortErrors orders field problems by field, then message, dropping exact repeats.

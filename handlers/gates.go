@@ -3,6 +3,8 @@ package handlers
 import (
 	"net/http"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 )
 
 // GatesView is the body of GET /api/v1/gates and what the dashboard's live panels draw.
@@ -43,6 +45,9 @@ type GateView struct {
 	QueueFull   int64  `json:"queueFull"`
 	Cancels     int64  `json:"cancels"`
 	WaitMsTotal int64  `json:"waitMsTotal"`
+	// Waits counts the admissions through the gate by how long they waited. The
+	// dashboard takes its wait percentiles from it; the API does not send it.
+	Waits admission.WaitHistogram `json:"-"`
 }
 
 // ConnectionLive is one connection's health and remaining rate-limit budgets. Until is

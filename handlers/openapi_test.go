@@ -120,11 +120,13 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	tok := a.do(t, call{method: http.MethodPost, path: path("api-tokens"), body: `{"name":"ci","role":"viewer"}`}).
 		want(t, http.StatusCreated).json(t)
 	a.do(t, call{method: http.MethodGet, path: path("api-tokens")}).want(t, http.StatusOK)
+	a.do(t, call{method: http.MethodGet, path: path("api-tokens", tok["id"].(string)), token: a.viewer}).want(t, http.StatusOK)
 	a.do(t, call{method: http.MethodDelete, path: path("api-tokens", tok["id"].(string))}).want(t, http.StatusNoContent)
 
 	key := a.do(t, call{method: http.MethodPost, path: path("client-keys"), body: `{"name":"agent-1"}`}).
 		want(t, http.StatusCreated).json(t)
 	a.do(t, call{method: http.MethodGet, path: path("client-keys")}).want(t, http.StatusOK)
+	a.do(t, call{method: http.MethodGet, path: path("client-keys", key["id"].(string)), token: a.viewer}).want(t, http.StatusOK)
 	a.do(t, call{method: http.MethodDelete, path: path("client-keys", key["id"].(string))}).want(t, http.StatusNoContent)
 
 	page := a.do(t, call{method: http.MethodGet, path: path("audit") + "?limit=2"}).want(t, http.StatusOK).json(t)

@@ -54,7 +54,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /tokens/{id}/revoke", s.ui(uiWrite, s.uiConfirmRevoke(kindTokens)))
 	mux.Handle("POST /tokens/{id}/revoke", s.ui(uiWrite, s.uiRevoke(kindTokens)))
 	mux.Handle("GET /audit", s.ui(uiRead, s.uiAudit))
-	mux.Handle("GET /users", s.ui(uiWrite, s.uiUsers))
+	mux.Handle("GET /users", s.ui(uiRead, s.uiUsers))
 	mux.Handle("POST /users", s.ui(uiWrite, s.uiAddUser))
 	mux.Handle("POST /users/{id}/role", s.ui(uiWrite, s.uiSetRole))
 	mux.Handle("GET /users/{id}/delete", s.ui(uiWrite, s.uiConfirmDeleteUser))
@@ -66,6 +66,9 @@ func (s *Server) Handler() http.Handler {
 	// Gateway (client keys; OpenAI and Anthropic shapes).
 	if s.deps.Gateway != nil {
 		mux.Handle("/v1/", s.deps.Gateway)
+		// Without this, ServeMux would answer /v1 itself with an HTML redirect to /v1/;
+		// the gateway answers it in the API's own error shape instead.
+		mux.Handle("/v1", s.deps.Gateway)
 	}
 
 	return mux
@@ -93,10 +96,12 @@ func (s *Server) apiRoutes() []apiRoute {
 
 		{"GET /api/v1/api-tokens", accessRead, s.listAPITokens},
 		{"POST /api/v1/api-tokens", accessWrite, s.createAPIToken},
+		{"GET /api/v1/api-tokens/{id}", accessRead, s.getAPIToken},
 		{"DELETE /api/v1/api-tokens/{id}", accessWrite, s.deleteAPIToken},
 
 		{"GET /api/v1/client-keys", accessRead, s.listClientKeys},
 		{"POST /api/v1/client-keys", accessWrite, s.createClientKey},
+		{"GET /api/v1/client-keys/{id}", accessRead, s.getClientKey},
 		{"DELETE /api/v1/client-keys/{id}", accessWrite, s.deleteClientKey},
 	}
 }

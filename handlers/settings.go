@@ -9,12 +9,30 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
-// settingsView renders the settings row as the API shows it: the stored keys (absent
-// keys take their documented defaults) plus the read-only version and updatedAt.
+// settingsView renders the settings row as the API shows it: the stored keys, the
+// built-in default of every key that is not stored (so a client sees the values in
+// force), providers ({} when none), and the read-only version and updatedAt. Only the
+// stored keys are written back by a PATCH, so a default shown here is never pinned.
 func settingsView(st store.Settings) (map[string]json.RawMessage, error) {
 	m := map[string]json.RawMessage{}
 	if err := json.Unmarshal(st.Data, &m); err != nil {
 		return nil, fmt.Errorf("handlers: decode stored settings: %w", err)
+	}
+	defaults, err := json.Marshal(limits.DefaultSettings())
+	if err != nil {
+		return nil, fmt.Errorf("handlers: encode default settings: %w", err)
+	}
+	var dm map[string]json.RawMessage
+	if err := json.Unmarshal(defaults, &dm); err != nil {
+		return nil, fmt.Errorf("handlers: decode default settings: %w", err)
+	}
+	for k, v := range dm {
+		if _, ok := m[k]; !ok {
+			m[k] = v
+		}
+	}
+	if _, ok := m["providers"]; !ok {
+		m["providers"] = json.RawMessage("{}")
 	}
 	v, err := json.Marshal(st.Version)
 	if err != nil {

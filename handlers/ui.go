@@ -83,9 +83,11 @@ type uiStatus struct {
 func (e *uiStatus) Error() string { return fmt.Sprintf("handlers: dashboard: %d %s", e.status, e.key) }
 
 var (
-	errUIForbidden = &uiStatus{http.StatusForbidden, "error.forbidden"}
-	errUINotFound  = &uiStatus{http.StatusNotFound, "error.notFound"}
-	errUIBadForm   = &uiStatus{http.StatusBadRequest, "status.400"}
+	errUIForbidden   = &uiStatus{http.StatusForbidden, "error.forbidden"}
+	errUIAdminOnly   = &uiStatus{http.StatusForbidden, "error.adminOnly"}
+	errUICrossOrigin = &uiStatus{http.StatusForbidden, "error.crossOrigin"}
+	errUINotFound    = &uiStatus{http.StatusNotFound, "error.notFound"}
+	errUIBadForm     = &uiStatus{http.StatusBadRequest, "status.400"}
 )
 
 // ui wraps h as a dashboard route: cross-origin writes refused (403), a bounded
@@ -114,7 +116,11 @@ func (s *Server) ui(access uiAccess, h uiHandler) http.Handler {
 			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		case access == uiWrite && rq.user.Role != store.RoleAdmin:
-			s.uiFail(w, r, rq, errUIForbidden)
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				s.uiFail(w, r, rq, errUIAdminOnly) // an admin's page, not a write
+			} else {
+				s.uiFail(w, r, rq, errUIForbidden)
+			}
 			return
 		case r.Method != http.MethodGet && r.Method != http.MethodHead && rq.user.Role != store.RoleAdmin:
 			// Defence in depth: every write route is uiWrite, but a viewer's POST
@@ -129,11 +135,12 @@ func (s *Server) ui(access uiAccess, h uiHandler) http.Handler {
 	return s.dash.csrf.Handler(inner)
 }
 
-// uiCSRFDenied renders the page a cross-origin write gets (403).
+// uiCSRFDenied renders the page a cross-origin write gets (403), saying why: the
+// user's role is not the reason.
 func (s *Server) uiCSRFDenied(w http.ResponseWriter, r *http.Request) {
 	l := s.uiLocalizer(w, r)
 	rq := &uiRequest{now: s.now(), l: l}
-	s.uiFail(w, r, rq, errUIForbidden)
+	s.uiFail(w, r, rq, errUICrossOrigin)
 }
 
 // uiLocalizer picks the language: ?lang= (remembered in a cookie), else the cookie,
@@ -147,7 +154,7 @@ func (s *Server) uiLocalizer(w http.ResponseWriter, r *http.Request) *web.Locali
 		cookie = lang
 		http.SetCookie(w, &http.Cookie{
 			Name: langCookie, Value: lang, Path: "/", MaxAge: 365 * 24 * 3600,
-			HttpOnly: true, Secure: s.deps.SecureCookies, SameSite: http.SameSiteLaxMode,
+			HttpOnly: true, Secure: s.deps.SecureCookies || overTLS(r), SameSite: http.SameSiteLaxMode,
 		})
 	}
 	return web.NewLocalizer(web.MatchLocale(r.Header.Get("Accept-Language"), cookie))
@@ -289,5 +296,6 @@ func localPath(next string) string {
 	return next
 }
 
-// uiActor is how the audit log names a dashboard user.
-func uiActor(rq *uiRequest) string { return rq.user.Email }
+// uiActor is how the audit log names a dashboard user: "user:<email>", beside the
+// API's "token:<name>" and the CLI's "system" (docs/ARCHITECTURE.md, openapi.yaml).
+func uiActor(rq *uiRequest) string { return web.ActorUserPrefix + rq.user.Email }

@@ -287,6 +287,26 @@ func TestDashboardInBrowser(t *testing.T) {
 		writeShot(t, shots, "edit.png", value(t, tab, "screenshot", chromedp.FullScreenshot(100)))
 	})
 
+	t.Run("connections list updates live", func(t *testing.T) {
+		d.gates.set(GatesView{Gates: []GateView{{Key: "connection:" + id, Level: "connection", Cap: 5, InFlight: 1}}})
+		row := `tr[data-conn="` + id + `"]`
+		run(t, tab, "open list", chromedp.Navigate(base+"/connections"), chromedp.WaitVisible(chromedp.CSS(row)))
+		d.gates.set(GatesView{Gates: []GateView{
+			{Key: "connection:" + id, Level: "connection", Cap: 5, InFlight: 4, Queued: 2},
+			{Key: "model:" + id + ":glm-5", Level: "model", Cap: 1, InFlight: 1, Queued: 3},
+		}})
+		// The page polls /live; wait (bounded by browserStep) for the row to show the new load.
+		got := value(t, tab, "live load", chromedp.Poll[string](`(() => {
+			const r = document.querySelector('`+row+`');
+			const s = r.querySelector('[data-live-conn="inflight"]').textContent + " / " +
+				r.querySelector('[data-live-conn="queued"]').textContent;
+			return s === "4 / 5" ? s : false;
+		})()`))
+		if got != "4 / 5" {
+			t.Errorf("live in flight / queued %q, want 4 / 5", got)
+		}
+	})
+
 	t.Run("viewer reads only; forged POST refused", func(t *testing.T) {
 		vtab := newTab(t, tab, chromedp.WithNewBrowserContext()) // own cookies
 		browserSignIn(t, vtab, base, "viewer@example.com")

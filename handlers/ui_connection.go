@@ -26,7 +26,7 @@ func (s *Server) uiConnections(w http.ResponseWriter, r *http.Request, rq *uiReq
 	for _, c := range live.Connections {
 		health[c.ID] = c.Health
 	}
-	var v web.ConnectionList
+	v := web.ConnectionList{LiveURL: "/live", LiveIntervalMs: liveInterval}
 	for _, c := range conns {
 		o, _ := limits.Normalize(c.RateLimitOverrides)
 		row := web.ConnectionRow{
@@ -110,6 +110,10 @@ func (s *Server) connectionInput(l *web.Localizer, form url.Values, cur *store.C
 		base, _ = limits.Normalize(cur.RateLimitOverrides)
 	}
 	errs := web.FieldErrors{}
+	// skip names the fields whose problems are already worded here, so the API's
+	// rules do not report them twice; every other problem they find is shown (a
+	// problem left out could let a refused input reach the store).
+	var skip []string
 	for _, k := range []string{"name", "provider", "apiStyle", "baseUrl"} {
 		if _, ok := form[k]; ok {
 			doc[k] = strings.TrimSpace(form.Get(k))
@@ -136,6 +140,7 @@ func (s *Server) connectionInput(l *web.Localizer, form url.Values, cur *store.C
 		} else {
 			delete(doc, "priority")
 			errs.Add("priority", l.T("validation.wholeNumber", -1000, 1000))
+			skip = append(skip, "priority")
 		}
 	}
 	if vs, ok := form["enabled"]; ok {
@@ -143,11 +148,11 @@ func (s *Server) connectionInput(l *web.Localizer, form url.Values, cur *store.C
 	}
 	overrides, fe := limits.ApplyForm(base, form, "rateLimitOverrides")
 	if len(fe) > 0 {
-		var skip []string
+		var worded []string
 		if uiModelCapErrors(l, form, errs) {
-			skip = append(skip, limits.KeyModelConcurrency)
+			worded = append(worded, limits.KeyModelConcurrency)
 		}
-		uiAddErrors(l, errs, fe, skip...)
+		uiAddErrors(l, errs, fe, worded...)
 	} else {
 		doc["rateLimitOverrides"] = overrides
 	}
@@ -159,7 +164,7 @@ func (s *Server) connectionInput(l *web.Localizer, form url.Values, cur *store.C
 	var apiErrs limits.FieldErrors
 	switch {
 	case errors.As(err, &apiErrs):
-		uiAddErrors(l, errs, apiErrs, "priority")
+		uiAddErrors(l, errs, apiErrs, skip...)
 	case err != nil:
 		return store.ConnectionInput{}, nil, err
 	}
@@ -176,6 +181,7 @@ func (s *Server) connectionForm(ctx context.Context, rq *uiRequest, cur *store.C
 	var overrides limits.Overrides
 	if cur != nil {
 		f.ID, f.APIKeyPreview, f.StoredEnabled = cur.ID, cur.APIKeyPreview, cur.Enabled
+		f.StoredVersion = strconv.FormatInt(cur.Version, 10)
 		var warns limits.FieldErrors
 		overrides, warns = limits.NormalizeErrors(cur.RateLimitOverrides)
 		f.Warnings = uiStoredWarnings(rq.l, warns)

@@ -130,7 +130,7 @@ func uiChangeSummary(l *web.Localizer, before, after any) string {
 			continue
 		}
 		label := strings.TrimPrefix(d.Path, "rateLimitOverrides.")
-		if m, ok := strings.CutPrefix(label, "modelConcurrency."); ok {
+		if m, ok := modelCapPath(label); ok {
 			label = l.T("change.modelCap", m)
 		}
 		switch d.Op {
@@ -147,6 +147,26 @@ func uiChangeSummary(l *web.Localizer, before, after any) string {
 		parts = append(parts[:most], "…")
 	}
 	return strings.Join(parts, ", ")
+}
+
+// modelCapPath returns the model of a per-model cap's diff path: web.DiffJSON writes
+// "modelConcurrency.glm-5", or `modelConcurrency["glm-4.7"]` for an id with a dot.
+func modelCapPath(path string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, limits.KeyModelConcurrency)
+	if !ok {
+		return "", false
+	}
+	if m, ok := strings.CutPrefix(rest, "."); ok && m != "" {
+		return m, true
+	}
+	if q, ok := strings.CutPrefix(rest, "["); ok {
+		if q, ok = strings.CutSuffix(q, "]"); ok {
+			if m, err := strconv.Unquote(q); err == nil && m != "" {
+				return m, true
+			}
+		}
+	}
+	return "", false
 }
 
 // jsonText shows a compact JSON value plainly: strings unquoted.

@@ -64,7 +64,7 @@ func webGates(v GatesView) []web.GateStat {
 		out = append(out, web.GateStat{
 			Key: g.Key, Level: g.Level, Cap: g.Cap, InFlight: g.InFlight, Queued: g.Queued,
 			Admitted: g.Admitted, Timeouts: g.Timeouts, QueueFull: g.QueueFull,
-			Cancels: g.Cancels, WaitMsTotal: g.WaitMsTotal,
+			Cancels: g.Cancels, WaitMsTotal: g.WaitMsTotal, Waits: g.Waits,
 		})
 	}
 	return out

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gorilla/sessions"
@@ -61,7 +62,7 @@ func (ss *sessionStore) Get(r *http.Request, name string) (*sessions.Session, er
 // there is no cookie or its session is unknown or expired. It never returns nil.
 func (ss *sessionStore) New(r *http.Request, name string) (*sessions.Session, error) {
 	sess := sessions.NewSession(ss, name)
-	sess.Options = ss.options()
+	sess.Options = ss.options(r)
 	sess.IsNew = true
 	c, err := r.Cookie(name)
 	if err != nil {
@@ -99,7 +100,7 @@ func (ss *sessionStore) New(r *http.Request, name string) (*sessions.Session, er
 // and its cookie cleared. A session without an id gets a fresh random one.
 func (ss *sessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessions.Session) error {
 	if sess.Options == nil {
-		sess.Options = ss.options()
+		sess.Options = ss.options(r)
 	}
 	if sess.Options.MaxAge < 0 {
 		if hash, ok := sessionHash(sess.ID); ok {
@@ -143,11 +144,31 @@ func (ss *sessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessi
 }
 
 // options are the cookie attributes: HttpOnly, SameSite=Lax, Secure behind TLS.
-func (ss *sessionStore) options() *sessions.Options {
+func (ss *sessionStore) options(r *http.Request) *sessions.Options {
 	return &sessions.Options{
 		Path: "/", MaxAge: int(sessionTTL / time.Second), HttpOnly: true,
-		Secure: ss.secure, SameSite: http.SameSiteLaxMode,
+		Secure: ss.secure || overTLS(r), SameSite: http.SameSiteLaxMode,
 	}
+}
+
+// overTLS reports whether the browser reached us over TLS: our own, or a proxy's that
+// says so (X-Forwarded-Proto, Forwarded). Trusting the headers is safe here: they
+// can only make a cookie Secure, which a plain-HTTP client would merely not send back.
+func overTLS(r *http.Request) bool {
+	if r.TLS != nil || strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https") {
+		return true
+	}
+	for _, f := range r.Header.Values("Forwarded") {
+		for elem := range strings.SplitSeq(f, ",") {
+			for pair := range strings.SplitSeq(elem, ";") {
+				k, v, ok := strings.Cut(strings.TrimSpace(pair), "=")
+				if ok && strings.EqualFold(k, "proto") && strings.EqualFold(strings.Trim(v, `"`), "https") {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // sessionHash decodes a cookie's session id and returns its SHA-256, the key the
@@ -198,7 +219,7 @@ func (ss *sessionStore) signIn(r *http.Request, st *sessionState, userID string,
 		}
 	}
 	st.s.ID = ""
-	st.s.Options = ss.options()
+	st.s.Options = ss.options(r)
 	for k := range st.s.Values {
 		if k != sessKeyFlashes {
 			delete(st.s.Values, k)

@@ -89,11 +89,36 @@ func TestDashRoleChangeAppliesAtOnce(t *testing.T) {
 	t.Parallel()
 	d := newDash(t)
 	c := d.signIn(t, "viewer@example.com")
-	d.get(t, c, "/users").want(t, http.StatusForbidden)
+	d.get(t, c, "/connections/new").want(t, http.StatusForbidden)
 	if _, err := d.store.SetRole(t.Context(), store.ActorSystem, d.viewer.ID, store.RoleAdmin); err != nil {
 		t.Fatal(err)
 	}
-	d.get(t, c, "/users").want(t, http.StatusOK)
+	d.get(t, c, "/connections/new").want(t, http.StatusOK)
+}
+
+// Viewers read every page, the user list included, but get none of its controls.
+func TestDashViewerReadsUsers(t *testing.T) {
+	t.Parallel()
+	d := newDash(t)
+	viewer := d.signIn(t, "viewer@example.com")
+	res := d.get(t, viewer, "/users").want(t, http.StatusOK)
+	if got := res.testid("user-row").Length(); got != 2 {
+		t.Errorf("a viewer sees %d user rows, want 2 (admin and viewer)", got)
+	}
+	for _, id := range []string{"user-form", "role-form", "remove"} {
+		if n := res.testid(id).Length(); n != 0 {
+			t.Errorf("a viewer's user list has %d %q controls, want none", n, id)
+		}
+	}
+	if n := res.testid("nav").Find(`a[href="/users"]`).Length(); n != 1 {
+		t.Errorf("nav links to /users %d times for a viewer, want 1", n)
+	}
+
+	admin := d.signIn(t, "admin@example.com")
+	res = d.get(t, admin, "/users").want(t, http.StatusOK)
+	if res.testid("user-form").Length() != 1 || res.testid("role-form").Length() != 1 || res.testid("remove").Length() != 1 {
+		t.Error("an admin's user list lacks the add form, the role form or the remove link of the other user")
+	}
 }
 
 func TestDashSignInThrottled(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -129,7 +130,9 @@ func TestSettings(t *testing.T) {
 		header: map[string]string{"If-Match": etag1}}).want(t, http.StatusOK)
 	got := r.json(t)
 	delete(got, "updatedAt")
-	want := jsonValue(t, `{"defaultExecutionMaxWaitMs":300000,"providers":{"zai":{"maxConcurrent":8,"maxWaitMs":1000}},"version":2}`)
+	want := jsonValue(t, `{"globalMaxConcurrent":0,"defaultMaxWaitMs":30000,"defaultExecutionMaxWaitMs":300000,
+		"defaultMaxQueueDepth":0,"maxAttempts":3,"suspendMs":1800000,"breakerFailures":5,"breakerCooldownMs":30000,
+		"providers":{"zai":{"maxConcurrent":8,"maxWaitMs":1000}},"version":2}`)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("settings after patch (-want +got):\n%s", diff)
 	}
@@ -153,5 +156,43 @@ func TestSettings(t *testing.T) {
 	}
 	if got["version"] != 3.0 || r.header.Get("ETag") != `"3"` {
 		t.Errorf("version %v, ETag %s; want 3", got["version"], r.header.Get("ETag"))
+	}
+}
+
+// TestSettingsShowDefaults: GET /api/v1/settings shows the value in force for every
+// key (DESIGN.md's defaults for the absent ones), while writes store only what was set:
+// null removes a key and its default shows again.
+func TestSettingsShowDefaults(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, apiOptions{})
+	defaults := `"globalMaxConcurrent":0,"defaultMaxWaitMs":30000,"defaultExecutionMaxWaitMs":600000,
+		"defaultMaxQueueDepth":0,"maxAttempts":3,"suspendMs":1800000,"breakerFailures":5,"breakerCooldownMs":30000`
+	tests := []struct {
+		name  string
+		patch string // empty: a GET
+		want  string
+	}{
+		{"fresh", "", `{` + defaults + `,"providers":{},"version":1}`},
+		{"one key set", `{"defaultMaxWaitMs":45000}`,
+			`{` + strings.Replace(defaults, `"defaultMaxWaitMs":30000`, `"defaultMaxWaitMs":45000`, 1) + `,"providers":{},"version":2}`},
+		{"key removed", `{"defaultMaxWaitMs":null}`, `{` + defaults + `,"providers":{},"version":3}`},
+	}
+	for _, tt := range tests { // in order: each step builds on the one before
+		c := call{method: http.MethodGet, path: path("settings"), token: a.viewer}
+		if tt.patch != "" {
+			c = call{method: http.MethodPatch, path: path("settings"), contentType: mergePatchContentType, body: tt.patch}
+		}
+		got := a.do(t, c).want(t, http.StatusOK).json(t)
+		delete(got, "updatedAt")
+		if diff := cmp.Diff(jsonValue(t, tt.want), got); diff != "" {
+			t.Errorf("%s: settings (-want +got):\n%s", tt.name, diff)
+		}
+	}
+	st, err := a.store.GetSettings(t.Context())
+	if err != nil {
+		t.Fatalf("get settings: %v", err)
+	}
+	if string(st.Data) != "{}" {
+		t.Errorf("stored settings = %s, want {} (defaults are shown, not stored)", st.Data)
 	}
 }

@@ -1,6 +1,7 @@
-// Gatehouse dashboard: live refresh of the overview. Everything works without this
-// script; it only keeps the numbers, bars and sparklines current by polling the JSON
-// endpoint named in data-live-url (same shape as GET /api/v1/gates).
+// Gatehouse dashboard: live refresh of the overview and the connections list.
+// Everything works without this script; it only keeps the numbers, bars and
+// sparklines current by polling the JSON endpoint named in data-live-url (same shape
+// as GET /api/v1/gates).
 (function () {
   "use strict";
 
@@ -142,6 +143,20 @@
         var mark = row.querySelector('[data-f="bottleneck"]');
         if (mark) mark.hidden = row !== best;
       });
+    });
+
+    // The connections list: each row's load, as the server renders it — in flight
+    // on the connection gate, queued on any of the connection's gates.
+    root.querySelectorAll("tr[data-conn]").forEach(function (row) {
+      var id = row.getAttribute("data-conn"), conn = gates["connection:" + id], prefix = "model:" + id + ":";
+      var inF = conn ? conn.inFlight || 0 : 0, q = conn ? conn.queued || 0 : 0;
+      (data.gates || []).forEach(function (g) {
+        if (g.key.indexOf(prefix) === 0) q += g.queued || 0;
+      });
+      setText(row.querySelector('[data-live-conn="inflight"]'), String(inF));
+      var qc = row.querySelector('[data-live-conn="queued"]');
+      setText(qc, String(q));
+      if (qc) qc.classList.toggle("tone-warn", q > 0);
     });
 
     (data.connections || []).forEach(function (c) {

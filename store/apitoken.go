@@ -115,6 +115,21 @@ func (s *Store) ListAPITokens(ctx context.Context) ([]APIToken, error) {
 	return ts, nil
 }
 
+const getAPITokenSQL = `SELECT ` + apiTokenColumns + ` FROM api_tokens WHERE id = $1`
+
+// GetAPIToken returns one token (never its secret), or ErrNotFound.
+func (s *Store) GetAPIToken(ctx context.Context, id string) (APIToken, error) {
+	if err := checkID(id); err != nil {
+		return APIToken{}, fmt.Errorf("store: get api token %s: %w", id, err)
+	}
+	rows, _ := s.db.Query(ctx, getAPITokenSQL, id)
+	t, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[APIToken])
+	if err != nil {
+		return APIToken{}, fmt.Errorf("store: get api token %s: %w", id, translate(err))
+	}
+	return t, nil
+}
+
 const deleteAPITokenSQL = `DELETE FROM api_tokens WHERE id = $1 RETURNING ` + apiTokenColumns
 
 // DeleteAPIToken revokes a token, with an audit row. It returns ErrNotFound.

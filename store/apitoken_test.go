@@ -60,11 +60,21 @@ func TestAPITokens(t *testing.T) {
 
 	assertOnlyHashesStored(t, s, secret, bootstrap)
 
+	if got, err := s.GetAPIToken(ctx, tok.ID); err != nil || got.ID != tok.ID || got.Name != "ci" || got.Role != store.RoleViewer {
+		t.Errorf("GetAPIToken = %+v, %v; want token %s (ci, viewer)", got, err, tok.ID)
+	}
+	if _, err := s.GetAPIToken(ctx, "not-a-uuid"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetAPIToken(bad id): err = %v, want ErrNotFound", err)
+	}
+
 	if err := s.DeleteAPIToken(ctx, "tester", tok.ID); err != nil {
 		t.Fatalf("DeleteAPIToken: %v", err)
 	}
 	if _, err := s.LookupAPIToken(ctx, secret); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("LookupAPIToken after delete: err = %v, want ErrNotFound", err)
+	}
+	if _, err := s.GetAPIToken(ctx, tok.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetAPIToken after delete: err = %v, want ErrNotFound", err)
 	}
 	if err := s.DeleteAPIToken(ctx, "tester", tok.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("DeleteAPIToken twice: err = %v, want ErrNotFound", err)
@@ -122,8 +132,15 @@ func TestClientKeys(t *testing.T) {
 
 	assertOnlyHashesStored(t, s, secret, bootstrap)
 
+	if got, err := s.GetClientKey(ctx, key.ID); err != nil || got.ID != key.ID || got.Name != "agent" {
+		t.Errorf("GetClientKey = %+v, %v; want key %s (agent)", got, err, key.ID)
+	}
+
 	if err := s.DeleteClientKey(ctx, "tester", key.ID); err != nil {
 		t.Fatalf("DeleteClientKey: %v", err)
+	}
+	if _, err := s.GetClientKey(ctx, key.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetClientKey after delete: err = %v, want ErrNotFound", err)
 	}
 	list, err := s.ListClientKeys(ctx)
 	if err != nil || len(list) != 1 || list[0].Name != "bootstrap" {

@@ -136,6 +136,21 @@ func (s *Store) ListClientKeys(ctx context.Context) ([]ClientKey, error) {
 	return ks, nil
 }
 
+const getClientKeySQL = `SELECT ` + clientKeyColumns + ` FROM client_keys WHERE id = $1`
+
+// GetClientKey returns one client key (never its secret), or ErrNotFound.
+func (s *Store) GetClientKey(ctx context.Context, id string) (ClientKey, error) {
+	if err := checkID(id); err != nil {
+		return ClientKey{}, fmt.Errorf("store: get client key %s: %w", id, err)
+	}
+	rows, _ := s.db.Query(ctx, getClientKeySQL, id)
+	k, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ClientKey])
+	if err != nil {
+		return ClientKey{}, fmt.Errorf("store: get client key %s: %w", id, translate(err))
+	}
+	return k, nil
+}
+
 const deleteClientKeySQL = `DELETE FROM client_keys WHERE id = $1 RETURNING ` + clientKeyColumns
 
 // DeleteClientKey revokes a client key, with an audit row and a config notification

@@ -13,12 +13,24 @@ import (
 type AuditEntry struct {
 	ID         string
 	At         time.Time
-	Actor      string // email or "token:<name>"
+	Actor      string // "user:<email>", "token:<name>" or "system"; shown by ActorName
 	Action     string // e.g. "create", "update", "delete", "toggle", "revoke", "login"
 	Entity     string // e.g. "connection", "settings", "client_key", "api_token", "user"
 	EntityID   string
 	EntityName string // e.g. the connection's name, when known
 	Diff       []DiffLine
+}
+
+// ActorUserPrefix starts the audit actor of a dashboard user: "user:<email>".
+const ActorUserPrefix = "user:"
+
+// ActorName is how a page names an audit actor: a dashboard user by their email
+// (the "user:" prefix dropped), anyone else ("token:<name>", "system") as recorded.
+func ActorName(actor string) string {
+	if email, ok := strings.CutPrefix(actor, ActorUserPrefix); ok && email != "" {
+		return email
+	}
+	return actor
 }
 
 // AuditList is the audit page's view model.

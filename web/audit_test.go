@@ -95,3 +95,23 @@ func TestDiffJSON(t *testing.T) {
 		})
 	}
 }
+
+func TestActorName(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, actor, want string
+	}{
+		{name: "dashboard user", actor: "user:admin@localhost", want: "admin@localhost"},
+		{name: "API token", actor: "token:ci", want: "token:ci"},
+		{name: "system", actor: "system", want: "system"},
+		{name: "bare prefix", actor: "user:", want: "user:"},
+		{name: "entry from before the prefix", actor: "ops@example.com", want: "ops@example.com"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ActorName(tt.actor); got != tt.want {
+				t.Errorf("ActorName(%q) = %q, want %q", tt.actor, got, tt.want)
+			}
+		})
+	}
+}

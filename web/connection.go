@@ -25,6 +25,11 @@ type ConnectionRow struct {
 // ConnectionList is the connections page's view model.
 type ConnectionList struct {
 	Items []ConnectionRow
+	// LiveURL is the JSON endpoint static/app.js polls to keep the in-flight and
+	// queued columns current ("/live"); "" turns live refresh off.
+	LiveURL string
+	// LiveIntervalMs is the poll interval.
+	LiveIntervalMs int
 }
 
 // ConnectionFields is what a connection form holds, as typed: every value is the raw
@@ -93,6 +98,10 @@ type ConnectionForm struct {
 	APIKeyPreview string
 	// StoredEnabled is the stored enabled flag, which the Disable/Enable button toggles.
 	StoredEnabled bool
+	// StoredVersion is the stored row's version, which the Disable/Enable button sends:
+	// after a conflict the form keeps the version it was loaded at, but the button acts
+	// on the row as it is now. "" means Fields.Version.
+	StoredVersion string
 	// ReadOnly draws the form for a viewer: inputs disabled, no save or toggle buttons.
 	ReadOnly bool
 	Defaults EffectiveDefaults
@@ -172,4 +181,12 @@ func queueDepthPlaceholder(p Page, def int64) string {
 		return p.L.T("placeholder.unbounded")
 	}
 	return p.L.T("placeholder.default", i64(def))
+}
+
+// toggleVersion is the version the Disable/Enable button sends.
+func (f ConnectionForm) toggleVersion() string {
+	if f.StoredVersion != "" {
+		return f.StoredVersion
+	}
+	return f.Fields.Version
 }

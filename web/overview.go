@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 )
 
 // GateStat is one gate's live numbers, field for field what GET /api/v1/gates reports
@@ -21,6 +23,9 @@ type GateStat struct {
 	QueueFull   int64
 	Cancels     int64
 	WaitMsTotal int64
+	// Waits counts the admissions through the gate by how long they waited; the
+	// wait percentiles come from the difference of two snapshots of it.
+	Waits admission.WaitHistogram
 }
 
 // GateSnapshot is every gate's numbers at one moment; a short history of them (say one
@@ -67,9 +72,6 @@ type OverviewInput struct {
 	Gates       []GateStat         // the current snapshot
 	History     []GateSnapshot     // earlier snapshots, oldest first; may be empty
 	Connections []ConnectionStatus // in display order
-	// P99Wait is the 99th percentile admission wait over the last minute, when known.
-	P99Wait    time.Duration
-	HasP99Wait bool
 	// LiveURL is the JSON endpoint app.js polls ("/live"); "" turns live refresh off.
 	LiveURL string
 	// LiveIntervalMs is the poll interval; 0 means 2000.
@@ -112,8 +114,11 @@ type Summary struct {
 	InFlight           int // requests holding a connection gate
 	Queued             int // requests waiting on any gate
 	RejectedLastMinute int64
-	P99Wait            time.Duration
-	HasP99Wait         bool
+	// P99Wait is the 99th percentile admission wait over the last minute, across
+	// the connection gates (each admission passes exactly one); HasP99Wait is
+	// false when nothing was admitted in that minute, or there is no history yet.
+	P99Wait    time.Duration
+	HasP99Wait bool
 }
 
 // ConnectionBlock is one connection and the gates on its path below the global one,
@@ -141,9 +146,10 @@ type GateBar struct {
 	Label string
 	// RejectedLastMinute counts timeouts and full-queue rejections in the last minute.
 	RejectedLastMinute int64
-	// AvgWait is the mean admission wait over the history window, when any request was admitted in it.
-	AvgWait    time.Duration
-	HasAvgWait bool
+	// WaitP50 and WaitP99 are the median and 99th percentile admission waits
+	// over the history window; HasWait is false when nobody was admitted in it.
+	WaitP50, WaitP99 time.Duration
+	HasWait          bool
 	// Samples are in-flight and queued over the history window, oldest first, for the sparkline.
 	Samples []Sample
 }
@@ -206,10 +212,9 @@ func BuildOverview(in OverviewInput) Overview {
 		}
 		if len(in.History) > 0 {
 			oldest := history[0][g.Key]
-			if n := g.Admitted - oldest.Admitted; n > 0 {
-				b.AvgWait = time.Duration((g.WaitMsTotal-oldest.WaitMsTotal)/n) * time.Millisecond
-				b.HasAvgWait = true
-			}
+			waits := g.Waits.Since(&oldest.Waits)
+			b.WaitP50, b.HasWait = waits.Quantile(0.5)
+			b.WaitP99, _ = waits.Quantile(0.99)
 		}
 		for _, h := range history {
 			s := h[g.Key]
@@ -222,16 +227,23 @@ func BuildOverview(in OverviewInput) Overview {
 	if out.LiveIntervalMs <= 0 {
 		out.LiveIntervalMs = 2000
 	}
-	out.Summary.P99Wait, out.Summary.HasP99Wait = in.P99Wait, in.HasP99Wait
+	var lastMinute admission.WaitHistogram
 	for _, g := range in.Gates {
 		out.Summary.Queued += g.Queued
 		if g.Level == LevelConnection {
 			out.Summary.InFlight += g.InFlight
+			if minuteAgo != nil {
+				// a gate missing a minute ago is new since: all its counts are recent
+				old := minuteAgo[g.Key]
+				w := g.Waits.Since(&old.Waits)
+				lastMinute.Add(&w)
+			}
 		}
 		if old, ok := minuteAgo[g.Key]; ok {
 			out.Summary.RejectedLastMinute += max(0, (g.Timeouts+g.QueueFull)-(old.Timeouts+old.QueueFull))
 		}
 	}
+	out.Summary.P99Wait, out.Summary.HasP99Wait = lastMinute.Quantile(0.99)
 
 	for _, g := range in.Gates {
 		if g.Level == LevelGlobal && g.Cap > 0 {
@@ -363,6 +375,16 @@ func joinInts(v []int) string {
 // queuePipWidth is the queue drawing's width: one pip per waiter up to 30.
 func queuePipWidth(queued int) string {
 	return strconv.Itoa(min(queued, 30)*6) + "px"
+}
+
+// waitText writes an admission wait: whole milliseconds below 100 ms, where
+// Duration's tenths of a second would round a real wait to nothing, else as
+// Duration does ("0.4 s", "1.8 s", "12 s").
+func waitText(l *Localizer, d time.Duration) string {
+	if d < 100*time.Millisecond {
+		return strconv.FormatInt(max(d, 0).Round(time.Millisecond).Milliseconds(), 10) + " ms"
+	}
+	return l.Duration(d)
 }
 
 // healthUntil is the remaining time of a cooldown or suspension, or 0.

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 )
 
 func TestBuildOverview(t *testing.T) {
@@ -12,19 +14,19 @@ func TestBuildOverview(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	old := []GateStat{
 		{Key: "global", Level: LevelGlobal, Cap: 100},
-		{Key: "connection:c1", Level: LevelConnection, Cap: 4, Admitted: 10, WaitMsTotal: 1000},
+		{Key: "connection:c1", Level: LevelConnection, Cap: 4, Admitted: 10, WaitMsTotal: 1000, Waits: admission.WaitHistogram{0: 10}},
 		{Key: "model:c1:glm-5", Level: LevelModel, Cap: 1, Timeouts: 5, QueueFull: 1},
 	}
 	mid := []GateStat{
 		{Key: "global", Level: LevelGlobal, Cap: 100, InFlight: 1},
-		{Key: "connection:c1", Level: LevelConnection, Cap: 4, InFlight: 2, Admitted: 15, WaitMsTotal: 2000},
+		{Key: "connection:c1", Level: LevelConnection, Cap: 4, InFlight: 2, Admitted: 15, WaitMsTotal: 2000, Waits: admission.WaitHistogram{0: 10, 10: 5}},
 		{Key: "model:c1:glm-5", Level: LevelModel, Cap: 1, InFlight: 1, Queued: 2, Timeouts: 7, QueueFull: 1},
 	}
 	cur := []GateStat{
 		{Key: "global", Level: LevelGlobal, Cap: 100, InFlight: 4},
 		{Key: "provider:zai", Level: LevelProvider, Cap: 8, InFlight: 3},
 		{Key: "provider:openai", Level: LevelProvider, Cap: 0, InFlight: 1},
-		{Key: "connection:c1", Level: LevelConnection, Cap: 4, InFlight: 3, Queued: 1, Admitted: 20, WaitMsTotal: 5000},
+		{Key: "connection:c1", Level: LevelConnection, Cap: 4, InFlight: 3, Queued: 1, Admitted: 20, WaitMsTotal: 5000, Waits: admission.WaitHistogram{0: 10, 10: 5, 12: 5}},
 		{Key: "model:c1:glm-5", Level: LevelModel, Cap: 1, InFlight: 1, Queued: 6, Timeouts: 9, QueueFull: 2},
 		{Key: "model:c1:glm-4.7", Level: LevelModel, Cap: 3, InFlight: 2},
 		{Key: "connection:c2", Level: LevelConnection, Cap: 0, InFlight: 1},
@@ -44,8 +46,10 @@ func TestBuildOverview(t *testing.T) {
 		LiveURL: "/live",
 	})
 
-	wantSummary := Summary{InFlight: 4, Queued: 7, RejectedLastMinute: 3}
-	if diff := cmp.Diff(wantSummary, ov.Summary); diff != "" {
+	// the last minute (mid → cur) admitted 5 through c1, all in (1.024 s, 2.048 s]:
+	// rank 4.95 of 5 is 1.024 s + 1.024 s × 4.95/5
+	wantSummary := Summary{InFlight: 4, Queued: 7, RejectedLastMinute: 3, P99Wait: 2037760 * time.Microsecond, HasP99Wait: true}
+	if diff := cmp.Diff(wantSummary, ov.Summary, approxDuration()); diff != "" {
 		t.Errorf("summary mismatch (-want +got):\n%s", diff)
 	}
 	if ov.LiveIntervalMs != 2000 || ov.LiveURL != "/live" {
@@ -121,9 +125,132 @@ func TestBuildOverview(t *testing.T) {
 	if diff := cmp.Diff(wantSamples, glm5.Samples); diff != "" {
 		t.Errorf("samples mismatch (-want +got):\n%s", diff)
 	}
+	// the window (old → cur) admitted 10 through c1: 5 in (256 ms, 512 ms], 5 in
+	// (1.024 s, 2.048 s]; rank 5 tops the first bucket, rank 9.9 is 4.9/5 into the second
 	conn := ov.Connections[0].Gates[1]
-	if !conn.HasAvgWait || conn.AvgWait != 400*time.Millisecond {
-		t.Errorf("avg wait = %v (%v), want 400ms: (5000−1000) ms over (20−10) admitted", conn.AvgWait, conn.HasAvgWait)
+	if !conn.HasWait || conn.WaitP50 != 512*time.Millisecond || !near(conn.WaitP99, 2027520*time.Microsecond) {
+		t.Errorf("wait p50 %v p99 %v (%v), want 512ms and 2.02752s", conn.WaitP50, conn.WaitP99, conn.HasWait)
+	}
+}
+
+// near reports whether a is within a microsecond of b: interpolation goes through floats.
+func near(a, b time.Duration) bool { return a-b <= time.Microsecond && b-a <= time.Microsecond }
+
+func approxDuration() cmp.Option {
+	return cmp.Comparer(near)
+}
+
+// TestOverviewWaitPercentiles: the connection gates' wait percentiles come from the
+// difference between the oldest history sample and now, the summary's p99 from the
+// last minute summed over the connection gates only (a request passes one
+// connection gate but also its model, provider and global gates).
+func TestOverviewWaitPercentiles(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	conn := func(id string, w admission.WaitHistogram) GateStat {
+		return GateStat{Key: "connection:" + id, Level: LevelConnection, Admitted: w.Count(), Waits: w}
+	}
+	model := func(id string, w admission.WaitHistogram) GateStat {
+		return GateStat{Key: "model:" + id + ":m", Level: LevelModel, Admitted: w.Count(), Waits: w}
+	}
+	tests := []struct {
+		name    string
+		history []GateSnapshot
+		gates   []GateStat
+		// c1's window percentiles; zero values when not shown
+		wantP50, wantP99 time.Duration
+		wantHas          bool
+		wantSummary      time.Duration
+		wantSummaryHas   bool
+	}{
+		{
+			// 100 waits in (2 ms, 4 ms] since the sample: p50 halfway, p99 at 99/100
+			name:    "interpolated within a bucket",
+			history: []GateSnapshot{{At: now.Add(-time.Minute), Gates: []GateStat{conn("c1", admission.WaitHistogram{0: 7, 3: 20})}}},
+			gates:   []GateStat{conn("c1", admission.WaitHistogram{0: 7, 3: 120})},
+			wantP50: 3 * time.Millisecond, wantP99: 3980 * time.Microsecond, wantHas: true,
+			wantSummary: 3980 * time.Microsecond, wantSummaryHas: true,
+		},
+		{
+			// 98 admitted at once and 2 in (1.024 s, 2.048 s]
+			name:    "immediate admissions count as no wait",
+			history: []GateSnapshot{{At: now.Add(-time.Minute), Gates: []GateStat{conn("c1", admission.WaitHistogram{})}}},
+			gates:   []GateStat{conn("c1", admission.WaitHistogram{0: 98, 12: 2})},
+			wantP50: 0, wantP99: 1536 * time.Millisecond, wantHas: true,
+			wantSummary: 1536 * time.Millisecond, wantSummaryHas: true,
+		},
+		{
+			name:    "no admission in the window: not shown",
+			history: []GateSnapshot{{At: now.Add(-time.Minute), Gates: []GateStat{conn("c1", admission.WaitHistogram{0: 5, 12: 5})}}},
+			gates:   []GateStat{conn("c1", admission.WaitHistogram{0: 5, 12: 5})},
+		},
+		{
+			name:  "no history yet: not shown",
+			gates: []GateStat{conn("c1", admission.WaitHistogram{0: 5, 12: 5})},
+		},
+		{
+			// the window is 3 minutes, the summary's minute starts at the middle sample
+			name: "summary looks at the last minute only",
+			history: []GateSnapshot{
+				{At: now.Add(-3 * time.Minute), Gates: []GateStat{conn("c1", admission.WaitHistogram{})}},
+				{At: now.Add(-time.Minute), Gates: []GateStat{conn("c1", admission.WaitHistogram{19: 50})}},
+			},
+			gates: []GateStat{conn("c1", admission.WaitHistogram{3: 100, 19: 50})},
+			// the window: 100 in (2 ms, 4 ms], 50 unbounded; rank 75 is 3/4 into the first
+			wantP50: 3500 * time.Microsecond, wantP99: 131072 * time.Millisecond, wantHas: true,
+			wantSummary: 3980 * time.Microsecond, wantSummaryHas: true,
+		},
+		{
+			// c2 adds 100 immediate admissions; the model gate's slow waits are the
+			// same requests as c1's and must not be counted twice
+			name: "summary sums connection gates, not model gates",
+			history: []GateSnapshot{{At: now.Add(-time.Minute), Gates: []GateStat{
+				conn("c1", admission.WaitHistogram{}), conn("c2", admission.WaitHistogram{}), model("c1", admission.WaitHistogram{}),
+			}}},
+			gates: []GateStat{
+				conn("c1", admission.WaitHistogram{12: 4}),
+				conn("c2", admission.WaitHistogram{0: 96}),
+				model("c1", admission.WaitHistogram{12: 4}),
+			},
+			wantP50: 1536 * time.Millisecond, wantP99: 2037760 * time.Microsecond, wantHas: true,
+			// rank 99 of 100: the third of the four slow ones
+			wantSummary: 1792 * time.Millisecond, wantSummaryHas: true,
+		},
+		{
+			// the gate was dropped and made anew: its counts restarted below the sample's
+			name:    "counter reset keeps the newer counts",
+			history: []GateSnapshot{{At: now.Add(-time.Minute), Gates: []GateStat{conn("c1", admission.WaitHistogram{0: 500, 3: 500})}}},
+			gates:   []GateStat{conn("c1", admission.WaitHistogram{3: 100})},
+			wantP50: 3 * time.Millisecond, wantP99: 3980 * time.Microsecond, wantHas: true,
+			wantSummary: 3980 * time.Microsecond, wantSummaryHas: true,
+		},
+		{
+			name:    "a connection new since the sample counts from zero",
+			history: []GateSnapshot{{At: now.Add(-time.Minute), Gates: nil}},
+			gates:   []GateStat{conn("c1", admission.WaitHistogram{3: 100})},
+			wantP50: 3 * time.Millisecond, wantP99: 3980 * time.Microsecond, wantHas: true,
+			wantSummary: 3980 * time.Microsecond, wantSummaryHas: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ov := BuildOverview(OverviewInput{
+				Now: now, Gates: tt.gates, History: tt.history,
+				Connections: []ConnectionStatus{{ID: "c1", Name: "one", Provider: "p", Enabled: true}},
+			})
+			g := ov.Connections[0].Gates[0]
+			if g.Key != "connection:c1" {
+				t.Fatalf("first gate = %q, want connection:c1", g.Key)
+			}
+			if g.HasWait != tt.wantHas || !near(g.WaitP50, tt.wantP50) || !near(g.WaitP99, tt.wantP99) {
+				t.Errorf("c1 wait p50 %v p99 %v (%v), want %v %v (%v)", g.WaitP50, g.WaitP99, g.HasWait, tt.wantP50, tt.wantP99, tt.wantHas)
+			}
+			s := ov.Summary
+			if s.HasP99Wait != tt.wantSummaryHas || !near(s.P99Wait, tt.wantSummary) {
+				t.Errorf("summary p99 %v (%v), want %v (%v)", s.P99Wait, s.HasP99Wait, tt.wantSummary, tt.wantSummaryHas)
+			}
+		})
 	}
 }
 
@@ -167,6 +294,31 @@ func TestSparkPoints(t *testing.T) {
 			t.Parallel()
 			if got := sparkPoints(tt.values, tt.top); got != tt.want {
 				t.Errorf("sparkPoints = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWaitText(t *testing.T) {
+	t.Parallel()
+	en, pt := NewLocalizer("en"), NewLocalizer("pt-BR")
+	tests := []struct {
+		name string
+		l    *Localizer
+		d    time.Duration
+		want string
+	}{
+		{name: "no wait", l: en, d: 0, want: "0 ms"},
+		{name: "milliseconds below a tenth of a second", l: en, d: 41600 * time.Microsecond, want: "42 ms"},
+		{name: "tenths of a second", l: en, d: 389 * time.Millisecond, want: "0.4 s"},
+		{name: "seconds", l: en, d: 1792 * time.Millisecond, want: "1.8 s"},
+		{name: "decimal comma", l: pt, d: 1792 * time.Millisecond, want: "1,8 s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := waitText(tt.l, tt.d); got != tt.want {
+				t.Errorf("waitText(%v) = %q, want %q", tt.d, got, tt.want)
 			}
 		})
 	}

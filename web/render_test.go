@@ -9,6 +9,8 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/a-h/templ"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 )
 
 var testNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -328,11 +330,19 @@ func TestConnectionsPage(t *testing.T) {
 }
 
 func sampleOverview() Overview {
+	// A minute ago connection c1 had admitted 10 requests at once; since, 96 more
+	// waited (256 ms, 512 ms] and 4 waited (1.024 s, 2.048 s]: p50 is rank 50 of
+	// 100, 256 ms + 256 ms × 50/96 ≈ 389 ms; p99 is rank 99, the third of the
+	// four slow ones, 1.024 s + 1.024 s × 3/4 = 1.792 s.
 	return BuildOverview(OverviewInput{
 		Now: testNow,
+		History: []GateSnapshot{{At: testNow.Add(-time.Minute), Gates: []GateStat{
+			{Key: "connection:c1", Level: LevelConnection, Cap: 4, Admitted: 10, Waits: admission.WaitHistogram{0: 10}},
+		}}},
 		Gates: []GateStat{
 			{Key: "global", Level: LevelGlobal, Cap: 200, InFlight: 142},
-			{Key: "connection:c1", Level: LevelConnection, Cap: 4, InFlight: 3, Queued: 0},
+			{Key: "connection:c1", Level: LevelConnection, Cap: 4, InFlight: 3, Queued: 0,
+				Admitted: 110, Waits: admission.WaitHistogram{0: 10, 10: 96, 12: 4}},
 			{Key: "model:c1:glm-5", Level: LevelModel, Cap: 1, InFlight: 1, Queued: 6},
 			{Key: "model:c1:glm-4.7", Level: LevelModel, Cap: 3, InFlight: 2},
 			{Key: "connection:c2", Level: LevelConnection, Cap: 0, InFlight: 0},
@@ -342,7 +352,6 @@ func sampleOverview() Overview {
 				Budgets: []Budget{{Kind: "rpm", Limit: 60, Remaining: 58, ResetAt: testNow.Add(40 * time.Second)}}},
 			{ID: "c2", Name: "openai-team", Provider: "openai", Enabled: true, Health: HealthCooling, Until: testNow.Add(12 * time.Second), Reason: "429 from upstream"},
 		},
-		P99Wait: 1800 * time.Millisecond, HasP99Wait: true,
 		LiveURL: "/live",
 	})
 }
@@ -397,6 +406,16 @@ func TestOverviewPage(t *testing.T) {
 			}
 		})
 	}
+	// the connection gate carries its wait percentiles, as UX.md draws them; a gate
+	// with no admission in the window, and the model gates, carry none
+	if got := text(byTestID(t, doc, "gate-connection:c1").Find(`[data-testid="wait"]`)); got != "wait p50 0.4 s p99 1.8 s" {
+		t.Errorf("connection:c1 wait = %q, want %q", got, "wait p50 0.4 s p99 1.8 s")
+	}
+	for _, key := range []string{"connection:c2", "model:c1:glm-5", "global"} {
+		if n := byTestID(t, doc, "gate-"+key).Find(`[data-testid="wait"]`).Length(); n != 0 {
+			t.Errorf("%s shows a wait line with no admission in the window", key)
+		}
+	}
 	if got := byTestID(t, doc, "gate-connection:c1").Find(`[data-f="fill"]`).AttrOr("style", ""); got != "width:75%;" {
 		t.Errorf("bar style = %q, want width:75%%;", got)
 	}
@@ -449,7 +468,7 @@ func TestLayout(t *testing.T) {
 		wantUsers bool
 	}{
 		{name: "admin sees users", role: RoleAdmin, wantUsers: true},
-		{name: "viewer does not", role: RoleViewer, wantUsers: false},
+		{name: "viewer sees users too (viewers read every page)", role: RoleViewer, wantUsers: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -506,6 +525,9 @@ func TestPortugueseRendering(t *testing.T) {
 	}
 	if got := text(byTestID(t, doc, "summary")); !strings.Contains(got, "em andamento") || !strings.Contains(got, "1,8 s") {
 		t.Errorf("summary = %q, want Portuguese words and decimal comma", got)
+	}
+	if got := text(byTestID(t, doc, "gate-connection:c1").Find(`[data-testid="wait"]`)); got != "espera p50 0,4 s p99 1,8 s" {
+		t.Errorf("connection wait = %q, want %q", got, "espera p50 0,4 s p99 1,8 s")
 	}
 	form := render(t, ConnectionFormPage(testPage("pt-BR", RoleAdmin), formWithErrors()))
 	if got := text(byTestID(t, form, "save")); got != "Salvar alterações" {

@@ -7,16 +7,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/mail"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
-// withStore parses the common flags plus extra, opens the database (attaching to a
-// running serve when there is one) and calls fn.
+// withStore parses the common flags plus extra, runs check (usage errors fail here,
+// before any database is started), opens the database (attaching to a running serve
+// when there is one) and calls fn.
 func withStore(ctx context.Context, name string, args []string, getenv func(string) string, stderr io.Writer,
-	extra func(fs *flag.FlagSet), fn func(ctx context.Context, st *store.Store, fs *flag.FlagSet) error) error {
+	extra func(fs *flag.FlagSet), check func() error, fn func(ctx context.Context, st *store.Store) error) error {
 	var cfg config
 	fs := newFlagSet(name, &cfg, getenv, stderr)
 	if extra != nil {
@@ -24,6 +26,14 @@ func withStore(ctx context.Context, name string, args []string, getenv func(stri
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s: unexpected argument %q (see gatehouse %s --help)", name, fs.Arg(0), name)
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return err
+		}
 	}
 	logger, err := newLogger(cfg.LogLevel, stderr)
 	if err != nil {
@@ -34,32 +44,61 @@ func withStore(ctx context.Context, name string, args []string, getenv func(stri
 		return err
 	}
 	defer func() { _ = db.Close(context.WithoutCancel(ctx)) }()
-	return fn(ctx, db.store, fs)
+	return fn(ctx, db.store)
+}
+
+// isHelp reports whether arg asks a command group for its usage.
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "--help" || arg == "-help" || arg == "help"
+}
+
+// checkRole is the CLI's check of a --role value.
+func checkRole(cmd, role string) error {
+	if role != store.RoleAdmin && role != store.RoleViewer {
+		return fmt.Errorf("%s: --role must be %q or %q, not %q", cmd, store.RoleAdmin, store.RoleViewer, role)
+	}
+	return nil
 }
 
 func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return withStore(ctx, "migrate", args, getenv, stderr, nil, func(ctx context.Context, st *store.Store, _ *flag.FlagSet) error {
+	return withStore(ctx, "migrate", args, getenv, stderr, nil, nil, func(ctx context.Context, st *store.Store) error {
 		// openDatabase has migrated already.
 		fmt.Fprintln(stdout, "migrations applied")
 		return nil
 	})
 }
 
+const userUsage = `usage:
+  gatehouse user add --email E --role admin|viewer   add a user; the password comes from
+                                                     GATEHOUSE_USER_PASSWORD, else one line of stdin
+  gatehouse user list                                list the users
+(run "gatehouse user add --help" for the flags)
+`
+
 func runUser(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: gatehouse user add --email E --role admin|viewer | gatehouse user list")
+		fmt.Fprint(stderr, userUsage)
+		return errors.New("user: missing subcommand (add or list)")
 	}
 	switch args[0] {
 	case "add":
-		var email, role string
+		var email, role, password string
 		return withStore(ctx, "user add", args[1:], getenv, stderr, func(fs *flag.FlagSet) {
 			fs.StringVar(&email, "email", "", "the user's email (required)")
 			fs.StringVar(&role, "role", store.RoleViewer, "admin or viewer")
-		}, func(ctx context.Context, st *store.Store, _ *flag.FlagSet) error {
+		}, func() error {
+			email = strings.TrimSpace(email)
 			if email == "" {
 				return errors.New("user add: --email is required")
 			}
-			password := getenv("GATEHOUSE_USER_PASSWORD")
+			// The same rule as the dashboard's users page.
+			if a, err := mail.ParseAddress(email); err != nil || a.Address != email {
+				return fmt.Errorf("user add: %q is not an email address", email)
+			}
+			if err := checkRole("user add", role); err != nil {
+				return err
+			}
+			password = getenv("GATEHOUSE_USER_PASSWORD")
 			if password == "" {
 				line, err := bufio.NewReader(stdin).ReadString('\n')
 				if err != nil && !errors.Is(err, io.EOF) {
@@ -70,7 +109,12 @@ func runUser(ctx context.Context, args []string, getenv func(string) string, std
 			if password == "" {
 				return errors.New("user add: no password: set GATEHOUSE_USER_PASSWORD or write one line on stdin")
 			}
+			return nil
+		}, func(ctx context.Context, st *store.Store) error {
 			u, err := st.CreateUser(ctx, store.ActorSystem, email, password, role)
+			if errors.Is(err, store.ErrConflict) {
+				return fmt.Errorf("user add: a user with email %s exists already", email)
+			}
 			if err != nil {
 				return fmt.Errorf("user add: %w", err)
 			}
@@ -78,7 +122,7 @@ func runUser(ctx context.Context, args []string, getenv func(string) string, std
 			return nil
 		})
 	case "list":
-		return withStore(ctx, "user list", args[1:], getenv, stderr, nil, func(ctx context.Context, st *store.Store, _ *flag.FlagSet) error {
+		return withStore(ctx, "user list", args[1:], getenv, stderr, nil, nil, func(ctx context.Context, st *store.Store) error {
 			users, err := st.ListUsers(ctx)
 			if err != nil {
 				return fmt.Errorf("user list: %w", err)
@@ -91,22 +135,40 @@ func runUser(ctx context.Context, args []string, getenv func(string) string, std
 			return tw.Flush()
 		})
 	default:
+		if isHelp(args[0]) {
+			fmt.Fprint(stdout, userUsage)
+			return nil
+		}
+		fmt.Fprint(stderr, userUsage)
 		return fmt.Errorf("user: unknown subcommand %q (want add or list)", args[0])
 	}
 }
 
+const tokenUsage = `usage:
+  gatehouse token create --name N [--role admin|viewer]   create a REST API token (default role admin);
+                                                          prints only the secret
+(run "gatehouse token create --help" for the flags)
+`
+
 func runToken(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprint(stdout, tokenUsage)
+		return nil
+	}
 	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: gatehouse token create --name N [--role admin|viewer]")
+		fmt.Fprint(stderr, tokenUsage)
+		return errors.New("token: want the subcommand create")
 	}
 	var name, role string
 	return withStore(ctx, "token create", args[1:], getenv, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&name, "name", "", "a name for the token (required)")
 		fs.StringVar(&role, "role", store.RoleAdmin, "admin or viewer")
-	}, func(ctx context.Context, st *store.Store, _ *flag.FlagSet) error {
+	}, func() error {
 		if name == "" {
 			return errors.New("token create: --name is required")
 		}
+		return checkRole("token create", role)
+	}, func(ctx context.Context, st *store.Store) error {
 		_, secret, err := st.CreateAPIToken(ctx, store.ActorSystem, name, role)
 		if err != nil {
 			return fmt.Errorf("token create: %w", err)
@@ -116,17 +178,29 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 	})
 }
 
+const keyUsage = `usage:
+  gatehouse key create --name N   create a gateway client key; prints only the secret
+(run "gatehouse key create --help" for the flags)
+`
+
 func runKey(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprint(stdout, keyUsage)
+		return nil
+	}
 	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: gatehouse key create --name N")
+		fmt.Fprint(stderr, keyUsage)
+		return errors.New("key: want the subcommand create")
 	}
 	var name string
 	return withStore(ctx, "key create", args[1:], getenv, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&name, "name", "", "a name for the client key (required)")
-	}, func(ctx context.Context, st *store.Store, _ *flag.FlagSet) error {
+	}, func() error {
 		if name == "" {
 			return errors.New("key create: --name is required")
 		}
+		return nil
+	}, func(ctx context.Context, st *store.Store) error {
 		_, secret, err := st.CreateClientKey(ctx, store.ActorSystem, name)
 		if err != nil {
 			return fmt.Errorf("key create: %w", err)

@@ -31,18 +31,29 @@ type clusterMode struct {
 	mode   cluster.FailMode
 }
 
+// clusterSettings checks GATEHOUSE_CLUSTER_FAIL_MODE and GATEHOUSE_CLUSTER_LEASE_TTL
+// (serve checks them with and without GATEHOUSE_REDIS_URL). A zero ttl means
+// cluster.DefaultLeaseTTL.
+func clusterSettings(cfg *config) (cluster.FailMode, time.Duration, error) {
+	mode, err := cluster.ParseFailMode(cfg.ClusterFailMode)
+	if err != nil {
+		return mode, 0, fmt.Errorf("GATEHOUSE_CLUSTER_FAIL_MODE: %w", err)
+	}
+	var ttl time.Duration
+	if cfg.ClusterLeaseTTL != "" {
+		if ttl, err = time.ParseDuration(cfg.ClusterLeaseTTL); err != nil || ttl < 10*time.Millisecond {
+			return mode, 0, fmt.Errorf("GATEHOUSE_CLUSTER_LEASE_TTL %q: want a duration of at least 10ms, such as 15s", cfg.ClusterLeaseTTL)
+		}
+	}
+	return mode, ttl, nil
+}
+
 // startCluster connects to GATEHOUSE_REDIS_URL and starts the shared admission
 // controller under a replica id made of host name, process id and a random suffix.
 func startCluster(ctx context.Context, cfg *config, logger *slog.Logger) (*clusterMode, error) {
-	mode, err := cluster.ParseFailMode(cfg.ClusterFailMode)
+	mode, ttl, err := clusterSettings(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("GATEHOUSE_CLUSTER_FAIL_MODE: %w", err)
-	}
-	var ttl time.Duration // zero: cluster.DefaultLeaseTTL
-	if cfg.ClusterLeaseTTL != "" {
-		if ttl, err = time.ParseDuration(cfg.ClusterLeaseTTL); err != nil || ttl < 10*time.Millisecond {
-			return nil, fmt.Errorf("GATEHOUSE_CLUSTER_LEASE_TTL %q: want a duration of at least 10ms, such as 15s", cfg.ClusterLeaseTTL)
-		}
+		return nil, err
 	}
 	ropts, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {

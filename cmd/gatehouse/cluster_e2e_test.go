@@ -299,6 +299,8 @@ func TestClusterConfigErrors(t *testing.T) {
 		{name: "fail mode", redisURL: "redis://127.0.0.1:1/0", failMode: "fail-sometimes", want: "GATEHOUSE_CLUSTER_FAIL_MODE"},
 		{name: "scheme", redisURL: "ftp://u:hunter2secret@127.0.0.1/0", failMode: "fail-open", want: "GATEHOUSE_REDIS_URL"},
 		{name: "unparsable", redisURL: "redis://u:hunter2secret@127.0.0.1:port/0", failMode: "fail-open", want: "GATEHOUSE_REDIS_URL"},
+		// Checked without Redis too: a typo must not wait for the day cluster mode is on.
+		{name: "fail mode without redis", redisURL: "", failMode: "fail-sometimes", want: "GATEHOUSE_CLUSTER_FAIL_MODE"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -312,7 +314,10 @@ func TestClusterConfigErrors(t *testing.T) {
 				"GATEHOUSE_CLUSTER_FAIL_MODE": tc.failMode,
 			}
 			var stdout, stderr strings.Builder
-			err := run(t.Context(), []string{"serve"}, func(k string) string { return env[k] },
+			// Bounded: a serve that accepted the setting would run until cancelled.
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			err := run(ctx, []string{"serve"}, func(k string) string { return env[k] },
 				strings.NewReader(""), &stdout, &stderr)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("serve = %v, want an error naming %s", err, tc.want)

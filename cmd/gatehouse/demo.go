@@ -41,8 +41,9 @@ var demoConnections = []demoConnection{
 }
 
 // startDemo runs the in-process fake upstream, points the demo connections at it and
-// makes sure a demo client key exists (printed).
-func startDemo(ctx context.Context, st *store.Store, cfg *config, stdout io.Writer, logger *slog.Logger) (*upstreamtest.Server, error) {
+// makes sure a demo client key exists (printed, with a demo-traffic command line for the
+// gateway listening on addr).
+func startDemo(ctx context.Context, st *store.Store, cfg *config, addr string, stdout io.Writer, logger *slog.Logger) (*upstreamtest.Server, error) {
 	up := upstreamtest.NewServer(upstreamtest.Options{
 		Latency:       400 * time.Millisecond,
 		Chunks:        12,
@@ -97,7 +98,7 @@ func startDemo(ctx context.Context, st *store.Store, cfg *config, stdout io.Writ
 	}
 	logger.Info("demo upstream running", slog.String("url", base))
 	fmt.Fprintf(stdout, "Demo client key: %s\n", key)
-	fmt.Fprintf(stdout, "Demo traffic:    go run ./cmd/gatehouse demo-traffic --url http://%s --key %s\n", cfg.Addr, key)
+	fmt.Fprintf(stdout, "Demo traffic:    go run ./cmd/gatehouse demo-traffic --url http://%s --key %s\n", addr, key)
 	return up, nil
 }
 

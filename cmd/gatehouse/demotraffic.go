@@ -29,8 +29,9 @@ func runDemoTraffic(ctx context.Context, args []string, getenv func(string) stri
 	if dataDir == "" {
 		dataDir = "./gatehouse-data"
 	}
-	url := fs.String("url", "http://"+addr, "the gateway's base URL")
-	key := fs.String("key", getenv("GATEHOUSE_CLIENT_KEY"), "a client key (default: the demo key in the data dir)")
+	url := fs.String("url", "http://"+addr, "the gateway's base URL (default from GATEHOUSE_ADDR)")
+	key := fs.String("key", getenv("GATEHOUSE_CLIENT_KEY"), "a client key (GATEHOUSE_CLIENT_KEY; default: the demo key in the data dir)")
+	fs.StringVar(&dataDir, "data-dir", dataDir, "the data dir of gatehouse serve --demo, where the demo key is (GATEHOUSE_DATA_DIR)")
 	concurrency := fs.Int("concurrency", 16, "requests in flight at once")
 	duration := fs.Duration("duration", 30*time.Second, "how long to send")
 	if err := fs.Parse(args); err != nil {
@@ -39,7 +40,7 @@ func runDemoTraffic(ctx context.Context, args []string, getenv func(string) stri
 	if *key == "" {
 		b, err := os.ReadFile(filepath.Join(dataDir, demoKeyFile))
 		if err != nil {
-			return errors.New("demo-traffic: no client key: pass --key or run it beside gatehouse serve --demo's data dir")
+			return errors.New("demo-traffic: no client key: pass --key, or --data-dir (GATEHOUSE_DATA_DIR) of gatehouse serve --demo")
 		}
 		*key = strings.TrimSpace(string(b))
 	}

@@ -33,7 +33,8 @@ commands:
   token create --name N [--role admin|viewer]
                                       create a REST API token (prints only the secret)
   key create --name N                 create a gateway client key (prints only the secret)
-  demo-traffic [--url U] [--key K]    send concurrent demo requests through a running gateway
+  demo-traffic [--url U] [--key K | --data-dir D]
+                                      send concurrent demo requests through a running gateway
 
 Configuration comes from GATEHOUSE_* environment variables; flags mirror them
 (run "gatehouse serve --help").

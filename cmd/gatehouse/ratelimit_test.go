@@ -74,7 +74,7 @@ func TestRPDPersistsInPostgres(t *testing.T) {
 	// start runs a gateway process's worth of wiring and returns its URL.
 	start := func() (*gateway.Gateway, string) {
 		t.Helper()
-		loader := newConfigLoader(st, logger)
+		loader := newConfigLoader(ctx, st, logger)
 		gw := gateway.New(gateway.Options{Logger: logger, Authenticate: loader.authenticate,
 			Usage: usageCounter{st: st}, Now: clock.Now})
 		loader.gw = gw
@@ -114,10 +114,17 @@ func TestRPDPersistsInPostgres(t *testing.T) {
 		return m[conn.ID].Requests
 	}
 
-	_, url := start()
+	gw0, url := start()
 	for i := range 3 {
 		if status, code := post(url); status != http.StatusOK {
 			t.Fatalf("request %d: %d %s, want 200", i+1, status, code)
+		}
+	}
+	// The API/dashboard view carries each gate's wait histogram (the overview's p50/p99):
+	// every admission through the connection gate is in it.
+	for _, g := range (gatesView{gw: gw0}).GatesSnapshot().Gates {
+		if g.Key == "connection:"+conn.ID && (g.Admitted != 3 || g.Waits.Count() != 3) {
+			t.Errorf("gate %s: admitted %d, waits counted %d; want 3 and 3", g.Key, g.Admitted, g.Waits.Count())
 		}
 	}
 	if status, code := post(url); status != http.StatusTooManyRequests || code != gateway.CodeRateLimitRPD {

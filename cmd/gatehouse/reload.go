@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
@@ -35,24 +38,96 @@ type configLoader struct {
 	loadedAt atomic.Int64 // unix nanos of the last successful load
 	failing  atomic.Bool  // the last load attempt failed
 
+	// lookupCtx bounds the database lookups authenticate makes for keys missing from
+	// the set (the gateway's Authenticate has no request context); serve's run context.
+	lookupCtx context.Context
+	// misses rate-limits those lookups, so unknown keys cannot load the database.
+	misses *rate.Limiter
+	// lookupPausedUntil (unix nanos) skips lookups for a while after a database error.
+	lookupPausedUntil atomic.Int64
+	keysMu            sync.Mutex // serialises swaps of keys and keysGen
+	keysGen           uint64     // bumped by every full load of the key set
+
 	mu sync.Mutex // serialises reloads
 }
 
-func newConfigLoader(st *store.Store, log *slog.Logger) *configLoader {
-	l := &configLoader{st: st, log: log}
+const (
+	// missLookupsPerSecond and missLookupBurst bound the database lookups of client
+	// keys not in the in-memory set.
+	missLookupsPerSecond = 20
+	missLookupBurst      = 20
+	// missLookupTimeout bounds one lookup: a client with an unknown key gets its 401
+	// quickly even while the database is slow.
+	missLookupTimeout = 500 * time.Millisecond
+	// missLookupPause is how long lookups stop after a database error.
+	missLookupPause = 5 * time.Second
+)
+
+// newConfigLoader returns a loader over st; ctx bounds the client-key lookups that
+// authenticate makes (see authenticate).
+func newConfigLoader(ctx context.Context, st *store.Store, log *slog.Logger) *configLoader {
+	l := &configLoader{st: st, log: log, lookupCtx: ctx,
+		misses: rate.NewLimiter(missLookupsPerSecond, missLookupBurst)}
 	empty := map[[32]byte]struct{}{}
 	l.keys.Store(&empty)
 	return l
 }
 
 // authenticate reports whether secret is a known client key. It hashes once and reads
-// an in-memory set: no database round trip per request.
+// an in-memory set: no database round trip per request. A secret missing from the set
+// is looked up in the database (rate-limited), so a key created a moment ago — by
+// `gatehouse key create` in another process, the API or the dashboard — works on the
+// very next request instead of only after the NOTIFY reload.
 func (l *configLoader) authenticate(secret string) bool {
 	if secret == "" {
 		return false
 	}
-	_, ok := (*l.keys.Load())[sha256.Sum256([]byte(secret))]
-	return ok
+	h := sha256.Sum256([]byte(secret))
+	if _, ok := (*l.keys.Load())[h]; ok {
+		return true
+	}
+	return l.lookupMissing(secret, h)
+}
+
+// lookupMissing asks the database whether secret is a client key the in-memory set
+// does not hold yet, and adds it to the set unless a full load replaced the set
+// meanwhile (that load is authoritative: the key may have been deleted since).
+func (l *configLoader) lookupMissing(secret string, h [32]byte) bool {
+	if l.lookupCtx == nil || time.Now().UnixNano() < l.lookupPausedUntil.Load() || !l.misses.Allow() {
+		return false
+	}
+	l.keysMu.Lock()
+	gen := l.keysGen
+	l.keysMu.Unlock()
+	ctx, cancel := context.WithTimeout(l.lookupCtx, missLookupTimeout)
+	defer cancel()
+	if _, err := l.st.LookupClientKey(ctx, secret); err != nil {
+		if !errors.Is(err, store.ErrNotFound) && l.lookupCtx.Err() == nil {
+			l.lookupPausedUntil.Store(time.Now().Add(missLookupPause).UnixNano())
+			l.log.Warn("look up a client key missing from memory", slog.Any("error", err))
+		}
+		return false
+	}
+	l.keysMu.Lock()
+	defer l.keysMu.Unlock()
+	if l.keysGen == gen {
+		cur := *l.keys.Load()
+		set := make(map[[32]byte]struct{}, len(cur)+1)
+		for k := range cur {
+			set[k] = struct{}{}
+		}
+		set[h] = struct{}{}
+		l.keys.Store(&set)
+	}
+	return true
+}
+
+// storeKeys replaces the key set with a full load.
+func (l *configLoader) storeKeys(set map[[32]byte]struct{}) {
+	l.keysMu.Lock()
+	defer l.keysMu.Unlock()
+	l.keys.Store(&set)
+	l.keysGen++
 }
 
 // reload loads everything and applies it.
@@ -70,7 +145,7 @@ func (l *configLoader) reload(ctx context.Context) error {
 			for _, h := range hashes {
 				set[h] = struct{}{}
 			}
-			l.keys.Store(&set)
+			l.storeKeys(set)
 		}
 	}
 	if err != nil {
@@ -178,7 +253,7 @@ func (v gatesView) GatesSnapshot() handlers.GatesView {
 		out.Gates = append(out.Gates, handlers.GateView{
 			Key: g.Key, Level: g.Level, Cap: g.Cap, InFlight: g.InFlight, Queued: g.Queued,
 			Admitted: g.Admitted, Timeouts: g.Timeouts, QueueFull: g.QueueFull, Cancels: g.Cancels,
-			WaitMsTotal: g.WaitTotal.Milliseconds(),
+			WaitMsTotal: g.WaitTotal.Milliseconds(), Waits: g.Waits,
 		})
 	}
 	for _, c := range snap.Connections {

@@ -55,6 +55,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	if _, _, err := clusterSettings(&cfg); err != nil {
+		return err
+	}
 	tuneGC(getenv)
 	var shared *clusterMode
 	if cfg.RedisURL != "" {
@@ -90,8 +93,16 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
 
+	// Listen before the demo starts, so that its hints name the address bound (a port
+	// of 0 becomes a real one); requests wait in the backlog until Serve below.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	defer ln.Close() // Serve closes it; this covers the returns before Serve
+
 	if cfg.Demo {
-		demo, err := startDemo(runCtx, st, &cfg, stdout, logger)
+		demo, err := startDemo(runCtx, st, &cfg, ln.Addr().String(), stdout, logger)
 		if err != nil {
 			return err
 		}
@@ -100,7 +111,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	loader := newConfigLoader(st, logger)
+	loader := newConfigLoader(runCtx, st, logger)
 	gwOpts := gateway.Options{Logger: logger, Registerer: reg, Authenticate: loader.authenticate,
 		Usage: usageCounter{st: st}}
 	ready := loader.ready
@@ -135,10 +146,6 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	logger.Info("gatehouse serving", slog.String("addr", ln.Addr().String()))
 	fmt.Fprintf(stdout, "Gatehouse is listening on http://%s\n", ln.Addr())

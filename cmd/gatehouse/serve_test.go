@@ -267,6 +267,19 @@ func testLifecycle(t *testing.T, cred *syscall.Credential) {
 		}
 	}
 
+	// A client key printed by "key create" works on the very next request.
+	key := strings.TrimSpace(runCLI(t, dataDir, cred, "", nil, "key", "create", "--name", "agents"))
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+p.addr+"/v1/models", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /v1/models right after key create: %s, want 200 OK", resp.Status)
+	}
+
 	p.interrupt(t, 10*time.Second)
 	if alive(pgPID) {
 		t.Fatalf("managed postgres (pid %d) still runs after gatehouse stopped", pgPID)
@@ -358,4 +371,48 @@ func TestBootstrapSecrets(t *testing.T) {
 		}
 		p.interrupt(t, 10*time.Second)
 	}
+}
+
+// TestDemoPrintsTheListeningAddress: with GATEHOUSE_ADDR on port 0 the demo's
+// demo-traffic hint names the port actually bound, the one "listening on" names.
+func TestDemoPrintsTheListeningAddress(t *testing.T) {
+	t.Parallel()
+	dataDir := privateDir(t, nil)
+	p := &proc{t: t, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(binPath, "serve", "--demo")
+	p.cmd.Env = testEnv(dataDir, "127.0.0.1:0", "GATEHOUSE_ADMIN_PASSWORD=correct horse battery")
+	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(os.Interrupt)
+		<-p.done
+	})
+	const listening = "Gatehouse is listening on "
+	deadline := time.Now().Add(90 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !strings.Contains(p.stdout.String(), listening) {
+		select {
+		case <-p.done:
+			t.Fatalf("gatehouse exited early\nstdout:\n%s\nstderr:\n%s", p.stdout, p.stderr)
+		case <-tick.C:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gatehouse did not say where it listens\nstdout:\n%s\nstderr:\n%s", p.stdout, p.stderr)
+		}
+	}
+	out := p.stdout.String()
+	_, rest, _ := strings.Cut(out, listening)
+	url, _, _ := strings.Cut(rest, "\n")
+	if strings.HasSuffix(url, ":0") {
+		t.Fatalf("listening on %q, want the bound port", url)
+	}
+	if want := "demo-traffic --url " + url + " "; !strings.Contains(out, want) {
+		t.Fatalf("stdout lacks %q:\n%s", want, out)
+	}
+	p.addr = strings.TrimPrefix(url, "http://")
+	p.interrupt(t, 10*time.Second)
 }

@@ -380,10 +380,12 @@ func (c *Controller) admit(w *waiter) {
 	c.totals.Admitted++
 	w.admitted = c.now()
 	waited := w.admitted.Sub(w.start)
+	bucket := waitBucket(waited)
 	for _, g := range w.path[:w.n] {
 		g.held++
 		g.admitted++
 		g.waitTotal += waited
+		g.waits[bucket]++
 	}
 	w.ch <- struct{}{}
 }

@@ -33,6 +33,10 @@ type gate struct {
 	waitTotal                              time.Duration
 	holdMean                               float64 // EWMA of hold time, ns; 0 = no sample yet
 	unsampled                              int     // admissions since the last hold sample
+	// waits counts the admissions that waited in a queue, by how long; those
+	// admitted at once are admitted minus waits.Count() (see Controller.stats).
+	// Last, so the fields the fast path touches stay together.
+	waits WaitHistogram
 }
 
 // holdAlpha weighs the newest hold time in the gate's moving mean.

@@ -30,6 +30,10 @@ type GateStats struct {
 	// WaitTotal sums the waits of the requests admitted through the gate;
 	// WaitTotal / Admitted is the mean wait.
 	WaitTotal time.Duration
+	// Waits counts the requests admitted through the gate by how long they
+	// waited (bucket 0: admitted at once); Waits.Count() == Admitted. The
+	// difference of two snapshots gives the wait quantiles between them.
+	Waits WaitHistogram
 	// MeanHold is the moving mean time a permit holds the gate (0 = none seen).
 	MeanHold time.Duration
 }
@@ -58,6 +62,10 @@ func (c *Controller) Gate(key string) (GateStats, bool) {
 }
 
 func (c *Controller) stats(g *gate) GateStats {
+	waits := g.waits
+	// Immediate admissions skip the histogram to keep the fast path lean: they
+	// are every admission the waiting ones do not account for.
+	waits[0] += g.admitted - waits.Count()
 	return GateStats{
 		Key:       g.key,
 		Level:     g.level,
@@ -70,6 +78,7 @@ func (c *Controller) stats(g *gate) GateStats {
 		QueueFull: g.queueFull,
 		Cancels:   g.cancels,
 		WaitTotal: g.waitTotal,
+		Waits:     waits,
 		MeanHold:  time.Duration(g.holdMean),
 	}
 }

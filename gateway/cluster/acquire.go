@@ -345,6 +345,7 @@ func (c *Controller) grant(w *waiter, waited time.Duration) *lease {
 		g.count++
 		g.admitted++
 		g.waitTotal += waited
+		g.waits.Observe(waited)
 	}
 	return l
 }

@@ -124,7 +124,7 @@ func (c *Controller) Stats() []admission.GateStats {
 			Key: g.key, Level: g.level, Cap: g.cap,
 			InFlight: max(g.count, g.held), Queued: max(g.queued, len(g.parked)), Waiting: g.waiting,
 			Admitted: g.admitted, Timeouts: g.timeouts, QueueFull: g.queueFull, Cancels: g.cancels,
-			WaitTotal: g.waitTotal, MeanHold: time.Duration(g.holdMean),
+			WaitTotal: g.waitTotal, Waits: g.waits, MeanHold: time.Duration(g.holdMean),
 		}
 	}
 	caps := c.caps
@@ -143,6 +143,7 @@ func (c *Controller) Stats() []admission.GateStats {
 		s.QueueFull += f.QueueFull
 		s.Cancels += f.Cancels
 		s.WaitTotal += f.WaitTotal
+		s.Waits.Add(&f.Waits)
 	}
 	out := make([]admission.GateStats, 0, len(byKey))
 	for _, s := range byKey {

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 )
 
 // gateState is this replica's view of one gate. Guarded by Controller.mu.
@@ -24,6 +26,10 @@ type gateState struct {
 	admitted, timeouts, queueFull, cancels int64
 	waitTotal                              time.Duration
 	holdMean                               float64
+	// waits counts this replica's admissions through the gate by how long
+	// they waited (each replica observes its own requests' waits, so the
+	// replicas' histograms add up to the cluster's).
+	waits admission.WaitHistogram
 }
 
 func (c *Controller) newGate(level, key string) *gateState {

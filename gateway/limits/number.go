@@ -131,4 +131,14 @@ func parseWhole(s string) (int64, wholeResult) {
 	return int64(u), wholeOK
 }
 
+// ParseWholeNumber reports the value of the JSON number literal s (no
+// surrounding space) when it has no fractional part, exactly as the strict
+// decoders read numbers: "1", "1.0" and "1e3" are whole; "1.5", "1e-999999999"
+// and anything that is not a JSON number are not. Whole values outside the
+// int64 range saturate, so range checks still reject them.
+func ParseWholeNumber(s string) (int64, bool) {
+	n, res := parseWhole(s)
+	return n, res == wholeOK
+}
+
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }

@@ -62,3 +62,28 @@ func TestParseWhole(t *testing.T) {
 		})
 	}
 }
+
+func TestParseWholeNumber(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		in     string
+		want   int64
+		wantOK bool
+	}{
+		{"whole", "1e3", 1000, true},
+		{"saturated", "1e999999999", math.MaxInt64, true},
+		{"fraction", "1.5", 0, false},
+		{"underflowing fraction", "1e-999999999", 0, false},
+		{"not a number", "true", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, ok := ParseWholeNumber(tt.in)
+			if got != tt.want || ok != tt.wantOK {
+				t.Errorf("ParseWholeNumber(%q) = %d, %v; want %d, %v", tt.in, got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}

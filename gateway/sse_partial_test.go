@@ -1,0 +1,280 @@
+package gateway
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+)
+
+// sseEvents splits an event stream into its events (per the SSE rules:
+// lines end in CRLF, LF or CR, a blank line ends an event) and returns each
+// event's type and joined data.
+func sseEvents(body string) (types, data []string) {
+	body = strings.ReplaceAll(body, "\r\n", "\n")
+	body = strings.ReplaceAll(body, "\r", "\n")
+	var typ string
+	var lines []string
+	for line := range strings.SplitSeq(body, "\n") {
+		if line == "" {
+			if lines != nil {
+				types = append(types, typ)
+				data = append(data, strings.Join(lines, "\n"))
+			}
+			typ, lines = "", nil
+			continue
+		}
+		field, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
+		case "event":
+			typ = value
+		case "data":
+			lines = append(lines, value)
+		}
+	}
+	return types, data
+}
+
+// partialEventUpstream answers every request with one complete event and the
+// first half of a second one, then breaks the connection (cut) or goes
+// silent until the request ends (hang).
+func partialEventUpstream(t *testing.T, nl string, cut bool) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		rc := http.NewResponseController(w)
+		_, _ = io.WriteString(w, "event: content_block_delta"+nl+`data: {"type":"content_block_delta","choices":[{"delta":{"content":"Hi"}}]}`+nl+nl)
+		_ = rc.Flush()
+		_, _ = io.WriteString(w, `event: content_block_delta`+nl+`data: {"type":"content_block_delta","choices":[{"del`)
+		_ = rc.Flush()
+		if cut {
+			panic(http.ErrAbortHandler)
+		}
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// An upstream stream that breaks (or hits the execution bound) in the middle
+// of an event must still end, for the client, with a well-formed SSE error
+// event: the incomplete event is not sent, so the error event does not get
+// glued onto it (which SDKs report as a JSON syntax error instead of the
+// gateway's error).
+func TestStreamErrorAfterPartialEvent(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		style string
+		nl    string
+		cut   bool
+		code  string
+	}{
+		{name: "openai cut LF", style: "openai", nl: "\n", cut: true, code: CodeUpstreamStreamErr},
+		{name: "openai cut CRLF", style: "openai", nl: "\r\n", cut: true, code: CodeUpstreamStreamErr},
+		{name: "anthropic cut LF", style: "anthropic", nl: "\n", cut: true, code: CodeUpstreamStreamErr},
+		{name: "openai execution bound", style: "openai", nl: "\n", code: CodeExecutionTimeout},
+		{name: "anthropic execution bound CR", style: "anthropic", nl: "\r", code: CodeExecutionTimeout},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			upURL := partialEventUpstream(t, tc.nl, tc.cut)
+			gw := New(Options{Authenticate: func(s string) bool { return s == testClientKey }})
+			gwSrv := httptest.NewServer(gw)
+			t.Cleanup(func() { gwSrv.Close(); gw.Close() })
+			gw.Apply(Config{Connections: []Connection{{
+				ID: "c1", Name: "c1", Provider: "p", APIStyle: tc.style, BaseURL: upURL + "/v1",
+				APIKey: "k", Models: []string{"m"}, Enabled: true,
+				Overrides: limits.Overrides{ExecutionMaxWaitMs: ptr(300)},
+			}}})
+			path := "/v1/chat/completions"
+			if tc.style == "anthropic" {
+				path = "/v1/messages"
+			}
+			req, err := http.NewRequestWithContext(testCtx(t), http.MethodPost, gwSrv.URL+path,
+				strings.NewReader(`{"model":"m","stream":true}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("X-Api-Key", testClientKey)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d, want 200: %s", resp.StatusCode, body)
+			}
+			types, data := sseEvents(string(body))
+			if len(data) != 2 {
+				t.Fatalf("want the complete event and an error event, got %d events in %q", len(data), body)
+			}
+			for i, d := range data {
+				if !json.Valid([]byte(d)) {
+					t.Errorf("event %d data is not JSON: %q (body %q)", i, d, body)
+				}
+			}
+			last := reply{body: data[1]}
+			if code := last.errorCode(t); code != tc.code {
+				t.Errorf("error event code = %q, want %s", code, tc.code)
+			}
+			if tc.style == "anthropic" && types[1] != "error" {
+				t.Errorf("last event type = %q, want error", types[1])
+			}
+		})
+	}
+}
+
+// Holding back unfinished events changes when bytes are sent, never which:
+// an event split across writes arrives whole, and a stream that ends without
+// finishing its last event is passed on byte for byte.
+func TestStreamSplitEventsPassThrough(t *testing.T) {
+	t.Parallel()
+	parts := []string{"data: {\"a\"", ":1}\n", "\n: ping\r\n\r\ndata: {\"b\":2}\r", "\r", "data: [DONE]"}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		rc := http.NewResponseController(w)
+		for _, p := range parts {
+			_, _ = io.WriteString(w, p)
+			_ = rc.Flush()
+		}
+	}))
+	t.Cleanup(up.Close)
+	gw := New(Options{Authenticate: func(s string) bool { return s == testClientKey }})
+	gwSrv := httptest.NewServer(gw)
+	t.Cleanup(func() { gwSrv.Close(); gw.Close() })
+	gw.Apply(Config{Connections: []Connection{{
+		ID: "c1", Name: "c1", Provider: "p", APIStyle: "openai", BaseURL: up.URL + "/v1",
+		APIKey: "k", Models: []string{"m"}, Enabled: true,
+	}}})
+	req, err := http.NewRequestWithContext(testCtx(t), http.MethodPost, gwSrv.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"m","stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testClientKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Join(parts, ""); string(body) != want {
+		t.Errorf("body = %q, want %q", body, want)
+	}
+}
+
+func TestEventsEnd(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		in   string
+		want int
+	}{
+		{name: "empty", in: "", want: 0},
+		{name: "one LF event", in: "data: x\n\n", want: 9},
+		{name: "unfinished line", in: "data: x", want: 0},
+		{name: "unfinished event", in: "data: x\n", want: 0},
+		{name: "event then part", in: "data: x\n\ndata: y\n", want: 9},
+		{name: "CRLF event", in: "data: x\r\n\r\n", want: 11},
+		{name: "CRLF part", in: "data: x\r\n\r\ndata", want: 11},
+		{name: "CR event", in: "data: x\r\r", want: 9},
+		{name: "CRLF then LF", in: "data: x\r\n\n", want: 10},
+		{name: "LF then CR", in: "data: x\n\r", want: 9},
+		{name: "lone CRLF", in: "data: x\r\n", want: 0},
+		{name: "two events", in: "a\n\nb\n\nc", want: 6},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := eventsEnd([]byte(tc.in)); got != tc.want {
+				t.Errorf("eventsEnd(%q) = %d, want %d", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSendableEnd(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		in   string
+		want int
+	}{
+		{name: "empty", in: "", want: 0},
+		{name: "partial event", in: "event: x\ndata: {", want: 0},
+		{name: "event then partial", in: "data: 1\n\ndata: {", want: 9},
+		{name: "comment keep-alive", in: ": ping\n", want: 7},
+		{name: "comments then partial", in: ": a\r\n:b\rdata: 1\n", want: 8},
+		{name: "unfinished comment", in: ": pi", want: 0},
+		{name: "event, blank lines, comment", in: "data: 1\n\n\n\r: c\n", want: 15},
+		{name: "comment inside an event stays", in: "data: 1\n: c\n", want: 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := sendableEnd([]byte(tc.in)); got != tc.want {
+				t.Errorf("sendableEnd(%q) = %d, want %d", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// A keep-alive comment reaches the client at once, even without a blank
+// line after it.
+func TestStreamKeepAliveCommentPassesAtOnce(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		rc := http.NewResponseController(w)
+		_, _ = io.WriteString(w, ": keep-alive\n")
+		_ = rc.Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		_, _ = io.WriteString(w, "data: {}\n\n")
+	}))
+	t.Cleanup(up.Close)
+	gw := New(Options{Authenticate: func(s string) bool { return s == testClientKey }})
+	gwSrv := httptest.NewServer(gw)
+	t.Cleanup(func() { gwSrv.Close(); gw.Close() })
+	gw.Apply(Config{Connections: []Connection{{
+		ID: "c1", Name: "c1", Provider: "p", APIStyle: "openai", BaseURL: up.URL + "/v1",
+		APIKey: "k", Models: []string{"m"}, Enabled: true,
+	}}})
+	req, err := http.NewRequestWithContext(testCtx(t), http.MethodPost, gwSrv.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"m","stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testClientKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first := make([]byte, len(": keep-alive\n"))
+	if _, err := io.ReadFull(resp.Body, first); err != nil || string(first) != ": keep-alive\n" {
+		t.Fatalf("first bytes %q, %v", first, err)
+	}
+	close(release)
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil || string(rest) != "data: {}\n\n" {
+		t.Errorf("rest %q, %v", rest, err)
+	}
+}
