@@ -47,7 +47,12 @@ const (
 	routeMessages
 	numRoutes
 	routeModels // GET /v1/models; not forwarded
+	routeModel  // GET /v1/models/{id}; not forwarded
 )
+
+// modelPrefix starts the path of one model (GET /v1/models/{id}); the id may hold a
+// slash (provider/model).
+const modelPrefix = "/v1/models/"
 
 // routeSuffix is the upstream path after the connection's BaseURL.
 var routeSuffix = [numRoutes]string{"/chat/completions", "/completions", "/embeddings", "/responses", "/messages"}
@@ -67,6 +72,9 @@ func routeOf(path string) (route, bool) {
 		return routeMessages, true
 	case "/v1/models":
 		return routeModels, true
+	}
+	if len(path) > len(modelPrefix) && strings.HasPrefix(path, modelPrefix) {
+		return routeModel, true
 	}
 	return 0, false
 }
@@ -118,6 +126,7 @@ type state struct {
 	byID        map[string]*conn
 	routes      [2]map[string][]*target // by style, then requested model name
 	modelsBody  []byte                  // GET /v1/models
+	modelBodies map[string][]byte       // GET /v1/models/{id}, by id
 	caps        map[string]int
 	maxAttempts int
 }
@@ -199,7 +208,7 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 			byName[name] = ts
 		}
 	}
-	s.modelsBody = modelsList(s)
+	s.modelsBody, s.modelBodies = modelsList(s)
 	return s, warnings
 }
 
@@ -300,7 +309,7 @@ func (g *Gateway) newTarget(c *conn, model string) *target {
 
 // modelsList renders GET /v1/models: every model of every enabled
 // connection, as its bare id and as provider/model, in the OpenAI list shape.
-func modelsList(s *state) []byte {
+func modelsList(s *state) (list []byte, byID map[string][]byte) {
 	type entry struct{ id, owner string }
 	seen := make(map[string]bool)
 	var entries []entry
@@ -323,15 +332,18 @@ func modelsList(s *state) []byte {
 	}
 	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.id, b.id) })
 	b := []byte(`{"object":"list","data":[`)
+	byID = make(map[string][]byte, len(entries))
 	for i, e := range entries {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"id":`...)
-		b = appendJSONString(b, e.id)
-		b = append(b, `,"object":"model","created":0,"owned_by":`...)
-		b = appendJSONString(b, cmp.Or(e.owner, "gatehouse"))
-		b = append(b, '}')
+		obj := []byte(`{"id":`)
+		obj = appendJSONString(obj, e.id)
+		obj = append(obj, `,"object":"model","created":0,"owned_by":`...)
+		obj = appendJSONString(obj, cmp.Or(e.owner, "gatehouse"))
+		obj = append(obj, '}')
+		byID[e.id] = obj
+		b = append(b, obj...)
 	}
-	return append(b, "]}"...)
+	return append(b, "]}"...), byID
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -324,6 +325,65 @@ func TestModelsList(t *testing.T) {
 	want := []string{"glm-4.7", "glm-5", "gpt-x", "openai/gpt-x", "zai/glm-4.7", "zai/glm-5"}
 	if diff := cmp.Diff(want, ids); diff != "" || list.Object != "list" {
 		t.Errorf("models mismatch (-want +got):\n%s (object %q)", diff, list.Object)
+	}
+}
+
+// GET /v1/models/{id} (the SDKs' models.retrieve) answers one entry of the list, by
+// either name; a model no enabled connection serves is 404 MODEL_NOT_FOUND.
+func TestModelRetrieve(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, upstreamtest.Options{})
+	off := e.conn("off", "ko", "hidden")
+	off.Enabled = false
+	e.gw.Apply(Config{Connections: []Connection{e.conn("a", "ka", "glm-5"), off}})
+	tests := []struct {
+		name, method, path string
+		status             int
+		wantID, wantCode   string
+	}{
+		{name: "bare id", method: "GET", path: "/v1/models/glm-5", status: 200, wantID: "glm-5"},
+		{name: "provider/model", method: "GET", path: "/v1/models/zai/glm-5", status: 200, wantID: "zai/glm-5"},
+		{name: "escaped slash", method: "GET", path: "/v1/models/zai%2Fglm-5", status: 200, wantID: "zai/glm-5"},
+		{name: "head", method: "HEAD", path: "/v1/models/glm-5", status: 200},
+		{name: "disabled connection's model", method: "GET", path: "/v1/models/hidden", status: 404, wantCode: CodeModelNotFound},
+		{name: "unknown", method: "GET", path: "/v1/models/nope", status: 404, wantCode: CodeModelNotFound},
+		{name: "post", method: "POST", path: "/v1/models/glm-5", status: 405, wantCode: CodeMethodNotAllowed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequestWithContext(testCtx(t), tc.method, e.gwURL+tc.path, nil)
+			req.Header.Set("Authorization", "Bearer "+testClientKey)
+			resp, err := e.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, body)
+			}
+			var doc struct {
+				ID      string `json:"id"`
+				Object  string `json:"object"`
+				OwnedBy string `json:"owned_by"`
+				Error   struct {
+					Code string `json:"code"`
+				} `json:"error"`
+			}
+			if len(body) > 0 {
+				if err := json.Unmarshal(body, &doc); err != nil {
+					t.Fatalf("body %q: %v", body, err)
+				}
+			}
+			switch {
+			case tc.wantID != "" && (doc.ID != tc.wantID || doc.Object != "model" || doc.OwnedBy != "zai"):
+				t.Errorf("model = %+v, want id %q, object model, owned_by zai", doc, tc.wantID)
+			case tc.wantCode != "" && doc.Error.Code != tc.wantCode:
+				t.Errorf("error code %q, want %q: %s", doc.Error.Code, tc.wantCode, body)
+			case tc.method == "HEAD" && len(body) != 0:
+				t.Errorf("HEAD answered a body: %q", body)
+			}
+		})
 	}
 }
 

@@ -51,10 +51,11 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 	st := rt.style()
 	x.st = st
 	want, allow := http.MethodPost, "POST"
-	if rt == routeModels {
+	listing := rt == routeModels || rt == routeModel
+	if listing {
 		want, allow = http.MethodGet, "GET, HEAD"
 	}
-	if r.Method != want && !(rt == routeModels && r.Method == http.MethodHead) {
+	if r.Method != want && !(listing && r.Method == http.MethodHead) {
 		w.Header().Set("Allow", allow)
 		return x, &apiError{status: http.StatusMethodNotAllowed, code: CodeMethodNotAllowed, message: "method " + r.Method + " is not allowed here; use " + want}
 	}
@@ -70,13 +71,20 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 		return x, &apiError{status: http.StatusServiceUnavailable, code: CodeNotReady, retryAfter: 1,
 			message: "the gateway has no configuration loaded or is shutting down"}
 	}
-	if rt == routeModels {
+	if listing {
+		body := s.modelsBody
+		if rt == routeModel {
+			id := strings.TrimPrefix(r.URL.Path, modelPrefix)
+			if body = s.modelBodies[id]; body == nil {
+				return x, &apiError{status: http.StatusNotFound, code: CodeModelNotFound, message: "no enabled connection serves model " + strconv.Quote(id)}
+			}
+		}
 		h := w.Header()
 		h.Set("Content-Type", "application/json")
-		h.Set("Content-Length", strconv.Itoa(len(s.modelsBody)))
+		h.Set("Content-Length", strconv.Itoa(len(body)))
 		w.WriteHeader(http.StatusOK)
 		if r.Method == http.MethodGet {
-			_, _ = w.Write(s.modelsBody)
+			_, _ = w.Write(body)
 		}
 		return x, errAnswered
 	}

@@ -66,8 +66,12 @@ func (c *Controller) Acquire(ctx context.Context, req admission.Request) (Permit
 	case stQueueFull:
 		return nil, c.rejectFull(w, out)
 	}
+	if c.queuedHook != nil {
+		c.queuedHook()
+	}
 	c.mu.Lock()
 	c.park(w, out)
+	w.kickIfMissed()
 	c.mu.Unlock()
 	return c.wait(ctx, req, w, start)
 }
@@ -178,6 +182,7 @@ func (c *Controller) attempt(w *waiter, req admission.Request, try bool) (outcom
 		keys = append(keys, g.hKey, g.qKey, g.xKey)
 		args = append(args, g.cap, g.channel)
 	}
+	w.markWakes()
 	c.mu.Unlock()
 
 	ctx, cancel := c.op()
@@ -277,6 +282,7 @@ func (c *Controller) wait(ctx context.Context, req admission.Request, w *waiter,
 		}
 		g := w.path[w.on]
 		g.count, g.queued = out.count, out.queued
+		w.kickIfMissed()
 		c.mu.Unlock()
 	}
 }

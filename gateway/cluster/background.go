@@ -221,6 +221,7 @@ func (c *Controller) listen(ctx context.Context) {
 		}
 		c.mu.Lock()
 		if g := c.gates[key]; g != nil {
+			g.wakes++
 			g.kickHead()
 		}
 		c.mu.Unlock()

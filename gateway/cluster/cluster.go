@@ -147,6 +147,10 @@ type Controller struct {
 	lostLeases int64
 	downErr    error // why Redis was last found unreachable
 	closed     bool
+
+	// queuedHook, when set (tests only), runs after Acquire's first script
+	// queued a request and before the request is parked locally.
+	queuedHook func()
 }
 
 // New registers the replica in Redis and starts its background work: lease

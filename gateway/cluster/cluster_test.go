@@ -317,6 +317,56 @@ func ignoreHold() cmp.Option {
 
 // TestReleaseWakesOtherReplica: with periodic re-checks out of the picture,
 // a release on one replica wakes a waiter on another through pub/sub.
+// A release whose wake-up message reaches a replica after its acquire script queued a
+// request but before the request is parked locally must still wake that request: it
+// re-checks at once instead of at the next periodic re-check (a minute here).
+func TestWakeBetweenQueueAndParkIsNotLost(t *testing.T) {
+	const gate = "connection:c1"
+	reps := replicas(t, 2, map[string]int{gate: 1}, Options{Recheck: time.Minute})
+	a, b := reps[0], reps[1]
+	channel := a.keys.channel(gate)
+	waitFor(t, 5*time.Second, "both replicas subscribed", func() bool {
+		n, err := a.rdb.PubSubNumSub(t.Context(), channel).Result()
+		return err == nil && n[channel] == 2
+	})
+	req := admission.Request{Gates: path(gate), MaxWait: 30 * time.Second}
+	holder, ok := a.TryAcquire(req)
+	if !ok {
+		t.Fatal("TryAcquire failed")
+	}
+	wakes := func() uint64 {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if g := b.gates[gate]; g != nil {
+			return g.wakes
+		}
+		return 0
+	}
+	before := wakes()
+	// Between B's script and its local park: A releases, and B hears the message
+	// while nobody is parked to be kicked.
+	heard := make(chan bool, 1)
+	b.queuedHook = func() {
+		holder.Release()
+		// Runs on the Acquire goroutine, so it reports instead of failing the test.
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for deadline := time.Now().Add(5 * time.Second); wakes() == before && time.Now().Before(deadline); {
+			<-tick.C
+		}
+		heard <- wakes() > before
+	}
+	waiting := acquireAsync(t.Context(), b, req)
+	if !<-heard {
+		t.Fatal("B never heard the release's wake-up message")
+	}
+	r := recv(t, waiting, 10*time.Second) // far below the one-minute re-check
+	if r.err != nil {
+		t.Fatalf("waiter: %v", r.err)
+	}
+	r.p.Release()
+}
+
 func TestReleaseWakesOtherReplica(t *testing.T) {
 	const gate = "connection:c1"
 	reps := replicas(t, 2, map[string]int{gate: 1}, Options{Recheck: time.Minute})

@@ -23,6 +23,11 @@ type gateState struct {
 	// last seen (heartbeat, attempts), adjusted by local admissions.
 	count, queued int
 
+	// wakes counts the wake-up messages heard for g, so a waiter that parks
+	// after one arrived (its script ran before the release, its local park
+	// after) sees that it missed it.
+	wakes uint64
+
 	admitted, timeouts, queueFull, cancels int64
 	waitTotal                              time.Duration
 	holdMean                               float64
@@ -96,7 +101,30 @@ type waiter struct {
 	path   []*gateState
 	qgate  *gateState // its queue gate (Request.QueueKey)
 	on     int        // index in path of the gate it is parked on; -1 none
+	// marks are the path's wake counts when the last acquire script was sent.
+	marks  [maxPath]uint64
 	kickCh chan struct{}
+}
+
+// markWakes records the wake counts of w's path before an acquire script.
+// c.mu must be held.
+func (w *waiter) markWakes() {
+	for i, g := range w.path {
+		w.marks[i] = g.wakes
+	}
+}
+
+// kickIfMissed re-checks w at once when a gate of its path was woken since
+// markWakes: that wake-up was for a release the script may not have seen,
+// and it reached this replica before w was parked to hear it. c.mu must be
+// held.
+func (w *waiter) kickIfMissed() {
+	for i, g := range w.path {
+		if g.wakes != w.marks[i] {
+			w.kick()
+			return
+		}
+	}
 }
 
 func (w *waiter) kick() {
