@@ -455,17 +455,32 @@ func TestContextCancelledWhileQueuedLeavesQueue(t *testing.T) {
 	c := e.conn("c1", "k1", "glm-5")
 	c.Overrides = caps(0, map[string]int{"glm-5": 1}, 60000)
 	e.gw.Apply(Config{Connections: []Connection{c}})
+	cancel, first, queued := e.holdAndQueue(t)
+	cancel()
+	waitFor(t, time.Second, "queue empty after cancel", func() bool { return e.gate("model:c1:glm-5").Queued == 0 })
+	<-queued
+	<-first
+	if got := e.up.Requests("k1", "glm-5"); got != 1 {
+		t.Errorf("upstream got %d requests, want 1 (the cancelled one never dispatched)", got)
+	}
+}
+
+// holdAndQueue sends a glm-5 request that takes the only slot of model:c1:glm-5 and,
+// once it is in flight, a second one that queues behind it. cancel makes the queued
+// request's client leave; first and queued close when each request has ended.
+func (e *env) holdAndQueue(t *testing.T) (cancel context.CancelFunc, first, queued <-chan struct{}) {
+	t.Helper()
 	ctx := testCtx(t)
-	done := make(chan struct{})
+	firstDone := make(chan struct{})
 	go func() {
-		defer close(done)
+		defer close(firstDone)
 		e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false))
 	}()
 	waitFor(t, 2*time.Second, "first in flight", func() bool { return e.gate("model:c1:glm-5").InFlight == 1 })
 	qctx, cancel := context.WithCancel(ctx)
-	qdone := make(chan struct{})
+	queuedDone := make(chan struct{})
 	go func() {
-		defer close(qdone)
+		defer close(queuedDone)
 		req, _ := http.NewRequestWithContext(qctx, http.MethodPost, e.gwURL+"/v1/chat/completions", strings.NewReader(chatBody("glm-5", false)))
 		req.Header.Set("Authorization", "Bearer "+testClientKey)
 		if resp, err := e.client.Do(req); err == nil {
@@ -473,13 +488,7 @@ func TestContextCancelledWhileQueuedLeavesQueue(t *testing.T) {
 		}
 	}()
 	waitFor(t, 2*time.Second, "second queued", func() bool { return e.gate("model:c1:glm-5").Queued == 1 })
-	cancel()
-	waitFor(t, time.Second, "queue empty after cancel", func() bool { return e.gate("model:c1:glm-5").Queued == 0 })
-	<-qdone
-	<-done
-	if got := e.up.Requests("k1", "glm-5"); got != 1 {
-		t.Errorf("upstream got %d requests, want 1 (the cancelled one never dispatched)", got)
-	}
+	return cancel, firstDone, queuedDone
 }
 
 func TestEqualPrioritiesShareLoad(t *testing.T) {

@@ -1,9 +1,7 @@
 package gateway
 
 import (
-	"context"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -104,30 +102,12 @@ func TestOverheadExcludesWaitOfClientThatLeft(t *testing.T) {
 	c := e.conn("c1", "k1", "glm-5")
 	c.Overrides = caps(0, map[string]int{"glm-5": 1}, 60000)
 	e.gw.Apply(Config{Connections: []Connection{c}})
-	ctx := testCtx(t)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false))
-	}()
-	waitFor(t, 2*time.Second, "first in flight", func() bool { return e.gate("model:c1:glm-5").InFlight == 1 })
-
-	qctx, cancel := context.WithCancel(ctx)
-	qdone := make(chan struct{})
-	go func() {
-		defer close(qdone)
-		req, _ := http.NewRequestWithContext(qctx, http.MethodPost, e.gwURL+"/v1/chat/completions", strings.NewReader(chatBody("glm-5", false)))
-		req.Header.Set("Authorization", "Bearer "+testClientKey)
-		if resp, err := e.client.Do(req); err == nil {
-			resp.Body.Close()
-		}
-	}()
-	waitFor(t, 2*time.Second, "second queued", func() bool { return e.gate("model:c1:glm-5").Queued == 1 })
+	cancel, first, queued := e.holdAndQueue(t)
 	// The scenario, not a synchronisation: the client stays queued for 500 ms, then leaves.
 	stay := time.NewTimer(500 * time.Millisecond)
 	<-stay.C
 	cancel()
-	<-qdone
+	<-queued
 	waitFor(t, time.Second, "the left request observed", func() bool {
 		n, _ := metricValue(t, reg, "gatehouse_gateway_overhead_seconds", nil)
 		return n >= 1
@@ -135,7 +115,7 @@ func TestOverheadExcludesWaitOfClientThatLeft(t *testing.T) {
 	if sum := histogramSum(t, reg, "gatehouse_gateway_overhead_seconds"); sum >= 0.25 {
 		t.Errorf("overhead sum = %.3f s after a client left a 500 ms queue wait, want well under 0.25 s (the wait is not overhead)", sum)
 	}
-	<-done
+	<-first
 }
 
 // histogramSum is the sample sum of the histogram name (no labels).

@@ -315,25 +315,32 @@ func ignoreHold() cmp.Option {
 	}, cmp.Ignore())
 }
 
-// TestReleaseWakesOtherReplica: with periodic re-checks out of the picture,
-// a release on one replica wakes a waiter on another through pub/sub.
-// A release whose wake-up message reaches a replica after its acquire script queued a
-// request but before the request is parked locally must still wake that request: it
-// re-checks at once instead of at the next periodic re-check (a minute here).
-func TestWakeBetweenQueueAndParkIsNotLost(t *testing.T) {
-	const gate = "connection:c1"
+// heldOnOneReplica starts two replicas (re-checks a minute apart, so only pub/sub
+// wakes a waiter in a test's time) sharing gate with cap 1, waits until both listen
+// on its channel, and has a hold the slot: holder, for req.
+func heldOnOneReplica(t *testing.T, gate string) (a, b *Controller, req admission.Request, holder Permit) {
+	t.Helper()
 	reps := replicas(t, 2, map[string]int{gate: 1}, Options{Recheck: time.Minute})
-	a, b := reps[0], reps[1]
+	a, b = reps[0], reps[1]
 	channel := a.keys.channel(gate)
 	waitFor(t, 5*time.Second, "both replicas subscribed", func() bool {
 		n, err := a.rdb.PubSubNumSub(t.Context(), channel).Result()
 		return err == nil && n[channel] == 2
 	})
-	req := admission.Request{Gates: path(gate), MaxWait: 30 * time.Second}
+	req = admission.Request{Gates: path(gate), MaxWait: 30 * time.Second}
 	holder, ok := a.TryAcquire(req)
 	if !ok {
 		t.Fatal("TryAcquire failed")
 	}
+	return a, b, req, holder
+}
+
+// A release whose wake-up message reaches a replica after its acquire script queued a
+// request but before the request is parked locally must still wake that request: it
+// re-checks at once instead of at the next periodic re-check (a minute here).
+func TestWakeBetweenQueueAndParkIsNotLost(t *testing.T) {
+	const gate = "connection:c1"
+	_, b, req, holder := heldOnOneReplica(t, gate)
 	wakes := func() uint64 {
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -367,20 +374,11 @@ func TestWakeBetweenQueueAndParkIsNotLost(t *testing.T) {
 	r.p.Release()
 }
 
+// TestReleaseWakesOtherReplica: with periodic re-checks out of the picture,
+// a release on one replica wakes a waiter on another through pub/sub.
 func TestReleaseWakesOtherReplica(t *testing.T) {
 	const gate = "connection:c1"
-	reps := replicas(t, 2, map[string]int{gate: 1}, Options{Recheck: time.Minute})
-	a, b := reps[0], reps[1]
-	channel := a.keys.channel(gate)
-	waitFor(t, 5*time.Second, "both replicas subscribed", func() bool {
-		n, err := a.rdb.PubSubNumSub(t.Context(), channel).Result()
-		return err == nil && n[channel] == 2
-	})
-	req := admission.Request{Gates: path(gate), MaxWait: 30 * time.Second}
-	holder, ok := a.TryAcquire(req)
-	if !ok {
-		t.Fatal("TryAcquire failed")
-	}
+	a, b, req, holder := heldOnOneReplica(t, gate)
 	waiting := acquireAsync(t.Context(), b, req)
 	waitFor(t, 5*time.Second, "waiter queued", func() bool { return zcard(t, a.rdb, a.keys.queue(gate)) == 1 })
 	holder.Release()
