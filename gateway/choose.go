@@ -41,15 +41,61 @@ var errClientGone = &apiError{status: 499, code: "CLIENT_GONE", message: "client
 //
 // Each step runs in a frame of its own below this small one, so the
 // goroutine stack of a queued request stays within 4 KiB.
+//
+// A request that queued re-checks its connection's health once admitted:
+// when the connection answered 429 or 401/403 (or its breaker opened) while
+// the request waited, the permit goes back and the choice starts over, so
+// queued requests never reach an upstream that is cooling down or suspended.
 func (x *exchange) choose() (pick, *apiError) {
-	cand, aerr := x.healthy()
-	if cand.n == 0 {
-		return pick{}, aerr
+	for range maxRechoose {
+		cand, aerr := x.healthy()
+		if cand.n == 0 {
+			return pick{}, aerr
+		}
+		if p, aerr, ok := x.admitNow(&cand); ok {
+			return p, aerr
+		}
+		if p, aerr := x.queue(&cand); aerr != errRechoose {
+			return p, aerr
+		}
 	}
-	if p, aerr, ok := x.admitNow(&cand); ok {
-		return p, aerr
+	return pick{}, errNoHealthyNow(x.info.model)
+}
+
+// maxRechoose bounds how often one choice starts over after its admitted
+// connection turned out unhealthy.
+const maxRechoose = 4
+
+// errRechoose is queue's answer when a connection admitted the request but
+// became unhealthy while it waited: choose starts over.
+var errRechoose = &apiError{status: http.StatusServiceUnavailable, code: CodeNoHealthy}
+
+// errNoHealthyNow is the 503 for a request whose candidates all turned
+// unhealthy or busy probing while it was being placed; their state may
+// change any moment, hence Retry-After 1.
+func errNoHealthyNow(model string) *apiError {
+	return &apiError{status: http.StatusServiceUnavailable, code: CodeNoHealthy,
+		message: "no healthy connection serves " + model + " right now", retryAfter: 1}
+}
+
+// stillHealthy reports whether t may still be tried now (healthy and within
+// its budgets): a request that waited for its permit checks again before
+// dispatch.
+func (x *exchange) stillHealthy(t *target) bool {
+	now := x.g.now()
+	why, _ := t.c.health.check(t.model, now)
+	if why == availableNow && x.g.shared != nil {
+		why, _ = x.sharedCheck(t.c, t.model, now)
 	}
-	return x.queue(&cand)
+	if why != availableNow {
+		return false
+	}
+	if t.c.lim.budgeted() {
+		if _, blocked := x.budgetBlocked(t.c, now); blocked {
+			return false
+		}
+	}
+	return true
 }
 
 // candidates are the indices (into exchange.targets) of the healthy
@@ -205,11 +251,19 @@ func (x *exchange) queue(cand *candidates) (pick, *apiError) {
 	g := x.g
 	x.orderByWait(cand)
 	var full *admission.Error
+	rechoose := false
 	for _, i := range cand.idx[:cand.n] {
 		t := x.targets[i]
 		g.metrics.attempts.Inc()
 		start := time.Now()
-		permit, err := g.ctrl.Acquire(x.r.Context(), t.req)
+		// maxWaitMs bounds the request's whole wait: a candidate tried after
+		// another one's wait (it turned unhealthy meanwhile, or an earlier
+		// attempt failed over) waits only for what is left.
+		req := t.req
+		if x.waited > 0 {
+			req.MaxWait = max(req.MaxWait-x.waited, time.Millisecond)
+		}
+		permit, err := g.ctrl.Acquire(x.r.Context(), req)
 		if err != nil {
 			var ae *admission.Error
 			if !errors.As(err, &ae) {
@@ -234,14 +288,26 @@ func (x *exchange) queue(cand *candidates) (pick, *apiError) {
 		w := permit.Waited()
 		x.waited += w
 		g.metrics.waitSeconds.Observe(w.Seconds())
+		if !x.stillHealthy(t) {
+			// It cooled down, was suspended or broke while we waited.
+			permit.Release()
+			rechoose = true
+			continue
+		}
 		if p, ok := admitted(t, int(i), permit); ok {
 			return x.dispatchTurn(p, start)
 		}
 	}
-	if full != nil {
+	switch {
+	case rechoose:
+		// Start over: the candidates' health has changed.
+		return pick{}, errRechoose
+	case full != nil:
 		return pick{}, admissionError(full)
 	}
-	return pick{}, nil
+	// Every candidate's breaker refused the attempt: a half-open breaker's
+	// one probe was taken meanwhile. Its outcome may come any moment.
+	return pick{}, errNoHealthyNow(x.info.model)
 }
 
 // orderByWait sorts the candidates by expected wait, shortest first; the

@@ -154,9 +154,9 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 	s.routes[styleOpenAI] = make(map[string][]*target)
 	s.routes[styleAnthropic] = make(map[string][]*target)
 	var warnings []string
-	if eff.GlobalMaxConcurrent > 0 {
-		s.caps[gateGlobal] = eff.GlobalMaxConcurrent
-	}
+	// Every global and connection gate is named, 0 when uncapped, so that the
+	// controller keeps its counters (and wait histogram) across reloads.
+	s.caps[gateGlobal] = max(eff.GlobalMaxConcurrent, 0)
 	for p, ps := range eff.Providers {
 		if ps.MaxConcurrent > 0 {
 			s.caps["provider:"+p] = ps.MaxConcurrent
@@ -171,6 +171,7 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 		s.conns = append(s.conns, c)
 		s.byID[c.id] = c
 		o := cc.Overrides
+		s.caps[c.gateKey] = 0
 		if o.MaxConcurrent != nil && *o.MaxConcurrent > 0 {
 			s.caps[c.gateKey] = *o.MaxConcurrent
 		}

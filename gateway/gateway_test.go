@@ -515,3 +515,21 @@ func TestEqualPrioritiesShareLoad(t *testing.T) {
 		t.Errorf("requests per connection mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// An uncapped connection's gate keeps its counters (and wait histogram, the overview's
+// p50/p99) across config reloads, like a capped one.
+func TestUncappedGateCountersSurviveApply(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, upstreamtest.Options{})
+	cfg := Config{Connections: []Connection{e.conn("c1", "k1", "glm-5")}}
+	e.gw.Apply(cfg)
+	for range 2 {
+		if r := e.post(testCtx(t), "/v1/chat/completions", chatBody("glm-5", false)); r.status != http.StatusOK {
+			t.Fatalf("status %d: %s", r.status, r.body)
+		}
+	}
+	e.gw.Apply(cfg)
+	if g := e.gate("connection:c1"); g.Admitted != 2 || g.Waits.Count() != 2 {
+		t.Errorf("connection:c1 after a reload: admitted %d, waits counted %d; want 2 and 2", g.Admitted, g.Waits.Count())
+	}
+}

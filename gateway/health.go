@@ -100,7 +100,8 @@ const (
 )
 
 // check reports whether model on this connection may be tried at now.
-// A half-open breaker counts as available: Allow decides who probes.
+// A half-open breaker counts as available while its probe is not taken
+// (Allow decides who probes), and as unavailable while the probe runs.
 func (h *connHealth) check(model string, now time.Time) (unavailable, time.Time) {
 	h.mu.Lock()
 	if now.Before(h.suspendedUntil) {
@@ -114,8 +115,18 @@ func (h *connHealth) check(model string, now time.Time) (unavailable, time.Time)
 		cool = cd.until
 	}
 	h.mu.Unlock()
-	if br != nil && br.State() == gobreaker.StateOpen {
-		return unavailBreaker, time.Unix(0, h.openUntil.Load())
+	if br != nil {
+		switch br.State() {
+		case gobreaker.StateOpen:
+			return unavailBreaker, time.Unix(0, h.openUntil.Load())
+		case gobreaker.StateHalfOpen:
+			// The one probe is under way (excluded outcomes such as a 429
+			// give its turn back): nobody else may try until it ends, which
+			// may be any moment.
+			if c := br.Counts(); c.Requests > c.TotalExclusions {
+				return unavailBreaker, time.Now()
+			}
+		}
 	}
 	if !cool.IsZero() {
 		return unavailCooling, cool
@@ -229,8 +240,12 @@ func (h *connHealth) lastBreakerReason() string {
 	return ""
 }
 
-// parseRetryAfter reads a Retry-After header: delay seconds or an HTTP date.
-// It returns 0 when the header is absent or unusable.
+// maxRetryAfter caps the cooldown an upstream's Retry-After can set.
+const maxRetryAfter = time.Hour
+
+// parseRetryAfter reads a Retry-After header: delay seconds or an HTTP date,
+// either capped at maxRetryAfter. It returns 0 when the header is absent or
+// unusable.
 func parseRetryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
@@ -239,11 +254,11 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		if n <= 0 {
 			return 0
 		}
-		return time.Duration(min(n, int64(maxBackoff/time.Second)*12)) * time.Second
+		return time.Duration(min(n, int64(maxRetryAfter/time.Second))) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if d := t.Sub(now); d > 0 {
-			return d
+			return min(d, maxRetryAfter)
 		}
 	}
 	return 0

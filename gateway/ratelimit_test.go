@@ -540,3 +540,31 @@ func TestBudgetsInSnapshotAndMetrics(t *testing.T) {
 		t.Error("gatehouse_ratelimit_remaining reported for a connection without limits")
 	}
 }
+
+// TestTPDExhaustedWhileQueued checks that a request queued behind the one
+// that used up the day's tokens is not dispatched: it gets RATE_LIMIT_TPD.
+func TestTPDExhaustedWhileQueued(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	usage := newFakeUsage()
+	e := newEnv(t, upstreamtest.Options{UsageTokens: 60}, withClock(clock), withUsage(usage))
+	c := e.conn("c1", "k1", "glm-5")
+	c.Overrides = caps(0, map[string]int{"glm-5": 1}, 60000)
+	c.Overrides.TPD = ptr[int64](50)
+	e.gw.Apply(Config{Connections: []Connection{c}})
+	ctx := testCtx(t)
+	hold := make(chan struct{})
+	e.mustBehave("k1", upstreamtest.Behavior{Hold: hold})
+	first := make(chan reply, 1)
+	go func() { first <- e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)) }()
+	waitFor(t, 2*time.Second, "first in flight", func() bool { return e.gate("model:c1:glm-5").InFlight == 1 })
+	queued := make(chan reply, 1)
+	go func() { queued <- e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)) }()
+	waitFor(t, 2*time.Second, "second queued", func() bool { return e.gate("model:c1:glm-5").Queued == 1 })
+	close(hold)
+	expectVia(t, <-first, "conn-c1")
+	expectRateLimited(t, <-queued, CodeRateLimitTPD, "tpd:c1", secondsToMidnight(clock.Now()))
+	if got := e.up.Requests("k1", "glm-5"); got != 1 {
+		t.Errorf("upstream got %d requests, want 1 (the second came after the day's tokens ran out)", got)
+	}
+}

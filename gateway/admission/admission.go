@@ -157,7 +157,7 @@ func (c *Controller) submit(ctx context.Context, req *Request, p *Permit) (*wait
 		return nil, &Error{
 			Code:       CodeQueueFull,
 			Gate:       GateRef{Level: qg.level, Key: qg.key},
-			RetryAfter: c.retryAfter(g, qg.waiting),
+			RetryAfter: c.pathWait(p.gates[:n]),
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -238,7 +238,7 @@ func (c *Controller) abandon(w *waiter, cause error) error {
 		Code:       CodeTimeout,
 		Gate:       GateRef{Level: g.level, Key: g.key},
 		Waited:     c.now().Sub(w.start),
-		RetryAfter: c.retryAfter(g, g.queue.len()),
+		RetryAfter: c.pathWait(w.path[:w.n]),
 	}
 }
 
@@ -444,28 +444,42 @@ func (c *Controller) drain(dirty []*gate) {
 	}
 }
 
-// retryAfter estimates the wait on g with ahead waiters in front.
-func (c *Controller) retryAfter(g *gate, ahead int) time.Duration {
+// gateWait estimates the wait at g for a request arriving now: every waiter
+// that needs g (wherever it is parked) is ahead of it, so (g.waiting + 1) ×
+// mean hold time ÷ cap.
+func (c *Controller) gateWait(g *gate) time.Duration {
 	hold := g.holdMean
 	if hold == 0 {
 		hold = float64(c.defaultHold)
 	}
-	return time.Duration(float64(ahead+1) * hold / float64(max(g.cap, 1)))
+	return time.Duration(float64(g.waiting+1) * hold / float64(max(g.cap, 1)))
+}
+
+// pathWait is the wait a request on path would expect if it queued now: 0
+// when every gate has room, else the largest gateWait over its full gates.
+// A rejection's RetryAfter is pathWait of its path once it has left every
+// queue. c.mu must be held.
+func (c *Controller) pathWait(path []*gate) time.Duration {
+	var est time.Duration
+	for _, g := range path {
+		if !c.hasRoom(g) {
+			est = max(est, c.gateWait(g))
+		}
+	}
+	return est
 }
 
 // EstimateWait is the wait req would expect if queued now: 0 when it can be
 // admitted at once, else, over the full gates of its path, the largest of
-// (waiters parked there + 1) × mean hold time ÷ cap.
+// (waiters that need the gate + 1) × mean hold time ÷ cap. It creates no gate.
 func (c *Controller) EstimateWait(req Request) time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var est time.Duration
 	for _, r := range req.Gates {
-		g := c.gates[r.Key]
-		if g == nil || c.hasRoom(g) {
-			continue
+		if g := c.gates[r.Key]; g != nil && !c.hasRoom(g) {
+			est = max(est, c.gateWait(g))
 		}
-		est = max(est, c.retryAfter(g, g.queue.len()))
 	}
 	return est
 }

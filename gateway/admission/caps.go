@@ -4,8 +4,11 @@ package admission
 // key. A gate absent from caps (or with a cap of 0 or less) becomes uncapped
 // and its waiters move on; a raised cap admits waiters at once; a lowered cap
 // admits nobody until in-flight is below it, and never cuts a running
-// request. Uncapped gates that hold nothing and that no waiter needs are
-// dropped from memory here; capped gates stay, idle or not.
+// request. Uncapped gates that hold nothing, that no waiter needs and that
+// caps does not name are dropped from memory here, counters and all; capped
+// gates stay, idle or not, and so do gates named with a cap of 0 or less,
+// which is how a snapshot keeps the counters of an uncapped gate it still
+// uses (a connection without maxConcurrent) across reloads.
 func (c *Controller) SetCaps(caps map[string]int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -28,7 +31,7 @@ func (c *Controller) SetCaps(caps map[string]int) {
 	}
 	c.drain(dirty)
 	for key, g := range c.gates {
-		if g.cap == 0 && g.held == 0 && g.waiting == 0 {
+		if _, named := caps[key]; !named && g.cap == 0 && g.held == 0 && g.waiting == 0 {
 			delete(c.gates, key)
 			c.ledger.Close(g.id)
 		}

@@ -33,8 +33,9 @@ type Error struct {
 	Gate GateRef
 	// Waited is how long the request waited (0 for a full queue).
 	Waited time.Duration
-	// RetryAfter estimates when a retry could be admitted: the waiters ahead
-	// on the blocking gate times its mean hold time, divided by its cap.
+	// RetryAfter estimates when a retry could be admitted: over the full
+	// gates of the request's path, the largest of (waiters that need the
+	// gate + 1) × its mean hold time ÷ its cap.
 	RetryAfter time.Duration
 }
 
