@@ -150,23 +150,7 @@ func TestStreamSplitEventsPassThrough(t *testing.T) {
 		}
 	}))
 	t.Cleanup(up.Close)
-	gw := New(Options{Authenticate: func(s string) bool { return s == testClientKey }})
-	gwSrv := httptest.NewServer(gw)
-	t.Cleanup(func() { gwSrv.Close(); gw.Close() })
-	gw.Apply(Config{Connections: []Connection{{
-		ID: "c1", Name: "c1", Provider: "p", APIStyle: "openai", BaseURL: up.URL + "/v1",
-		APIKey: "k", Models: []string{"m"}, Enabled: true,
-	}}})
-	req, err := http.NewRequestWithContext(testCtx(t), http.MethodPost, gwSrv.URL+"/v1/chat/completions",
-		strings.NewReader(`{"model":"m","stream":true}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+testClientKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := streamThrough(t, up)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
@@ -250,6 +234,23 @@ func TestStreamKeepAliveCommentPassesAtOnce(t *testing.T) {
 		_, _ = io.WriteString(w, "data: {}\n\n")
 	}))
 	t.Cleanup(up.Close)
+	resp := streamThrough(t, up)
+	defer resp.Body.Close()
+	first := make([]byte, len(": keep-alive\n"))
+	if _, err := io.ReadFull(resp.Body, first); err != nil || string(first) != ": keep-alive\n" {
+		t.Fatalf("first bytes %q, %v", first, err)
+	}
+	close(release)
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil || string(rest) != "data: {}\n\n" {
+		t.Errorf("rest %q, %v", rest, err)
+	}
+}
+
+// streamThrough puts a gateway with one OpenAI-style connection (model m) in front of
+// up and returns the answer to a streaming chat request through it.
+func streamThrough(t *testing.T, up *httptest.Server) *http.Response {
+	t.Helper()
 	gw := New(Options{Authenticate: func(s string) bool { return s == testClientKey }})
 	gwSrv := httptest.NewServer(gw)
 	t.Cleanup(func() { gwSrv.Close(); gw.Close() })
@@ -267,14 +268,5 @@ func TestStreamKeepAliveCommentPassesAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	first := make([]byte, len(": keep-alive\n"))
-	if _, err := io.ReadFull(resp.Body, first); err != nil || string(first) != ": keep-alive\n" {
-		t.Fatalf("first bytes %q, %v", first, err)
-	}
-	close(release)
-	rest, err := io.ReadAll(resp.Body)
-	if err != nil || string(rest) != "data: {}\n\n" {
-		t.Errorf("rest %q, %v", rest, err)
-	}
+	return resp
 }
