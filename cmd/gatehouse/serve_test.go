@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/store/pglocal"
 )
 
 // proc is a gatehouse process started by a test.
@@ -214,13 +216,36 @@ func privateDir(t *testing.T, cred *syscall.Credential) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	data := filepath.Join(dir, "data")
+	t.Cleanup(func() {
+		removeFallbackCluster(t, data)
+		_ = os.RemoveAll(dir)
+	})
 	if cred != nil {
 		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return filepath.Join(dir, "data")
+	return data
+}
+
+// removeFallbackCluster deletes the managed cluster of dataDir when pglocal put it
+// under pglocal.DefaultFallbackDir (as root, the postgres user cannot reach a private
+// temp dir), so that test runs leave no clusters behind. It runs after the processes
+// using it have stopped (cleanups run last-registered first).
+func removeFallbackCluster(t *testing.T, dataDir string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dataDir, "cluster-location"))
+	if err != nil {
+		return // no cluster, or it lives in the data dir
+	}
+	loc := filepath.Clean(strings.TrimSpace(string(b)))
+	if filepath.Dir(loc) != filepath.Clean(pglocal.DefaultFallbackDir) {
+		return
+	}
+	if err := os.RemoveAll(loc); err != nil {
+		t.Errorf("remove the test's cluster %s: %v", loc, err)
+	}
 }
 
 // TestServeLifecycle: the README's run command comes up, stops on SIGINT with its
