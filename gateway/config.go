@@ -36,56 +36,6 @@ type Connection struct {
 	Overrides limits.Overrides
 }
 
-// route is one client API endpoint.
-type route uint8
-
-const (
-	routeChat route = iota
-	routeCompletions
-	routeEmbeddings
-	routeResponses
-	routeMessages
-	numRoutes
-	routeModels // GET /v1/models; not forwarded
-	routeModel  // GET /v1/models/{id}; not forwarded
-)
-
-// modelPrefix starts the path of one model (GET /v1/models/{id}); the id may hold a
-// slash (provider/model).
-const modelPrefix = "/v1/models/"
-
-// routeSuffix is the upstream path after the connection's BaseURL.
-var routeSuffix = [numRoutes]string{"/chat/completions", "/completions", "/embeddings", "/responses", "/messages"}
-
-// routeOf maps a request path to its route.
-func routeOf(path string) (route, bool) {
-	switch path {
-	case "/v1/chat/completions":
-		return routeChat, true
-	case "/v1/completions":
-		return routeCompletions, true
-	case "/v1/embeddings":
-		return routeEmbeddings, true
-	case "/v1/responses":
-		return routeResponses, true
-	case "/v1/messages":
-		return routeMessages, true
-	case "/v1/models":
-		return routeModels, true
-	}
-	if len(path) > len(modelPrefix) && strings.HasPrefix(path, modelPrefix) {
-		return routeModel, true
-	}
-	return 0, false
-}
-
-func (r route) style() style {
-	if r == routeMessages {
-		return styleAnthropic
-	}
-	return styleOpenAI
-}
-
 // conn is a Connection prepared for the hot path.
 type conn struct {
 	id, name, provider string

@@ -1,0 +1,222 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// errExecTimeout is the cause of an attempt's context when its execution
+// bound fires.
+var errExecTimeout = errors.New("gateway: execution bound reached")
+
+// upstreamStatusError feeds an upstream 408/5xx to the breaker.
+type upstreamStatusError int
+
+func (e upstreamStatusError) Error() string {
+	return "gateway: upstream status " + strconv.Itoa(int(e))
+}
+
+// lastResponse is an upstream error response kept while failing over.
+type lastResponse struct {
+	status int
+	header http.Header
+	body   []byte
+	label  string
+}
+
+// attemptResult is what an attempt did.
+type attemptResult uint8
+
+const (
+	attemptAnswered attemptResult = iota // the client has its answer (or is gone)
+	attemptFailed                        // dispatched and failed: try the next connection
+	attemptSkipped                       // not dispatched, a budget ran out: try the next, no attempt spent
+)
+
+// wantsUsage reports whether an attempt on c must ask the upstream for
+// stream usage the client did not ask for: an OpenAI chat or legacy
+// completion stream to a connection with tpm or tpd. The gateway then adds
+// stream_options.include_usage and strips the usage chunk from the stream.
+func (x *exchange) wantsUsage(c *conn) bool {
+	return (x.rt == routeChat || x.rt == routeCompletions) && x.info.stream && !x.info.includeUsage && c.lim.countsTokens()
+}
+
+// payload returns the body to send for upstream model m: the client's bytes,
+// or a copy with the model value replaced and, with addUsage,
+// stream_options.include_usage set.
+func (x *exchange) payload(m string, addUsage bool) []byte {
+	if m == x.info.model && !addUsage {
+		return x.body.raw
+	}
+	if x.body.altM != m || x.body.altUsage != addUsage || len(x.body.alt) == 0 {
+		// An earlier attempt's Transport may still be reading the old
+		// copy: never write over it.
+		x.body.alt = rewriteBody(nil, x.body.raw, x.info, m, addUsage)
+		x.body.altM, x.body.altUsage = m, addUsage
+	}
+	return x.body.alt
+}
+
+// attempt dispatches the request to p's connection, holding p's permit until
+// the response (or stream) is over. Right before dispatch it counts the
+// request against the connection's rate budgets; after the response it
+// charges the tokens the upstream reported.
+func (x *exchange) attempt(p pick) attemptResult {
+	defer p.permit.Release()
+	g, t, c := x.g, p.t, p.t.c
+	var used int64 // tokens the upstream reported
+	if c.lim.any() {
+		reserved, v := x.countDispatch(c)
+		switch v {
+		case dispatchGone:
+			p.done(errBreakerExcluded)
+			return attemptAnswered
+		case dispatchSkipped:
+			p.done(errBreakerExcluded)
+			return attemptSkipped
+		}
+		defer func() { x.settle(c, reserved, used) }()
+	}
+	addUsage := x.wantsUsage(c)
+	payload := x.payload(t.model, addUsage)
+
+	ctx, cancel := context.WithTimeoutCause(x.r.Context(), c.execBound, errExecTimeout)
+	defer cancel()
+	u := c.urls[x.rt]
+	u.RawQuery = x.r.URL.RawQuery
+	hdr := make(http.Header, len(x.r.Header)+1)
+	copyRequestHeader(hdr, x.r.Header)
+	hdr[c.authHeader] = c.authValue
+	if c.lim.countsTokens() {
+		// Usage is read from the body as it passes: it must arrive
+		// uncompressed.
+		delete(hdr, "Accept-Encoding")
+	}
+	out := (&http.Request{
+		Method:     x.r.Method,
+		URL:        &u,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     hdr,
+		// A NopCloser over a *bytes.Reader is a body the Transport knows to
+		// be in memory: it writes headers and body with one syscall.
+		Body:          io.NopCloser(bytes.NewReader(payload)),
+		ContentLength: int64(len(payload)),
+		Host:          u.Host,
+		GetBody: func() (io.ReadCloser, error) {
+			return io.NopCloser(bytes.NewReader(payload)), nil
+		},
+	}).WithContext(ctx)
+
+	t0 := time.Now()
+	resp, err := g.transport.RoundTrip(out)
+	if err != nil {
+		x.observeUpstream(c, t0)
+		t.stats.count(0)
+		switch {
+		case x.r.Context().Err() != nil:
+			p.done(errBreakerExcluded)
+			return attemptAnswered
+		case errors.Is(context.Cause(ctx), errExecTimeout):
+			p.done(err)
+			c.health.failure("execution bound reached before the upstream answered")
+			x.setQueueHeader(c)
+			writeError(x.w, x.st, &apiError{status: http.StatusGatewayTimeout, code: CodeExecutionTimeout,
+				message: "the upstream did not answer within the execution bound of " + c.execBound.String()})
+			return attemptAnswered
+		}
+		p.done(err)
+		c.health.failure("upstream connection error")
+		x.lastErr = &apiError{status: http.StatusBadGateway, code: CodeUpstreamError, message: "the upstream connection failed"}
+		return attemptFailed
+	}
+	status := resp.StatusCode
+	t.stats.count(status)
+	switch {
+	case status == http.StatusTooManyRequests:
+		x.keepLast(c, resp, t0)
+		ra := parseRetryAfter(resp.Header.Get("Retry-After"), g.now())
+		now := g.now()
+		until := c.health.coolDown(t.model, now, ra, "upstream 429 for "+t.model)
+		if g.shared != nil {
+			x.sharedCoolDown(c, t.model, now, until)
+		}
+		p.done(errBreakerExcluded)
+		return attemptFailed
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		x.keepLast(c, resp, t0)
+		c.health.suspend(g.now(), x.s.eff.SuspendDuration(), "upstream "+strconv.Itoa(status))
+		if g.shared != nil {
+			x.sharedSuspend(c, x.s.eff.SuspendDuration())
+		}
+		p.done(errBreakerExcluded)
+		return attemptFailed
+	case status == http.StatusRequestTimeout || status >= 500:
+		x.keepLast(c, resp, t0)
+		c.health.failure("upstream " + strconv.Itoa(status))
+		p.done(upstreamStatusError(status))
+		return attemptFailed
+	}
+	p.done(nil)
+	if status < 300 {
+		c.health.succeeded(t.model)
+	}
+	var tap *usageTap
+	if c.lim.countsTokens() && status < 300 {
+		sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+		tap = newUsageTap(sse, addUsage)
+	}
+	x.relay(ctx, c, resp, tap)
+	x.observeUpstream(c, t0)
+	if tap != nil {
+		used = tap.tokens()
+	}
+	return attemptAnswered
+}
+
+func (x *exchange) observeUpstream(c *conn, t0 time.Time) {
+	d := time.Since(t0)
+	x.upstream += d
+	c.durObs.Observe(d.Seconds())
+}
+
+func (x *exchange) setQueueHeader(c *conn) {
+	h := x.w.Header()
+	h[HeaderConnection] = c.labelHdr
+	h[HeaderQueueMs] = x.queueMs()
+}
+
+// queueMs is the X-Gatehouse-Queue-Ms header value.
+func (x *exchange) queueMs() []string {
+	if ms := x.waited.Milliseconds(); ms > 0 {
+		return []string{strconv.FormatInt(ms, 10)}
+	}
+	return x.g.zeroMs
+}
+
+// keepLast reads a failed attempt's response (bounded) so that it can be
+// sent to the client if no other connection does better.
+func (x *exchange) keepLast(c *conn, resp *http.Response, t0 time.Time) {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	_ = resp.Body.Close()
+	x.observeUpstream(c, t0)
+	x.last = &lastResponse{status: resp.StatusCode, header: resp.Header, body: body, label: c.label}
+}
+
+func (x *exchange) writeLast() {
+	l := x.last
+	h := x.w.Header()
+	copyResponseHeader(h, l.header)
+	h.Set("Content-Length", strconv.Itoa(len(l.body)))
+	h[HeaderConnection] = []string{l.label}
+	h[HeaderQueueMs] = x.queueMs()
+	x.w.WriteHeader(l.status)
+	_, _ = x.w.Write(l.body)
+}
