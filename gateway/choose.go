@@ -115,20 +115,7 @@ func (x *exchange) healthy() (candidates, *apiError) {
 	// Indices fit a byte (maxCandidates); small arrays keep the stack of a
 	// queued request small.
 	var orderBuf, healthyBuf [maxCandidates]uint8
-	order := orderBuf[:0]
-	rot := g.rotate.Add(1)
-	for i := 0; i < n; {
-		j := i
-		for j < n && x.targets[j].c.priority == x.targets[i].c.priority {
-			j++
-		}
-		size := j - i
-		off := int(rot % uint64(size))
-		for k := range size {
-			order = append(order, uint8(i+(off+k)%size))
-		}
-		i = j
-	}
+	order := priorityOrder(orderBuf[:0], x.targets, targetPriority, g.rotate.Add(1))
 
 	healthy := healthyBuf[:0]
 	var coolFor, recoverIn, rateFor time.Duration
@@ -325,13 +312,7 @@ func (x *exchange) orderByWait(cand *candidates) {
 		}
 		waits[k] = d
 	}
-	// Insertion sort: a handful of candidates, and stable.
-	for k := 1; k < cand.n; k++ {
-		for j := k; j > 0 && waits[j] < waits[j-1]; j-- {
-			waits[j], waits[j-1] = waits[j-1], waits[j]
-			cand.idx[j], cand.idx[j-1] = cand.idx[j-1], cand.idx[j]
-		}
-	}
+	sortByWait(cand.idx[:cand.n], waits[:cand.n])
 }
 
 // dispatchTurn waits for the admitted pick's dispatch turn within the

@@ -26,20 +26,16 @@ func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap 
 	x.setQueueHeader(c)
 	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	x.w.WriteHeader(resp.StatusCode)
-	var rc *http.ResponseController
+	var sw sseWriter
 	if sse {
-		rc = http.NewResponseController(x.w)
-		if rc.Flush() != nil {
+		sw = sseWriter{w: x.w, rc: http.NewResponseController(x.w)}
+		if sw.rc.Flush() != nil {
 			return
 		}
 	}
 	bufp := x.g.getCopyBuf()
 	defer x.g.copyBuf.Put(bufp)
 	buf := *bufp
-	// held is the start of an SSE event whose end has not arrived yet: it
-	// is sent with the rest of its event, so that an error event never
-	// lands in the middle of one.
-	var held []byte
 	for {
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
@@ -47,29 +43,15 @@ func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap 
 			if tap != nil {
 				out = tap.feed(out)
 			}
-			if sse {
-				if len(held) > 0 {
-					held = append(held, out...)
-					out = held
-				}
-				end := sendableEnd(out)
-				if end == 0 && len(out) > maxHeldEvent {
-					end = len(out) // no event boundary in sight: stop holding back
-				}
-				if end > 0 {
-					if _, werr := x.w.Write(out[:end]); werr != nil || rc.Flush() != nil {
-						return
-					}
-				}
-				if len(held) > 0 {
-					held = held[:copy(held, held[end:])]
-				} else {
-					held = append(held, out[end:]...)
-				}
-			} else if len(out) > 0 {
-				if _, werr := x.w.Write(out); werr != nil {
-					return
-				}
+			var werr error
+			switch {
+			case sse:
+				werr = sw.write(out)
+			case len(out) > 0:
+				_, werr = x.w.Write(out)
+			}
+			if werr != nil {
+				return
 			}
 		}
 		if rerr == nil {
@@ -77,15 +59,11 @@ func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap 
 		}
 		if rerr == io.EOF {
 			rest := tap.flushed()
-			if len(held) > 0 {
-				// The upstream ended without finishing its last event:
-				// pass its bytes on as they are.
-				rest = append(held, rest...)
-			}
-			if len(rest) > 0 {
-				if _, werr := x.w.Write(rest); werr == nil && sse {
-					_ = rc.Flush()
-				}
+			switch {
+			case sse:
+				sw.end(rest)
+			case len(rest) > 0:
+				_, _ = x.w.Write(rest)
 			}
 			return
 		}
@@ -100,11 +78,68 @@ func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap 
 		if !sse {
 			panic(http.ErrAbortHandler)
 		}
-		ev := appendSSEError(buf[:0], x.st, e)
-		if _, err := x.w.Write(ev); err == nil {
-			_ = rc.Flush()
-		}
+		sw.event(appendSSEError(buf[:0], x.st, e))
 		return
+	}
+}
+
+// sseWriter passes an event stream on to the client, flushing after every
+// write. It sends complete events (and keep-alive comments) and holds back
+// the start of an event still under way, so that an event of the gateway's
+// own (an error) never lands in the middle of an upstream one.
+type sseWriter struct {
+	w  io.Writer
+	rc *http.ResponseController
+	// held is the start of an event whose end has not arrived yet: it is
+	// sent with the rest of its event.
+	held []byte
+}
+
+// write sends every complete event of the held bytes followed by b, and
+// holds back the rest.
+func (s *sseWriter) write(b []byte) error {
+	if len(s.held) > 0 {
+		s.held = append(s.held, b...)
+		b = s.held
+	}
+	end := sendableEnd(b)
+	if end == 0 && len(b) > maxHeldEvent {
+		end = len(b) // no event boundary in sight: stop holding back
+	}
+	if end > 0 {
+		if _, err := s.w.Write(b[:end]); err != nil {
+			return err
+		}
+		if err := s.rc.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(s.held) > 0 {
+		s.held = s.held[:copy(s.held, s.held[end:])]
+	} else {
+		s.held = append(s.held, b[end:]...)
+	}
+	return nil
+}
+
+// end sends what is held back, then rest, when the upstream stream has
+// ended: an event it did not finish passes on as it is.
+func (s *sseWriter) end(rest []byte) {
+	if len(s.held) > 0 {
+		rest = append(s.held, rest...)
+	}
+	if len(rest) > 0 {
+		if _, err := s.w.Write(rest); err == nil {
+			_ = s.rc.Flush()
+		}
+	}
+}
+
+// event sends ev, a complete event of the gateway's own, after the complete
+// events sent so far; an upstream event held back unfinished is dropped.
+func (s *sseWriter) event(ev []byte) {
+	if _, err := s.w.Write(ev); err == nil {
+		_ = s.rc.Flush()
 	}
 }
 

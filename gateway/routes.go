@@ -2,6 +2,11 @@ package gateway
 
 import "strings"
 
+// The /v1 route table: every client API path the gateway answers, the API
+// style it speaks and the upstream path it is forwarded to. handlers/routes.go
+// mounts the gateway under /v1 and points here; Gateway.ServeHTTP
+// (proxy.go) starts with routeOf.
+
 // route is one client API endpoint.
 type route uint8
 

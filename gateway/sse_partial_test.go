@@ -257,3 +257,62 @@ func streamThrough(t *testing.T, up *httptest.Server) *http.Response {
 	}
 	return resp
 }
+
+// TestSSEWriter: the relay's writer sends whole events as their ends
+// arrive, holds back an unfinished one, passes it on as it is when the
+// stream ends, and drops it when an event of the gateway's own follows.
+func TestSSEWriter(t *testing.T) {
+	t.Parallel()
+	newWriter := func() (*sseWriter, *httptest.ResponseRecorder) {
+		rec := httptest.NewRecorder()
+		return &sseWriter{w: rec, rc: http.NewResponseController(rec)}, rec
+	}
+	write := func(t *testing.T, s *sseWriter, rec *httptest.ResponseRecorder, in, want string) {
+		t.Helper()
+		if err := s.write([]byte(in)); err != nil {
+			t.Fatalf("write(%q): %v", in, err)
+		}
+		if got := rec.Body.String(); got != want {
+			t.Fatalf("after write(%q) the client has %q, want %q", in, got, want)
+		}
+	}
+
+	t.Run("events across reads", func(t *testing.T) {
+		t.Parallel()
+		s, rec := newWriter()
+		write(t, s, rec, "data: 1\n\ndata: {", "data: 1\n\n")
+		write(t, s, rec, `"a":1}`, "data: 1\n\n")
+		write(t, s, rec, "\n\n: ping\n", "data: 1\n\ndata: {\"a\":1}\n\n: ping\n")
+		if !rec.Flushed {
+			t.Error("the writer did not flush")
+		}
+		s.end(nil)
+		if got, want := rec.Body.String(), "data: 1\n\ndata: {\"a\":1}\n\n: ping\n"; got != want {
+			t.Errorf("after end the client has %q, want %q", got, want)
+		}
+	})
+	t.Run("unfinished event at the end passes as it is", func(t *testing.T) {
+		t.Parallel()
+		s, rec := newWriter()
+		write(t, s, rec, "data: 1\n\ndata: 2", "data: 1\n\n")
+		s.end([]byte("\n"))
+		if got, want := rec.Body.String(), "data: 1\n\ndata: 2\n"; got != want {
+			t.Errorf("after end the client has %q, want %q", got, want)
+		}
+	})
+	t.Run("own event drops the unfinished one", func(t *testing.T) {
+		t.Parallel()
+		s, rec := newWriter()
+		write(t, s, rec, "data: 1\n\ndata: {\"half", "data: 1\n\n")
+		s.event([]byte("event: error\ndata: {}\n\n"))
+		if got, want := rec.Body.String(), "data: 1\n\nevent: error\ndata: {}\n\n"; got != want {
+			t.Errorf("the client has %q, want %q", got, want)
+		}
+	})
+	t.Run("no boundary past the bound stops holding back", func(t *testing.T) {
+		t.Parallel()
+		s, rec := newWriter()
+		big := "data: " + strings.Repeat("x", maxHeldEvent)
+		write(t, s, rec, big, big)
+	})
+}

@@ -63,7 +63,9 @@ func (s *Server) Handler() http.Handler {
 	// Runtime profiles under /debug/pprof/ (admin API token; listed in pprof.go).
 	s.handlePprof(mux)
 
-	// Gateway (client keys; OpenAI and Anthropic shapes).
+	// Gateway (client keys; OpenAI and Anthropic shapes). The /v1 routes themselves
+	// (which paths exist, which style each speaks, where each goes upstream) are
+	// the table in gateway/routes.go; Gateway.ServeHTTP (gateway/proxy.go) starts there.
 	if s.deps.Gateway != nil {
 		mux.Handle("/v1/", s.deps.Gateway)
 		// Without this, ServeMux would answer /v1 itself with an HTML redirect to /v1/;
