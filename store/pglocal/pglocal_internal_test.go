@@ -123,3 +123,49 @@ func TestLeftBehindServerIsRestarted(t *testing.T) {
 	}
 	_ = conn.Close(t.Context())
 }
+
+// TestLeftBehindServerExitingDuringStop covers a left-behind server that shuts itself
+// down (its parent-death signal) between the check that finds it running and pg_ctl's
+// stop, which then fails with "PID file does not exist": that is a server gone, not a
+// failure to start.
+func TestLeftBehindServerExitingDuringStop(t *testing.T) {
+	t.Parallel()
+	dataDir, err := os.MkdirTemp("", "pglocal-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dataDir) })
+	if err := os.Chmod(dataDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(t.Context(), Options{DataDir: dataDir})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if err := c.Close(t.Context()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	out, err := c.run(t.Context(), c.bins.pgCtl, "start", "-w", "-D", c.pgdata, "-l", filepath.Join(c.root, "orphan.log"),
+		"-o", "-c listen_addresses='' -c unix_socket_directories='"+c.socketDir+"'")
+	if err != nil {
+		t.Fatalf("pg_ctl start: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _, _ = c.run(context.Background(), c.bins.pgCtl, "stop", "-D", c.pgdata, "-m", "immediate") })
+
+	// A pg_ctl that loses the race: the server is gone by the time it looks.
+	script := filepath.Join(dataDir, "pg_ctl_racing")
+	body := "#!/bin/sh\n'" + c.bins.pgCtl + "' stop -D '" + c.pgdata + "' -m fast -w >/dev/null 2>&1\n" +
+		"echo 'pg_ctl: PID file does not exist' >&2\nexit 1\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	orig := c.bins.pgCtl
+	c.bins.pgCtl = script
+	defer func() { c.bins.pgCtl = orig }()
+	if err := c.clearLeftovers(t.Context()); err != nil {
+		t.Fatalf("clearLeftovers with a server that exited during the stop: %v", err)
+	}
+	if _, ok := readPostmasterPID(filepath.Join(c.pgdata, "postmaster.pid")); ok {
+		t.Error("postmaster.pid still there after clearLeftovers")
+	}
+}

@@ -181,23 +181,27 @@ func (c *Cluster) clearLeftovers(ctx context.Context) error {
 		c.removeStaleSocketLocks()
 		return nil
 	}
-	switch postmasterState(pid, c.pgdata) {
-	case postmasterRunning:
+	if postmasterState(pid, c.pgdata) == postmasterRunning {
 		c.logger.Warn("stopping a PostgreSQL server left behind by a previous owner", slog.Int("pid", pid))
 		out, err := c.run(ctx, c.bins.pgCtl, "stop", "-D", c.pgdata, "-m", "fast", "-w", "-t", "120")
-		if err != nil {
+		if err == nil {
+			return nil
+		}
+		// A server whose owner was killed gets its parent-death signal and shuts itself
+		// down: it may have exited between the check above and pg_ctl's own look at
+		// postmaster.pid. Only a server that is still there is a failure to stop it.
+		if postmasterState(pid, c.pgdata) == postmasterRunning {
 			return fmt.Errorf("pglocal: stop server left behind (pid %d): %w: %s", pid, err, bytes.TrimSpace(out))
 		}
-	case postmasterGone:
-		c.logger.Info("removing stale postmaster.pid", slog.Int("pid", pid))
-		if err := os.Remove(pidFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("pglocal: remove stale postmaster.pid: %w", err)
-		}
-		if err := waitOrphansGone(ctx, c.pgdata); err != nil {
-			return err
-		}
-		c.removeStaleSocketLocks()
 	}
+	c.logger.Info("removing stale postmaster.pid", slog.Int("pid", pid))
+	if err := os.Remove(pidFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("pglocal: remove stale postmaster.pid: %w", err)
+	}
+	if err := waitOrphansGone(ctx, c.pgdata); err != nil {
+		return err
+	}
+	c.removeStaleSocketLocks()
 	return nil
 }
 
