@@ -14,39 +14,40 @@ import (
 )
 
 // unreachableError is a shared admission store's fail-closed rejection, as
-// gateway/cluster's *UnavailableError reports it: through Code().
+// gateway/cluster's *UnavailableError reports it: it matches
+// admission.ErrUnavailable.
 type unreachableError struct{}
 
-func (unreachableError) Error() string { return "store unreachable" }
-func (unreachableError) Code() string  { return CodeClusterUnavailable }
+func (unreachableError) Error() string        { return "store unreachable" }
+func (unreachableError) Is(target error) bool { return target == admission.ErrUnavailable }
 
 // sharedAdmitter stands in for a cluster controller: the in-process
 // controller while "up", fail-closed rejections while "down".
 type sharedAdmitter struct {
-	localAdmitter
+	admission.Local
 	down     atomic.Bool
 	acquires atomic.Int64
 }
 
-func (s *sharedAdmitter) Acquire(ctx context.Context, req admission.Request) (permit, error) {
+func (s *sharedAdmitter) Acquire(ctx context.Context, req admission.Request) (admission.Grant, error) {
 	s.acquires.Add(1)
 	if s.down.Load() {
 		return nil, fmt.Errorf("shared: acquire: %w", unreachableError{})
 	}
-	return s.localAdmitter.Acquire(ctx, req)
+	return s.Local.Acquire(ctx, req)
 }
 
-func (s *sharedAdmitter) TryAcquire(req admission.Request) (permit, bool) {
+func (s *sharedAdmitter) TryAcquire(req admission.Request) (admission.Grant, bool) {
 	s.acquires.Add(1)
 	if s.down.Load() {
 		return nil, false
 	}
-	return s.localAdmitter.TryAcquire(req)
+	return s.Local.TryAcquire(req)
 }
 
 func TestOptionsAdmissionFailClosed(t *testing.T) {
 	t.Parallel()
-	shared := &sharedAdmitter{localAdmitter: localAdmitter{admission.New(admission.Options{})}}
+	shared := &sharedAdmitter{Local: admission.Local{C: admission.New(admission.Options{})}}
 	e := newEnv(t, upstreamtest.Options{}, func(o *Options) { o.Admission = shared })
 	oa := e.conn("c1", "key-c1", "glm-5")
 	oa.Overrides = caps(0, map[string]int{"glm-5": 2}, 60000)
@@ -102,7 +103,8 @@ func TestClusterUnavailable(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{name: "coded", err: unreachableError{}, want: true},
+		{name: "typed", err: unreachableError{}, want: true},
+		{name: "sentinel", err: fmt.Errorf("x: %w", admission.ErrUnavailable), want: true},
 		{name: "wrapped", err: fmt.Errorf("x: %w", unreachableError{}), want: true},
 		{name: "joined", err: errors.Join(context.Canceled, unreachableError{}), want: true},
 		{name: "context", err: context.Canceled, want: false},

@@ -144,18 +144,12 @@ func (x *exchange) attempt(p pick) attemptResult {
 		x.keepLast(c, resp, t0)
 		ra := parseRetryAfter(resp.Header.Get("Retry-After"), g.now())
 		now := g.now()
-		until := c.health.coolDown(t.model, now, ra, "upstream 429 for "+t.model)
-		if g.shared != nil {
-			x.sharedCoolDown(c, t.model, now, until)
-		}
+		g.limiter.coolDown(x.r.Context(), c, t.model, now, ra, "upstream 429 for "+t.model)
 		p.done(errBreakerExcluded)
 		return attemptFailed
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		x.keepLast(c, resp, t0)
-		c.health.suspend(g.now(), x.s.eff.SuspendDuration(), "upstream "+strconv.Itoa(status))
-		if g.shared != nil {
-			x.sharedSuspend(c, x.s.eff.SuspendDuration())
-		}
+		g.limiter.suspend(x.r.Context(), c, g.now(), x.s.eff.SuspendDuration(), "upstream "+strconv.Itoa(status))
 		p.done(errBreakerExcluded)
 		return attemptFailed
 	case status == http.StatusRequestTimeout || status >= 500:

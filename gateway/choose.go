@@ -83,10 +83,7 @@ func errNoHealthyNow(model string) *apiError {
 // dispatch.
 func (x *exchange) stillHealthy(t *target) bool {
 	now := x.g.now()
-	why, _ := t.c.health.check(t.model, now)
-	if why == availableNow && x.g.shared != nil {
-		why, _ = x.sharedCheck(t.c, t.model, now)
-	}
+	why, _ := x.g.limiter.check(x.r.Context(), t.c, t.model, now)
 	if why != availableNow {
 		return false
 	}
@@ -124,10 +121,7 @@ func (x *exchange) healthy() (candidates, *apiError) {
 	nCooling, nOK, nRate := 0, 0, 0
 	for _, i := range order {
 		t := x.targets[i]
-		why, until := t.c.health.check(t.model, now)
-		if why == availableNow && g.shared != nil {
-			why, until = x.sharedCheck(t.c, t.model, now)
-		}
+		why, until := g.limiter.check(x.r.Context(), t.c, t.model, now)
 		var left time.Duration
 		switch why {
 		case availableNow:
@@ -192,20 +186,13 @@ func (x *exchange) healthy() (candidates, *apiError) {
 // budgetBlocked reports whether an exhausted budget keeps c out at now:
 // with shared limits the tpm window is the cluster's.
 func (x *exchange) budgetBlocked(c *conn, now time.Time) (rateBlock, bool) {
-	if x.g.shared != nil && c.lim.tpm > 0 {
-		return x.sharedBlocked(c, now)
-	}
-	return c.rate.blocked(&c.lim, now)
+	return x.g.limiter.blocked(x.r.Context(), c, now)
 }
 
 // turnDelay is how long a dispatch turn on c reserved now would wait: with
 // shared limits, as far as this replica knows.
 func (x *exchange) turnDelay(c *conn) time.Duration {
-	now := time.Now()
-	if x.g.sharedUp() {
-		return c.rate.sharedTurnDelay(now)
-	}
-	return c.rate.turnDelay(now)
+	return x.g.limiter.turnDelay(c, time.Now())
 }
 
 // admitNow takes the first candidate that can admit and dispatch at once;
@@ -323,7 +310,7 @@ func (x *exchange) dispatchTurn(p pick, start time.Time) (pick, *apiError) {
 	if c.lim.spacing == 0 {
 		return p, nil
 	}
-	if aerr := x.takeTurn(c, start, p.t.req.MaxWait); aerr != nil {
+	if aerr := x.g.limiter.takeTurn(x, c, start, p.t.req.MaxWait); aerr != nil {
 		p.permit.Release()
 		p.done(errBreakerExcluded)
 		return pick{}, aerr

@@ -3,6 +3,8 @@ package gateway
 import (
 	"net/http"
 	"strconv"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 )
 
 // Error codes the gateway itself answers with, in `error.code`. The
@@ -23,9 +25,8 @@ const (
 	CodeUpstreamError     = "UPSTREAM_UNAVAILABLE"
 	CodeUpstreamStreamErr = "UPSTREAM_STREAM_ERROR"
 	// CodeClusterUnavailable (503) means cluster mode runs fail-closed and
-	// its shared admission store (Redis) cannot be reached; it equals
-	// gateway/cluster's CodeUnavailable.
-	CodeClusterUnavailable = "CLUSTER_UNAVAILABLE"
+	// its shared admission store (Redis) cannot be reached.
+	CodeClusterUnavailable = admission.CodeUnavailable
 )
 
 // Header names the gateway sets on responses.

@@ -11,6 +11,7 @@ package gateway
 
 import (
 	"cmp"
+	"context"
 	"log/slog"
 	"net"
 	"net/http"
@@ -57,17 +58,17 @@ type Options struct {
 	Usage UsageCounter
 	// Admission admits requests through the gates. nil: an in-process
 	// *admission.Controller on the Now clock, private to this gateway. Cluster
-	// mode passes gateway/cluster's *Controller here (any value with the same
-	// method set will do), so that caps hold across replicas; its
-	// CLUSTER_UNAVAILABLE errors become 503 with Retry-After 1. The caller
-	// owns a controller it passes and closes it after the gateway has drained.
-	Admission admitter
+	// mode passes gateway/cluster's *Controller here, so that caps hold
+	// across replicas; its errors matching admission.ErrUnavailable become
+	// 503 CLUSTER_UNAVAILABLE with Retry-After 1. The caller owns a
+	// controller it passes and closes it after the gateway has drained.
+	Admission admission.Admitter
 	// SharedLimits, when set (cluster mode: gateway/cluster's *Limits),
 	// shares the rpm/minTime spacing, the tpm window, upstream cooldowns and
 	// suspensions with the other replicas. nil keeps them in this process.
 	// When it fails the gateway uses its in-process state (fail-open) and
 	// logs that once a minute.
-	SharedLimits SharedLimits
+	SharedLimits admission.SharedLimits
 }
 
 // Gateway is the /v1 proxy. Create it with New, give it a Config with
@@ -79,7 +80,7 @@ type Gateway struct {
 	transport    http.RoundTripper
 	ownTransport *http.Transport
 	maxBody      int64
-	ctrl         admitter
+	ctrl         admission.Admitter
 	metrics      *metrics
 
 	applyMu sync.Mutex // serialises Apply
@@ -90,14 +91,12 @@ type Gateway struct {
 	healthMu sync.Mutex
 	health   map[string]*connHealth // by connection id
 
-	usage          UsageCounter
-	rates          map[string]*connRate // by connection id; guarded by applyMu
-	usageDownUntil atomic.Int64         // unix nanos (real clock) until which the usage store is not asked
-	usageLoggedAt  atomic.Int64         // unix nanos of the latest "usage store unavailable" log line
-
-	shared          SharedLimits // nil: single process
-	sharedDownUntil atomic.Int64 // unix nanos (real clock) until which the shared store is not asked
-	sharedLoggedAt  atomic.Int64 // unix nanos of the latest "shared store unavailable" log line
+	usage     UsageCounter
+	usageDown *failOpen
+	rates     map[string]*connRate // by connection id; guarded by applyMu
+	// limiter keeps spacing, tpm window, cooldowns and suspensions: in this
+	// process, or shared in cluster mode (chosen once, in New).
+	limiter limiter
 
 	copyBuf sync.Pool // *[]byte, copyBufSize
 	// zeroMs is X-Gatehouse-Queue-Ms for a request that did not wait,
@@ -116,10 +115,12 @@ func New(opts Options) *Gateway {
 		metrics: newMetrics(),
 		health:  make(map[string]*connHealth),
 		usage:   opts.Usage,
-		shared:  opts.SharedLimits,
 		rates:   make(map[string]*connRate),
+		limiter: localLimiter{},
 		zeroMs:  []string{"0"},
 	}
+	g.usageDown = &failOpen{log: g.log, retry: usageRetry,
+		msg: "gateway: usage store unavailable; counting rpd/tpd in memory until it is back"}
 	if g.now == nil {
 		g.now = time.Now
 	}
@@ -131,9 +132,13 @@ func New(opts Options) *Gateway {
 		g.ownTransport = NewTransport()
 		g.transport = g.ownTransport
 	}
+	if opts.SharedLimits != nil {
+		g.limiter = &sharedLimiter{store: opts.SharedLimits, now: g.now, down: &failOpen{log: g.log, retry: sharedRetry,
+			msg: "gateway: shared rate-limit store unavailable; using this replica's own limits until it is back"}}
+	}
 	g.ctrl = opts.Admission
 	if g.ctrl == nil {
-		g.ctrl = localAdmitter{admission.New(admission.Options{Now: g.now})}
+		g.ctrl = admission.Local{C: admission.New(admission.Options{Now: g.now})}
 	}
 	if opts.Registerer != nil {
 		g.metrics.register(opts.Registerer, newGatesCollector(g))
@@ -234,7 +239,10 @@ func (g *Gateway) ResetHealth(connID string) bool {
 		return false
 	}
 	h.reset()
-	g.resetShared(connID)
+	g.applyMu.Lock()
+	r := g.rates[connID]
+	g.applyMu.Unlock()
+	g.limiter.reset(context.Background(), connID, r)
 	return true
 }
 

@@ -457,7 +457,7 @@ func TestUsageStoreDownFailsOpen(t *testing.T) {
 
 	for range 2 {
 		expectVia(t, e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)), "conn-c1")
-		e.gw.usageDownUntil.Store(0) // ask the store again at once
+		e.gw.usageDown.downUntil.Store(0) // ask the store again at once
 	}
 	if got := logs.count(); got != 1 {
 		t.Errorf("%d warnings logged for two failing store calls, want 1", got)

@@ -33,14 +33,14 @@ type outcome struct {
 }
 
 // Acquire waits until every gate on req's path has room across the cluster,
-// takes one slot in each, and returns the Permit that holds them. Like
+// takes one slot in each, and returns the admission.Grant that holds them. Like
 // admission.Controller.Acquire it returns an *admission.Error (ErrTimeout,
 // ErrQueueFull) when it gives up and ctx.Err() when ctx ends first. While
 // Redis is away it admits through the per-replica fallback (FailOpen) or
 // returns an *UnavailableError (FailClosed). After Close it returns ErrClosed.
 //
 // The uncontended case costs one Redis round trip.
-func (c *Controller) Acquire(ctx context.Context, req admission.Request) (Permit, error) {
+func (c *Controller) Acquire(ctx context.Context, req admission.Request) (admission.Grant, error) {
 	start := time.Now()
 	if c.down.Load() {
 		return c.acquireDegraded(ctx, req, start)
@@ -80,7 +80,7 @@ func (c *Controller) Acquire(ctx context.Context, req admission.Request) (Permit
 // its path has room and no waiter anywhere in the cluster queues on those
 // gates. It never waits or queues, and counts nothing when it fails. While
 // Redis is away it asks the fallback (FailOpen) or fails (FailClosed).
-func (c *Controller) TryAcquire(req admission.Request) (Permit, bool) {
+func (c *Controller) TryAcquire(req admission.Request) (admission.Grant, bool) {
 	if c.down.Load() {
 		return c.tryDegraded(req)
 	}
@@ -230,7 +230,7 @@ func (c *Controller) unpark(w *waiter) {
 
 // wait re-checks w each time it is woken until it is admitted, times out,
 // its context ends or the controller closes.
-func (c *Controller) wait(ctx context.Context, req admission.Request, w *waiter, start time.Time) (Permit, error) {
+func (c *Controller) wait(ctx context.Context, req admission.Request, w *waiter, start time.Time) (admission.Grant, error) {
 	var timeout <-chan time.Time
 	if req.MaxWait > 0 {
 		t := time.NewTimer(req.MaxWait - time.Since(start))
@@ -358,7 +358,7 @@ func (c *Controller) grant(w *waiter, waited time.Duration) *lease {
 
 // acquireDegraded admits while Redis is away: through the fallback with
 // what is left of the wait (FailOpen), or not at all (FailClosed).
-func (c *Controller) acquireDegraded(ctx context.Context, req admission.Request, start time.Time) (Permit, error) {
+func (c *Controller) acquireDegraded(ctx context.Context, req admission.Request, start time.Time) (admission.Grant, error) {
 	if c.mode == FailClosed {
 		return nil, c.unavailable()
 	}
@@ -377,7 +377,7 @@ func (c *Controller) acquireDegraded(ctx context.Context, req admission.Request,
 	return fallbackPermit{Permit: p, before: before}, nil
 }
 
-func (c *Controller) tryDegraded(req admission.Request) (Permit, bool) {
+func (c *Controller) tryDegraded(req admission.Request) (admission.Grant, bool) {
 	if c.mode == FailClosed {
 		return nil, false
 	}

@@ -67,9 +67,9 @@ func BenchmarkPing(b *testing.B) {
 	}
 }
 
-// BenchmarkLocal is the in-process controller through the Local adapter.
+// BenchmarkLocal is the in-process controller through admission.Local.
 func BenchmarkLocal(b *testing.B) {
-	c := Local{C: admission.New(admission.Options{})}
+	c := admission.Local{C: admission.New(admission.Options{})}
 	c.SetCaps(map[string]int{benchKeys[0]: 1000, benchKeys[1]: 500, benchKeys[2]: 100, benchKeys[3]: 50})
 	req := admission.Request{Gates: path(benchKeys...), MaxWait: 30 * time.Second}
 	b.ReportAllocs()

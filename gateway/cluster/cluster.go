@@ -112,8 +112,11 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Controller admits requests through gates whose slots live in Redis. It is
-// safe for concurrent use. Create it with New and stop it with Close.
+var _ admission.Admitter = (*Controller)(nil)
+
+// Controller admits requests through gates whose slots live in Redis. It
+// implements admission.Admitter. It is safe for concurrent use. Create it
+// with New and stop it with Close.
 type Controller struct {
 	rdb         redis.UniversalClient
 	replica     string

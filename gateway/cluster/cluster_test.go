@@ -119,7 +119,7 @@ func TestDeadReplicaLosesLeases(t *testing.T) {
 	reps := replicas(t, 2, map[string]int{gate: 2}, Options{LeaseTTL: time.Second})
 	dead, alive := reps[0], reps[1]
 	req := admission.Request{Gates: path(gate), MaxWait: 5 * time.Second}
-	var held []Permit
+	var held []admission.Grant
 	for range 2 {
 		p, ok := dead.TryAcquire(req)
 		if !ok {
@@ -318,7 +318,7 @@ func ignoreHold() cmp.Option {
 // heldOnOneReplica starts two replicas (re-checks a minute apart, so only pub/sub
 // wakes a waiter in a test's time) sharing gate with cap 1, waits until both listen
 // on its channel, and has a hold the slot: holder, for req.
-func heldOnOneReplica(t *testing.T, gate string) (a, b *Controller, req admission.Request, holder Permit) {
+func heldOnOneReplica(t *testing.T, gate string) (a, b *Controller, req admission.Request, holder admission.Grant) {
 	t.Helper()
 	reps := replicas(t, 2, map[string]int{gate: 1}, Options{Recheck: time.Minute})
 	a, b = reps[0], reps[1]

@@ -3,21 +3,25 @@ package cluster
 import (
 	"errors"
 	"fmt"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 )
 
 // CodeUnavailable is the `code` the gateway sends with 503 when the cluster
-// runs fail-closed and Redis cannot be reached.
-const CodeUnavailable = "CLUSTER_UNAVAILABLE"
+// runs fail-closed and Redis cannot be reached: admission.CodeUnavailable.
+const CodeUnavailable = admission.CodeUnavailable
 
 var (
-	// ErrUnavailable matches every *UnavailableError.
-	ErrUnavailable = errors.New("cluster: " + CodeUnavailable)
+	// ErrUnavailable matches every *UnavailableError. It is
+	// admission.ErrUnavailable, the sentinel the gateway checks.
+	ErrUnavailable = admission.ErrUnavailable
 	// ErrClosed is returned to requests still waiting when Close is called.
 	ErrClosed = errors.New("cluster: controller closed")
 )
 
 // UnavailableError rejects a request because Redis cannot be reached and the
-// controller runs FailClosed. errors.Is(err, ErrUnavailable) matches it.
+// controller runs FailClosed. errors.Is(err, admission.ErrUnavailable)
+// matches it.
 type UnavailableError struct {
 	// Cause is the Redis error that switched the controller to its fail
 	// mode (for logs; never for clients).
@@ -29,13 +33,8 @@ func (e *UnavailableError) Error() string {
 	return fmt.Sprintf("cluster: %s: shared admission store unreachable: %v", CodeUnavailable, e.Cause)
 }
 
-// Code returns CodeUnavailable. The gateway recognises the rejection by this
-// method (an error in the chain with Code() == "CLUSTER_UNAVAILABLE"), so it
-// needs no import of this package.
-func (e *UnavailableError) Code() string { return CodeUnavailable }
-
 // Unwrap returns the cause.
 func (e *UnavailableError) Unwrap() error { return e.Cause }
 
-// Is matches ErrUnavailable.
-func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+// Is matches admission.ErrUnavailable.
+func (e *UnavailableError) Is(target error) bool { return target == admission.ErrUnavailable }

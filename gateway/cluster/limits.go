@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 )
 
 // LimitsOptions configures Limits. Client is required.
@@ -27,7 +27,7 @@ type LimitsOptions struct {
 // Limits keeps the rate-limit and upstream-health state that gateway
 // replicas share in cluster mode: the rpm/minTime dispatch spacing, the tpm
 // window, cooldowns after upstream 429s and suspensions after 401/403. It
-// implements gateway.SharedLimits; every call is one script (or one DEL) on
+// implements admission.SharedLimits; every call is one script (or one DEL) on
 // Redis's clock, bounded by OpTimeout. It is safe for concurrent use and
 // runs no goroutines.
 //
@@ -42,7 +42,7 @@ type Limits struct {
 	opTimeout time.Duration
 }
 
-var _ gateway.SharedLimits = (*Limits)(nil)
+var _ admission.SharedLimits = (*Limits)(nil)
 
 // NewLimits returns Limits over opts.Client.
 func NewLimits(opts LimitsOptions) (*Limits, error) {
@@ -65,7 +65,7 @@ const suspendField = "s"
 
 func modelField(model string) string { return "m:" + model }
 
-// ReserveTurn implements gateway.SharedLimits: it reserves connID's next
+// ReserveTurn implements admission.SharedLimits: it reserves connID's next
 // dispatch turn, spacing after the one before, unless it is more than budget
 // (when >= 0) away.
 func (l *Limits) ReserveTurn(ctx context.Context, connID string, spacing, budget time.Duration) (time.Duration, bool, error) {
@@ -85,12 +85,12 @@ func (l *Limits) ReserveTurn(ctx context.Context, connID string, spacing, budget
 	return time.Duration(v[1]) * time.Microsecond, v[0] == 1, nil
 }
 
-// View implements gateway.SharedLimits: connID's suspension, cooldowns and
+// View implements admission.SharedLimits: connID's suspension, cooldowns and
 // tpm window now, in one read-only script.
-func (l *Limits) View(ctx context.Context, connID string, tpm int64) (gateway.SharedView, error) {
+func (l *Limits) View(ctx context.Context, connID string, tpm int64) (admission.SharedView, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.opTimeout)
 	defer cancel()
-	var v gateway.SharedView
+	var v admission.SharedView
 	raw, err := peekScript.Run(ctx, l.rdb, []string{l.keys.health(connID), l.keys.tpm(connID)}, tpm).Slice()
 	if err != nil {
 		return v, fmt.Errorf("cluster: read shared limits: %w", err)
@@ -118,7 +118,7 @@ func (l *Limits) View(ctx context.Context, connID string, tpm int64) (gateway.Sh
 	return v, nil
 }
 
-// AddTokens implements gateway.SharedLimits: it charges tokens to connID's
+// AddTokens implements admission.SharedLimits: it charges tokens to connID's
 // tpm window.
 func (l *Limits) AddTokens(ctx context.Context, connID string, tpm, tokens int64) error {
 	ctx, cancel := context.WithTimeout(ctx, l.opTimeout)
@@ -129,12 +129,12 @@ func (l *Limits) AddTokens(ctx context.Context, connID string, tpm, tokens int64
 	return nil
 }
 
-// CoolDown implements gateway.SharedLimits: model on connID cools for d.
+// CoolDown implements admission.SharedLimits: model on connID cools for d.
 func (l *Limits) CoolDown(ctx context.Context, connID, model string, d time.Duration) error {
 	return l.mark(ctx, connID, modelField(model), d)
 }
 
-// Suspend implements gateway.SharedLimits: connID is suspended for d.
+// Suspend implements admission.SharedLimits: connID is suspended for d.
 func (l *Limits) Suspend(ctx context.Context, connID string, d time.Duration) error {
 	return l.mark(ctx, connID, suspendField, d)
 }
@@ -149,7 +149,7 @@ func (l *Limits) mark(ctx context.Context, connID, field string, d time.Duration
 	return nil
 }
 
-// Reset implements gateway.SharedLimits: it clears connID's cooldowns and
+// Reset implements admission.SharedLimits: it clears connID's cooldowns and
 // suspension.
 func (l *Limits) Reset(ctx context.Context, connID string) error {
 	ctx, cancel := context.WithTimeout(ctx, l.opTimeout)

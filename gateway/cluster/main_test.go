@@ -244,7 +244,7 @@ func zcard(t testing.TB, rdb redis.UniversalClient, key string) int {
 
 // result is what an asynchronous Acquire returned.
 type result struct {
-	p   Permit
+	p   admission.Grant
 	err error
 }
 

@@ -9,19 +9,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 )
 
-// Permit holds one slot in every gate of an admitted request's path until
-// Release. Release is idempotent and safe from several goroutines; Waited
-// is how long the request waited to be admitted. *admission.Permit has the
-// same two methods, so a gateway that holds permits as this interface can
-// take them from either controller. It is an alias of an unnamed interface
-// type, so a consumer can declare the same alias without importing this
-// package and still match Controller's method signatures exactly.
-type Permit = interface {
-	Release()
-	Waited() time.Duration
-}
-
-// lease is a permit whose slots are leases in Redis.
+// lease is a grant whose slots are leases in Redis.
 type lease struct {
 	c        *Controller
 	member   string
