@@ -31,7 +31,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET "+static.Prefix, s.dash.assets.Handler())
 	mux.Handle("GET /login", s.ui(uiPublic, s.uiLoginForm))
 	mux.Handle("POST /login", s.ui(uiPublic, s.uiLogin))
-	mux.Handle("GET /logout", s.ui(uiPublic, s.uiLogoutLink))
+	mux.Handle("GET /logout", s.ui(uiPublic, s.uiLogoutPage))
 	mux.Handle("POST /logout", s.ui(uiPublic, s.uiLogout))
 	mux.Handle("GET /{$}", s.ui(uiRead, s.uiOverview))
 	mux.Handle("GET /live", s.ui(uiRead, s.uiLive))
@@ -57,6 +57,9 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /users", s.ui(uiRead, s.uiUsers))
 	mux.Handle("POST /users", s.ui(uiWrite, s.uiAddUser))
 	mux.Handle("POST /users/{id}/role", s.ui(uiWrite, s.uiSetRole))
+	mux.Handle("POST /users/{id}/password", s.ui(uiWrite, s.uiResetPassword))
+	mux.Handle("GET /account", s.ui(uiRead, s.uiAccount))
+	mux.Handle("POST /account", s.ui(uiSelf, s.uiChangePassword))
 	mux.Handle("GET /users/{id}/delete", s.ui(uiWrite, s.uiConfirmDeleteUser))
 	mux.Handle("POST /users/{id}/delete", s.ui(uiWrite, s.uiDeleteUser))
 

@@ -9,6 +9,7 @@ package handlers
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/go-playground/validator/v10"
@@ -45,6 +46,9 @@ type Deps struct {
 	SecureCookies bool
 	// Now is the clock (tests inject one); nil means time.Now.
 	Now func() time.Time
+	// TrustedProxies are the reverse proxies (GATEHOUSE_TRUSTED_PROXIES) whose
+	// X-Forwarded-For names the client; see clientAddr.
+	TrustedProxies []netip.Prefix
 }
 
 // Server holds the wired dependencies of every handler.
@@ -79,6 +83,9 @@ func New(d Deps) *Server {
 	s.dash.csrf.SetDenyHandler(http.HandlerFunc(s.uiCSRFDenied))
 	return s
 }
+
+// clientAddr is the client address of r, for throttling, the audit log and logs.
+func (s *Server) clientAddr(r *http.Request) string { return clientAddr(r, s.deps.TrustedProxies) }
 
 // maxBodyBytes bounds every request body the API and dashboard read.
 const maxBodyBytes = 1 << 20

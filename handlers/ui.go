@@ -71,6 +71,7 @@ const (
 	uiPublic uiAccess = iota // anyone (the sign-in page)
 	uiRead                   // any signed-in user
 	uiWrite                  // admins only
+	uiSelf                   // any signed-in user, writing only their own account
 )
 
 // uiStatus is an error that shows as an error page with a status and a catalog
@@ -115,6 +116,8 @@ func (s *Server) ui(access uiAccess, h uiHandler) http.Handler {
 		case rq.user == nil:
 			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
+		case access == uiSelf:
+			// A viewer may change their own password (and nothing else).
 		case access == uiWrite && rq.user.Role != store.RoleAdmin:
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
 				s.uiFail(w, r, rq, errUIAdminOnly) // an admin's page, not a write
@@ -248,8 +251,8 @@ func (s *Server) uiFail(w http.ResponseWriter, r *http.Request, rq *uiRequest, e
 	case errors.As(err, &mbe):
 		status, key = http.StatusRequestEntityTooLarge, "status.other"
 	default:
-		s.log.ErrorContext(r.Context(), "dashboard request failed",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("error", err))
+		s.log.ErrorContext(r.Context(), "dashboard request failed", slog.String("method", r.Method),
+			slog.String("path", r.URL.Path), slog.String("client", s.clientAddr(r)), slog.Any("error", err))
 	}
 	p := web.Page{
 		L: rq.l, CSSPath: s.dash.assets.Path("app.css"), JSPath: s.dash.assets.Path("app.js"),

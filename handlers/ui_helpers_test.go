@@ -52,7 +52,11 @@ type dash struct {
 	viewer store.User
 }
 
-func newDash(t *testing.T) *dash {
+func newDash(t *testing.T) *dash { return newDashWith(t, nil) }
+
+// newDashWith is newDash with the Server's Deps adjusted by configure (when non-nil)
+// and the Server itself by setup.
+func newDashWith(t *testing.T, configure func(*Deps), setup ...func(*Server)) *dash {
 	t.Helper()
 	pool := storetest.Pool(t)
 	logger := slog.New(slog.DiscardHandler)
@@ -61,7 +65,15 @@ func newDash(t *testing.T) *dash {
 		t.Fatalf("store.New: %v", err)
 	}
 	gates := &dashGates{}
-	srv := httptest.NewServer(New(Deps{Store: st, Logger: logger, Gates: gates}).Handler())
+	deps := Deps{Store: st, Logger: logger, Gates: gates}
+	if configure != nil {
+		configure(&deps)
+	}
+	server := New(deps)
+	for _, f := range setup {
+		f(server)
+	}
+	srv := httptest.NewServer(server.Handler())
 	t.Cleanup(srv.Close)
 	d := &dash{srv: srv, store: st, gates: gates}
 	if d.admin, err = st.CreateUser(t.Context(), store.ActorSystem, "admin@example.com", dashPassword, store.RoleAdmin); err != nil {

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -23,8 +24,9 @@ func (s *Server) uiLoginForm(w http.ResponseWriter, r *http.Request, rq *uiReque
 	return s.uiRender(w, r, rq, http.StatusOK, web.LoginPage(page, web.LoginForm{Next: uiNext(next)}))
 }
 
-// uiLogin serves POST /login: throttled, then store.Authenticate (constant-time);
-// a good password rotates the session id and binds it to the user.
+// uiLogin serves POST /login: throttled (ui_throttle.go: the failure is charged
+// before the password is checked), then store.Authenticate (constant-time); a good
+// password rotates the session id and binds it to the user.
 func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	form, err := uiForm(r)
 	if err != nil {
@@ -32,43 +34,55 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request, rq *uiRequest) 
 	}
 	email, password := form.Get("email"), form.Get("password")
 	f := web.LoginForm{Email: email, Next: uiNext(form.Get("next"))}
-	keys := attemptKeys(email, r)
-	if wait := s.dash.throttle.wait(keys); wait > 0 {
-		secs := int((wait + time.Second - 1) / time.Second)
-		f.Throttled, f.RetryAfterSeconds = true, secs
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
+	client := s.clientAddr(r)
+	keys := s.dash.throttle.keys(email, client)
+	retry, delay := s.dash.throttle.begin(keys)
+	if retry > 0 {
+		s.log.DebugContext(r.Context(), "dashboard sign-in throttled", slog.String("client", client))
+		f.Throttled, f.RetryAfterSeconds = true, retryAfterSeconds(w, retry)
 		return s.uiRender(w, r, rq, http.StatusTooManyRequests, web.LoginPage(s.uiPage(r, rq), f))
+	}
+	if err := s.dash.throttle.sleep(r.Context(), delay); err != nil {
+		return nil // the client left during the delay; its attempt stays charged
 	}
 	u, err := s.store.Authenticate(r.Context(), email, password)
 	if errors.Is(err, store.ErrInvalidCredentials) {
-		s.dash.throttle.fail(keys)
+		s.log.InfoContext(r.Context(), "dashboard sign-in failed", slog.String("client", client))
 		f.Error = rq.l.T("login.failed")
 		return s.uiRender(w, r, rq, http.StatusUnauthorized, web.LoginPage(s.uiPage(r, rq), f))
 	}
 	if err != nil {
+		s.dash.throttle.refund(keys)
 		return err
 	}
-	s.dash.throttle.succeed(keys)
+	s.dash.throttle.succeeded(keys)
 	if err := s.dash.sessions.signIn(r, rq.sess, u.ID, rq.now); err != nil {
 		return err
 	}
 	return s.uiRedirect(w, r, rq, localPath(f.Next))
 }
 
-// uiLogout serves POST /logout: the session row is deleted and the cookie cleared.
+// retryAfterSeconds sets Retry-After for a throttled answer and returns its seconds.
+func retryAfterSeconds(w http.ResponseWriter, wait time.Duration) int {
+	secs := max(int((wait+time.Second-1)/time.Second), 1)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	return secs
+}
+
+// uiLogout serves POST /logout (CSRF-guarded like every dashboard write): the
+// session row is deleted and the cookie cleared.
 func (s *Server) uiLogout(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	rq.sess.end()
 	return s.uiRedirect(w, r, rq, "/login?signedout=1")
 }
 
-// uiLogoutLink serves GET /logout, so a plain link or a typed URL signs out too. A
-// navigation that another site started (Sec-Fetch-Site: cross-site) does not: it goes
-// to the overview and the session stays, so no foreign page can sign anyone out.
-func (s *Server) uiLogoutLink(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
-	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		return s.uiRedirect(w, r, rq, "/")
+// uiLogoutPage serves GET /logout: a page with the sign-out button. A GET changes
+// nothing, so no link or page of another site can sign anyone out.
+func (s *Server) uiLogoutPage(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+	if rq.user == nil {
+		return s.uiRedirect(w, r, rq, "/login")
 	}
-	return s.uiLogout(w, r, rq)
+	return s.uiRender(w, r, rq, http.StatusOK, web.LogoutPage(s.uiPage(r, rq)))
 }
 
 // uiNext keeps a local return path for the sign-in form ("" for the overview).

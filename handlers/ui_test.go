@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -148,34 +149,42 @@ func TestLoginThrottlePolicy(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	th := newLoginThrottle(func() time.Time { return now })
-	req := &http.Request{RemoteAddr: "192.0.2.1:5555"}
-	keys := attemptKeys("Ada@Example.com", req)
+	keys := th.keys("Ada@Example.com", "192.0.2.1")
 	var waits []time.Duration
 	for range 8 {
-		th.fail(keys)
-		waits = append(waits, th.wait(keys))
+		retry, _ := th.begin(keys)
+		waits = append(waits, retry)
+		now = now.Add(retry) // wait it out, then fail again
 	}
-	want := []time.Duration{0, 0, 0, 0, 30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute}
+	want := []time.Duration{0, 0, 0, 0, 0, 30 * time.Second, 0, time.Minute}
 	if diff := cmp.Diff(want, waits); diff != "" {
-		t.Errorf("waits after each failure mismatch (-want +got):\n%s", diff)
+		t.Errorf("waits before each attempt mismatch (-want +got):\n%s", diff)
 	}
-	// The same account from elsewhere is only ever slowed down, to a minute at most.
-	other := attemptKeys("ada@example.com", &http.Request{RemoteAddr: "198.51.100.7:1"})
-	if w := th.wait(other); w > time.Minute {
-		t.Errorf("another address waits %v for the account, want ≤ 1m", w)
+	// Failures of the account from ever more addresses never refuse a new address,
+	// they only slow its password check down, by 2 s at most.
+	var delay time.Duration
+	for i := range 20 {
+		var retry time.Duration
+		retry, delay = th.begin(th.keys("ada@example.com", fmt.Sprintf("198.51.100.%d", i)))
+		if retry != 0 {
+			t.Fatalf("new address %d answered with retry %v; the account key must never refuse", i, retry)
+		}
+	}
+	if delay != accountMaxDelay {
+		t.Errorf("account delay after 26 failures %v, want the cap %v", delay, accountMaxDelay)
 	}
 	// Everything is forgotten 15 minutes after the last failure: never a permanent lockout.
 	now = now.Add(throttleForget)
-	if w := th.wait(keys); w != 0 {
-		t.Errorf("after %v: wait %v, want 0", throttleForget, w)
+	if retry, delay := th.begin(keys); retry != 0 || delay != 0 {
+		t.Errorf("after %v: retry %v delay %v, want 0", throttleForget, retry, delay)
 	}
 	// A good sign-in clears the account's count but not the address's.
 	for range 5 {
-		th.fail(keys)
+		th.begin(keys)
 	}
-	th.succeed(keys)
-	if w := th.wait(keys); w != 0 {
-		t.Errorf("after success: wait %v, want 0", w)
+	th.succeeded(keys)
+	if retry, _ := th.begin(keys); retry != 0 {
+		t.Errorf("after success: retry %v, want 0", retry)
 	}
 }
 
@@ -521,32 +530,31 @@ func TestDashSettingsWithoutVersion(t *testing.T) {
 	d.post(t, c, "/settings", url.Values{"version": {"x"}, "defaultMaxWaitMs": {"1"}}).want(t, http.StatusBadRequest)
 }
 
-// TestDashLogoutLink checks that GET /logout signs out like the button, unless another
-// site started the navigation.
-func TestDashLogoutLink(t *testing.T) {
+// TestDashSignOutIsPost: GET /logout only shows the sign-out button, changing
+// nothing; the button's POST signs out, and a cross-site POST is refused (403).
+func TestDashSignOutIsPost(t *testing.T) {
 	t.Parallel()
 	d := newDash(t)
 	c := d.signIn(t, "admin@example.com")
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, d.srv.URL+"/logout", nil)
-	if err != nil {
-		t.Fatal(err)
+	res := d.get(t, c, "/logout").want(t, http.StatusOK)
+	form := res.testid("logout-form")
+	if form.AttrOr("method", "") != "post" || form.AttrOr("action", "") != "/logout" || form.Find(`[data-testid="logout-submit"]`).Length() != 1 {
+		t.Errorf("GET /logout has no sign-out button posting /logout:\n%s", res.body)
 	}
-	req.Header.Set("Sec-Fetch-Site", "cross-site")
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = res.Body.Close()
-	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/" {
-		t.Errorf("cross-site GET /logout: %d to %q, want 303 to /", res.StatusCode, res.Header.Get("Location"))
-	}
+	d.get(t, c, "/connections").want(t, http.StatusOK) // still signed in
+
+	d.post(t, c, "/logout", nil, "Sec-Fetch-Site", "cross-site").want(t, http.StatusForbidden)
 	d.get(t, c, "/connections").want(t, http.StatusOK)
 
-	res2 := d.get(t, c, "/logout").want(t, http.StatusSeeOther)
-	if loc := res2.header.Get("Location"); loc != "/login?signedout=1" {
-		t.Errorf("GET /logout: redirect to %q", loc)
+	res = d.post(t, c, "/logout", nil).want(t, http.StatusSeeOther)
+	if loc := res.header.Get("Location"); loc != "/login?signedout=1" {
+		t.Errorf("POST /logout: redirect to %q", loc)
 	}
 	d.get(t, c, "/connections").want(t, http.StatusSeeOther)
+	// Signed out, the page has nothing to offer: on to the sign-in form.
+	if loc := d.get(t, c, "/logout").want(t, http.StatusSeeOther).header.Get("Location"); loc != "/login" {
+		t.Errorf("GET /logout signed out: redirect to %q, want /login", loc)
+	}
 }
 
 func TestDashKeysAndTokens(t *testing.T) {

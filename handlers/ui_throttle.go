@@ -1,8 +1,10 @@
 package handlers
 
 import (
-	"net"
-	"net/http"
+	lru "container/list"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
 	"strings"
 	"sync"
 	"time"
@@ -12,150 +14,247 @@ import (
 // on its own, which only makes the limits looser by the replica count).
 //
 // Failures are counted per key in a window that closes throttleForget after the key's
-// last failure. Past a key's free failures, each further attempt must wait a delay
-// that doubles with every failure (30 s, 1 min, 2 min, …) up to the key's cap.
-// Three keys are checked on every attempt:
+// last failure. Three keys are charged on every attempt, with the client address of
+// clientAddr (GATEHOUSE_TRUSTED_PROXIES):
 //
-//   - account and address together: 5 free failures, delay capped at 15 min — the
-//     guesser at one account from one place;
-//   - address: 20 free failures, capped at 15 min — one place spraying many accounts;
-//   - account: 10 free failures, capped at 1 min — many places guessing one account.
-//     A stranger can trigger this one for someone else's account, so it only ever
-//     slows the owner down to one attempt a minute; it never locks them out.
+//   - account and address together: 5 free failures, then each further attempt must
+//     wait a delay that doubles with every failure (30 s, 1 min, 2 min, …, 15 min) —
+//     the guesser at one account from one place. Answered 429 with Retry-After.
+//   - address: 20 free failures whatever the accounts, then the same growing wait —
+//     one place spraying many accounts. Answered 429.
+//   - account, from every address: 10 free failures, then the password is checked
+//     only after a delay that doubles from 250 ms up to accountMaxDelay (2 s). Never a
+//     429: a stranger can drive this key for someone else's account, so it may only
+//     slow the owner down, never refuse the right password. The owner signing in from
+//     their own address meets none of the stranger's pair or address keys.
 //
-// An attempt made while a key is throttled is answered 429 without checking the
-// password and is not counted, so nothing stretches a wait beyond its cap, and every
-// key is forgotten throttleForget after its last failure. A successful sign-in clears
-// the account's keys (not the address's: a guesser cannot reset the count by
-// signing in to an account of their own).
+// A failure is charged before the password is checked, under the same lock as the
+// check, so N parallel guesses are N failures and at most the free allowance gets to
+// the (slow) password hash; the rest are answered 429. A right password refunds the
+// address's charge and clears the pair and account keys (a guesser cannot reset an
+// address's count by signing in to an account of their own). An attempt answered 429
+// is not charged, so nothing stretches a wait beyond its cap, and every key is
+// forgotten throttleForget after its last failure: there is no permanent lockout.
+//
+// The table holds at most throttleMaxEntries keys; a new key past that drops the key
+// touched longest ago. Keys are SHA-256 digests salted per process, so the table
+// holds no email address or client address.
 const (
-	throttleForget    = 15 * time.Minute
-	throttleBaseDelay = 30 * time.Second
-	// throttleMaxKeys bounds the table; past it, forgotten keys are swept.
-	throttleMaxKeys = 10000
+	throttleForget     = 15 * time.Minute
+	throttleBaseDelay  = 30 * time.Second
+	throttleMaxEntries = 10000
+	accountBaseDelay   = 250 * time.Millisecond
+	accountMaxDelay    = 2 * time.Second
 )
 
 // throttlePolicy is how many failures a key may make before it waits, and the
-// longest wait.
+// shortest and longest wait.
 type throttlePolicy struct {
 	free     int
+	base     time.Duration
 	maxDelay time.Duration
 }
 
 var (
-	policyPair    = throttlePolicy{free: 5, maxDelay: 15 * time.Minute}
-	policyAddress = throttlePolicy{free: 20, maxDelay: 15 * time.Minute}
-	policyAccount = throttlePolicy{free: 10, maxDelay: time.Minute}
+	policyPair    = throttlePolicy{free: 5, base: throttleBaseDelay, maxDelay: 15 * time.Minute}
+	policyAddress = throttlePolicy{free: 20, base: throttleBaseDelay, maxDelay: 15 * time.Minute}
+	policyAccount = throttlePolicy{free: 10, base: accountBaseDelay, maxDelay: accountMaxDelay}
 )
 
-type throttleEntry struct {
-	failures int
-	last     time.Time
-	policy   throttlePolicy
+// delay is how long a key with failures waits past its last one (0 = free).
+func (p throttlePolicy) delay(failures int) time.Duration {
+	over := failures - p.free
+	if over < 0 {
+		return 0
+	}
+	if over >= 16 {
+		return p.maxDelay
+	}
+	return min(p.base<<over, p.maxDelay)
 }
 
-// until is when the key may try again; the zero time when it may now.
-func (e *throttleEntry) until() time.Time {
-	over := e.failures - e.policy.free
-	if over < 0 {
-		return time.Time{}
-	}
-	d := e.policy.maxDelay
-	if over < 16 {
-		d = min(throttleBaseDelay<<over, e.policy.maxDelay)
-	}
-	return e.last.Add(d)
+// throttleKey is a salted digest of one key: the table never holds who or where.
+type throttleKey [16]byte
+
+type throttleEntry struct {
+	key      throttleKey
+	failures int
+	last     time.Time
+}
+
+// loginKeys are the three keys of one attempt.
+type loginKeys struct {
+	pair, addr, acct throttleKey
 }
 
 // loginThrottle counts sign-in failures per key.
 type loginThrottle struct {
 	now func() time.Time
+	// sleep waits out the account key's delay; tests replace it to count delays
+	// against their own clock instead of waiting.
+	sleep func(ctx context.Context, d time.Duration) error
+	salt  [32]byte
+	max   int
 
 	mu      sync.Mutex
-	entries map[string]*throttleEntry
+	entries map[throttleKey]*lru.Element // of *throttleEntry
+	order   *lru.List                    // least recently touched first
 }
 
 func newLoginThrottle(now func() time.Time) *loginThrottle {
-	return &loginThrottle{now: now, entries: map[string]*throttleEntry{}}
+	t := &loginThrottle{
+		now: now, sleep: sleepCtx, max: throttleMaxEntries,
+		entries: map[throttleKey]*lru.Element{}, order: lru.New(),
+	}
+	_, _ = rand.Read(t.salt[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return t
 }
 
-// throttleKey is one key of one attempt with its policy.
-type throttleKey struct {
-	key    string
-	policy throttlePolicy
+// sleepCtx waits d, or less when ctx ends first.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
-// attemptKeys returns the keys an attempt to sign in as email from r counts against.
-func attemptKeys(email string, r *http.Request) []throttleKey {
+// keys returns the keys an attempt to sign in as email from addr counts against.
+func (t *loginThrottle) keys(email, addr string) loginKeys {
 	acct := strings.ToLower(strings.TrimSpace(email))
-	addr := r.RemoteAddr
-	if host, _, err := net.SplitHostPort(addr); err == nil {
-		addr = host
-	}
-	return []throttleKey{
-		{"pair\x00" + acct + "\x00" + addr, policyPair},
-		{"addr\x00" + addr, policyAddress},
-		{"acct\x00" + acct, policyAccount},
+	return loginKeys{
+		pair: t.digest("pair", acct, addr),
+		addr: t.digest("addr", addr),
+		acct: t.digest("acct", acct),
 	}
 }
 
-// wait reports how long the attempt must still wait (0 = go ahead).
-func (t *loginThrottle) wait(keys []throttleKey) time.Duration {
-	now := t.now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var longest time.Duration
-	for _, k := range keys {
-		e, ok := t.entries[k.key]
-		if !ok {
-			continue
-		}
-		if now.Sub(e.last) >= throttleForget {
-			delete(t.entries, k.key)
-			continue
-		}
-		if u := e.until(); u.After(now) {
-			longest = max(longest, u.Sub(now))
-		}
+func (t *loginThrottle) digest(parts ...string) throttleKey {
+	h := sha256.New()
+	h.Write(t.salt[:])
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
 	}
-	return longest
+	var k throttleKey
+	copy(k[:], h.Sum(nil))
+	return k
 }
 
-// fail counts a failed attempt against every key.
-func (t *loginThrottle) fail(keys []throttleKey) {
+// begin decides an attempt before its password is checked. When the pair or the
+// address key must still wait, it returns that wait as retry and charges nothing.
+// Otherwise it charges one failure to each key and returns how long the password
+// check must be delayed (the account key's slow-down, at most accountMaxDelay).
+func (t *loginThrottle) begin(k loginKeys) (retry, delay time.Duration) {
 	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.entries) >= throttleMaxKeys {
-		t.sweep(now)
-	}
-	for _, k := range keys {
-		e, ok := t.entries[k.key]
-		if !ok || now.Sub(e.last) >= throttleForget {
-			e = &throttleEntry{policy: k.policy}
-			t.entries[k.key] = e
+	pair, addr, acct := t.get(k.pair, now), t.get(k.addr, now), t.get(k.acct, now)
+	for _, c := range []struct {
+		e *throttleEntry
+		p throttlePolicy
+	}{{pair, policyPair}, {addr, policyAddress}} {
+		if c.e == nil {
+			continue
 		}
+		if d := c.p.delay(c.e.failures); d > 0 {
+			if until := c.e.last.Add(d); until.After(now) {
+				retry = max(retry, until.Sub(now))
+			}
+		}
+	}
+	if retry > 0 {
+		return retry, 0
+	}
+	if acct != nil {
+		delay = policyAccount.delay(acct.failures)
+	}
+	for _, key := range []throttleKey{k.pair, k.addr, k.acct} {
+		e := t.touch(key, now)
 		e.failures++
 		e.last = now
 	}
+	return 0, delay
 }
 
-// succeed clears the account's keys after a good sign-in.
-func (t *loginThrottle) succeed(keys []throttleKey) {
+// succeeded records that the attempt begun for k had the right password.
+func (t *loginThrottle) succeeded(k loginKeys) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, k := range keys {
-		if !strings.HasPrefix(k.key, "addr\x00") {
-			delete(t.entries, k.key)
-		}
+	t.remove(k.pair)
+	t.remove(k.acct)
+	t.uncharge(k.addr)
+}
+
+// refund takes back the charges of an attempt that was not decided (the store failed).
+func (t *loginThrottle) refund(k loginKeys) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, key := range []throttleKey{k.pair, k.addr, k.acct} {
+		t.uncharge(key)
 	}
 }
 
-// sweep drops forgotten keys; t.mu is held.
-func (t *loginThrottle) sweep(now time.Time) {
-	for k, e := range t.entries {
-		if now.Sub(e.last) >= throttleForget {
-			delete(t.entries, k)
-		}
+// get returns key's entry, or nil when it has none or has forgotten it; t.mu is held.
+func (t *loginThrottle) get(key throttleKey, now time.Time) *throttleEntry {
+	el, ok := t.entries[key]
+	if !ok {
+		return nil
 	}
+	e := el.Value.(*throttleEntry)
+	if now.Sub(e.last) >= throttleForget {
+		t.remove(key)
+		return nil
+	}
+	return e
+}
+
+// touch returns key's entry (a new one if needed) as the most recently touched,
+// dropping the least recently touched entry when the table is full; t.mu is held.
+func (t *loginThrottle) touch(key throttleKey, now time.Time) *throttleEntry {
+	if e := t.get(key, now); e != nil {
+		t.order.MoveToBack(t.entries[key])
+		return e
+	}
+	for t.order.Len() >= t.max {
+		oldest := t.order.Front()
+		t.order.Remove(oldest)
+		delete(t.entries, oldest.Value.(*throttleEntry).key)
+	}
+	e := &throttleEntry{key: key}
+	t.entries[key] = t.order.PushBack(e)
+	return e
+}
+
+// uncharge takes one failure back from key; t.mu is held.
+func (t *loginThrottle) uncharge(key throttleKey) {
+	el, ok := t.entries[key]
+	if !ok {
+		return
+	}
+	e := el.Value.(*throttleEntry)
+	if e.failures--; e.failures <= 0 {
+		t.remove(key)
+	}
+}
+
+// remove forgets key; t.mu is held.
+func (t *loginThrottle) remove(key throttleKey) {
+	if el, ok := t.entries[key]; ok {
+		t.order.Remove(el)
+		delete(t.entries, key)
+	}
+}
+
+// len is how many keys the table holds.
+func (t *loginThrottle) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.entries)
 }

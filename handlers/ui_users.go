@@ -126,3 +126,29 @@ func (s *Server) uiDeleteUser(w http.ResponseWriter, r *http.Request, rq *uiRequ
 	}
 	return s.uiFlash(w, r, rq, web.FlashSuccess, rq.l.T("flash.user.removed", u.Email), "/users")
 }
+
+// uiResetPassword serves POST /users/{id}/password: an admin sets another user's
+// password; every session of that user ends (store.SetPassword). Admins change their
+// own on /account, where the current password is asked for.
+func (s *Server) uiResetPassword(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+	u, err := s.store.GetUser(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	form, err := uiForm(r)
+	if err != nil {
+		return err
+	}
+	if u.ID == rq.user.ID {
+		return s.uiFlash(w, r, rq, web.FlashError, rq.l.T("flash.user.selfPassword"), "/account")
+	}
+	password := form.Get("password")
+	if utf8.RuneCountInString(password) < minPasswordLen {
+		v := web.UserList{Role: store.RoleViewer, ResetID: u.ID, ResetErrors: []string{rq.l.T("validation.password")}}
+		return s.renderUsers(w, r, rq, http.StatusUnprocessableEntity, v)
+	}
+	if err := s.store.SetPassword(r.Context(), uiActor(rq), u.ID, password); err != nil {
+		return err
+	}
+	return s.uiFlash(w, r, rq, web.FlashSuccess, rq.l.T("flash.user.password", u.Email), "/users")
+}

@@ -61,11 +61,13 @@
 // top. Textarea errors are one message per bad line, written with LineMessage
 // (`line 2: "glm-5=0": cap must be a whole number from 1 to 10000`).
 //
-// Routes the components post to or link to: POST /login, POST /logout; create POST
+// Routes the components post to or link to: POST /login, GET+POST /logout, GET+POST
+// /account (currentPassword, newPassword, confirmPassword); create POST
 // /connections/new, edit POST /connections/{id} (override with ConnectionForm.Action),
 // POST /connections/{id}/toggle, GET+POST /connections/{id}/delete; POST /settings;
 // POST /keys, GET+POST /keys/{id}/revoke; POST /tokens, GET+POST /tokens/{id}/revoke;
-// POST /users, POST /users/{id}/role, GET+POST /users/{id}/delete. Destructive
+// POST /users, POST /users/{id}/role, POST /users/{id}/password, GET+POST
+// /users/{id}/delete. Destructive
 // actions link to a GET confirmation page (ConfirmDeletePage) that POSTs.
 //
 // # Live overview

@@ -22,6 +22,7 @@ const (
 	NavTokens      = "tokens"
 	NavAudit       = "audit"
 	NavUsers       = "users"
+	NavAccount     = "account"
 )
 
 // Page is the chrome every dashboard page shares. Handlers fill it once per request

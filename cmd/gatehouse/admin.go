@@ -72,17 +72,20 @@ const userUsage = `usage:
   gatehouse user add --email E --role admin|viewer   add a user; the password comes from
                                                      GATEHOUSE_USER_PASSWORD, else one line of stdin
   gatehouse user list                                list the users
+  gatehouse user passwd --email E                    set a user's password (from GATEHOUSE_USER_PASSWORD,
+                                                     else one line of stdin); ends all their sessions
 (run "gatehouse user add --help" for the flags)
 `
 
 func runUser(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, userUsage)
-		return errors.New("user: missing subcommand (add or list)")
+		return errors.New("user: missing subcommand (add, list or passwd)")
 	}
 	switch args[0] {
 	case "add":
 		var email, role, password string
+		var err error
 		return withStore(ctx, "user add", args[1:], getenv, stderr, func(fs *flag.FlagSet) {
 			fs.StringVar(&email, "email", "", "the user's email (required)")
 			fs.StringVar(&role, "role", store.RoleViewer, "admin or viewer")
@@ -98,18 +101,8 @@ func runUser(ctx context.Context, args []string, getenv func(string) string, std
 			if err := checkRole("user add", role); err != nil {
 				return err
 			}
-			password = getenv("GATEHOUSE_USER_PASSWORD")
-			if password == "" {
-				line, err := bufio.NewReader(stdin).ReadString('\n')
-				if err != nil && !errors.Is(err, io.EOF) {
-					return fmt.Errorf("user add: read password from stdin: %w", err)
-				}
-				password = strings.TrimRight(line, "\r\n")
-			}
-			if password == "" {
-				return errors.New("user add: no password: set GATEHOUSE_USER_PASSWORD or write one line on stdin")
-			}
-			return nil
+			password, err = readPassword("user add", getenv, stdin)
+			return err
 		}, func(ctx context.Context, st *store.Store) error {
 			u, err := st.CreateUser(ctx, store.ActorSystem, email, password, role)
 			if errors.Is(err, store.ErrConflict) {
@@ -119,6 +112,32 @@ func runUser(ctx context.Context, args []string, getenv func(string) string, std
 				return fmt.Errorf("user add: %w", err)
 			}
 			fmt.Fprintf(stdout, "added %s (%s)\n", u.Email, u.Role)
+			return nil
+		})
+	case "passwd":
+		var email, password string
+		var err error
+		return withStore(ctx, "user passwd", args[1:], getenv, stderr, func(fs *flag.FlagSet) {
+			fs.StringVar(&email, "email", "", "the user's email (required)")
+		}, func() error {
+			if email = strings.TrimSpace(email); email == "" {
+				return errors.New("user passwd: --email is required")
+			}
+			password, err = readPassword("user passwd", getenv, stdin)
+			return err
+		}, func(ctx context.Context, st *store.Store) error {
+			u, err := st.GetUserByEmail(ctx, email)
+			if errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("user passwd: no user with email %s", email)
+			}
+			if err != nil {
+				return fmt.Errorf("user passwd: %w", err)
+			}
+			// SetPassword ends every session of the user and writes the audit row.
+			if err := st.SetPassword(ctx, store.ActorSystem, u.ID, password); err != nil {
+				return fmt.Errorf("user passwd: %w", err)
+			}
+			fmt.Fprintf(stdout, "password of %s changed; their sessions have ended\n", u.Email)
 			return nil
 		})
 	case "list":
@@ -140,8 +159,26 @@ func runUser(ctx context.Context, args []string, getenv func(string) string, std
 			return nil
 		}
 		fmt.Fprint(stderr, userUsage)
-		return fmt.Errorf("user: unknown subcommand %q (want add or list)", args[0])
+		return fmt.Errorf("user: unknown subcommand %q (want add, list or passwd)", args[0])
 	}
+}
+
+// readPassword reads a new password as every user command does: from
+// GATEHOUSE_USER_PASSWORD when set, else one line of stdin. cmd names the command
+// in errors.
+func readPassword(cmd string, getenv func(string) string, stdin io.Reader) (string, error) {
+	password := getenv("GATEHOUSE_USER_PASSWORD")
+	if password == "" {
+		line, err := bufio.NewReader(stdin).ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", fmt.Errorf("%s: read password from stdin: %w", cmd, err)
+		}
+		password = strings.TrimRight(line, "\r\n")
+	}
+	if password == "" {
+		return "", fmt.Errorf("%s: no password: set GATEHOUSE_USER_PASSWORD or write one line on stdin", cmd)
+	}
+	return password, nil
 }
 
 const tokenUsage = `usage:

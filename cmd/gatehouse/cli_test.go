@@ -2,11 +2,19 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/storetest"
 )
 
 // TestCLIUsageErrorsStartNoDatabase: a command line that cannot succeed fails with a
@@ -27,6 +35,9 @@ func TestCLIUsageErrorsStartNoDatabase(t *testing.T) {
 		{name: "user add bad email", args: []string{"user", "add", "--email", "not-an-email", "--role", "viewer"}, stdin: "a-long-password\n", want: "not an email address"},
 		{name: "user add bad role", args: []string{"user", "add", "--email", "v@example.com", "--role", "boss"}, stdin: "a-long-password\n", want: `--role must be "admin" or "viewer"`},
 		{name: "user add no password", args: []string{"user", "add", "--email", "v@example.com", "--role", "viewer"}, want: "no password"},
+		{name: "user passwd without email", args: []string{"user", "passwd"}, stdin: "a-long-password\n", want: "--email is required"},
+		{name: "user passwd no password", args: []string{"user", "passwd", "--email", "v@example.com"}, want: "user passwd: no password"},
+		{name: "serve bad trusted proxies", args: []string{"serve", "--trusted-proxies", "10.0.0.0/8,10.0.0.0/33"}, want: `GATEHOUSE_TRUSTED_PROXIES: entry 2 "10.0.0.0/33"`},
 		{name: "stray argument", args: []string{"migrate", "now"}, want: `unexpected argument "now"`},
 		{name: "name given without flag", args: []string{"key", "create", "agents"}, want: `unexpected argument "agents"`},
 	}
@@ -52,5 +63,97 @@ func TestCLIUsageErrorsStartNoDatabase(t *testing.T) {
 				t.Errorf("run(%q) created the data dir (stat: %v): it started the database for a usage error", tt.args, err)
 			}
 		})
+	}
+}
+
+// TestUserPasswd: gatehouse user passwd sets a user's password from
+// GATEHOUSE_USER_PASSWORD or stdin, ends every session of that user, writes an audit
+// row without the secret, and the old password no longer signs in.
+func TestUserPasswd(t *testing.T) {
+	t.Parallel()
+	dbURL := storetest.URL(t)
+	secret := store.GenerateSecretKey()
+	env := map[string]string{
+		"GATEHOUSE_DATABASE_URL": dbURL,
+		"GATEHOUSE_SECRET_KEY":   secret,
+		"GATEHOUSE_DATA_DIR":     filepath.Join(t.TempDir(), "data"),
+	}
+	cli := func(stdin string, extraEnv map[string]string, args ...string) (string, error) {
+		getenv := func(k string) string {
+			if v, ok := extraEnv[k]; ok {
+				return v
+			}
+			return env[k]
+		}
+		var stdout, stderr bytes.Buffer
+		err := run(t.Context(), args, getenv, strings.NewReader(stdin), &stdout, &stderr)
+		return stdout.String(), err
+	}
+	const oldPassword, newPassword, stdinPassword = "the first password", "the second password", "the third password"
+	if _, err := cli(oldPassword+"\n", nil, "user", "add", "--email", "ada@example.com", "--role", "viewer"); err != nil {
+		t.Fatalf("user add: %v", err)
+	}
+
+	key, err := store.ParseSecretKey(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	st, err := store.New(pool, key, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := st.Authenticate(t.Context(), "ada@example.com", oldPassword)
+	if err != nil {
+		t.Fatalf("authenticate before: %v", err)
+	}
+	sessions := [][]byte{}
+	for _, id := range []string{"browser-1", "browser-2"} {
+		h := sha256.Sum256([]byte(id))
+		if err := st.SaveSession(t.Context(), h[:], u.ID, nil, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		sessions = append(sessions, h[:])
+	}
+
+	out, err := cli("", map[string]string{"GATEHOUSE_USER_PASSWORD": newPassword}, "user", "passwd", "--email", "ADA@example.com")
+	if err != nil {
+		t.Fatalf("user passwd: %v", err)
+	}
+	if !strings.Contains(out, "password of ada@example.com changed") || strings.Contains(out, newPassword) {
+		t.Errorf("user passwd printed %q", out)
+	}
+	for i, h := range sessions {
+		if _, _, err := st.LoadSession(t.Context(), h); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("session %d after user passwd: %v, want ErrNotFound (ended)", i+1, err)
+		}
+	}
+	if _, err := st.Authenticate(t.Context(), "ada@example.com", oldPassword); !errors.Is(err, store.ErrInvalidCredentials) {
+		t.Errorf("old password after user passwd: %v, want ErrInvalidCredentials", err)
+	}
+	if _, err := st.Authenticate(t.Context(), "ada@example.com", newPassword); err != nil {
+		t.Errorf("new password: %v", err)
+	}
+	entries, err := st.ListAuditFor(t.Context(), store.AuditFilter{Entity: store.EntityUser, EntityID: u.ID}, 0, 1)
+	if err != nil || len(entries) != 1 || entries[0].Action != store.ActionSetPassword || entries[0].Actor != store.ActorSystem {
+		t.Fatalf("newest audit row = %+v (%v), want a set_password by system", entries, err)
+	}
+	if row := string(entries[0].Before) + string(entries[0].After); strings.Contains(row, newPassword) {
+		t.Errorf("audit row holds the password: %s", row)
+	}
+
+	// The password may come from one line of stdin too.
+	if _, err := cli(stdinPassword+"\n", nil, "user", "passwd", "--email", "ada@example.com"); err != nil {
+		t.Fatalf("user passwd from stdin: %v", err)
+	}
+	if _, err := st.Authenticate(t.Context(), "ada@example.com", stdinPassword); err != nil {
+		t.Errorf("password from stdin: %v", err)
+	}
+	if _, err := cli(newPassword+"\n", nil, "user", "passwd", "--email", "nobody@example.com"); err == nil || !strings.Contains(err.Error(), "no user with email nobody@example.com") {
+		t.Errorf("unknown email: %v", err)
 	}
 }

@@ -24,6 +24,7 @@ type config struct {
 	RedisURL           string
 	ClusterFailMode    string
 	ClusterLeaseTTL    string
+	TrustedProxies     string
 	Demo               bool
 }
 
@@ -61,6 +62,7 @@ func addServeFlags(fs *flag.FlagSet, cfg *config, getenv func(string) string) {
 	fs.StringVar(&cfg.RedisURL, "redis-url", env("GATEHOUSE_REDIS_URL", ""), "cluster mode: redis://, rediss:// or unix:// URL of the Redis shared by the replicas (GATEHOUSE_REDIS_URL)")
 	fs.StringVar(&cfg.ClusterFailMode, "cluster-fail-mode", env("GATEHOUSE_CLUSTER_FAIL_MODE", "fail-open"), "fail-open or fail-closed (GATEHOUSE_CLUSTER_FAIL_MODE)")
 	fs.StringVar(&cfg.ClusterLeaseTTL, "cluster-lease-ttl", env("GATEHOUSE_CLUSTER_LEASE_TTL", ""), "cluster mode: how long a dead replica's slots stay taken, e.g. 15s (GATEHOUSE_CLUSTER_LEASE_TTL; default 15s)")
+	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", env("GATEHOUSE_TRUSTED_PROXIES", ""), "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (GATEHOUSE_TRUSTED_PROXIES)")
 	fs.BoolVar(&cfg.Demo, "demo", false, "managed Postgres, an admin, a client key, a fake upstream with demo connections")
 }
 

@@ -30,6 +30,7 @@ commands:
   user add --email E --role admin|viewer
                                       add a user (password from GATEHOUSE_USER_PASSWORD or one line of stdin)
   user list                           list users
+  user passwd --email E               set a user's password (as for user add); ends all their sessions
   token create --name N [--role admin|viewer]
                                       create a REST API token (prints only the secret)
   key create --name N                 create a gateway client key (prints only the secret)

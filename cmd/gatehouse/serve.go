@@ -58,6 +58,10 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if _, _, err := clusterSettings(&cfg); err != nil {
 		return err
 	}
+	trusted, err := handlers.ParseTrustedProxies(cfg.TrustedProxies)
+	if err != nil {
+		return fmt.Errorf("GATEHOUSE_TRUSTED_PROXIES: %w", err)
+	}
 	tuneGC(getenv)
 	var shared *clusterMode
 	if cfg.RedisURL != "" {
@@ -139,6 +143,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		Gates:     gatesView{gw: gw, cluster: shared},
 		Metrics:   promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Ready:     ready,
+
+		TrustedProxies: trusted,
 	})
 	httpSrv := &http.Server{
 		Addr:              cfg.Addr,

@@ -1,0 +1,443 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// fakeClock is a clock the test moves by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{t: time.Now()} }
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// delayLog replaces the throttle's sleep: it records each delay instead of waiting.
+type delayLog struct {
+	mu     sync.Mutex
+	delays []time.Duration
+}
+
+func (l *delayLog) sleep(_ context.Context, d time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.delays = append(l.delays, d)
+	return nil
+}
+
+func (l *delayLog) all() []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]time.Duration(nil), l.delays...)
+}
+
+func mustPrefixes(t *testing.T, s string) []netip.Prefix {
+	t.Helper()
+	p, err := ParseTrustedProxies(s)
+	if err != nil {
+		t.Fatalf("ParseTrustedProxies(%q): %v", s, err)
+	}
+	return p
+}
+
+// signInAs posts the sign-in form as a browser behind a proxy at forwardedFor would
+// ("" sends no X-Forwarded-For).
+func (d *dash) signInAs(t *testing.T, c *http.Client, email, password, forwardedFor string) page {
+	t.Helper()
+	var headers []string
+	if forwardedFor != "" {
+		headers = []string{"X-Forwarded-For", forwardedFor}
+	}
+	return d.post(t, c, "/login", url.Values{"email": {email}, "password": {password}}, headers...)
+}
+
+// TestDashOwnerSignsInDespiteStrangers is issue 14's lockout scenario: after 10
+// failures on the admin account from address A, strangers poll the sign-in form from A
+// and B every 50 ms for 30 s (simulated by the clock, not waited for); the owner with
+// the right password from a fresh address C gets in at the first or second try, slowed
+// down by at most 2 s.
+func TestDashOwnerSignsInDespiteStrangers(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	delays := &delayLog{}
+	d := newDashWith(t, func(deps *Deps) {
+		deps.Now = clock.now
+		deps.TrustedProxies = mustPrefixes(t, "127.0.0.0/8")
+	}, func(s *Server) { s.dash.throttle.sleep = delays.sleep })
+	const addrA, addrB, addrC = "198.51.100.1", "198.51.100.2", "203.0.113.7"
+	stranger := d.client(t)
+
+	// 10 failures from A, each throttled wait waited out on the clock.
+	for failures := 0; failures < 10; {
+		res := d.signInAs(t, stranger, "admin@example.com", "guess", addrA)
+		switch res.status {
+		case http.StatusUnauthorized:
+			failures++
+		case http.StatusTooManyRequests:
+			secs, err := strconv.Atoi(res.header.Get("Retry-After"))
+			if err != nil || secs < 1 {
+				t.Fatalf("429 with Retry-After %q", res.header.Get("Retry-After"))
+			}
+			clock.advance(time.Duration(secs) * time.Second)
+		default:
+			t.Fatalf("guess from A: status %d", res.status)
+		}
+	}
+
+	counts := map[string]map[int]int{addrA: {}, addrB: {}}
+	ownerTries, ownerIn := 0, false
+	owner := d.client(t)
+	for tick := range 600 { // 30 s of 50 ms ticks
+		for _, addr := range []string{addrA, addrB} {
+			res := d.signInAs(t, stranger, "admin@example.com", "guess", addr)
+			counts[addr][res.status]++
+			if res.status == http.StatusTooManyRequests && res.header.Get("Retry-After") == "" {
+				t.Fatalf("a 429 without Retry-After")
+			}
+		}
+		if tick >= 100 && !ownerIn { // the owner arrives 5 s into the attack
+			before := len(delays.all())
+			res := d.signInAs(t, owner, "admin@example.com", dashPassword, addrC)
+			ownerTries++
+			switch res.status {
+			case http.StatusSeeOther:
+				ownerIn = true
+				if got := delays.all()[before:]; len(got) != 1 || got[0] > accountMaxDelay {
+					t.Errorf("the owner's sign-in was delayed %v, want one delay of at most %v", got, accountMaxDelay)
+				}
+			case http.StatusTooManyRequests, http.StatusUnauthorized:
+			default:
+				t.Fatalf("owner: status %d", res.status)
+			}
+			if !ownerIn && ownerTries >= 2 {
+				t.Fatalf("the owner with the right password from a fresh address was refused %d times (last %d)", ownerTries, res.status)
+			}
+		}
+		clock.advance(50 * time.Millisecond)
+	}
+	if !ownerIn {
+		t.Fatal("the owner never got in")
+	}
+	d.get(t, owner, "/").want(t, http.StatusOK)
+	// The strangers' guesses were checked only within their free allowances.
+	if n := counts[addrA][http.StatusUnauthorized]; n != 0 {
+		t.Errorf("A, past its free failures, had %d more guesses checked, want 0", n)
+	}
+	if n := counts[addrB][http.StatusUnauthorized]; n > policyPair.free+1 {
+		t.Errorf("B had %d guesses checked in 30 s, want at most %d", n, policyPair.free+1)
+	}
+	for _, delay := range delays.all() {
+		if delay > accountMaxDelay {
+			t.Errorf("a sign-in was delayed %v, more than %v", delay, accountMaxDelay)
+		}
+	}
+}
+
+// TestDashParallelGuessesAreCounted: 60 wrong guesses at once from one address — each
+// is charged before its password is checked, so only the free allowance reaches the
+// password check (401) and the rest are answered 429 with Retry-After.
+func TestDashParallelGuessesAreCounted(t *testing.T) {
+	t.Parallel()
+	d := newDashWith(t, nil, func(s *Server) { s.dash.throttle.sleep = (&delayLog{}).sleep })
+	const n = 60
+	type answer struct {
+		status     int
+		retryAfter string
+		err        error
+	}
+	answers := make(chan answer, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			<-start
+			form := url.Values{"email": {"admin@example.com"}, "password": {"guess"}}.Encode()
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, d.srv.URL+"/login", strings.NewReader(form))
+			if err != nil {
+				answers <- answer{err: err}
+				return
+			}
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				answers <- answer{err: err}
+				return
+			}
+			_ = res.Body.Close()
+			answers <- answer{status: res.StatusCode, retryAfter: res.Header.Get("Retry-After")}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(answers)
+	got := map[int]int{}
+	for a := range answers {
+		if a.err != nil {
+			t.Fatalf("guess: %v", a.err)
+		}
+		got[a.status]++
+		if a.status == http.StatusTooManyRequests && a.retryAfter == "" {
+			t.Error("a 429 without Retry-After")
+		}
+	}
+	if got[http.StatusUnauthorized] > policyPair.free || got[http.StatusUnauthorized]+got[http.StatusTooManyRequests] != n {
+		t.Errorf("answers %v: want at most %d × 401 (the free allowance), the rest 429", got, policyPair.free)
+	}
+}
+
+// TestDashTrustedProxies: behind a trusted proxy each browser is throttled by its own
+// X-Forwarded-For address; without GATEHOUSE_TRUSTED_PROXIES, or from a peer that is
+// not in it, the header is ignored (so a client cannot pick its own address).
+func TestDashTrustedProxies(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name            string
+		trusted         string
+		wantIndependent bool
+	}{
+		{name: "peer is a trusted proxy", trusted: "127.0.0.0/8", wantIndependent: true},
+		{name: "no trusted proxies", trusted: ""},
+		{name: "forged header from an untrusted peer", trusted: "10.0.0.0/8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d := newDashWith(t, func(deps *Deps) { deps.TrustedProxies = mustPrefixes(t, tt.trusted) },
+				func(s *Server) { s.dash.throttle.sleep = (&delayLog{}).sleep })
+			sprayer, other := d.client(t), d.client(t)
+			// The first user sprays 20 accounts (the address allowance) from its address.
+			for i := range policyAddress.free {
+				res := d.signInAs(t, sprayer, fmt.Sprintf("nobody%d@example.com", i), "guess", "198.51.100.1")
+				res.want(t, http.StatusUnauthorized)
+			}
+			d.signInAs(t, sprayer, "viewer@example.com", dashPassword, "198.51.100.1").want(t, http.StatusTooManyRequests)
+			// The second user, from another address behind the same proxy.
+			res := d.signInAs(t, other, "admin@example.com", dashPassword, "192.0.2.50")
+			if tt.wantIndependent {
+				res.want(t, http.StatusSeeOther)
+			} else {
+				res.want(t, http.StatusTooManyRequests)
+			}
+		})
+	}
+}
+
+func TestClientAddr(t *testing.T) {
+	t.Parallel()
+	trusted := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("10.0.0.0/8")}
+	tests := []struct {
+		name   string
+		peer   string
+		xff    []string
+		want   string
+		noList bool
+	}{
+		{name: "untrusted peer, header ignored", peer: "192.0.2.1:4000", xff: []string{"198.51.100.1"}, want: "192.0.2.1"},
+		{name: "no list, header ignored", peer: "127.0.0.1:4000", xff: []string{"198.51.100.1"}, want: "127.0.0.1", noList: true},
+		{name: "trusted peer, one hop", peer: "127.0.0.1:4000", xff: []string{"198.51.100.1"}, want: "198.51.100.1"},
+		{name: "rightmost untrusted wins over a forged left", peer: "127.0.0.1:4000", xff: []string{"6.6.6.6, 198.51.100.1, 10.1.2.3"}, want: "198.51.100.1"},
+		{name: "several header lines", peer: "127.0.0.1:4000", xff: []string{"6.6.6.6", "198.51.100.1, 10.1.2.3"}, want: "198.51.100.1"},
+		{name: "garbage left of the client is never read", peer: "127.0.0.1:4000", xff: []string{"not-an-ip, 198.51.100.1"}, want: "198.51.100.1"},
+		{name: "garbage where the client should be", peer: "127.0.0.1:4000", xff: []string{"198.51.100.1, bogus"}, want: "127.0.0.1"},
+		{name: "trusted peer, no header", peer: "127.0.0.1:4000", want: "127.0.0.1"},
+		{name: "all hops trusted", peer: "127.0.0.1:4000", xff: []string{"10.0.0.9, 10.0.0.8"}, want: "10.0.0.9"},
+		{name: "ipv6 and port forms", peer: "[::ffff:127.0.0.1]:4000", xff: []string{"[2001:db8::1]:5555"}, want: "2001:db8::1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := &http.Request{RemoteAddr: tt.peer, Header: http.Header{}}
+			for _, v := range tt.xff {
+				r.Header.Add("X-Forwarded-For", v)
+			}
+			list := trusted
+			if tt.noList {
+				list = nil
+			}
+			if got := clientAddr(r, list); got != tt.want {
+				t.Errorf("clientAddr = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseTrustedProxies(t *testing.T) {
+	t.Parallel()
+	got, err := ParseTrustedProxies(" 10.0.0.0/8, 192.168.1.7 ,fd00::/8,")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "[10.0.0.0/8 192.168.1.7/32 fd00::/8]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("got %v, want %s", got, want)
+	}
+	if _, err := ParseTrustedProxies("10.0.0.0/8,10.0.0.0/33"); err == nil || !strings.Contains(err.Error(), `entry 2 "10.0.0.0/33"`) {
+		t.Errorf("bad CIDR: err %v, want one naming entry 2", err)
+	}
+}
+
+// TestLoginThrottleBounded: however many keys attackers make up, the throttle holds
+// at most 10 000, dropping the ones touched longest ago.
+func TestLoginThrottleBounded(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	th := newLoginThrottle(func() time.Time { return now })
+	first := th.keys("user0@example.com", "addr-0")
+	for i := range 12000 {
+		th.begin(th.keys(fmt.Sprintf("user%d@example.com", i), fmt.Sprintf("addr-%d", i)))
+		if n := th.len(); n > throttleMaxEntries {
+			t.Fatalf("after %d attempts the throttle holds %d keys, want ≤ %d", i+1, n, throttleMaxEntries)
+		}
+		now = now.Add(time.Millisecond)
+	}
+	if n := th.len(); n != throttleMaxEntries {
+		t.Errorf("holds %d keys, want %d", n, throttleMaxEntries)
+	}
+	last := th.keys("user11999@example.com", "addr-11999")
+	th.mu.Lock()
+	_, firstKept := th.entries[first.pair]
+	_, lastKept := th.entries[last.pair]
+	th.mu.Unlock()
+	if firstKept || !lastKept {
+		t.Errorf("first attempt kept %v, last kept %v: want the oldest dropped, the newest kept", firstKept, lastKept)
+	}
+	// Keys are salted digests: another process's table cannot be matched to this one.
+	if other := newLoginThrottle(time.Now).keys("user0@example.com", "addr-0"); other == first {
+		t.Error("two throttles derive the same keys: the salt is missing")
+	}
+}
+
+// TestDashAccountChangesPassword: any user (a viewer too) changes their own password
+// on /account with the current one; this browser stays signed in, every other session
+// ends, the old password no longer signs in, and the audit log records the change
+// without the secret.
+func TestDashAccountChangesPassword(t *testing.T) {
+	t.Parallel()
+	d := newDash(t)
+	const newPassword = "a brand new passphrase"
+	mine, elsewhere := d.signIn(t, "viewer@example.com"), d.signIn(t, "viewer@example.com")
+	admin := d.signIn(t, "admin@example.com")
+
+	res := d.get(t, mine, "/account").want(t, http.StatusOK)
+	if res.testid("password-form").AttrOr("action", "") != "/account" {
+		t.Fatalf("no password form posting /account:\n%s", res.body)
+	}
+	if res.testid("nav-account").AttrOr("href", "") != "/account" {
+		t.Error("the layout does not link to /account")
+	}
+
+	tests := []struct {
+		name  string
+		form  url.Values
+		field string
+	}{
+		{name: "wrong current", form: url.Values{"currentPassword": {"not it"}, "newPassword": {newPassword}, "confirmPassword": {newPassword}}, field: "currentPassword"},
+		{name: "short new", form: url.Values{"currentPassword": {dashPassword}, "newPassword": {"short"}, "confirmPassword": {"short"}}, field: "newPassword"},
+		{name: "mismatch", form: url.Values{"currentPassword": {dashPassword}, "newPassword": {newPassword}, "confirmPassword": {newPassword + "x"}}, field: "confirmPassword"},
+	}
+	for _, tt := range tests {
+		res := d.post(t, mine, "/account", tt.form).want(t, http.StatusUnprocessableEntity)
+		if res.testid("error-"+tt.field).Length() != 1 {
+			t.Errorf("%s: no error beside %s:\n%s", tt.name, tt.field, res.body)
+		}
+		if strings.Contains(res.body, newPassword) || strings.Contains(res.body, dashPassword) {
+			t.Errorf("%s: a password is echoed back in the page", tt.name)
+		}
+	}
+	d.get(t, elsewhere, "/").want(t, http.StatusOK) // nothing changed yet
+
+	form := url.Values{"currentPassword": {dashPassword}, "newPassword": {newPassword}, "confirmPassword": {newPassword}}
+	res = d.post(t, mine, "/account", form).want(t, http.StatusSeeOther)
+	if loc := res.header.Get("Location"); loc != "/account" {
+		t.Errorf("after the change: redirect to %q", loc)
+	}
+	res = d.get(t, mine, "/account").want(t, http.StatusOK)
+	if got := texts(res.testid("flash-message")); len(got) != 1 || !strings.Contains(got[0], "Password changed") {
+		t.Errorf("flash = %q", got)
+	}
+	d.get(t, elsewhere, "/").want(t, http.StatusSeeOther) // the other session ended
+	d.get(t, admin, "/").want(t, http.StatusOK)           // other users' sessions stay
+
+	d.signInAs(t, d.client(t), "viewer@example.com", dashPassword, "").want(t, http.StatusUnauthorized)
+	d.signInAs(t, d.client(t), "viewer@example.com", newPassword, "").want(t, http.StatusSeeOther)
+	wantPasswordAudit(t, d, d.viewer.ID, "user:viewer@example.com", newPassword, dashPassword)
+}
+
+// TestDashAdminResetsPassword: an admin sets another user's password on /users; every
+// session of that user ends and the old password is refused. A short password is
+// refused beside the row's field; a viewer cannot reset; an admin's own goes to /account.
+func TestDashAdminResetsPassword(t *testing.T) {
+	t.Parallel()
+	d := newDash(t)
+	const newPassword = "reset by the admin 42"
+	viewer := d.signIn(t, "viewer@example.com")
+	admin := d.signIn(t, "admin@example.com")
+	path := "/users/" + d.viewer.ID + "/password"
+
+	res := d.get(t, admin, "/users").want(t, http.StatusOK)
+	if n := res.doc.Find(`form[action="` + path + `"]`).Length(); n != 1 {
+		t.Fatalf("the users page has %d reset forms for the viewer, want 1", n)
+	}
+	d.post(t, viewer, path, url.Values{"password": {newPassword}}).want(t, http.StatusForbidden)
+
+	res = d.post(t, admin, path, url.Values{"password": {"short"}}).want(t, http.StatusUnprocessableEntity)
+	if res.testid("error-reset-password").Length() != 1 {
+		t.Errorf("no error beside the reset field:\n%s", res.body)
+	}
+	d.get(t, viewer, "/").want(t, http.StatusOK)
+
+	res = d.post(t, admin, "/users/"+d.admin.ID+"/password", url.Values{"password": {newPassword}}).want(t, http.StatusSeeOther)
+	if loc := res.header.Get("Location"); loc != "/account" {
+		t.Errorf("resetting your own password: redirect to %q, want /account", loc)
+	}
+
+	d.post(t, admin, path, url.Values{"password": {newPassword}}).want(t, http.StatusSeeOther)
+	d.get(t, viewer, "/").want(t, http.StatusSeeOther) // every session of that user ended
+	d.get(t, admin, "/").want(t, http.StatusOK)
+	d.signInAs(t, d.client(t), "viewer@example.com", dashPassword, "").want(t, http.StatusUnauthorized)
+	d.signInAs(t, d.client(t), "viewer@example.com", newPassword, "").want(t, http.StatusSeeOther)
+	d.signInAs(t, d.client(t), "admin@example.com", dashPassword, "").want(t, http.StatusSeeOther) // the admin's own is unchanged
+	wantPasswordAudit(t, d, d.viewer.ID, "user:admin@example.com", newPassword, dashPassword)
+}
+
+// wantPasswordAudit checks that the newest audit row of user is a set_password by
+// actor that holds none of the secrets.
+func wantPasswordAudit(t *testing.T, d *dash, userID, actor string, secrets ...string) {
+	t.Helper()
+	entries, err := d.store.ListAuditFor(t.Context(), store.AuditFilter{Entity: store.EntityUser, EntityID: userID}, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) == 0 || entries[0].Action != store.ActionSetPassword || entries[0].Actor != actor {
+		t.Fatalf("newest audit row of the user = %+v, want a set_password by %s", entries, actor)
+	}
+	row := fmt.Sprintf("%+v %s %s", entries[0], entries[0].Before, entries[0].After)
+	for _, s := range secrets {
+		if strings.Contains(row, s) {
+			t.Errorf("the audit row holds a password: %s", row)
+		}
+	}
+}
