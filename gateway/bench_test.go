@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,7 +21,7 @@ func BenchmarkProxy(b *testing.B) {
 	upSrv := httptest.NewServer(up)
 	defer upSrv.Close()
 	defer up.Close()
-	gw := New(Options{Authenticate: func(s string) bool { return s == testClientKey }})
+	gw := New(Options{Authenticate: func(_ context.Context, s string) bool { return s == testClientKey }})
 	defer gw.Close()
 	gw.Apply(Config{Connections: []Connection{{
 		ID: "c1", Name: "bench", Provider: "zai", APIStyle: "openai", BaseURL: upSrv.URL + "/v1",

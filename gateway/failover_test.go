@@ -112,10 +112,10 @@ func TestFailover401SuspendsUntilReset(t *testing.T) {
 		t.Errorf("suspended a was tried again (%d requests)", got)
 	}
 	e.up.ClearBehaviors()
-	if !e.gw.ResetHealth("a") {
+	if !e.gw.ResetHealth(t.Context(), "a") {
 		t.Fatal("ResetHealth(a) = false")
 	}
-	if e.gw.ResetHealth("nope") {
+	if e.gw.ResetHealth(t.Context(), "nope") {
 		t.Error("ResetHealth of an unknown connection = true")
 	}
 	expectVia(t, e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)), "conn-a")

@@ -37,10 +37,10 @@ type Options struct {
 	// Registerer receives the gateway's metrics; nil registers nothing.
 	// Registering twice on one registry panics, as prometheus.MustRegister does.
 	Registerer prometheus.Registerer
-	// Authenticate reports whether secret is a valid client key. It is
-	// called once per request and must be fast and safe for concurrent use.
-	// nil refuses every key.
-	Authenticate func(secret string) bool
+	// Authenticate reports whether secret is a valid client key; ctx is the
+	// request's. It is called once per request and must be fast and safe
+	// for concurrent use. nil refuses every key.
+	Authenticate func(ctx context.Context, secret string) bool
 	// Now is the clock for cooldowns, suspensions, admission bookkeeping,
 	// the UTC day of rpd/tpd and the tpm minute windows (default
 	// time.Now). Circuit breakers and the rpm/minTime spacing use the real
@@ -75,7 +75,7 @@ type Options struct {
 // Apply, serve it as an http.Handler, and Close it when done.
 type Gateway struct {
 	log          *slog.Logger
-	auth         func(string) bool
+	auth         func(context.Context, string) bool
 	now          func() time.Time
 	transport    http.RoundTripper
 	ownTransport *http.Transport
@@ -231,7 +231,7 @@ func (g *Gateway) Close() {
 
 // ResetHealth clears the cooldowns, suspension and circuit breaker of the
 // connection id. It reports false if no such connection is configured.
-func (g *Gateway) ResetHealth(connID string) bool {
+func (g *Gateway) ResetHealth(ctx context.Context, connID string) bool {
 	g.healthMu.Lock()
 	h := g.health[connID]
 	g.healthMu.Unlock()
@@ -242,7 +242,7 @@ func (g *Gateway) ResetHealth(connID string) bool {
 	g.applyMu.Lock()
 	r := g.rates[connID]
 	g.applyMu.Unlock()
-	g.limiter.reset(context.Background(), connID, r)
+	g.limiter.reset(ctx, connID, r)
 	return true
 }
 

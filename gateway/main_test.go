@@ -61,7 +61,7 @@ func newEnv(t *testing.T, upOpts upstreamtest.Options, opts ...envOption) *env {
 	t.Helper()
 	up := upstreamtest.NewServer(upOpts)
 	upSrv := httptest.NewServer(up)
-	o := Options{Authenticate: func(s string) bool { return s == testClientKey }}
+	o := Options{Authenticate: func(_ context.Context, s string) bool { return s == testClientKey }}
 	for _, f := range opts {
 		f(&o)
 	}

@@ -60,7 +60,7 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 	case secret == "":
 		return x, &apiError{status: http.StatusUnauthorized, code: CodeMissingKey,
 			message: "missing client key: send it as Authorization: Bearer <key> or x-api-key"}
-	case g.auth == nil || !g.auth(secret):
+	case g.auth == nil || !g.auth(r.Context(), secret):
 		return x, &apiError{status: http.StatusUnauthorized, code: CodeInvalidKey, message: "invalid client key"}
 	}
 	s := g.state.Load()

@@ -249,7 +249,7 @@ func secondsToMidnight(now time.Time) int {
 // restarted process would, and points e at it.
 func (e *env) restart(opts ...envOption) {
 	e.t.Helper()
-	o := Options{Authenticate: func(s string) bool { return s == testClientKey }}
+	o := Options{Authenticate: func(_ context.Context, s string) bool { return s == testClientKey }}
 	for _, f := range opts {
 		f(&o)
 	}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -87,7 +88,7 @@ func TestStreamErrorAfterPartialEvent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			upURL := partialEventUpstream(t, tc.nl, tc.cut)
-			gw := New(Options{Authenticate: func(s string) bool { return s == testClientKey }})
+			gw := New(Options{Authenticate: func(_ context.Context, s string) bool { return s == testClientKey }})
 			gwSrv := httptest.NewServer(gw)
 			t.Cleanup(func() { gwSrv.Close(); gw.Close() })
 			gw.Apply(Config{Connections: []Connection{{
@@ -238,7 +239,7 @@ func TestStreamKeepAliveCommentPassesAtOnce(t *testing.T) {
 // up and returns the answer to a streaming chat request through it.
 func streamThrough(t *testing.T, up *httptest.Server) *http.Response {
 	t.Helper()
-	gw := New(Options{Authenticate: func(s string) bool { return s == testClientKey }})
+	gw := New(Options{Authenticate: func(_ context.Context, s string) bool { return s == testClientKey }})
 	gwSrv := httptest.NewServer(gw)
 	t.Cleanup(func() { gwSrv.Close(); gw.Close() })
 	gw.Apply(Config{Connections: []Connection{{

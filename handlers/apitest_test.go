@@ -48,8 +48,8 @@ type fakeGates struct {
 	reset    func(id string) bool
 }
 
-func (f fakeGates) GatesSnapshot() GatesView   { return f.snapshot() }
-func (f fakeGates) ResetHealth(id string) bool { return f.reset(id) }
+func (f fakeGates) GatesSnapshot() GatesView                      { return f.snapshot() }
+func (f fakeGates) ResetHealth(_ context.Context, id string) bool { return f.reset(id) }
 
 // testAPI is a Server over a fresh database, served by httptest, with an admin and a
 // viewer token, a captured log and a client that checks every exchange against

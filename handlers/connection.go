@@ -185,7 +185,7 @@ func (s *Server) resetConnectionHealth(w http.ResponseWriter, r *http.Request) e
 	if _, err := s.store.GetConnection(r.Context(), id); err != nil {
 		return err
 	}
-	if s.deps.Gates == nil || !s.deps.Gates.ResetHealth(id) {
+	if s.deps.Gates == nil || !s.deps.Gates.ResetHealth(r.Context(), id) {
 		return newAPIError(http.StatusNotFound, "the gateway has not loaded this connection")
 	}
 	return writeNoContent(w)

@@ -7,6 +7,7 @@
 package handlers
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -24,8 +25,8 @@ type GateSource interface {
 	// GatesSnapshot returns the live gates and every connection's health and budgets.
 	GatesSnapshot() GatesView
 	// ResetHealth clears connection id's cooldowns, suspension and breaker; it reports
-	// false when the gateway does not know the connection.
-	ResetHealth(id string) bool
+	// false when the gateway does not know the connection. ctx is the request's.
+	ResetHealth(ctx context.Context, id string) bool
 }
 
 // Deps are the parts a Server is wired from. Store and Logger are required.

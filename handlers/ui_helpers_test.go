@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -34,7 +35,7 @@ func (g *dashGates) GatesSnapshot() GatesView {
 	return g.view
 }
 
-func (g *dashGates) ResetHealth(string) bool { return true }
+func (g *dashGates) ResetHealth(context.Context, string) bool { return true }
 
 func (g *dashGates) set(v GatesView) {
 	g.mu.Lock()

@@ -74,8 +74,8 @@ func TestRPDPersistsInPostgres(t *testing.T) {
 	// start runs a gateway process's worth of wiring and returns its URL.
 	start := func() (*gateway.Gateway, string) {
 		t.Helper()
-		loader := newConfigLoader(ctx, st, logger)
-		gw := gateway.New(gateway.Options{Logger: logger, Authenticate: loader.authenticate,
+		loader := newConfigLoader(st, logger)
+		gw := gateway.New(gateway.Options{Logger: logger, Authenticate: loader.keys.Authenticate,
 			Usage: usageCounter{st: st}, Now: clock.Now})
 		loader.gw = gw
 		if err := loader.reload(ctx); err != nil {

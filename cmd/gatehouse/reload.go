@@ -2,15 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/time/rate"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
@@ -25,109 +21,27 @@ const (
 	fullReloadEvery = 30 * time.Second
 )
 
-// configLoader keeps the gateway's configuration and the client-key set in step with
-// the database: a full load at start, one per NOTIFY gatehouse_config (debounced), one
-// after every reconnect of the listener and one every fullReloadEvery. While the
-// database is away the last good snapshot stays in force.
+// configLoader keeps the gateway's configuration and the client-key set (a
+// store.KeyCache) in step with the database: a full load at start, one per NOTIFY
+// gatehouse_config (debounced), one after every reconnect of the listener and one
+// every fullReloadEvery. While the database is away the last good snapshot stays in
+// force.
 type configLoader struct {
 	st  *store.Store
 	gw  *gateway.Gateway
 	log *slog.Logger
 
-	keys     atomic.Pointer[map[[32]byte]struct{}]
+	// keys is the client-key set the gateway authenticates against.
+	keys     *store.KeyCache
 	loadedAt atomic.Int64 // unix nanos of the last successful load
 	failing  atomic.Bool  // the last load attempt failed
-
-	// lookupCtx bounds the database lookups authenticate makes for keys missing from
-	// the set (the gateway's Authenticate has no request context); serve's run context.
-	lookupCtx context.Context
-	// misses rate-limits those lookups, so unknown keys cannot load the database.
-	misses *rate.Limiter
-	// lookupPausedUntil (unix nanos) skips lookups for a while after a database error.
-	lookupPausedUntil atomic.Int64
-	keysMu            sync.Mutex // serialises swaps of keys and keysGen
-	keysGen           uint64     // bumped by every full load of the key set
 
 	mu sync.Mutex // serialises reloads
 }
 
-const (
-	// missLookupsPerSecond and missLookupBurst bound the database lookups of client
-	// keys not in the in-memory set.
-	missLookupsPerSecond = 20
-	missLookupBurst      = 20
-	// missLookupTimeout bounds one lookup: a client with an unknown key gets its 401
-	// quickly even while the database is slow.
-	missLookupTimeout = 500 * time.Millisecond
-	// missLookupPause is how long lookups stop after a database error.
-	missLookupPause = 5 * time.Second
-)
-
-// newConfigLoader returns a loader over st; ctx bounds the client-key lookups that
-// authenticate makes (see authenticate).
-func newConfigLoader(ctx context.Context, st *store.Store, log *slog.Logger) *configLoader {
-	l := &configLoader{st: st, log: log, lookupCtx: ctx,
-		misses: rate.NewLimiter(missLookupsPerSecond, missLookupBurst)}
-	empty := map[[32]byte]struct{}{}
-	l.keys.Store(&empty)
-	return l
-}
-
-// authenticate reports whether secret is a known client key. It hashes once and reads
-// an in-memory set: no database round trip per request. A secret missing from the set
-// is looked up in the database (rate-limited), so a key created a moment ago — by
-// `gatehouse key create` in another process, the API or the dashboard — works on the
-// very next request instead of only after the NOTIFY reload.
-func (l *configLoader) authenticate(secret string) bool {
-	if secret == "" {
-		return false
-	}
-	h := sha256.Sum256([]byte(secret))
-	if _, ok := (*l.keys.Load())[h]; ok {
-		return true
-	}
-	return l.lookupMissing(secret, h)
-}
-
-// lookupMissing asks the database whether secret is a client key the in-memory set
-// does not hold yet, and adds it to the set unless a full load replaced the set
-// meanwhile (that load is authoritative: the key may have been deleted since).
-func (l *configLoader) lookupMissing(secret string, h [32]byte) bool {
-	if l.lookupCtx == nil || time.Now().UnixNano() < l.lookupPausedUntil.Load() || !l.misses.Allow() {
-		return false
-	}
-	l.keysMu.Lock()
-	gen := l.keysGen
-	l.keysMu.Unlock()
-	ctx, cancel := context.WithTimeout(l.lookupCtx, missLookupTimeout)
-	defer cancel()
-	if _, err := l.st.LookupClientKey(ctx, secret); err != nil {
-		if !errors.Is(err, store.ErrNotFound) && l.lookupCtx.Err() == nil {
-			l.lookupPausedUntil.Store(time.Now().Add(missLookupPause).UnixNano())
-			l.log.Warn("look up a client key missing from memory", slog.Any("error", err))
-		}
-		return false
-	}
-	l.keysMu.Lock()
-	defer l.keysMu.Unlock()
-	if l.keysGen == gen {
-		cur := *l.keys.Load()
-		set := make(map[[32]byte]struct{}, len(cur)+1)
-		for k := range cur {
-			set[k] = struct{}{}
-		}
-		set[h] = struct{}{}
-		l.keys.Store(&set)
-	}
-	return true
-}
-
-// storeKeys replaces the key set with a full load.
-func (l *configLoader) storeKeys(set map[[32]byte]struct{}) {
-	l.keysMu.Lock()
-	defer l.keysMu.Unlock()
-	l.keys.Store(&set)
-	l.keysGen++
+// newConfigLoader returns a loader over st.
+func newConfigLoader(st *store.Store, log *slog.Logger) *configLoader {
+	return &configLoader{st: st, log: log, keys: store.NewKeyCache(st, nil)}
 }
 
 // reload loads everything and applies it.
@@ -138,15 +52,7 @@ func (l *configLoader) reload(ctx context.Context) error {
 	defer cancel()
 	cfg, err := l.st.LoadGatewayConfig(ctx)
 	if err == nil {
-		var hashes [][32]byte
-		hashes, err = l.st.ClientKeyHashes(ctx)
-		if err == nil {
-			set := make(map[[32]byte]struct{}, len(hashes))
-			for _, h := range hashes {
-				set[h] = struct{}{}
-			}
-			l.storeKeys(set)
-		}
+		err = l.keys.Load(ctx)
 	}
 	if err != nil {
 		l.failing.Store(true)
@@ -274,7 +180,9 @@ func (v gatesView) GatesSnapshot() handlers.GatesView {
 	return out
 }
 
-func (v gatesView) ResetHealth(id string) bool { return v.gw.ResetHealth(id) }
+func (v gatesView) ResetHealth(ctx context.Context, id string) bool {
+	return v.gw.ResetHealth(ctx, id)
+}
 
 // usageCounter adapts the store's usage_daily table to gateway.UsageCounter: the
 // source of truth for rpd and tpd, shared by every replica.

@@ -45,8 +45,8 @@ func TestNewClientKeyAuthenticatesAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loader := newConfigLoader(ctx, st, logger)
-	gw := gateway.New(gateway.Options{Logger: logger, Authenticate: loader.authenticate})
+	loader := newConfigLoader(st, logger)
+	gw := gateway.New(gateway.Options{Logger: logger, Authenticate: loader.keys.Authenticate})
 	t.Cleanup(gw.Close)
 	loader.gw = gw
 	if err := loader.reload(ctx); err != nil {
@@ -58,13 +58,13 @@ func TestNewClientKeyAuthenticatesAtOnce(t *testing.T) {
 		t.Fatalf("CreateClientKey: %v", err)
 	}
 	// No reload in between: the loader's run loop is not running in this test.
-	if !loader.authenticate(secret) {
+	if !loader.keys.Authenticate(ctx, secret) {
 		t.Fatal("authenticate(new key) = false before the reload, want true")
 	}
-	if !loader.authenticate(secret) {
+	if !loader.keys.Authenticate(ctx, secret) {
 		t.Fatal("authenticate(new key) = false on the second request, want true")
 	}
-	if loader.authenticate("gh_ck_not-a-key-0123456789") {
+	if loader.keys.Authenticate(ctx, "gh_ck_not-a-key-0123456789") {
 		t.Fatal("authenticate(unknown key) = true, want false")
 	}
 
@@ -74,7 +74,7 @@ func TestNewClientKeyAuthenticatesAtOnce(t *testing.T) {
 	if err := loader.reload(ctx); err != nil {
 		t.Fatalf("reload: %v", err)
 	}
-	if loader.authenticate(secret) {
+	if loader.keys.Authenticate(ctx, secret) {
 		t.Fatal("authenticate(deleted key) = true after the reload, want false")
 	}
 }

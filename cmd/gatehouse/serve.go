@@ -115,8 +115,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	loader := newConfigLoader(runCtx, st, logger)
-	gwOpts := gateway.Options{Logger: logger, Registerer: reg, Authenticate: loader.authenticate,
+	loader := newConfigLoader(st, logger)
+	gwOpts := gateway.Options{Logger: logger, Registerer: reg, Authenticate: loader.keys.Authenticate,
 		Usage: usageCounter{st: st}}
 	ready := loader.ready
 	if shared != nil {

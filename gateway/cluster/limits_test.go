@@ -49,7 +49,7 @@ func newTwoGateways(t *testing.T, upOpts upstreamtest.Options) *twoGateways {
 			t.Fatal(err)
 		}
 		e.gws[i] = gateway.New(gateway.Options{
-			Authenticate: func(s string) bool { return s == testClientKey },
+			Authenticate: func(_ context.Context, s string) bool { return s == testClientKey },
 			Admission:    ctrl,
 			SharedLimits: lim,
 		})
@@ -250,7 +250,7 @@ func TestSharedSuspension(t *testing.T) {
 	}
 	// Resetting through B clears the shared suspension for A too.
 	e.up.ClearBehaviors()
-	if !e.gws[1].ResetHealth("a") || !e.gws[0].ResetHealth("a") {
+	if !e.gws[1].ResetHealth(t.Context(), "a") || !e.gws[0].ResetHealth(t.Context(), "a") {
 		t.Fatal("ResetHealth(a) = false")
 	}
 	if r := e.post(ctx, 0); r.header.Get(gateway.HeaderConnection) != "conn-a" {
@@ -296,7 +296,7 @@ func TestSharedLimitsFailOpen(t *testing.T) {
 	}
 	up := upstreamtest.NewServer(upstreamtest.Options{})
 	upSrv := httptest.NewServer(up)
-	gw := gateway.New(gateway.Options{Authenticate: func(s string) bool { return s == testClientKey }, SharedLimits: lim})
+	gw := gateway.New(gateway.Options{Authenticate: func(_ context.Context, s string) bool { return s == testClientKey }, SharedLimits: lim})
 	srv := httptest.NewServer(gw)
 	tr := &http.Transport{}
 	t.Cleanup(func() {
@@ -379,7 +379,7 @@ func benchGateway(b *testing.B, withShared, tpm bool) {
 	prefix := uniquePrefix(b)
 	rdb := newClient(b, shared.sock)
 	ctrl := newController(b, rdb, Options{Prefix: prefix})
-	opts := gateway.Options{Authenticate: func(s string) bool { return s == testClientKey }, Admission: ctrl}
+	opts := gateway.Options{Authenticate: func(_ context.Context, s string) bool { return s == testClientKey }, Admission: ctrl}
 	if withShared {
 		lim, err := NewLimits(LimitsOptions{Client: rdb, Prefix: prefix})
 		if err != nil {

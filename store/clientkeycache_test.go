@@ -1,0 +1,235 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/storetest"
+)
+
+// testClock is a clock that moves only when told: the key cache's rate limit and
+// pause are then counted, not timed.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newTestClock() *testClock { return &testClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
+
+func (c *testClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// wantLookups fails the test unless c has made n database lookups.
+func wantLookups(t *testing.T, c *store.KeyCache, n int64, when string) {
+	t.Helper()
+	if got := c.Lookups(); got != n {
+		t.Fatalf("%s: %d database lookups, want %d", when, got, n)
+	}
+}
+
+// TestKeyCacheHitFromMemory: after a full load, a known key authenticates from memory
+// (no database lookup); an empty secret is refused without one.
+func TestKeyCacheHitFromMemory(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := newStore(t)
+	_, secret, err := s.CreateClientKey(ctx, store.ActorSystem, "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := store.NewKeyCache(s, newTestClock().now)
+	if err := c.Load(ctx); err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	for range 3 {
+		if !c.Authenticate(ctx, secret) {
+			t.Fatal("Authenticate(loaded key) = false, want true")
+		}
+	}
+	if c.Authenticate(ctx, "") {
+		t.Fatal(`Authenticate("") = true, want false`)
+	}
+	wantLookups(t, c, 0, "after known keys and an empty one")
+}
+
+// TestKeyCacheMissLookedUpAndAdded: a key created after the last full load is looked up
+// in the database once and then served from memory; an unknown key is looked up and
+// refused.
+func TestKeyCacheMissLookedUpAndAdded(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := newStore(t)
+	c := store.NewKeyCache(s, newTestClock().now)
+	if err := c.Load(ctx); err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	_, secret, err := s.CreateClientKey(ctx, store.ActorSystem, "fresh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Authenticate(ctx, secret) {
+		t.Fatal("Authenticate(new key) = false before any reload, want true")
+	}
+	wantLookups(t, c, 1, "after the new key's first request")
+	if !c.Authenticate(ctx, secret) {
+		t.Fatal("Authenticate(new key) = false on the second request, want true")
+	}
+	wantLookups(t, c, 1, "after the new key's second request (served from memory)")
+	if c.Authenticate(ctx, "gh_ck_not-a-key-0123456789") {
+		t.Fatal("Authenticate(unknown key) = true, want false")
+	}
+	wantLookups(t, c, 2, "after an unknown key")
+}
+
+// TestKeyCacheLookupsRateLimited: secrets missing from memory are looked up at most
+// burst at once and then at the refill rate; keys in memory are unaffected.
+func TestKeyCacheLookupsRateLimited(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := newStore(t)
+	_, known, err := s.CreateClientKey(ctx, store.ActorSystem, "known")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := newTestClock()
+	c := store.NewKeyCache(s, clock.now)
+	if err := c.Load(ctx); err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	for i := range 3 * store.KeyLookupBurst {
+		if c.Authenticate(ctx, fmt.Sprintf("gh_ck_unknown-%03d", i)) {
+			t.Fatalf("unknown key %d authenticated", i)
+		}
+	}
+	wantLookups(t, c, store.KeyLookupBurst, "after a burst of unknown keys")
+
+	// Out of lookups: a key created meanwhile is refused until the limiter refills,
+	// while a key in memory still authenticates.
+	_, fresh, err := s.CreateClientKey(ctx, store.ActorSystem, "fresh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Authenticate(ctx, fresh) {
+		t.Fatal("Authenticate(new key) = true with no lookups left, want false (rate-limited)")
+	}
+	if !c.Authenticate(ctx, known) {
+		t.Fatal("Authenticate(key in memory) = false while lookups are rate-limited")
+	}
+	wantLookups(t, c, store.KeyLookupBurst, "while rate-limited")
+
+	// A quarter of a second refills a quarter of the rate.
+	clock.advance(time.Second / 4)
+	refill := int64(store.KeyLookupsPerSecond / 4)
+	if !c.Authenticate(ctx, fresh) {
+		t.Fatal("Authenticate(new key) = false after the limiter refilled, want true")
+	}
+	for i := range 3 * refill {
+		c.Authenticate(ctx, fmt.Sprintf("gh_ck_unknown-again-%03d", i))
+	}
+	wantLookups(t, c, store.KeyLookupBurst+refill, "after the refill")
+}
+
+// TestKeyCacheFullLoadWinsOverRacingLookup: a full load that replaces the set while a
+// lookup is under way is authoritative: the key the lookup found (deleted since) is not
+// added to the new set.
+func TestKeyCacheFullLoadWinsOverRacingLookup(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := newStore(t)
+	k, secret, err := s.CreateClientKey(ctx, store.ActorSystem, "doomed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := store.NewKeyCache(s, newTestClock().now)
+	var once sync.Once
+	c.SetAfterLookup(func() {
+		// Between the lookup's query and its update of the set: the key is deleted
+		// and a full load (as a NOTIFY's reload would) replaces the set.
+		once.Do(func() {
+			if err := s.DeleteClientKey(ctx, store.ActorSystem, k.ID); err != nil {
+				t.Errorf("DeleteClientKey: %v", err)
+			}
+			if err := c.Load(ctx); err != nil {
+				t.Errorf("Load: %v", err)
+			}
+		})
+	})
+	if !c.Authenticate(ctx, secret) {
+		t.Fatal("Authenticate = false, want true: the key existed when it was looked up")
+	}
+	wantLookups(t, c, 1, "after the racing lookup")
+	if c.Authenticate(ctx, secret) {
+		t.Fatal("Authenticate(deleted key) = true after the full load, want false")
+	}
+	// Not from memory: the lookup's result did not survive the full load.
+	wantLookups(t, c, 2, "after the deleted key's next request")
+}
+
+// TestKeyCacheDatabaseErrorPausesLookups: a lookup that fails for want of a database
+// stops lookups for the pause (keys in memory keep working), then they resume; a lookup
+// cut short by its own request's end pauses nothing.
+func TestKeyCacheDatabaseErrorPausesLookups(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url := storetest.URL(t)
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s, err := store.New(pool, testSecretKey(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, known, err := s.CreateClientKey(ctx, store.ActorSystem, "known")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := newTestClock()
+	c := store.NewKeyCache(s, clock.now)
+	if err := c.Load(ctx); err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	pool.Close() // the database is gone for this store
+
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if c.Authenticate(gone, "gh_ck_unknown-000") {
+		t.Fatal("unknown key authenticated")
+	}
+	wantLookups(t, c, 1, "after a lookup for a request that had ended")
+
+	if c.Authenticate(ctx, "gh_ck_unknown-001") {
+		t.Fatal("unknown key authenticated")
+	}
+	wantLookups(t, c, 2, "after the failed lookup (an ended request pauses nothing)")
+	for i := range 5 {
+		c.Authenticate(ctx, fmt.Sprintf("gh_ck_unknown-1%02d", i))
+	}
+	wantLookups(t, c, 2, "during the pause")
+	if !c.Authenticate(ctx, known) {
+		t.Fatal("Authenticate(key in memory) = false during the pause")
+	}
+
+	clock.advance(store.KeyLookupPause - time.Millisecond)
+	c.Authenticate(ctx, "gh_ck_unknown-002")
+	wantLookups(t, c, 2, "just before the pause ends")
+	clock.advance(time.Millisecond)
+	c.Authenticate(ctx, "gh_ck_unknown-003")
+	wantLookups(t, c, 3, "once the pause is over")
+}

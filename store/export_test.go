@@ -1,0 +1,16 @@
+package store
+
+// Test hooks for the external tests (package store_test).
+
+// Lookups returns how many database lookups c has made.
+func (c *KeyCache) Lookups() int64 { return c.lookups.Load() }
+
+// SetAfterLookup makes f run between each lookup's query and its update of the set.
+func (c *KeyCache) SetAfterLookup(f func()) { c.afterLookup = f }
+
+// KeyLookupBurst and KeyLookupPause are the lookup limits.
+const (
+	KeyLookupBurst      = keyLookupBurst
+	KeyLookupsPerSecond = keyLookupsPerSecond
+	KeyLookupPause      = keyLookupPause
+)
