@@ -85,7 +85,7 @@ func problemFor(err error) (p problem, header http.Header, unexpected bool) {
 	case errors.Is(err, store.ErrUnavailable):
 		// The gateway keeps serving on its last config; configuration waits for the database.
 		status, detail, unexpected = http.StatusServiceUnavailable, "the database is unavailable; try again shortly", true
-		header = http.Header{"Retry-After": []string{"5"}}
+		header = http.Header{"Retry-After": []string{retryAfterUnavailable}}
 	case errors.Is(err, store.ErrInvalid):
 		// The handlers validate before writing, so this is a gap worth a log line.
 		status, detail, unexpected = http.StatusUnprocessableEntity, "the database rejected a value", true
@@ -103,6 +103,10 @@ func problemFor(err error) (p problem, header http.Header, unexpected bool) {
 		Errors: fe,
 	}, header, unexpected
 }
+
+// retryAfterUnavailable is the Retry-After (seconds) of a 503 for a database that
+// is away, from the API and the dashboard alike.
+const retryAfterUnavailable = "5"
 
 // writeProblem answers r with the problem for err, logging unexpected errors once
 // (never the request body: only method, route and the error chain).

@@ -238,7 +238,9 @@ func (s *Server) uiFlash(w http.ResponseWriter, r *http.Request, rq *uiRequest, 
 }
 
 // uiFail maps err to an error page: uiStatus errors as they say, ErrNotFound as
-// 404, anything else as 500 after logging it once.
+// 404, ErrUnavailable as 503 with Retry-After (as the API does, see problemFor)
+// and a page saying the database is away, anything else as 500; the 503 and the
+// 500 are logged once.
 func (s *Server) uiFail(w http.ResponseWriter, r *http.Request, rq *uiRequest, err error) {
 	status, key := http.StatusInternalServerError, "error.internal"
 	var st *uiStatus
@@ -250,6 +252,12 @@ func (s *Server) uiFail(w http.ResponseWriter, r *http.Request, rq *uiRequest, e
 		status, key = http.StatusNotFound, "error.notFound"
 	case errors.As(err, &mbe):
 		status, key = http.StatusRequestEntityTooLarge, "status.other"
+	case errors.Is(err, store.ErrUnavailable):
+		// The gateway keeps serving on its last config; the dashboard waits for the database.
+		status, key = http.StatusServiceUnavailable, "error.unavailable"
+		w.Header().Set("Retry-After", retryAfterUnavailable)
+		s.log.WarnContext(r.Context(), "dashboard request failed: database unavailable",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("error", err))
 	default:
 		s.log.ErrorContext(r.Context(), "dashboard request failed", slog.String("method", r.Method),
 			slog.String("path", r.URL.Path), slog.String("client", s.clientAddr(r)), slog.Any("error", err))

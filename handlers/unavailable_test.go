@@ -1,15 +1,21 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/storetest"
+	"github.com/gatehouse-dev/gatehouse/web"
 )
 
 // TestDatabaseUnavailable: with the database unreachable the API answers 503
@@ -55,5 +61,68 @@ func TestDatabaseUnavailable(t *testing.T) {
 	}
 	if p.Status != http.StatusServiceUnavailable || p.Errors == nil {
 		t.Errorf("problem = %+v, want status 503 and an errors array", p)
+	}
+}
+
+// TestDashboardDatabaseUnavailable: with Postgres stopped under a signed-in user, the
+// dashboard answers 503 with Retry-After, as the API does, and a page saying the
+// database is away (not a 500 "the error was logged"); once Postgres is back the same
+// session works again.
+func TestDashboardDatabaseUnavailable(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	cluster := storetest.Cluster(t)
+	pool, err := pgxpool.New(ctx, cluster.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := store.Migrate(ctx, pool); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	st, err := store.New(pool, bytes.Repeat([]byte{0x42}, 32), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(Deps{Store: st, Logger: logger, Gates: &dashGates{}}).Handler())
+	t.Cleanup(srv.Close)
+	if _, err := st.CreateUser(ctx, store.ActorSystem, "admin@example.com", dashPassword, store.RoleAdmin); err != nil {
+		t.Fatal(err)
+	}
+	d := &dash{srv: srv, store: st}
+	c := d.signIn(t, "admin@example.com")
+	d.get(t, c, "/connections").want(t, http.StatusOK)
+
+	if err := cluster.Stop(ctx); err != nil {
+		t.Fatalf("stop Postgres: %v", err)
+	}
+	wantMsg := web.NewLocalizer("en").T("error.unavailable")
+	for _, path := range []string{"/", "/connections", "/settings"} {
+		p := d.get(t, c, path).want(t, http.StatusServiceUnavailable)
+		if got := p.header.Get("Retry-After"); got != "5" {
+			t.Errorf("GET %s: Retry-After = %q, want 5 (as the API's 503)", path, got)
+		}
+		if ct := p.header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+			t.Errorf("GET %s: Content-Type = %q, want an HTML page", path, ct)
+		}
+		if got := strings.TrimSpace(p.testid("error-message").Text()); got != wantMsg {
+			t.Errorf("GET %s: error message = %q, want %q", path, got, wantMsg)
+		}
+	}
+
+	if err := cluster.Start(ctx); err != nil {
+		t.Fatalf("start Postgres: %v", err)
+	}
+	// The pool reconnects on its own; the session, stored in Postgres, is still valid.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		p := d.get(t, c, "/connections")
+		if p.status == http.StatusOK {
+			break
+		}
+		if p.status != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			t.Fatalf("after Postgres came back: status %d, want 200\n%s", p.status, p.body)
+		}
 	}
 }
