@@ -12,7 +12,7 @@ import (
 func auditCount(t *testing.T, s *store.Store) int {
 	t.Helper()
 	var n int
-	if err := s.Pool().QueryRow(t.Context(), `SELECT count(*) FROM audit_log`).Scan(&n); err != nil {
+	if err := poolOf(t, s).QueryRow(t.Context(), `SELECT count(*) FROM audit_log`).Scan(&n); err != nil {
 		t.Fatalf("count audit rows: %v", err)
 	}
 	return n

@@ -451,7 +451,7 @@ func TestWrongSecretKeyCannotDecrypt(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	mustCreateConnection(t, s, connInput("locked"))
-	other, err := store.New(s.Pool(), make([]byte, store.SecretKeySize), nil)
+	other, err := store.New(poolOf(t, s), make([]byte, store.SecretKeySize), nil)
 	if err != nil {
 		t.Fatalf("store.New: %v", err)
 	}

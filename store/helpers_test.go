@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
+	"sync"
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // testSecretKey returns a fixed 32-byte key; tests never need a random one.
@@ -16,11 +18,27 @@ func testSecretKey() []byte { return bytes.Repeat([]byte{0x42}, store.SecretKeyS
 // newStore returns a Store on a fresh migrated database.
 func newStore(t *testing.T) *store.Store {
 	t.Helper()
-	s, err := store.New(storetest.Pool(t), testSecretKey(), slog.New(slog.DiscardHandler))
+	pool := storetest.Pool(t)
+	s, err := store.New(pool, testSecretKey(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("store.New: %v", err)
 	}
+	pools.Store(s, pool)
+	t.Cleanup(func() { pools.Delete(s) })
 	return s
+}
+
+// pools maps each Store of newStore to its pool, for the raw SQL of tests.
+var pools sync.Map // *store.Store → *pgxpool.Pool
+
+// poolOf returns the pool under s, a Store of newStore.
+func poolOf(t *testing.T, s *store.Store) *pgxpool.Pool {
+	t.Helper()
+	p, ok := pools.Load(s)
+	if !ok {
+		t.Fatal("poolOf: not a Store of newStore")
+	}
+	return p.(*pgxpool.Pool)
 }
 
 // connInput returns a valid connection input named name.
@@ -66,7 +84,7 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 func dumpDatabase(t *testing.T, s *store.Store) string {
 	t.Helper()
 	ctx := t.Context()
-	rows, err := s.Pool().Query(ctx,
+	rows, err := poolOf(t, s).Query(ctx,
 		`SELECT quote_ident(table_name) FROM information_schema.tables
 		 WHERE table_schema = 'public' AND table_type = 'BASE TABLE'`)
 	if err != nil {
@@ -85,7 +103,7 @@ func dumpDatabase(t *testing.T, s *store.Store) string {
 	}
 	var buf bytes.Buffer
 	for _, table := range tables {
-		rows, err := s.Pool().Query(ctx, `SELECT row_to_json(t)::text FROM `+table+` t`)
+		rows, err := poolOf(t, s).Query(ctx, `SELECT row_to_json(t)::text FROM `+table+` t`)
 		if err != nil {
 			t.Fatalf("dump %s: %v", table, err)
 		}

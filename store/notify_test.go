@@ -71,7 +71,7 @@ func TestListenConfig(t *testing.T) {
 
 	// Kill the listener's backend: ListenConfig must reconnect and call onChange,
 	// since changes made meanwhile were not delivered.
-	tag, err := s.Pool().Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+	tag, err := poolOf(t, s).Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 		WHERE datname = current_database() AND query = 'LISTEN `+store.ConfigChannel+`'`)
 	if err != nil {
 		t.Fatalf("terminate listener: %v", err)

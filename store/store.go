@@ -70,9 +70,6 @@ func New(pool *pgxpool.Pool, secretKey []byte, logger *slog.Logger) (*Store, err
 	return &Store{pool: pool, db: pool, sealer: aead, logger: logger}, nil
 }
 
-// Pool returns the pool the store was created with.
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
-
 // InTx runs fn with a Store bound to one transaction; the transaction commits when fn
 // returns nil and rolls back otherwise. fn's error is returned unchanged. Called on a
 // Store that is already in a transaction, it uses a savepoint.

@@ -51,7 +51,7 @@ func TestPasswordHashFormat(t *testing.T) {
 	s := newStore(t)
 	u := mustCreateUser(t, s, "hash@example.com", "s3cret-pass", store.RoleViewer)
 	var hash string
-	if err := s.Pool().QueryRow(t.Context(), `SELECT password_hash FROM users WHERE id = $1`, u.ID).Scan(&hash); err != nil {
+	if err := poolOf(t, s).QueryRow(t.Context(), `SELECT password_hash FROM users WHERE id = $1`, u.ID).Scan(&hash); err != nil {
 		t.Fatalf("read hash: %v", err)
 	}
 	if !strings.HasPrefix(hash, "$argon2id$v=19$m=19456,t=2,p=1$") || strings.Count(hash, "$") != 5 {

@@ -23,7 +23,7 @@ func TestSetCapsKeepsNamedUncappedGates(t *testing.T) {
 			c.SetCaps(tt.caps)
 			mustAcquire(t, c, "connection:c1").Release()
 			c.SetCaps(tt.caps) // a reload that changes nothing for c1
-			s, ok := c.Gate("connection:c1")
+			s, ok := gateOf(c, "connection:c1")
 			if ok != tt.wantKept {
 				t.Fatalf("gate kept = %v, want %v", ok, tt.wantKept)
 			}

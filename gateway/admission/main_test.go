@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -61,12 +62,22 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// gateOf returns the stats of the gate key, if the controller knows it.
+func gateOf(c *Controller, key string) (GateStats, bool) {
+	all := c.Stats()
+	i := slices.IndexFunc(all, func(s GateStats) bool { return s.Key == key })
+	if i < 0 {
+		return GateStats{}, false
+	}
+	return all[i], true
+}
+
 // gateStat returns the stats of key, failing the test if the gate is unknown.
 func gateStat(t *testing.T, c *Controller, key string) GateStats {
 	t.Helper()
-	s, ok := c.Gate(key)
+	s, ok := gateOf(c, key)
 	if !ok {
-		t.Fatalf("Gate(%q) not found", key)
+		t.Fatalf("gate %q not found", key)
 	}
 	return s
 }
@@ -75,7 +86,7 @@ func gateStat(t *testing.T, c *Controller, key string) GateStats {
 func waitQueued(t *testing.T, c *Controller, key string, n int) {
 	t.Helper()
 	waitFor(t, "queued on "+key, func() bool {
-		s, ok := c.Gate(key)
+		s, ok := gateOf(c, key)
 		return ok && s.Queued == n
 	})
 }

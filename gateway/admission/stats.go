@@ -50,17 +50,6 @@ func (c *Controller) Stats() []GateStats {
 	return out
 }
 
-// Gate returns a snapshot of the gate key, if the controller knows it.
-func (c *Controller) Gate(key string) (GateStats, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g, ok := c.gates[key]
-	if !ok {
-		return GateStats{}, false
-	}
-	return c.stats(g), true
-}
-
 func (c *Controller) stats(g *gate) GateStats {
 	waits := g.waits
 	// Immediate admissions skip the histogram to keep the fast path lean: they

@@ -89,7 +89,7 @@ func TestStatsRecordWaits(t *testing.T) {
 			}
 			c.mu.Unlock()
 			for _, key := range []string{"connection:c1", "model:c1:a"} {
-				st, ok := c.Gate(key)
+				st, ok := gateOf(c, key)
 				if !ok {
 					if len(tt.waits) == 0 && key != "connection:c1" {
 						continue // an uncapped gate nobody used
