@@ -94,7 +94,7 @@ func TestStreamErrorAfterPartialEvent(t *testing.T) {
 			gw.Apply(Config{Connections: []Connection{{
 				ID: "c1", Name: "c1", Provider: "p", APIStyle: tc.style, BaseURL: upURL + "/v1",
 				APIKey: "k", Models: []string{"m"}, Enabled: true,
-				Overrides: limits.Overrides{ExecutionMaxWaitMs: ptr(300)},
+				Overrides: limits.Overrides{ExecutionMaxWaitMs: ptr(2000)}, // fires mid-stream, however slow the machine is to start it
 			}}})
 			path := "/v1/chat/completions"
 			if tc.style == "anthropic" {

@@ -100,7 +100,8 @@ func TestStreamExecutionBoundAfterStart(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, upstreamtest.Options{Chunks: 1000, ChunkInterval: 30 * time.Millisecond})
 	c := e.conn("c1", "k1", "glm-5")
-	c.Overrides = limits.Overrides{ExecutionMaxWaitMs: ptr(200), ModelConcurrency: map[string]int{"glm-5": 1}}
+	// The bound must fire after the stream has started (30 s of chunks), also on a loaded machine.
+	c.Overrides = limits.Overrides{ExecutionMaxWaitMs: ptr(2000), ModelConcurrency: map[string]int{"glm-5": 1}}
 	e.gw.Apply(Config{Connections: []Connection{c}})
 	resp := e.openStream(testCtx(t), "glm-5")
 	defer resp.Body.Close()
@@ -124,7 +125,7 @@ func TestAnthropicStreamErrorEvent(t *testing.T) {
 	e := newEnv(t, upstreamtest.Options{Chunks: 1000, ChunkInterval: 30 * time.Millisecond})
 	c := e.conn("an", "ka", "claude-x")
 	c.APIStyle = "anthropic"
-	c.Overrides = limits.Overrides{ExecutionMaxWaitMs: ptr(150)}
+	c.Overrides = limits.Overrides{ExecutionMaxWaitMs: ptr(2000)} // fires mid-stream
 	e.gw.Apply(Config{Connections: []Connection{c}})
 	req, _ := http.NewRequestWithContext(testCtx(t), http.MethodPost, e.gwURL+"/v1/messages",
 		strings.NewReader(`{"model":"claude-x","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"hi"}]}`))
