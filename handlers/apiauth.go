@@ -19,6 +19,9 @@ const (
 	accessRead
 	// accessWrite needs an admin token.
 	accessWrite
+	// accessAdmin needs an admin token for a read: what it shows is for admins only
+	// (the whole configuration document).
+	accessAdmin
 )
 
 // tokenKey is the context key of the authenticated store.APIToken.
@@ -49,6 +52,9 @@ func (s *Server) authenticate(r *http.Request, need access) (store.APIToken, err
 	}
 	if need == accessWrite && tok.Role != store.RoleAdmin {
 		return store.APIToken{}, newAPIError(http.StatusForbidden, "this API token may only read; writes need an admin token")
+	}
+	if need == accessAdmin && tok.Role != store.RoleAdmin {
+		return store.APIToken{}, newAPIError(http.StatusForbidden, "this endpoint needs an admin token")
 	}
 	return tok, nil
 }

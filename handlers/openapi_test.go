@@ -136,6 +136,14 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	}
 	a.do(t, call{method: http.MethodGet, path: path("audit") + "?cursor=" + cursor}).want(t, http.StatusOK)
 
+	exported := a.do(t, call{method: http.MethodGet, path: path("config")}).want(t, http.StatusOK)
+	a.do(t, call{method: http.MethodGet, path: path("config") + "?format=yaml"}).want(t, http.StatusOK)
+	a.do(t, call{method: http.MethodPost, path: path("config", "apply") + "?dryRun=true", body: exported.body}).want(t, http.StatusOK)
+	a.do(t, call{method: http.MethodPost, path: path("config", "apply"), contentType: yamlContentType,
+		body: "clientKeys:\n  - name: from-config\n"}).want(t, http.StatusOK)
+	a.do(t, call{method: http.MethodPost, path: path("config", "apply"), body: `{"settings":{"maxAttempts":0}}`}).
+		want(t, http.StatusUnprocessableEntity)
+
 	a.do(t, call{method: http.MethodDelete, path: path("connections", id)}).want(t, http.StatusNoContent)
 
 	// The documented error answers are checked against the spec as well.

@@ -80,7 +80,7 @@ func (s *Server) Handler() http.Handler {
 }
 
 // apiRoutes lists every /api/v1 route: pattern, who may call it, handler. Reads take
-// any API token, writes an admin token.
+// any API token (the configuration document: an admin token), writes an admin token.
 func (s *Server) apiRoutes() []apiRoute {
 	return []apiRoute{
 		{"GET /api/v1/openapi.yaml", accessPublic, s.getOpenAPI},
@@ -108,5 +108,8 @@ func (s *Server) apiRoutes() []apiRoute {
 		{"POST /api/v1/client-keys", accessWrite, s.createClientKey},
 		{"GET /api/v1/client-keys/{id}", accessRead, s.getClientKey},
 		{"DELETE /api/v1/client-keys/{id}", accessWrite, s.deleteClientKey},
+
+		{"GET /api/v1/config", accessAdmin, s.getConfig},
+		{"POST /api/v1/config/apply", accessWrite, s.postConfigApply},
 	}
 }

@@ -1,5 +1,5 @@
 // Command gatehouse runs the Gatehouse LLM gateway, its dashboard and REST API, and the
-// administrative subcommands (migrate, user, token, key, demo-traffic).
+// administrative subcommands (migrate, user, token, key, config, demo-traffic).
 package main
 
 import (
@@ -17,6 +17,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
+		var code exitCode
+		if errors.As(err, &code) {
+			os.Exit(int(code))
+		}
 		fmt.Fprintln(os.Stderr, "gatehouse:", err)
 		os.Exit(1)
 	}
@@ -34,6 +38,9 @@ commands:
   token create --name N [--role admin|viewer]
                                       create a REST API token (prints only the secret)
   key create --name N                 create a gateway client key (prints only the secret)
+  config export [--format yaml|json]  print the whole configuration as one document
+  config diff FILE                    what applying FILE would change (exit 0 none, 2 changes)
+  config apply FILE [--prune]         apply FILE in one transaction (see "gatehouse config --help")
   demo-traffic [--url U] [--key K | --data-dir D]
                                       send concurrent demo requests through a running gateway
 
@@ -70,6 +77,8 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		return runToken(ctx, rest, getenv, stdout, stderr)
 	case "key":
 		return runKey(ctx, rest, getenv, stdout, stderr)
+	case "config":
+		return runConfig(ctx, rest, getenv, stdin, stdout, stderr)
 	case "demo-traffic":
 		return runDemoTraffic(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "--help":
