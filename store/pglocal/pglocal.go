@@ -88,9 +88,16 @@ type Cluster struct {
 	runAs     *syscall.Credential // nil: run as ourselves
 	lock      *os.File            // nil for throwaway and attached clusters
 
-	mu     sync.Mutex
-	proc   *process
-	closed bool
+	clock clock // the supervisor's time; tests replace it
+
+	mu          sync.Mutex
+	proc        *process
+	wantRunning bool          // Start was called and no Stop since: an exit is unexpected
+	startedAt   time.Time     // when proc became ready (clock.now)
+	changed     chan struct{} // closed and replaced when proc or wantRunning change (see notifyLocked)
+	closed      bool
+	quit        chan struct{} // closed by Close: a supervisor returns
+	quitOnce    sync.Once
 }
 
 // Open finds the server binaries and returns a started cluster: a throwaway one when
@@ -144,7 +151,7 @@ func openThrowaway(ctx context.Context, opts Options, logger *slog.Logger, runAs
 	if err != nil {
 		return nil, fmt.Errorf("pglocal: create temp dir: %w", err)
 	}
-	c := &Cluster{logger: logger, bins: bins, root: root, throwaway: true, owned: true, runAs: runAs}
+	c := &Cluster{logger: logger, bins: bins, root: root, throwaway: true, owned: true, runAs: runAs, quit: make(chan struct{})}
 	if err := c.prepare(ctx); err != nil {
 		c.cleanupFiles()
 		return nil, err
@@ -169,7 +176,7 @@ func openOwned(ctx context.Context, opts Options, logger *slog.Logger, runAs *sy
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{logger: logger, bins: bins, root: root, owned: true, runAs: runAs}
+	c := &Cluster{logger: logger, bins: bins, root: root, owned: true, runAs: runAs, quit: make(chan struct{})}
 	if err := c.prepare(ctx); err != nil {
 		return nil, err
 	}
@@ -186,7 +193,7 @@ func attach(ctx context.Context, dataDir string, logger *slog.Logger) (*Cluster,
 		return nil, fmt.Errorf("pglocal: attach to running server: %w", err)
 	}
 	root := strings.TrimSpace(string(loc))
-	c := &Cluster{logger: logger, root: root, pgdata: filepath.Join(root, "data"), socketDir: socketDirFor(root)}
+	c := &Cluster{logger: logger, root: root, pgdata: filepath.Join(root, "data"), socketDir: socketDirFor(root), quit: make(chan struct{})}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	if err := waitReady(ctx, c.pgdata, 0, nil); err != nil {
@@ -313,6 +320,9 @@ func (c *Cluster) Owned() bool { return c.owned }
 // Close stops the server, releases the data directory's lock and, for a throwaway
 // cluster, removes its files. The Cluster cannot be used afterwards.
 func (c *Cluster) Close(ctx context.Context) error {
+	// First, without the lock: a supervisor in the middle of a restart holds it, and
+	// its start gives up when quit closes.
+	c.quitOnce.Do(func() { close(c.quit) })
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -320,6 +330,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 	}
 	c.closed = true
 	err := c.stopLocked(ctx)
+	c.notifyLocked()
 	if c.lock != nil {
 		_ = c.lock.Close() // closing the descriptor releases the flock
 	}

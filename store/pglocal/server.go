@@ -41,6 +41,10 @@ func (c *Cluster) PID() int {
 func (c *Cluster) Start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.startLocked(ctx)
+}
+
+func (c *Cluster) startLocked(ctx context.Context) error {
 	if !c.owned {
 		return errors.New("pglocal: start: the server belongs to another process")
 	}
@@ -51,6 +55,8 @@ func (c *Cluster) Start(ctx context.Context) error {
 		return nil
 	}
 	c.proc = nil
+	// From here on the server is meant to run: a supervisor retries a failed start.
+	c.wantRunning = true
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	if err := c.clearLeftovers(ctx); err != nil {
@@ -69,6 +75,8 @@ func (c *Cluster) Start(ctx context.Context) error {
 		return fmt.Errorf("pglocal: start: %w\n%s", err, c.logTail())
 	}
 	c.proc = p
+	c.startedAt = c.clock.now()
+	c.notifyLocked()
 	c.logger.Info("PostgreSQL started", slog.String("socket_dir", c.socketDir), slog.Int("pid", p.cmd.Process.Pid))
 	return nil
 }
@@ -128,10 +136,16 @@ func (c *Cluster) Stop(ctx context.Context) error {
 
 func (c *Cluster) stopLocked(ctx context.Context) error {
 	p := c.proc
-	if !c.owned || p == nil {
+	if !c.owned {
+		return nil
+	}
+	// Before the signal: the exit that follows is wanted, not one to restart after.
+	c.wantRunning = false
+	if p == nil {
 		return nil
 	}
 	c.proc = nil
+	c.notifyLocked()
 	if p.exited() {
 		return nil
 	}
