@@ -12,7 +12,10 @@ import (
 	"crypto/cipher"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -108,8 +111,7 @@ func translate(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ErrNotFound
 	}
-	var connErr *pgconn.ConnectError
-	if errors.As(err, &connErr) || pgconn.SafeToRetry(err) {
+	if unreachable(err) {
 		return &dbError{sentinel: ErrUnavailable, cause: err}
 	}
 	var pgErr *pgconn.PgError
@@ -132,6 +134,24 @@ func translate(err error) error {
 }
 
 // dbError carries a sentinel and the driver error that caused it.
+// unreachable reports whether err means the server is away rather than the statement
+// wrong: no connection, a connection the server ended as it stopped or crashed (SQLSTATE
+// class 57P: admin_shutdown, crash_shutdown, cannot_connect_now while it recovers), or
+// one whose socket broke. The managed Postgres comes back by itself (pglocal's
+// supervisor), so these are worth a retry.
+func unreachable(err error) bool {
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) || pgconn.SafeToRetry(err) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return strings.HasPrefix(pgErr.Code, "57P")
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
+
 type dbError struct {
 	sentinel error
 	cause    error

@@ -96,6 +96,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	defer bg.Wait()
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
+	if db.cluster != nil {
+		// A managed Postgres that exits under us is started again; meanwhile the store
+		// answers ErrUnavailable (503) and the gateway keeps its last config.
+		bg.Go(func() { db.cluster.Supervise(runCtx) })
+	}
 
 	// Listen before the demo starts, so that its hints name the address bound (a port
 	// of 0 becomes a real one); requests wait in the backlog until Serve below.
