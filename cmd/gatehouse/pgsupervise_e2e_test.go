@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,9 +44,32 @@ func namedConnection(t *testing.T, p *proc, name, overrides string) apiConnectio
 	return c
 }
 
+// dashboardDatabaseAway is what the dashboard's page says while the database is away.
+const dashboardDatabaseAway = "The database cannot be reached right now."
+
+// dashboardSignIn signs in on p's dashboard and returns a client holding the session.
+func dashboardSignIn(t *testing.T, p *proc, email, password string) *http.Client {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Jar: jar, Timeout: 5 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.PostForm("http://"+p.addr+"/login", url.Values{"email": {email}, "password": {password}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("POST /login: %s, want 303", resp.Status)
+	}
+	return client
+}
+
 // TestManagedPostgresKilledUnderServe is issue 14's finding 11: kill -9 of the managed
 // postmaster under a running serve. While it is down the API answers 503 with
-// Retry-After; serve starts it again by itself, the API answers 200 within 15 s of the
+// Retry-After and the dashboard says the database is away; serve starts it again by itself, the API answers 200 within 15 s of the
 // kill with the data written before, and serve is the same process throughout.
 //
 // The outage is held open deterministically: a process working in the data directory
@@ -55,6 +80,8 @@ func TestManagedPostgresKilledUnderServe(t *testing.T) {
 	dataDir := privateDir(t, nil)
 	p := startServe(t, dataDir, nil, []string{"GATEHOUSE_BOOTSTRAP_API_TOKEN=" + e2eToken})
 	before := namedConnection(t, p, "before-the-kill", `{}`)
+	runCLI(t, dataDir, nil, "correct horse battery\n", nil, "user", "add", "--email", "owner@example.com", "--role", "admin")
+	dash := dashboardSignIn(t, p, "owner@example.com", "correct horse battery")
 
 	loc, err := os.ReadFile(filepath.Join(dataDir, "cluster-location"))
 	if err != nil {
@@ -93,6 +120,15 @@ func TestManagedPostgresKilledUnderServe(t *testing.T) {
 			}
 			if ct := header.Get("Content-Type"); !strings.HasPrefix(ct, "application/problem+json") {
 				t.Errorf("503 Content-Type %q, want application/problem+json: %s", ct, body)
+			}
+			resp, err := dash.Get("http://" + p.addr + "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			page, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(page), dashboardDatabaseAway) {
+				t.Errorf("dashboard with the database away: %s, want 503 saying %q:\n%s", resp.Status, dashboardDatabaseAway, page)
 			}
 			break
 		}
