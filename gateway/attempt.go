@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // errExecTimeout is the cause of an attempt's context when its execution
@@ -71,7 +73,7 @@ func (x *exchange) attempt(p pick) attemptResult {
 	defer p.permit.Release()
 	g, t, c := x.g, p.t, p.t.c
 	var used int64 // tokens the upstream reported
-	if c.lim.any() {
+	if c.lim.any() && x.rt != routeCountTokens {
 		reserved, v := x.countDispatch(c)
 		switch v {
 		case dispatchGone:
@@ -98,6 +100,11 @@ func (x *exchange) attempt(p pick) attemptResult {
 		// uncompressed.
 		delete(hdr, "Accept-Encoding")
 	}
+	var span trace.Span
+	if g.tracer != nil {
+		ctx, span = x.startAttempt(ctx, t, &u, hdr)
+		defer span.End()
+	}
 	out := (&http.Request{
 		Method:     x.r.Method,
 		URL:        &u,
@@ -117,6 +124,9 @@ func (x *exchange) attempt(p pick) attemptResult {
 
 	t0 := time.Now()
 	resp, err := g.transport.RoundTrip(out)
+	if span != nil {
+		x.attemptAnswered(span, t, resp, err)
+	}
 	if err != nil {
 		x.observeUpstream(c, t0)
 		t.stats.count(0)
@@ -163,7 +173,7 @@ func (x *exchange) attempt(p pick) attemptResult {
 		c.health.succeeded(t.model)
 	}
 	var tap *usageTap
-	if c.lim.countsTokens() && status < 300 {
+	if (c.lim.countsTokens() || span != nil) && status < 300 {
 		sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 		tap = newUsageTap(sse, addUsage)
 	}
@@ -171,6 +181,9 @@ func (x *exchange) attempt(p pick) attemptResult {
 	x.observeUpstream(c, t0)
 	if tap != nil {
 		used = tap.tokens()
+		if span != nil {
+			x.attemptUsage(tap)
+		}
 	}
 	return attemptAnswered
 }

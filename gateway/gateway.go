@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 )
@@ -69,6 +70,15 @@ type Options struct {
 	// When it fails the gateway uses its in-process state (fail-open) and
 	// logs that once a minute.
 	SharedLimits admission.SharedLimits
+	// TracerProvider, when set, traces every proxied request (see
+	// docs/ARCHITECTURE.md, Tracing): a server span, its admission spans and
+	// a client span per upstream attempt, whose context goes upstream in
+	// traceparent. nil or a no-op provider traces nothing and costs nothing.
+	TracerProvider trace.TracerProvider
+	// ClientName, when set, names the client key secret (one Authenticate
+	// accepted) for the gatehouse.client span attribute. It is called only
+	// while tracing, once per request; "" leaves the attribute out.
+	ClientName func(secret string) string
 }
 
 // Gateway is the /v1 proxy. Create it with New, give it a Config with
@@ -99,6 +109,10 @@ type Gateway struct {
 	limiter limiter
 
 	copyBuf sync.Pool // *[]byte, copyBufSize
+	// tracer makes the request spans; nil when tracing is off (trace.go).
+	tracer     trace.Tracer
+	clientName func(string) string
+
 	// zeroMs is X-Gatehouse-Queue-Ms for a request that did not wait,
 	// shared by every response (len == cap: never appended to in place).
 	zeroMs []string
@@ -118,6 +132,9 @@ func New(opts Options) *Gateway {
 		rates:   make(map[string]*connRate),
 		limiter: localLimiter{},
 		zeroMs:  []string{"0"},
+	}
+	if g.tracer = newTracer(opts.TracerProvider); g.tracer != nil {
+		g.clientName = opts.ClientName
 	}
 	g.usageDown = &failOpen{log: g.log, retry: usageRetry,
 		msg: "gateway: usage store unavailable; counting rpd/tpd in memory until it is back"}

@@ -13,16 +13,29 @@ import (
 // /v1/messages, and GET /v1/models.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	var ss *serverSpan
+	if g.tracer != nil {
+		w, r, ss = g.startServerSpan(w, r)
+	}
 	x, e := g.prepare(w, r)
+	if ss != nil {
+		ss.prepared(x, clientKey(r.Header))
+	}
 	if e != nil {
 		if e != errAnswered {
 			writeError(w, x.st, e)
+		}
+		if ss != nil {
+			ss.end(x)
 		}
 		return
 	}
 	x.run()
 	if overhead := time.Since(start) - x.waited - x.upstream; overhead > 0 {
 		g.metrics.overhead.Observe(overhead.Seconds())
+	}
+	if ss != nil {
+		ss.end(x)
 	}
 }
 
@@ -150,7 +163,16 @@ type exchange struct {
 // run makes up to maxAttempts attempts and answers the client.
 func (x *exchange) run() {
 	for attempts, skips := 0, 0; attempts < x.s.maxAttempts && skips <= len(x.targets); {
-		p, aerr := x.choose()
+		var p pick
+		var aerr *apiError
+		switch {
+		case x.rt == routeCountTokens:
+			p, aerr = x.chooseFree()
+		case x.g.tracer != nil:
+			p, aerr = x.chooseTraced()
+		default:
+			p, aerr = x.choose()
+		}
 		if aerr == errClientGone {
 			return
 		}

@@ -16,6 +16,7 @@ const (
 	routeEmbeddings
 	routeResponses
 	routeMessages
+	routeCountTokens // Anthropic's POST /v1/messages/count_tokens: no slot, no rpm/rpd
 	numRoutes
 	routeModels // GET /v1/models; not forwarded
 	routeModel  // GET /v1/models/{id}; not forwarded
@@ -26,7 +27,7 @@ const (
 const modelPrefix = "/v1/models/"
 
 // routeSuffix is the upstream path after the connection's BaseURL.
-var routeSuffix = [numRoutes]string{"/chat/completions", "/completions", "/embeddings", "/responses", "/messages"}
+var routeSuffix = [numRoutes]string{"/chat/completions", "/completions", "/embeddings", "/responses", "/messages", "/messages/count_tokens"}
 
 // routeOf maps a request path to its route.
 func routeOf(path string) (route, bool) {
@@ -41,6 +42,8 @@ func routeOf(path string) (route, bool) {
 		return routeResponses, true
 	case "/v1/messages":
 		return routeMessages, true
+	case "/v1/messages/count_tokens":
+		return routeCountTokens, true
 	case "/v1/models":
 		return routeModels, true
 	}
@@ -51,7 +54,7 @@ func routeOf(path string) (route, bool) {
 }
 
 func (r route) style() style {
-	if r == routeMessages {
+	if r == routeMessages || r == routeCountTokens {
 		return styleAnthropic
 	}
 	return styleOpenAI

@@ -181,6 +181,7 @@ func (c *Controller) submit(ctx context.Context, req *Request, p *Permit) (*wait
 	c.waiters++
 	w.on = g
 	g.queue.push(w)
+	p.blocked = g
 	return w, nil
 }
 

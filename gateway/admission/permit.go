@@ -12,6 +12,7 @@ type Permit struct {
 	released bool // guarded by c.mu
 	start    time.Time
 	waited   time.Duration
+	blocked  *gate // the full gate the request parked on; nil when admitted at once
 }
 
 // Release returns the permit's slots. It is idempotent and safe to call from
@@ -36,4 +37,13 @@ func (p *Permit) Waited() time.Duration {
 		return 0
 	}
 	return p.waited
+}
+
+// BlockedBy is the key of the full gate the request queued behind before it
+// was admitted, "" when it was admitted at once (traces name it).
+func (p *Permit) BlockedBy() string {
+	if p == nil || p.blocked == nil {
+		return ""
+	}
+	return p.blocked.key
 }

@@ -24,6 +24,15 @@ func (a *answer) appendAnthropicMessage(b []byte, started bool) []byte {
 	return append(b, "}}"...)
 }
 
+// countTokens answers POST …/messages/count_tokens: the prompt share of
+// the usage a message would report.
+func (a *answer) countTokens() {
+	p, _ := splitUsage(a.e.usageTokens)
+	b := append(a.sc.out, `{"input_tokens":`...)
+	b = strconv.AppendInt(b, int64(p), 10)
+	a.writeJSON(append(b, '}'))
+}
+
 // messages answers POST …/messages (Anthropic Messages API).
 func (a *answer) messages() {
 	if !a.req.Stream {

@@ -16,7 +16,7 @@ const (
 )
 
 func styleOf(rt route, r *http.Request) style {
-	if rt == routeMessages {
+	if rt == routeMessages || rt == routeCountTokens {
 		return styleAnthropic
 	}
 	if rt == routeModels && len(r.Header["Anthropic-Version"]) > 0 {

@@ -13,6 +13,7 @@
 //	POST …/embeddings         OpenAI embeddings (float or base64)
 //	POST …/responses          OpenAI Responses API
 //	POST …/messages           Anthropic Messages API
+//	POST …/messages/count_tokens  Anthropic token counting ({"input_tokens": N})
 //	GET  …/models             model list (Anthropic shape with anthropic-version)
 //	GET  /stats               Stats as JSON
 //	POST /stats/reset         Reset
@@ -235,6 +236,7 @@ const (
 	routeEmbeddings
 	routeResponses
 	routeMessages
+	routeCountTokens
 	routeModels
 )
 
@@ -252,6 +254,8 @@ func routeOf(path string) (route, string) {
 		return routeResponses, http.MethodPost
 	case strings.HasSuffix(path, "/messages"):
 		return routeMessages, http.MethodPost
+	case strings.HasSuffix(path, "/messages/count_tokens"):
+		return routeCountTokens, http.MethodPost
 	case strings.HasSuffix(path, "/models"):
 		return routeModels, http.MethodGet
 	}
@@ -420,6 +424,8 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, rt route, st s
 		a.responses()
 	case routeMessages:
 		a.messages()
+	case routeCountTokens:
+		a.countTokens()
 	case routeModels:
 		a.models()
 	}

@@ -1,0 +1,44 @@
+package gateway
+
+import "time"
+
+// POST /v1/messages/count_tokens (Anthropic) is passed through to a
+// connection serving the model like /v1/messages, but it is no inference:
+// it takes no concurrency slot (no gate, no queue) and does not count toward
+// rpm/rpd or the token budgets. It still goes only to a connection that is
+// healthy for the model (not cooling down, suspended or with its breaker
+// open), and fails over like any request; it never takes a half-open
+// breaker's one probe, and its outcome does not feed the breaker.
+
+// freePermit is the grant of a request that holds no slot.
+type freePermit struct{}
+
+func (freePermit) Release()              {}
+func (freePermit) Waited() time.Duration { return 0 }
+
+// noBreaker is the breaker callback of an attempt the breaker does not count.
+func noBreaker(error) {}
+
+// chooseFree picks the connection for a count_tokens attempt: the first
+// untried target, highest priority first (equal priorities rotated), that
+// is healthy for the model. With none it returns a zero pick and, when
+// nothing was tried yet, NO_HEALTHY_CONNECTION.
+func (x *exchange) chooseFree() (pick, *apiError) {
+	var orderBuf [maxCandidates]uint8
+	order := priorityOrder(orderBuf[:0], x.targets, targetPriority, x.g.rotate.Add(1))
+	now := x.g.now()
+	for _, i := range order {
+		if x.tried&(1<<i) != 0 {
+			continue
+		}
+		t := x.targets[i]
+		if why, _ := x.g.limiter.check(x.r.Context(), t.c, t.model, now); why != availableNow {
+			continue
+		}
+		return pick{t: t, idx: int(i), permit: freePermit{}, done: noBreaker}, nil
+	}
+	if x.tried != 0 {
+		return pick{}, nil
+	}
+	return pick{}, errNoHealthyNow(x.info.model)
+}
