@@ -98,7 +98,7 @@ func newEnvWrapped(t *testing.T, wrap func(http.Handler) http.Handler, opts ...e
 	t.Helper()
 	up := upstreamtest.NewServer(upstreamtest.Options{})
 	upSrv := httptest.NewServer(wrap(up))
-	o := Options{Authenticate: func(s string) bool { return s == testClientKey }}
+	o := Options{Authenticate: func(_ context.Context, s string) bool { return s == testClientKey }}
 	for _, f := range opts {
 		f(&o)
 	}

@@ -119,12 +119,8 @@ func TestClientKeys(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ClientKeyHashes: %v", err)
 	}
-	set := map[[32]byte]bool{}
-	for _, h := range hashes {
-		set[h] = true
-	}
-	if len(set) != 2 || !set[store.ClientKeyHash(secret)] || !set[store.ClientKeyHash(bootstrap)] {
-		t.Errorf("ClientKeyHashes = %d hashes, want exactly the two keys' hashes", len(hashes))
+	if len(hashes) != 2 || hashes[store.ClientKeyHash(secret)] != "agent" || hashes[store.ClientKeyHash(bootstrap)] != "bootstrap" {
+		t.Errorf("ClientKeyHashes = %v, want exactly the two keys' hashes with their names", hashes)
 	}
 	if store.ClientKeyHash(secret) != sha256.Sum256([]byte(secret)) {
 		t.Error("ClientKeyHash is not the SHA-256 of the secret")

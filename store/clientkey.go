@@ -102,23 +102,26 @@ func (s *Store) LookupClientKey(ctx context.Context, secret string) (ClientKey, 
 // ClientKeyHash is the hash under which a client key's secret is stored.
 func ClientKeyHash(secret string) [32]byte { return [32]byte(hashSecret(secret)) }
 
-const clientKeyHashesSQL = `SELECT secret_hash FROM client_keys`
+const clientKeyHashesSQL = `SELECT secret_hash, name FROM client_keys`
 
-// ClientKeyHashes returns the SHA-256 of every client key's secret (see ClientKeyHash),
-// for the gateway's in-memory set.
-func (s *Store) ClientKeyHashes(ctx context.Context) ([][32]byte, error) {
+// ClientKeyHashes returns the SHA-256 of every client key's secret (see ClientKeyHash)
+// with the key's name, for the gateway's in-memory set (the name labels its traces).
+func (s *Store) ClientKeyHashes(ctx context.Context) (map[[32]byte]string, error) {
 	rows, _ := s.db.Query(ctx, clientKeyHashesSQL)
-	hs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) ([32]byte, error) {
+	defer rows.Close()
+	hs := make(map[[32]byte]string)
+	for rows.Next() {
 		var b []byte
-		if err := row.Scan(&b); err != nil {
-			return [32]byte{}, err
+		var name string
+		if err := rows.Scan(&b, &name); err != nil {
+			return nil, fmt.Errorf("store: client key hashes: %w", translate(err))
 		}
 		if len(b) != 32 {
-			return [32]byte{}, fmt.Errorf("client key hash is %d bytes", len(b))
+			return nil, fmt.Errorf("store: client key hashes: hash is %d bytes", len(b))
 		}
-		return [32]byte(b), nil
-	})
-	if err != nil {
+		hs[[32]byte(b)] = name
+	}
+	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: client key hashes: %w", translate(err))
 	}
 	return hs, nil

@@ -36,7 +36,7 @@ type KeyCache struct {
 	log *slog.Logger
 	now func() time.Time
 
-	keys atomic.Pointer[map[[32]byte]struct{}]
+	keys atomic.Pointer[map[[32]byte]string] // secret hash → key name
 	// misses rate-limits the lookups of secrets missing from keys.
 	misses *rate.Limiter
 	// pausedUntil (unix nanos) skips lookups for a while after a database error.
@@ -60,7 +60,7 @@ func NewKeyCache(st *Store, now func() time.Time) *KeyCache {
 	}
 	c := &KeyCache{st: st, log: st.logger, now: now,
 		misses: rate.NewLimiter(keyLookupsPerSecond, keyLookupBurst)}
-	empty := map[[32]byte]struct{}{}
+	empty := map[[32]byte]string{}
 	c.keys.Store(&empty)
 	return c
 }
@@ -68,13 +68,9 @@ func NewKeyCache(st *Store, now func() time.Time) *KeyCache {
 // Load replaces the set with every client key in the database. On error the set in
 // force stays.
 func (c *KeyCache) Load(ctx context.Context) error {
-	hashes, err := c.st.ClientKeyHashes(ctx)
+	set, err := c.st.ClientKeyHashes(ctx)
 	if err != nil {
 		return err
-	}
-	set := make(map[[32]byte]struct{}, len(hashes))
-	for _, h := range hashes {
-		set[h] = struct{}{}
 	}
 	c.replace(set)
 	return nil
@@ -83,7 +79,7 @@ func (c *KeyCache) Load(ctx context.Context) error {
 // replace installs set as the result of a full load: lookups that started before it
 // no longer add to the set (the full load is authoritative: the key they found may have
 // been deleted since).
-func (c *KeyCache) replace(set map[[32]byte]struct{}) {
+func (c *KeyCache) replace(set map[[32]byte]string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.keys.Store(&set)
@@ -104,6 +100,16 @@ func (c *KeyCache) Authenticate(ctx context.Context, secret string) bool {
 	return c.lookup(ctx, secret, h)
 }
 
+// Name returns the name of the client key secret, "" when the set does not hold it
+// (Authenticate adds a key it finds in the database). It labels the gateway's traces
+// (gatehouse.client) and never reads the database.
+func (c *KeyCache) Name(secret string) string {
+	if secret == "" {
+		return ""
+	}
+	return (*c.keys.Load())[sha256.Sum256([]byte(secret))]
+}
+
 // lookup asks the database whether secret is a client key the set does not hold yet,
 // and adds it to the set unless a full load replaced the set meanwhile.
 func (c *KeyCache) lookup(ctx context.Context, secret string, h [32]byte) bool {
@@ -117,7 +123,7 @@ func (c *KeyCache) lookup(ctx context.Context, secret string, h [32]byte) bool {
 	c.lookups.Add(1)
 	lctx, cancel := context.WithTimeout(ctx, keyLookupTimeout)
 	defer cancel()
-	_, err := c.st.LookupClientKey(lctx, secret)
+	k, err := c.st.LookupClientKey(lctx, secret)
 	if c.afterLookup != nil {
 		c.afterLookup()
 	}
@@ -134,11 +140,11 @@ func (c *KeyCache) lookup(ctx context.Context, secret string, h [32]byte) bool {
 	defer c.mu.Unlock()
 	if c.gen == gen {
 		cur := *c.keys.Load()
-		set := make(map[[32]byte]struct{}, len(cur)+1)
-		for k := range cur {
-			set[k] = struct{}{}
+		set := make(map[[32]byte]string, len(cur)+1)
+		for hk, name := range cur {
+			set[hk] = name
 		}
-		set[h] = struct{}{}
+		set[h] = k.Name
 		c.keys.Store(&set)
 	}
 	return true

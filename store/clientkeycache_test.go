@@ -43,7 +43,7 @@ func wantLookups(t *testing.T, c *store.KeyCache, n int64, when string) {
 }
 
 // TestKeyCacheHitFromMemory: after a full load, a known key authenticates from memory
-// (no database lookup); an empty secret is refused without one.
+// (no database lookup) and has its name; an empty secret is refused without one.
 func TestKeyCacheHitFromMemory(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -63,6 +63,12 @@ func TestKeyCacheHitFromMemory(t *testing.T) {
 	}
 	if c.Authenticate(ctx, "") {
 		t.Fatal(`Authenticate("") = true, want false`)
+	}
+	if got := c.Name(secret); got != "agent" {
+		t.Errorf("Name(loaded key) = %q, want agent", got)
+	}
+	if got := c.Name("gh_ck_not-a-key-0123456789"); got != "" {
+		t.Errorf("Name(unknown key) = %q, want none", got)
 	}
 	wantLookups(t, c, 0, "after known keys and an empty one")
 }
@@ -90,6 +96,9 @@ func TestKeyCacheMissLookedUpAndAdded(t *testing.T) {
 		t.Fatal("Authenticate(new key) = false on the second request, want true")
 	}
 	wantLookups(t, c, 1, "after the new key's second request (served from memory)")
+	if got := c.Name(secret); got != "fresh" {
+		t.Errorf("Name(looked-up key) = %q, want fresh", got)
+	}
 	if c.Authenticate(ctx, "gh_ck_not-a-key-0123456789") {
 		t.Fatal("Authenticate(unknown key) = true, want false")
 	}

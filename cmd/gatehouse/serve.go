@@ -23,6 +23,9 @@ import (
 // shutdownGrace bounds how long in-flight requests and streams may run after a signal.
 const shutdownGrace = 8 * time.Second
 
+// traceFlushGrace bounds the export of the spans still buffered at exit.
+const traceFlushGrace = 5 * time.Second
+
 // GC defaults of a serving process when GOGC / GOMEMLIMIT are not set: a proxy's
 // live heap is small and its garbage is per-request, so collecting at 5× the live
 // heap instead of 2× saves CPU on every request (docs/BENCHMARKS.md), and the soft
@@ -121,8 +124,19 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	loader := newConfigLoader(st, logger)
+	tp, stopTracing, err := startTracing(ctx, getenv, logger)
+	if err != nil {
+		return err
+	}
+	defer func() { // after the HTTP server's shutdown: the last spans have ended
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), traceFlushGrace)
+		defer cancel()
+		if err := stopTracing(fctx); err != nil {
+			logger.Warn("flush traces", slog.Any("error", err))
+		}
+	}()
 	gwOpts := gateway.Options{Logger: logger, Registerer: reg, Authenticate: loader.keys.Authenticate,
-		Usage: usageCounter{st: st}}
+		Usage: usageCounter{st: st}, TracerProvider: tp, ClientName: loader.keys.Name}
 	ready := loader.ready
 	if shared != nil {
 		gwOpts.Admission = shared.ctrl
