@@ -373,3 +373,57 @@ func TestCountTokensTakesNoSlot(t *testing.T) {
 		t.Errorf("message: %d %s", r.status, r.body)
 	}
 }
+
+// discardExporter drops every span: BenchmarkProxyTraced measures making
+// the spans, not shipping them.
+type discardExporter struct{}
+
+func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }
+
+// BenchmarkProxyTraced is BenchmarkProxy's plain case with tracing on (all
+// sampled, spans batched and dropped): the cost of the spans when on.
+// BenchmarkProxy itself runs with tracing off.
+// Run with: go test -run '^$' -bench 'BenchmarkProxy' -benchmem ./gateway/
+func BenchmarkProxyTraced(b *testing.B) {
+	up := upstreamtest.NewServer(upstreamtest.Options{Chunks: 8})
+	upSrv := httptest.NewServer(up)
+	defer upSrv.Close()
+	defer up.Close()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	gw := New(Options{Authenticate: func(_ context.Context, s string) bool { return s == testClientKey },
+		TracerProvider: tp, ClientName: func(string) string { return "bench" }})
+	defer gw.Close()
+	gw.Apply(Config{Connections: []Connection{{
+		ID: "c1", Name: "bench", Provider: "zai", APIStyle: "openai", BaseURL: upSrv.URL + "/v1",
+		APIKey: "upstream-key", Models: []string{"glm-5"}, Enabled: true,
+		Overrides: caps(256, map[string]int{"glm-5": 256}, 60000),
+	}}})
+	gwSrv := httptest.NewServer(gw)
+	defer gwSrv.Close()
+	tr := &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	body := chatBody("glm-5", false)
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, _ := http.NewRequest(http.MethodPost, gwSrv.URL+"/v1/chat/completions", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+testClientKey)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				b.Errorf("status %d", resp.StatusCode)
+				return
+			}
+		}
+	})
+}
