@@ -631,3 +631,30 @@ func TestReleaseAdmitsEarliestAcrossGates(t *testing.T) {
 	}
 	r.p.Release()
 }
+
+// A permit names the full gate its request queued behind (traces report it),
+// and none when it was admitted at once.
+func TestPermitBlockedBy(t *testing.T) {
+	t.Parallel()
+	c := New(Options{})
+	c.SetCaps(map[string]int{"model:c1:m": 1})
+	req := Request{Gates: refs("global", "connection:c1", "model:c1:m")}
+	first, err := c.Acquire(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := first.BlockedBy(); got != "" {
+		t.Errorf("admitted at once: BlockedBy = %q, want none", got)
+	}
+	ch := acquireAsync(t.Context(), c, req)
+	waitFor(t, "one queued", func() bool { return gateStat(t, c, "model:c1:m").Queued == 1 })
+	first.Release()
+	r := recv(t, ch)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	defer r.p.Release()
+	if got := r.p.BlockedBy(); got != "model:c1:m" {
+		t.Errorf("queued: BlockedBy = %q, want model:c1:m", got)
+	}
+}
