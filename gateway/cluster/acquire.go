@@ -41,7 +41,10 @@ type outcome struct {
 //
 // The uncontended case costs one Redis round trip.
 func (c *Controller) Acquire(ctx context.Context, req admission.Request) (admission.Grant, error) {
-	start := time.Now()
+	return c.acquire(ctx, req, time.Now())
+}
+
+func (c *Controller) acquire(ctx context.Context, req admission.Request, start time.Time) (admission.Grant, error) {
 	if c.down.Load() {
 		return c.acquireDegraded(ctx, req, start)
 	}
@@ -112,11 +115,16 @@ func (c *Controller) TryAcquire(req admission.Request) (admission.Grant, bool) {
 // begin resolves req's path (creating unknown gates, uncapped) into a new
 // waiter that owns a fresh member id.
 func (c *Controller) begin(req admission.Request) (*waiter, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.beginLocked(req)
+}
+
+// beginLocked is begin with c.mu held.
+func (c *Controller) beginLocked(req admission.Request) (*waiter, error) {
 	if len(req.Gates) > maxPath {
 		return nil, fmt.Errorf("cluster: path has %d gates, at most %d", len(req.Gates), maxPath)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
 		return nil, ErrClosed
 	}
@@ -249,14 +257,14 @@ func (c *Controller) wait(ctx context.Context, req admission.Request, w *waiter,
 		}
 		if c.down.Load() {
 			c.mu.Lock()
-			c.unpark(w)
+			c.orphan(w)
 			c.mu.Unlock()
 			return c.acquireDegraded(ctx, req, start)
 		}
 		out, err := c.attempt(w, req, false)
 		if err != nil {
 			c.mu.Lock()
-			c.unpark(w)
+			c.orphan(w)
 			c.mu.Unlock()
 			if unreachable(err) {
 				c.markDown(err)
@@ -314,11 +322,35 @@ func (c *Controller) giveUp(w *waiter, cause error, start time.Time) error {
 	c.mu.Unlock()
 	ctx, cancel := c.op()
 	defer cancel()
-	// If this fails the queue entry lapses within the lease TTL.
-	if lerr := leaveScript.Run(ctx, c.rdb, keys, args...).Err(); lerr != nil && unreachable(lerr) {
-		c.markDown(lerr)
+	if lerr := leaveScript.Run(ctx, c.rdb, keys, args...).Err(); lerr != nil {
+		// Removed when Redis is reachable again (rejoin); until then it
+		// lapses within two renew periods.
+		c.mu.Lock()
+		c.orphans = append(c.orphans, orphan{member: w.member, gate: g, qgate: w.qgate, at: time.Now()})
+		c.mu.Unlock()
+		if unreachable(lerr) {
+			c.markDown(lerr)
+		}
 	}
 	return err
+}
+
+// orphan is the queue entry in Redis of a waiter this replica dropped
+// without removing it there (Redis was away): rejoin removes it.
+type orphan struct {
+	member      string
+	gate, qgate *gateState // the gate it was parked on; its queue gate
+	at          time.Time
+}
+
+// orphan forgets w locally and records its queue entry for rejoin to
+// remove. c.mu must be held.
+func (c *Controller) orphan(w *waiter) {
+	if w.on < 0 {
+		return
+	}
+	c.orphans = append(c.orphans, orphan{member: w.member, gate: w.path[w.on], qgate: w.qgate, at: time.Now()})
+	c.unpark(w)
 }
 
 // rejectFull builds the queue-full rejection; nothing was queued.
@@ -363,10 +395,11 @@ func (c *Controller) acquireDegraded(ctx context.Context, req admission.Request,
 		return nil, c.unavailable()
 	}
 	before := time.Since(start)
-	if req.MaxWait > 0 {
-		req.MaxWait = max(req.MaxWait-before, time.Nanosecond)
+	local := req
+	if local.MaxWait > 0 {
+		local.MaxWait = max(local.MaxWait-before, time.Nanosecond)
 	}
-	p, err := c.fallback.Acquire(ctx, req)
+	p, err := c.fallback.Acquire(ctx, local)
 	if err != nil {
 		var ae *admission.Error
 		if errors.As(err, &ae) {
@@ -374,7 +407,13 @@ func (c *Controller) acquireDegraded(ctx context.Context, req admission.Request,
 		}
 		return nil, err
 	}
-	return fallbackPermit{Permit: p, before: before}, nil
+	if g, ok := c.failOpen(req, p, before); ok {
+		return g, nil
+	}
+	// Redis came back while the fallback admitted it: ask Redis instead, so
+	// nothing runs outside the ledger.
+	p.Release()
+	return c.acquire(ctx, req, start)
 }
 
 func (c *Controller) tryDegraded(req admission.Request) (admission.Grant, bool) {
@@ -385,7 +424,46 @@ func (c *Controller) tryDegraded(req admission.Request) (admission.Grant, bool) 
 	if !ok {
 		return nil, false
 	}
-	return fallbackPermit{Permit: p}, true
+	if g, ok := c.failOpen(req, p, 0); ok {
+		return g, true
+	}
+	p.Release()
+	return c.TryAcquire(req)
+}
+
+// failOpen turns a permit the fallback admitted into a grant. While the
+// fail mode is in force it is a lease waiting in c.pending to be entered in
+// the ledger when Redis returns (rejoin). Once Redis is back it answers false
+// (nothing may run outside the ledger then) and the caller gives the permit
+// back and asks Redis; the admission is then not counted twice. Deciding
+// under c.mu, which rejoin holds when it switches back, leaves no gap.
+func (c *Controller) failOpen(req admission.Request, p *admission.Permit, before time.Duration) (admission.Grant, bool) {
+	if len(req.Gates) == 0 {
+		return fallbackPermit{Permit: p, before: before}, true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, err := c.beginLocked(req)
+	if err != nil {
+		// Closed (or a path the fallback took and Redis would not): it can
+		// only run locally.
+		return fallbackPermit{Permit: p, before: before}, true
+	}
+	if !c.down.Load() {
+		// The fallback counted the admission; the attempt through Redis
+		// counts its own outcome.
+		c.totals.Admitted--
+		for _, g := range w.path {
+			g.admitted--
+		}
+		return nil, false
+	}
+	l := &lease{c: c, member: w.member, path: w.path, start: time.Now(), waited: before + p.Waited(), fb: p}
+	c.pending[l] = struct{}{}
+	for _, g := range l.path {
+		g.pending++
+	}
+	return l, true
 }
 
 func (c *Controller) unavailable() error {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 )
 
 // maintain renews leases and the replica's registration every TTL/3,
@@ -43,36 +45,192 @@ func (c *Controller) maintain(ctx context.Context) {
 	}
 }
 
-// heartbeat renews and switches modes on the outcome.
+// heartbeat renews and switches modes on the outcome: to the fail mode when
+// Redis cannot be reached, back to shared caps through rejoin.
 func (c *Controller) heartbeat(ctx context.Context) {
 	err := c.renew(ctx)
-	switch {
-	case ctx.Err() != nil:
-	case err != nil:
-		c.markDown(err)
-	default:
-		c.markUp()
+	if err == nil {
+		c.mu.Lock()
+		tidy := c.down.Load() || len(c.orphans) > 0
+		c.mu.Unlock()
+		if tidy {
+			err = c.rejoin(ctx)
+		}
 	}
+	if err != nil && ctx.Err() == nil {
+		c.markDown(err)
+	}
+}
+
+// rejoinRounds bounds how often rejoin starts over because the fallback
+// admitted more meanwhile; the next heartbeat (every Recheck while Redis
+// is away) carries on.
+const rejoinRounds = 3
+
+// rejoin puts the ledger straight once Redis answers again, then switches
+// back to shared caps: in one script it enters every fail-open permit still
+// running as a lease of each gate on its path, and removes the queue entries
+// of waiters this replica dropped while Redis was away. It switches back only
+// when no fail-open permit was admitted meanwhile, under c.mu, which
+// failOpen holds too: so nothing is admitted through Redis while a fail-open
+// permit still runs outside the ledger.
+func (c *Controller) rejoin(ctx context.Context) error {
+	for range rejoinRounds {
+		c.mu.Lock()
+		adds := make([]*lease, 0, len(c.pending))
+		for l := range c.pending {
+			adds = append(adds, l)
+		}
+		orphans := len(c.orphans)
+		keys, args := c.rejoinArgs(c.orphans, adds)
+		c.mu.Unlock()
+
+		if len(keys) > 0 {
+			opCtx, cancel := context.WithTimeout(ctx, c.opTimeout)
+			err := rejoinScript.Run(opCtx, c.rdb, keys, args...).Err()
+			cancel()
+			if err != nil {
+				return fmt.Errorf("cluster: rejoin: %w", err)
+			}
+		}
+
+		c.mu.Lock()
+		c.orphans = c.orphans[orphans:]
+		if len(c.orphans) == 0 {
+			c.orphans = nil
+		}
+		var entered []*admission.Permit
+		var gone []*lease
+		for _, l := range adds {
+			if l.released {
+				// Released to the fallback while the script ran, which
+				// entered it: take it out again.
+				gone = append(gone, l)
+				continue
+			}
+			delete(c.pending, l)
+			entered = append(entered, l.fb)
+			l.fb = nil
+			c.leases[l] = struct{}{}
+			for _, g := range l.path {
+				g.pending--
+				g.held++
+				g.count++
+			}
+		}
+		up := len(c.pending) == 0
+		wasDown := up && c.down.Swap(false)
+		c.mu.Unlock()
+
+		// The fallback need not count them any more: they count in Redis.
+		for _, p := range entered {
+			p.Release()
+		}
+		for _, l := range gone {
+			if err := c.dropLease(ctx, l); err != nil {
+				return err
+			}
+		}
+		if up {
+			if wasDown {
+				c.log.Info("cluster: Redis reachable again; shared caps resume",
+					slog.Int("fail_open_permits_entered", len(entered)), slog.Int("queue_entries_removed", orphans))
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// rejoinArgs builds the rejoin script's keys and arguments. Queue entries
+// older than two renew periods have lapsed already and are left out.
+// c.mu must be held.
+func (c *Controller) rejoinArgs(orphans []orphan, adds []*lease) ([]string, []any) {
+	lapse := 2 * c.ttl / 3
+	var keys []string
+	args := []any{c.ttl.Milliseconds(), 0, 0}
+	n := 0
+	for _, o := range orphans {
+		if time.Since(o.at) > lapse {
+			continue
+		}
+		keys = append(keys, o.gate.hKey, o.gate.qKey, o.gate.xKey, o.qgate.wKey)
+		args = append(args, o.member, o.gate.cap, o.gate.channel)
+		n++
+	}
+	args[1] = n
+	m := 0
+	for _, l := range adds {
+		for _, g := range l.path {
+			keys = append(keys, g.hKey)
+			args = append(args, l.member)
+			m++
+		}
+	}
+	args[2] = m
+	return keys, args
+}
+
+// removeOrphans removes the queue entries left by waiters dropped while
+// Redis was away (at Close).
+func (c *Controller) removeOrphans(ctx context.Context) error {
+	c.mu.Lock()
+	orphans := len(c.orphans)
+	keys, args := c.rejoinArgs(c.orphans, nil)
+	c.mu.Unlock()
+	if len(keys) == 0 {
+		return nil
+	}
+	if err := rejoinScript.Run(ctx, c.rdb, keys, args...).Err(); err != nil {
+		return fmt.Errorf("cluster: remove queue entries: %w", err)
+	}
+	c.mu.Lock()
+	c.orphans = c.orphans[orphans:]
+	c.mu.Unlock()
+	return nil
+}
+
+// dropLease removes from Redis the leases of l, a fail-open grant released
+// while rejoin entered it.
+func (c *Controller) dropLease(ctx context.Context, l *lease) error {
+	keys := make([]string, 0, 2*len(l.path))
+	args := make([]any, 0, 1+len(l.path))
+	args = append(args, l.member)
+	for _, g := range l.path {
+		keys = append(keys, g.hKey, g.qKey)
+		args = append(args, g.channel)
+	}
+	opCtx, cancel := context.WithTimeout(ctx, c.opTimeout)
+	defer cancel()
+	if err := releaseScript.Run(opCtx, c.rdb, keys, args...).Err(); err != nil {
+		return fmt.Errorf("cluster: release %s: %w", l.member, err)
+	}
+	return nil
 }
 
 // renew runs the renew script: the replica's registration, every lease and
 // queue entry it owns, and the counts of its capped gates.
 func (c *Controller) renew(ctx context.Context) error {
 	type owned struct {
-		l *lease
-		w *waiter
+		l    *lease
+		gate int // index in l.path
+		w    *waiter
 	}
 	c.mu.Lock()
 	keys := []string{c.keys.replicas}
 	members := []any{}
 	var entries []owned
 	for l := range c.leases {
-		for _, g := range l.path {
+		for i, g := range l.path {
+			if l.lost&(1<<i) != 0 {
+				continue
+			}
 			keys = append(keys, g.hKey)
 			members = append(members, l.member)
-			entries = append(entries, owned{l: l})
+			entries = append(entries, owned{l: l, gate: i})
 		}
 	}
+	nLeases := len(entries)
 	for w := range c.waiters {
 		if w.on < 0 {
 			continue
@@ -90,7 +248,7 @@ func (c *Controller) renew(ctx context.Context) error {
 	}
 	c.mu.Unlock()
 
-	args := append([]any{c.replica, c.ttl.Milliseconds(), len(entries), len(capped)}, members...)
+	args := append([]any{c.replica, c.ttl.Milliseconds(), len(entries), nLeases, len(capped)}, members...)
 	opCtx, cancel := context.WithTimeout(ctx, c.opTimeout)
 	defer cancel()
 	res, err := renewScript.Run(opCtx, c.rdb, keys, args...).Slice()
@@ -115,8 +273,13 @@ func (c *Controller) renew(ctx context.Context) error {
 		}
 		e := entries[i-1]
 		switch {
-		case e.l != nil && !e.l.released:
-			lostLeases++
+		case e.l != nil:
+			// Counted once: a lost lease is not renewed, nor counted by
+			// its Release.
+			if bit := uint8(1) << e.gate; !e.l.released && e.l.lost&bit == 0 {
+				e.l.lost |= bit
+				lostLeases++
+			}
 		case e.w != nil && e.w.on >= 0:
 			e.w.kick() // its next attempt queues it again, keeping its ticket
 		}
@@ -170,13 +333,6 @@ func (c *Controller) markDown(err error) {
 	}
 	c.mu.Unlock()
 	c.log.Warn("cluster: Redis unreachable; admission runs "+c.mode.String(), slog.Any("error", err))
-}
-
-// markUp switches back to shared caps.
-func (c *Controller) markUp() {
-	if c.down.Swap(false) {
-		c.log.Info("cluster: Redis reachable again; shared caps resume")
-	}
 }
 
 // listen turns wake-up messages into kicks of this replica's earliest waiter

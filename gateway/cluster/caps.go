@@ -47,7 +47,7 @@ func (c *Controller) SetCaps(caps map[string]int) {
 		}
 	}
 	for key, g := range c.gates {
-		if g.cap == 0 && g.held == 0 && g.waiting == 0 {
+		if g.cap == 0 && g.held == 0 && g.waiting == 0 && g.pending == 0 {
 			delete(c.gates, key)
 		}
 	}

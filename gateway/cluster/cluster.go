@@ -24,7 +24,9 @@
 //     FailOpen admits through an in-process admission.Controller whose caps
 //     are each cap divided by the live replicas last seen (at least 1);
 //     FailClosed rejects with an *UnavailableError (CLUSTER_UNAVAILABLE).
-//     It probes Redis and switches back by itself.
+//     It probes Redis and switches back by itself, after putting the ledger
+//     straight: the queue entries of waiters it dropped are removed and the
+//     fail-open permits still running are entered as leases.
 package cluster
 
 import (
@@ -142,6 +144,8 @@ type Controller struct {
 	caps       map[string]int
 	gates      map[string]*gateState
 	leases     map[*lease]struct{} // held permits, renewed by the heartbeat
+	pending    map[*lease]struct{} // fail-open permits running outside the ledger
+	orphans    []orphan            // queue entries left in Redis, for rejoin to remove
 	waiters    map[*waiter]struct{}
 	seq        uint64
 	replicas   int // live replicas last seen, at least 1
@@ -187,6 +191,7 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 		caps:        make(map[string]int),
 		gates:       make(map[string]*gateState),
 		leases:      make(map[*lease]struct{}),
+		pending:     make(map[*lease]struct{}),
 		waiters:     make(map[*waiter]struct{}),
 		replicas:    1,
 		subscribed:  make(map[string]bool),
@@ -240,6 +245,11 @@ func (c *Controller) Close(ctx context.Context) error {
 		if err := l.release(ctx); err != nil {
 			errs = append(errs, err)
 			break
+		}
+	}
+	if len(errs) == 0 {
+		if err := c.removeOrphans(ctx); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := c.rdb.ZRem(ctx, c.keys.replicas, c.replica).Err(); err != nil {

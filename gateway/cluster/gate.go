@@ -17,6 +17,8 @@ type gateState struct {
 	cap    int
 	parked []*waiter // local waiters parked here, by ticket
 	held   int       // slots held by this replica's permits
+	// pending counts fail-open permits through g not yet in the ledger.
+	pending int
 	// waiting counts local waiters whose path includes the gate.
 	waiting int
 	// count and queued are the gate's cluster-wide holders and queue as

@@ -9,19 +9,30 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 )
 
-// lease is a grant whose slots are leases in Redis.
+// lease is a grant whose slots are leases in Redis, or will be: a grant the
+// fallback admitted while Redis was away is entered in the ledger when Redis
+// returns (rejoin).
 type lease struct {
-	c        *Controller
-	member   string
-	path     []*gateState
-	start    time.Time
-	waited   time.Duration
-	released bool // guarded by c.mu
+	c      *Controller
+	member string
+	path   []*gateState
+	start  time.Time
+	waited time.Duration
+	// Guarded by c.mu:
+	released bool
+	// lost has bit i set once the lease on path[i] was found expired and
+	// counted in LostLeases, so it is neither renewed nor counted again.
+	lost uint8
+	// fb is the fallback's permit of a grant admitted fail-open and not yet
+	// in the ledger (it is in Controller.pending); nil once it is, and for
+	// grants admitted through Redis.
+	fb *admission.Permit
 }
 
 // Release gives the slots back (one round trip) and wakes the waiters of
 // every gate of the path, on every replica. If Redis cannot be reached the
-// leases lapse by themselves within the lease TTL.
+// leases lapse by themselves within the lease TTL. A grant the fallback
+// admitted that is not in the ledger yet goes back to the fallback only.
 func (l *lease) Release() {
 	if l == nil || len(l.path) == 0 {
 		return
@@ -50,25 +61,42 @@ func (l *lease) release(ctx context.Context) error {
 		return nil
 	}
 	l.released = true
+	if fb := l.fb; fb != nil {
+		l.fb = nil
+		delete(c.pending, l)
+		for _, g := range l.path {
+			g.pending--
+		}
+		c.mu.Unlock()
+		fb.Release()
+		return nil
+	}
 	delete(c.leases, l)
 	keys := make([]string, 0, 2*len(l.path))
 	args := make([]any, 0, 1+len(l.path))
 	args = append(args, l.member)
-	for _, g := range l.path {
+	for i, g := range l.path {
 		g.held--
 		g.count = max(g.count-1, 0)
 		g.observeHold(hold)
+		if l.lost&(1<<i) != 0 {
+			continue // counted lost already; nothing of it is left to give back
+		}
 		keys = append(keys, g.hKey, g.qKey)
 		args = append(args, g.channel)
 	}
 	c.mu.Unlock()
+	sent := len(keys) / 2
+	if sent == 0 {
+		return nil
+	}
 	n, err := releaseScript.Run(ctx, c.rdb, keys, args...).Int()
 	if err != nil {
 		return fmt.Errorf("cluster: release %s: %w", l.member, err)
 	}
-	if n < len(l.path) {
+	if n < sent {
 		c.mu.Lock()
-		c.lostLeases += int64(len(l.path) - n)
+		c.lostLeases += int64(sent - n)
 		c.mu.Unlock()
 		c.log.Warn("cluster: released a permit whose lease had expired",
 			slog.String("member", l.member), slog.Int("gates", len(l.path)), slog.Int("still_held", n))
@@ -77,7 +105,8 @@ func (l *lease) release(ctx context.Context) error {
 }
 
 // fallbackPermit is a permit from the in-process controller used while
-// Redis is away; it counts the time spent waiting in Redis before the switch.
+// Redis is away, for an empty path (nothing to enter in the ledger); it
+// counts the time spent waiting in Redis before the switch.
 type fallbackPermit struct {
 	*admission.Permit
 	before time.Duration

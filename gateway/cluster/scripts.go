@@ -17,6 +17,8 @@ var (
 	leaveLua string
 	//go:embed lua/renew.lua
 	renewLua string
+	//go:embed lua/rejoin.lua
+	rejoinLua string
 	//go:embed lua/turn.lua
 	turnLua string
 	//go:embed lua/tokens.lua
@@ -33,6 +35,7 @@ var (
 	releaseScript = redis.NewScript(releaseLua)
 	leaveScript   = redis.NewScript(leaveLua)
 	renewScript   = redis.NewScript(renewLua)
+	rejoinScript  = redis.NewScript(rejoinLua)
 	turnScript    = redis.NewScript(turnLua)
 	tokensScript  = redis.NewScript(tokensLua)
 	peekScript    = redis.NewScript(peekLua)

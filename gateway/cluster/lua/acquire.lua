@@ -10,6 +10,10 @@
 -- ARGV[5] gate index the waiter is parked on (0 = none)   ARGV[6] "1" = never queue
 -- ARGV[7] n (gates)   then per gate i: ARGV[6+2i] cap (0 = uncapped), ARGV[7+2i] wake-up channel
 --
+-- A lease lives the TTL from its last renewal; a queue entry only two renew
+-- periods (2/3 of the TTL), so a replica that stops renewing stops holding
+-- waiters behind its own a renew period before it loses its slots.
+--
 -- A gate lets the request through when its free slots exceed the waiters
 -- queued on it with a smaller ticket (for a newcomer: every waiter queued
 -- on it), so a newcomer never overtakes an earlier waiter that could use the
@@ -26,6 +30,7 @@ local n = tonumber(ARGV[7])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local exp = now + ttl
+local qexp = now + math.floor(ttl * 2 / 3)
 
 local function room(i)
   local cap = tonumber(ARGV[6 + 2 * i])
@@ -95,7 +100,7 @@ if ticket == 0 then
   end
   ticket = redis.call('INCR', KEYS[1])
 end
-redis.call('ZADD', KEYS[2], exp, member)
+redis.call('ZADD', KEYS[2], qexp, member)
 if parked > 0 and parked ~= blocked then
   redis.call('ZREM', KEYS[3 * parked + 1], member)
   redis.call('ZREM', KEYS[3 * parked + 2], member)
@@ -104,5 +109,5 @@ if parked > 0 and parked ~= blocked then
   end
 end
 redis.call('ZADD', bq, ticket, member)
-redis.call('ZADD', bx, exp, member)
+redis.call('ZADD', bx, qexp, member)
 return {0, blocked, ticket, count, redis.call('ZCARD', bq)}
