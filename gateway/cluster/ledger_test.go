@@ -196,7 +196,7 @@ func TestLostClientQueueEntriesLapse(t *testing.T) {
 		t.Fatalf("B's Acquire: %v", r.err)
 	}
 	if reg, now := registration(t, rdb, a), redisNow(t, rdb); reg <= now {
-		t.Errorf("B was admitted only after A's registration expired (%.0f ms ago): A's dead waiter counted for a whole TTL", now-reg)
+		t.Errorf("B was admitted only once A's registration had expired (registration %.0f, now %.0f): A's dead waiter counted for a whole TTL", reg, now)
 	}
 	r.p.Release()
 	if g := recv(t, ghost, 10*time.Second); g.err == nil {
