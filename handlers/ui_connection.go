@@ -45,7 +45,7 @@ func (s *Server) uiConnections(w http.ResponseWriter, r *http.Request, rq *uiReq
 // storedFields fills a connection form from a stored connection.
 func storedFields(c store.Connection) web.ConnectionFields {
 	o, _ := limits.Normalize(c.RateLimitOverrides)
-	return web.ConnectionFields{
+	f := web.ConnectionFields{
 		Name: c.Name, Provider: c.Provider, APIStyle: c.APIStyle, BaseURL: c.BaseURL,
 		Priority: strconv.Itoa(c.Priority), Models: strings.Join(c.Models, "\n"), Enabled: c.Enabled,
 		MaxConcurrent:      intText(o.MaxConcurrent),
@@ -58,8 +58,14 @@ func storedFields(c store.Connection) web.ConnectionFields {
 		TPM:                intText(o.TPM),
 		TPD:                intText(o.TPD),
 		MinTime:            intText(o.MinTimeMs),
+		Adaptive:           o.IsAdaptive(),
 		Version:            strconv.FormatInt(c.Version, 10),
 	}
+	if o.Shadow != nil {
+		f.ShadowMaxConcurrent = intText(o.Shadow.MaxConcurrent)
+		f.ShadowModelConcurrency = limits.FormatModelCaps(o.Shadow.ModelConcurrency)
+	}
+	return f
 }
 
 // typedFields is what the form submitted, over base for the fields it left out, so a
@@ -73,6 +79,7 @@ func typedFields(form url.Values, base web.ConnectionFields) web.ConnectionField
 		"maxWaitMs": &f.MaxWaitMs, "executionMaxWaitMs": &f.ExecutionMaxWaitMs,
 		"maxQueueDepth": &f.MaxQueueDepth, "rpm": &f.RPM, "rpd": &f.RPD, "tpm": &f.TPM,
 		"tpd": &f.TPD, "minTime": &f.MinTime, "version": &f.Version,
+		limits.FormShadowMaxConcurrent: &f.ShadowMaxConcurrent, limits.FormShadowModelConcurrency: &f.ShadowModelConcurrency,
 	} {
 		if vs, ok := form[name]; ok && len(vs) > 0 {
 			*dst = vs[0]
@@ -80,6 +87,9 @@ func typedFields(form url.Values, base web.ConnectionFields) web.ConnectionField
 	}
 	if vs, ok := form["enabled"]; ok {
 		f.Enabled = formBool(vs)
+	}
+	if vs, ok := form[limits.KeyAdaptive]; ok {
+		f.Adaptive = formBool(vs)
 	}
 	return f
 }
@@ -149,8 +159,10 @@ func (s *Server) connectionInput(l *web.Localizer, form url.Values, cur *store.C
 	overrides, fe := limits.ApplyForm(base, form, "rateLimitOverrides")
 	if len(fe) > 0 {
 		var worded []string
-		if uiModelCapErrors(l, form, errs) {
-			worded = append(worded, limits.KeyModelConcurrency)
+		for _, field := range []string{limits.KeyModelConcurrency, limits.FormShadowModelConcurrency} {
+			if uiModelCapErrors(l, form, field, errs) {
+				worded = append(worded, field)
+			}
 		}
 		uiAddErrors(l, errs, fe, worded...)
 	} else {

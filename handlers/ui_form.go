@@ -36,16 +36,17 @@ func uiAddErrors(l *web.Localizer, dst web.FieldErrors, fe limits.FieldErrors, s
 	}
 }
 
-// uiModelCapErrors re-reads the per-model caps textarea (when it was submitted) and
-// words each bad line with its number, in line order, as `line 2: "glm-5=0": cap
-// must be …`. It reports whether it found any.
-func uiModelCapErrors(l *web.Localizer, form url.Values, dst web.FieldErrors) bool {
-	if _, ok := form[limits.KeyModelConcurrency]; !ok {
+// uiModelCapErrors re-reads a per-model caps textarea (field: modelConcurrency or
+// shadow.modelConcurrency, when it was submitted) and words each bad line with its
+// number, in line order, as `line 2: "glm-5=0": cap must be …`. It reports whether
+// it found any.
+func uiModelCapErrors(l *web.Localizer, form url.Values, field string, dst web.FieldErrors) bool {
+	if _, ok := form[field]; !ok {
 		return false
 	}
-	_, lineErrs := limits.ParseModelCaps(form.Get(limits.KeyModelConcurrency))
+	_, lineErrs := limits.ParseModelCaps(form.Get(field))
 	for _, le := range lineErrs {
-		dst.Add(limits.KeyModelConcurrency, web.LineErrorMessage(l, le))
+		dst.Add(field, web.LineErrorMessage(l, le))
 	}
 	return len(lineErrs) > 0
 }

@@ -54,12 +54,23 @@ type ConnectionFields struct {
 	TPM                string // tpm
 	TPD                string // tpd
 	MinTime            string // minTime
-	Version            string // version (hidden): the version the form was loaded at
+	// Adaptive is the "adaptive" checkbox (drawn after a hidden "false", so an
+	// unchecked box is told from a form that predates it).
+	Adaptive bool
+	// ShadowMaxConcurrent and ShadowModelConcurrency are the shadow caps, form
+	// names "shadow.maxConcurrent" and "shadow.modelConcurrency" (the JSON path
+	// below rateLimitOverrides); the textarea uses the model=cap codec.
+	ShadowMaxConcurrent    string
+	ShadowModelConcurrency string
+	Version                string // version (hidden): the version the form was loaded at
 }
 
 // advancedFields returns the form names inside the Advanced section.
 func advancedFields() []string {
-	return []string{"maxWaitMs", "executionMaxWaitMs", "maxQueueDepth", "rpm", "rpd", "tpm", "tpd", "minTime"}
+	return []string{
+		"maxWaitMs", "executionMaxWaitMs", "maxQueueDepth", "rpm", "rpd", "tpm", "tpd", "minTime",
+		"adaptive", "shadow.maxConcurrent", "shadow.modelConcurrency",
+	}
 }
 
 // ConnectionFieldNames returns the form names of the connection form in page order
@@ -74,7 +85,14 @@ func ConnectionFieldNames() []string {
 
 // advanced returns the value of each Advanced field, in advancedFields order.
 func (f ConnectionFields) advanced() []string {
-	return []string{f.MaxWaitMs, f.ExecutionMaxWaitMs, f.MaxQueueDepth, f.RPM, f.RPD, f.TPM, f.TPD, f.MinTime}
+	adaptive := ""
+	if f.Adaptive {
+		adaptive = "true"
+	}
+	return []string{
+		f.MaxWaitMs, f.ExecutionMaxWaitMs, f.MaxQueueDepth, f.RPM, f.RPD, f.TPM, f.TPD, f.MinTime,
+		adaptive, f.ShadowMaxConcurrent, f.ShadowModelConcurrency,
+	}
 }
 
 // EffectiveDefaults are the values that apply when an Advanced field is blank, shown

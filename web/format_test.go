@@ -79,6 +79,10 @@ func TestFormField(t *testing.T) {
 		{name: "top level", path: "name", want: "name"},
 		{name: "list index", path: "models[3]", want: "models"},
 		{name: "providers", path: "providers.zai.maxConcurrent", want: "providers"},
+		{name: "shadow model cap", path: "rateLimitOverrides.shadow.modelConcurrency.glm-5", want: "shadow.modelConcurrency"},
+		{name: "shadow connection cap", path: "rateLimitOverrides.shadow.maxConcurrent", want: "shadow.maxConcurrent"},
+		{name: "shadow itself", path: "rateLimitOverrides.shadow", want: "shadow"},
+		{name: "adaptive", path: "rateLimitOverrides.adaptive", want: "adaptive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -153,6 +153,12 @@ func (e FieldErrors) Except(known []string) []string {
 // (a map key or list index belongs to its field).
 func FormField(path string) string {
 	p := strings.TrimPrefix(path, "rateLimitOverrides.")
+	// The shadow caps are two fields of their own, named by their dotted path.
+	for _, f := range []string{"shadow.maxConcurrent", "shadow.modelConcurrency"} {
+		if p == f || strings.HasPrefix(p, f+".") {
+			return f
+		}
+	}
 	if i := strings.IndexAny(p, ".["); i >= 0 {
 		p = p[:i]
 	}

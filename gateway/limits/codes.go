@@ -67,6 +67,11 @@ const (
 	CodeNotProviderMap = "notProviderMap"
 	// CodeNotWhole: not a whole number. No args.
 	CodeNotWhole = "notWhole"
+	// CodeNotBool: not true or false. No args.
+	CodeNotBool = "notBool"
+	// CodeAdaptiveNeedsCap: adaptive is true but maxConcurrent is not 1 or
+	// more. No args.
+	CodeAdaptiveNeedsCap = "adaptiveNeedsCap"
 
 	// CodeLineShape: a model=cap line without '='. No args.
 	CodeLineShape = "lineShape"
@@ -90,7 +95,7 @@ func Codes() []string {
 		CodeCapRange, CodeModelKey, CodeProviderKey,
 		CodeOneOf, CodeURL, CodeEmail, CodeUUID, CodeAlphanumeric, CodeUnique, CodeExcludes,
 		CodeUnknownField, CodeDuplicateField, CodeNotJSON, CodeNotObject, CodeNotModelMap,
-		CodeNotProviderMap, CodeNotWhole,
+		CodeNotProviderMap, CodeNotWhole, CodeNotBool, CodeAdaptiveNeedsCap,
 		CodeLineShape, CodeModelMissing, CodeDuplicateModel, CodeLine,
 	}
 	for _, bound := range []string{CodeAtLeast, CodeAtMost, CodeMoreThan, CodeLessThan, CodeExactly} {

@@ -208,6 +208,21 @@ func (d *decoder) decodeField(raw []byte, fv reflect.Value, rules string, path [
 	switch fv.Kind() {
 	case reflect.Pointer:
 		elem := fv.Type().Elem()
+		switch elem.Kind() {
+		case reflect.Bool:
+			var b bool
+			if err := json.Unmarshal(raw, &b); err != nil {
+				d.add(path, plainMessage(CodeNotBool))
+				return
+			}
+			fv.Set(reflect.ValueOf(&b))
+			return
+		case reflect.Struct:
+			p := reflect.New(elem)
+			d.decodeStruct(raw, p.Elem(), path, ns)
+			fv.Set(p)
+			return
+		}
 		if !isIntKind(elem.Kind()) {
 			panic("limits: unsupported field type " + fv.Type().String())
 		}
@@ -333,6 +348,10 @@ func unset(rv reflect.Value, path []string) {
 		return
 	}
 	switch rv.Kind() {
+	case reflect.Pointer:
+		if !rv.IsNil() {
+			unset(rv.Elem(), path)
+		}
 	case reflect.Struct:
 		i, ok := fieldIndex(rv.Type())[path[0]]
 		if !ok {
@@ -364,10 +383,18 @@ func unset(rv reflect.Value, path []string) {
 }
 
 // prune normalises rv (an addressable struct): map entries whose value is
-// an empty struct are dropped, and empty maps become nil.
+// an empty struct are dropped, empty maps become nil, and so does a pointer
+// to a struct that is empty once pruned ("shadow": {}).
 func prune(rv reflect.Value) {
 	for i := range rv.NumField() {
 		f := rv.Field(i)
+		if f.Kind() == reflect.Pointer && !f.IsNil() && f.Elem().Kind() == reflect.Struct {
+			prune(f.Elem())
+			if f.Elem().IsZero() {
+				f.SetZero()
+			}
+			continue
+		}
 		if f.Kind() != reflect.Map || f.IsNil() {
 			continue
 		}

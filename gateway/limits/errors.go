@@ -99,6 +99,8 @@ func plainMessage(code string) message {
 		text = `must be an object of provider names to settings, like {"openai": {"maxConcurrent": 8}}`
 	case CodeNotWhole:
 		text = "must be a whole number"
+	case CodeNotBool:
+		text = "must be true or false"
 	default:
 		code, text = CodeInvalid, "is not valid"
 	}

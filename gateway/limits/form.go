@@ -13,6 +13,8 @@ import (
 // from the form leaves its key as it is in base, so keys set through the API
 // survive a form that does not show them; a field present but blank removes
 // its key. Numbers follow the JSON rules ("1e3" is whole, "1.5" is not).
+// The adaptive checkbox and the shadow caps (shadow.maxConcurrent,
+// shadow.modelConcurrency) follow the same rules; see applyExtraForm.
 // Every problem is reported with its path under pathPrefix; a textarea
 // problem is reported on the modelConcurrency path with its line, like
 // `line 2: "glm-5=0": cap must be a whole number from 1 to 10000`, with
@@ -28,10 +30,10 @@ func ApplyForm(base Overrides, form url.Values, pathPrefix string) (Overrides, F
 	if err := json.Unmarshal(doc, &members); err != nil {
 		return Overrides{}, FieldErrors{plainMessage(CodeInvalid).fieldError(pathPrefix)}
 	}
-	var errs FieldErrors
+	errs := applyExtraForm(members, form, pathPrefix)
 	for _, key := range OverrideKeys() {
 		values, present := form[key]
-		if !present {
+		if !present || key == KeyAdaptive || key == KeyShadow {
 			continue
 		}
 		text := ""

@@ -56,6 +56,8 @@ func FuzzDecodeOverrides(f *testing.F) {
 		`{"rpd":-10}`, `{"rpd":12.5}`, `{"rpd":"500"}`, `{"tpd":1e10,"rpm":1.0}`,
 		`{"modelConcurrency":{"":0,"a":10001,"b":"2"},"tmp":1}`,
 		`{"modelConcurrency":[]}`, `null`, `{}`, `[]`, `{"rpm":1,"rpm":2}`, `{"modelConcurrency":{"a":null}}`,
+		`{"maxConcurrent":8,"adaptive":true}`, `{"adaptive":true,"maxConcurrent":20000}`, `{"adaptive":"x"}`,
+		`{"shadow":{"maxConcurrent":2,"modelConcurrency":{"glm-5":1}}}`, `{"shadow":{"modelConcurrency":{"a":0}}}`, `{"shadow":{}}`,
 	} {
 		f.Add([]byte(seed))
 	}

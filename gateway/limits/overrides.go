@@ -40,6 +40,12 @@ type Overrides struct {
 	// MinTimeMs is the minimum spacing between dispatches, in
 	// milliseconds (JSON "minTime"); 0 = none.
 	MinTimeMs *int `json:"minTime,omitempty" validate:"omitnil,between=0:60000"`
+	// Adaptive lets the gateway learn an effective cap between 1 and the
+	// configured one for the connection gate and each capped model gate
+	// (see DESIGN.md "Adaptive and shadow caps"); it needs MaxConcurrent ≥ 1.
+	Adaptive *bool `json:"adaptive,omitempty"`
+	// Shadow holds caps that are observed, never enforced.
+	Shadow *ShadowCaps `json:"shadow,omitempty" validate:"omitnil"`
 }
 
 // OverrideKeys returns the JSON names of every override, in the order of
@@ -47,7 +53,7 @@ type Overrides struct {
 func OverrideKeys() []string {
 	return []string{
 		KeyMaxConcurrent, KeyModelConcurrency, KeyMaxWaitMs, KeyExecutionMaxWaitMs,
-		KeyMaxQueueDepth, KeyRPM, KeyRPD, KeyTPM, KeyTPD, KeyMinTime,
+		KeyMaxQueueDepth, KeyRPM, KeyRPD, KeyTPM, KeyTPD, KeyMinTime, KeyAdaptive, KeyShadow,
 	}
 }
 
@@ -63,6 +69,8 @@ const (
 	KeyTPM                = "tpm"
 	KeyTPD                = "tpd"
 	KeyMinTime            = "minTime"
+	KeyAdaptive           = "adaptive"
+	KeyShadow             = "shadow"
 )
 
 // Clone returns a deep copy of o, so that changing one never changes the other.
@@ -77,6 +85,11 @@ func (o Overrides) Clone() Overrides {
 		TPM:                clonePtr(o.TPM),
 		TPD:                clonePtr(o.TPD),
 		MinTimeMs:          clonePtr(o.MinTimeMs),
+		Adaptive:           clonePtr(o.Adaptive),
+	}
+	if o.Shadow != nil {
+		sh := o.Shadow.Clone()
+		c.Shadow = &sh
 	}
 	if len(o.ModelConcurrency) > 0 {
 		c.ModelConcurrency = maps.Clone(o.ModelConcurrency)
@@ -88,7 +101,8 @@ func (o Overrides) Clone() Overrides {
 func (o Overrides) IsZero() bool {
 	return o.MaxConcurrent == nil && len(o.ModelConcurrency) == 0 && o.MaxWaitMs == nil &&
 		o.ExecutionMaxWaitMs == nil && o.MaxQueueDepth == nil && o.RPM == nil &&
-		o.RPD == nil && o.TPM == nil && o.TPD == nil && o.MinTimeMs == nil
+		o.RPD == nil && o.TPM == nil && o.TPD == nil && o.MinTimeMs == nil &&
+		o.Adaptive == nil && (o.Shadow == nil || o.Shadow.IsZero())
 }
 
 func clonePtr[T any](p *T) *T {
@@ -111,7 +125,7 @@ func clonePtr[T any](p *T) *T {
 // modelConcurrency is normalised to nil.
 func DecodeOverrides(data []byte, pathPrefix string) (Overrides, FieldErrors) {
 	var o Overrides
-	if errs := strictErrors(decodeDocument(data, &o), pathPrefix); len(errs) > 0 {
+	if errs := strictErrors(overrideProblems(decodeDocument(data, &o), &o), pathPrefix); len(errs) > 0 {
 		return Overrides{}, errs
 	}
 	return o, nil
@@ -142,7 +156,7 @@ func NormalizeErrors(raw []byte) (Overrides, FieldErrors) {
 	if isBlankOrNull(raw) {
 		return o, nil
 	}
-	problems := decodeDocument(raw, &o)
+	problems := overrideProblems(decodeDocument(raw, &o), &o)
 	return o, lenientErrors(problems, &o, overridesWarningPrefix)
 }
 
