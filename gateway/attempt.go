@@ -149,6 +149,7 @@ func (x *exchange) attempt(p pick) attemptResult {
 	}
 	status := resp.StatusCode
 	t.stats.count(status)
+	x.noteRateLimitHeaders(c, resp.Header)
 	switch {
 	case status == http.StatusTooManyRequests:
 		x.keepLast(c, resp, t0)

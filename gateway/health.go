@@ -38,6 +38,7 @@ type connHealth struct {
 	suspendedUntil time.Time
 	suspendReason  string
 	cooling        map[string]*cooldown // by upstream model
+	connCool       cooldown             // every model: upstream rate-limit headers said the account is spent
 	breaker        *gobreaker.TwoStepCircuitBreaker[struct{}]
 	breakerCfg     breakerConfig
 	openUntil      atomic.Int64 // unix nanoseconds (real clock) the breaker opened until
@@ -114,6 +115,9 @@ func (h *connHealth) check(model string, now time.Time) (unavailable, time.Time)
 	if cd := h.cooling[model]; cd != nil && now.Before(cd.until) {
 		cool = cd.until
 	}
+	if now.Before(h.connCool.until) && h.connCool.until.After(cool) {
+		cool = h.connCool.until
+	}
 	h.mu.Unlock()
 	if br != nil {
 		switch br.State() {
@@ -173,6 +177,19 @@ func (h *connHealth) coolDown(model string, now time.Time, retryAfter time.Durat
 	return cd.until
 }
 
+// coolConnection puts every model on this connection in cooldown for d,
+// never shortening one already there: the upstream's rate-limit headers said
+// the account is spent until its reset. It returns when the cooldown ends.
+func (h *connHealth) coolConnection(now time.Time, d time.Duration, reason string) time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if until := now.Add(d); until.After(h.connCool.until) {
+		h.connCool.until = until
+		h.connCool.reason = reason
+	}
+	return h.connCool.until
+}
+
 // succeeded ends the backoff streak of model after a successful answer.
 func (h *connHealth) succeeded(model string) {
 	h.mu.Lock()
@@ -199,6 +216,7 @@ func (h *connHealth) reset() {
 	h.suspendedUntil = time.Time{}
 	h.suspendReason = ""
 	clear(h.cooling)
+	h.connCool = cooldown{}
 	cfg := h.breakerCfg
 	h.breaker = nil
 	h.mu.Unlock()
@@ -226,6 +244,9 @@ func (h *connHealth) status(now time.Time) (state string, until time.Time, reaso
 		if now.Before(cd.until) && cd.until.After(until) {
 			until, reason = cd.until, cd.reason
 		}
+	}
+	if cd := &h.connCool; now.Before(cd.until) && cd.until.After(until) {
+		until, reason = cd.until, cd.reason
 	}
 	if !until.IsZero() {
 		return HealthCooling, until, reason

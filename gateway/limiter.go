@@ -7,7 +7,8 @@ import (
 
 // limiter keeps the per-connection limits and upstream health that cluster
 // mode shares between replicas: the rpm/minTime dispatch spacing, the tpm
-// window, upstream cooldowns (429) and suspensions (401/403). New chooses
+// window, upstream cooldowns (429 per model, rate-limit headers for the whole
+// connection) and suspensions (401/403). New chooses
 // one for the gateway's life: localLimiter (this process), or with
 // Options.SharedLimits a sharedLimiter (shared.go), which keeps the
 // in-process state alongside and falls back to it while the store fails.
@@ -35,6 +36,9 @@ type limiter interface {
 	addTokens(ctx context.Context, c *conn, tokens int64)
 	// coolDown puts model on c in cooldown after an upstream 429.
 	coolDown(ctx context.Context, c *conn, model string, now time.Time, retryAfter time.Duration, reason string)
+	// coolConnection puts every model on c in cooldown for d after the
+	// upstream's rate-limit headers said the account is spent.
+	coolConnection(ctx context.Context, c *conn, now time.Time, d time.Duration, reason string)
 	// suspend takes c out of rotation for d after an upstream 401/403.
 	suspend(ctx context.Context, c *conn, now time.Time, d time.Duration, reason string)
 	// reset clears what other replicas see of connID's cooldowns and
@@ -64,6 +68,10 @@ func (localLimiter) addTokens(context.Context, *conn, int64) {}
 
 func (localLimiter) coolDown(_ context.Context, c *conn, model string, now time.Time, retryAfter time.Duration, reason string) {
 	c.health.coolDown(model, now, retryAfter, reason)
+}
+
+func (localLimiter) coolConnection(_ context.Context, c *conn, now time.Time, d time.Duration, reason string) {
+	c.health.coolConnection(now, d, reason)
 }
 
 func (localLimiter) suspend(_ context.Context, c *conn, now time.Time, d time.Duration, reason string) {

@@ -11,7 +11,7 @@ import (
 
 // Shared limits (cluster mode; docs/ARCHITECTURE.md, "Cluster mode"): with
 // Options.SharedLimits set, the rpm/minTime dispatch spacing, the tpm window,
-// upstream cooldowns (429) and suspensions (401/403) are kept in a store every
+// upstream cooldowns (429, rate-limit headers) and suspensions (401/403) are kept in a store every
 // replica sees, on the store's clock. The in-process state is still kept
 // alongside and takes over whenever the store fails (fail-open).
 
@@ -32,6 +32,7 @@ type sharedConn struct {
 	fetchedAt   time.Time // real clock; zero: nothing cached
 	suspendedAt time.Time // local (Options.Now) instants the view translates to
 	cooling     map[string]time.Time
+	connCoolAt  time.Time // every model cools until then (rate-limit headers)
 	tpmUsed     int64
 	windowEnd   time.Time
 
@@ -86,6 +87,10 @@ func (l *sharedLimiter) state(ctx context.Context, c *conn) (s *sharedConn, ok b
 	if v.Suspended > 0 {
 		s.suspendedAt = now.Add(v.Suspended)
 	}
+	s.connCoolAt = time.Time{}
+	if v.ConnCooling > 0 {
+		s.connCoolAt = now.Add(v.ConnCooling)
+	}
 	s.cooling = make(map[string]time.Time, len(v.Cooling))
 	for m, d := range v.Cooling {
 		s.cooling[m] = now.Add(d)
@@ -111,8 +116,15 @@ func (l *sharedLimiter) check(ctx context.Context, c *conn, model string, now ti
 	if now.Before(s.suspendedAt) {
 		return unavailSuspended, s.suspendedAt
 	}
+	var cool time.Time
 	if until, ok := s.cooling[model]; ok && now.Before(until) {
-		return unavailCooling, until
+		cool = until
+	}
+	if now.Before(s.connCoolAt) && s.connCoolAt.After(cool) {
+		cool = s.connCoolAt
+	}
+	if !cool.IsZero() {
+		return unavailCooling, cool
 	}
 	return availableNow, time.Time{}
 }
@@ -227,6 +239,18 @@ func (l *sharedLimiter) coolDown(ctx context.Context, c *conn, model string, now
 	}
 }
 
+// coolConnection also tells the other replicas that every model on c cools
+// for d.
+func (l *sharedLimiter) coolConnection(ctx context.Context, c *conn, now time.Time, d time.Duration, reason string) {
+	l.local.coolConnection(ctx, c, now, d, reason)
+	if d <= 0 || !l.down.up() {
+		return
+	}
+	if err := l.store.CoolConnection(context.WithoutCancel(ctx), c.id, d); err != nil {
+		l.down.failed(err)
+	}
+}
+
 // suspend also tells the other replicas that c is suspended for d.
 func (l *sharedLimiter) suspend(ctx context.Context, c *conn, now time.Time, d time.Duration, reason string) {
 	l.local.suspend(ctx, c, now, d, reason)
@@ -246,6 +270,7 @@ func (l *sharedLimiter) reset(ctx context.Context, connID string, r *connRate) {
 		r.shared.fetchedAt = time.Time{}
 		r.shared.suspendedAt = time.Time{}
 		r.shared.cooling = nil
+		r.shared.connCoolAt = time.Time{}
 		r.shared.mu.Unlock()
 	}
 	if err := l.store.Reset(ctx, connID); err != nil {

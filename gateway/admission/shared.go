@@ -27,6 +27,10 @@ type SharedLimits interface {
 	// CoolDown marks model on connID as cooling for d (never shortening a
 	// longer cooldown already there).
 	CoolDown(ctx context.Context, connID, model string, d time.Duration) error
+	// CoolConnection marks every model on connID as cooling for d (never
+	// shortening a longer one already there): the upstream's rate-limit
+	// headers said the account is spent.
+	CoolConnection(ctx context.Context, connID string, d time.Duration) error
 	// Suspend takes connID out of rotation for d.
 	Suspend(ctx context.Context, connID string, d time.Duration) error
 	// Reset clears connID's cooldowns and suspension.
@@ -39,6 +43,9 @@ type SharedView struct {
 	Suspended time.Duration
 	// Cooling is how long each cooling model stays cooling.
 	Cooling map[string]time.Duration
+	// ConnCooling is how long every model of the connection stays cooling
+	// (0: not).
+	ConnCooling time.Duration
 	// TPMUsed is the tokens charged to the current minute window, debt
 	// from earlier windows included.
 	TPMUsed int64

@@ -26,7 +26,8 @@ type LimitsOptions struct {
 
 // Limits keeps the rate-limit and upstream-health state that gateway
 // replicas share in cluster mode: the rpm/minTime dispatch spacing, the tpm
-// window, cooldowns after upstream 429s and suspensions after 401/403. It
+// window, cooldowns after upstream 429s (per model) and rate-limit headers
+// (the whole connection), and suspensions after 401/403. It
 // implements admission.SharedLimits; every call is one script (or one DEL) on
 // Redis's clock, bounded by OpTimeout. It is safe for concurrent use and
 // runs no goroutines.
@@ -35,7 +36,8 @@ type LimitsOptions struct {
 //
 //	<prefix>:{adm}:turn:C   string: next free dispatch time (µs, Redis clock)
 //	<prefix>:{adm}:tpm:C    hash: m = window start (ms), u = tokens used
-//	<prefix>:{adm}:hl:C     hash: s = suspended until, m:<model> = cooling until (ms)
+//	<prefix>:{adm}:hl:C     hash: s = suspended until, c = every model cooling until,
+//	                        m:<model> = cooling until (ms)
 type Limits struct {
 	rdb       redis.UniversalClient
 	keys      keyspace
@@ -60,8 +62,12 @@ func (k keyspace) turn(conn string) string   { return k.root + "turn:" + conn }
 func (k keyspace) tpm(conn string) string    { return k.root + "tpm:" + conn }
 func (k keyspace) health(conn string) string { return k.root + "hl:" + conn }
 
-// suspendField and modelField name the entries of the health hash.
-const suspendField = "s"
+// suspendField, connCoolField and modelField name the entries of the
+// health hash.
+const (
+	suspendField  = "s"
+	connCoolField = "c"
+)
 
 func modelField(model string) string { return "m:" + model }
 
@@ -108,6 +114,8 @@ func (l *Limits) View(ctx context.Context, connID string, tpm int64) (admission.
 		switch {
 		case field == suspendField:
 			v.Suspended = d
+		case field == connCoolField:
+			v.ConnCooling = d
 		case strings.HasPrefix(field, "m:"):
 			if v.Cooling == nil {
 				v.Cooling = make(map[string]time.Duration)
@@ -132,6 +140,12 @@ func (l *Limits) AddTokens(ctx context.Context, connID string, tpm, tokens int64
 // CoolDown implements admission.SharedLimits: model on connID cools for d.
 func (l *Limits) CoolDown(ctx context.Context, connID, model string, d time.Duration) error {
 	return l.mark(ctx, connID, modelField(model), d)
+}
+
+// CoolConnection implements admission.SharedLimits: every model on connID
+// cools for d.
+func (l *Limits) CoolConnection(ctx context.Context, connID string, d time.Duration) error {
+	return l.mark(ctx, connID, connCoolField, d)
 }
 
 // Suspend implements admission.SharedLimits: connID is suspended for d.

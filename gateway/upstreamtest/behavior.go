@@ -78,6 +78,11 @@ type Behavior struct {
 	// behaviour; later requests answer normally. Zero means every request.
 	// Setting the behaviour again restarts the count.
 	FailTimes int
+	// Header, when non-nil, is added to every answer of this behaviour
+	// (normal or injected status failure), e.g. the provider's rate-limit
+	// headers; a layer's Header replaces the one below it, it is not merged.
+	// The server does not modify it.
+	Header http.Header
 	// Hold, when non-nil, makes requests wait (after Latency) until the
 	// channel is closed, the client goes away or the server is closed.
 	// Tests use it to keep a known number of requests in flight.
@@ -129,6 +134,9 @@ func (p *programmed) overlay(e *effective) {
 	if b.Hold != nil {
 		e.hold = b.Hold
 	}
+	if b.Header != nil {
+		e.header = b.Header
+	}
 	if b.Fail == FailInherit {
 		return
 	}
@@ -149,6 +157,7 @@ type effective struct {
 	retryAfter    time.Duration
 	fail          Failure
 	hold          <-chan struct{}
+	header        http.Header
 	from          *programmed // the layer whose failure applies, if any
 }
 

@@ -263,3 +263,47 @@ func TestHoldReleases(t *testing.T) {
 		t.Errorf("status after release = %d, want 200", status)
 	}
 }
+
+// TestBehaviorHeader: a behaviour's Header reaches normal answers (plain
+// and streamed, both styles) and injected failures, and a key's Header
+// replaces the default's.
+func TestBehaviorHeader(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, Options{})
+	if err := ts.SetDefault(Behavior{Header: http.Header{"X-Default": {"d"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.SetKeyBehavior("rl", Behavior{Header: http.Header{"x-ratelimit-remaining-requests": {"0"}, "X-Ratelimit-Reset-Requests": {"2s"}}}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		c         call
+		want      int
+		wantReset string
+		wantDef   string
+	}{
+		{name: "chat", c: call{path: "/v1/chat/completions", key: "rl", body: chatBody("m", false)}, want: 200, wantReset: "2s"},
+		{name: "chat stream", c: call{path: "/v1/chat/completions", key: "rl", body: chatBody("m", true)}, want: 200, wantReset: "2s"},
+		{name: "messages", c: call{path: "/v1/messages", anth: true, key: "rl", body: chatBody("m", false)}, want: 200, wantReset: "2s"},
+		{name: "injected 429", c: call{path: "/v1/chat/completions", key: "rl", body: chatBody("m", false), header: map[string]string{HeaderFail: "429"}}, want: 429, wantReset: "2s"},
+		{name: "default for other keys", c: call{path: "/v1/chat/completions", key: "other", body: chatBody("m", false)}, want: 200, wantDef: "d"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, h, _ := ts.roundTrip(t, tt.c)
+			if status != tt.want {
+				t.Fatalf("status = %d, want %d", status, tt.want)
+			}
+			if got := h.Get("X-Ratelimit-Reset-Requests"); got != tt.wantReset {
+				t.Errorf("reset header = %q, want %q", got, tt.wantReset)
+			}
+			if tt.wantReset != "" && h.Get("X-Ratelimit-Remaining-Requests") != "0" {
+				t.Errorf("remaining header = %q, want 0 (name canonicalised)", h.Get("X-Ratelimit-Remaining-Requests"))
+			}
+			if got := h.Get("X-Default"); got != tt.wantDef {
+				t.Errorf("X-Default = %q, want %q (a key's Header replaces the default's)", got, tt.wantDef)
+			}
+		})
+	}
+}

@@ -403,6 +403,9 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, rt route, st s
 		s.abandon(w)
 		return
 	}
+	for k, v := range e.header {
+		w.Header()[http.CanonicalHeaderKey(k)] = v
+	}
 	if code := e.fail.status(); code != 0 {
 		writeFailure(w, st, code, e.retryAfter)
 		return

@@ -2,7 +2,7 @@
 -- Redis's clock, never shortening one already there.
 --
 -- KEYS[1] the connection's health hash (see peek.lua)
--- ARGV[1] field (s, or m:<model>), ARGV[2] duration (ms)
+-- ARGV[1] field (s, c, or m:<model>), ARGV[2] duration (ms)
 -- Expired fields are dropped, and the hash expires with its last entry.
 -- Returns the ms left of the field's entry.
 local t = redis.call('TIME')

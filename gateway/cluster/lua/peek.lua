@@ -1,7 +1,7 @@
 -- peek: a connection's shared state, read only, on Redis's clock.
 --
 -- KEYS[1] the connection's health hash: s = suspended until (ms),
---         m:<model> = model cooling until (ms)
+--         c = every model cooling until (ms), m:<model> = model cooling until (ms)
 -- KEYS[2] the connection's tpm hash (see tokens.lua)
 -- ARGV[1] the tpm limit
 -- Returns {tpm used, ms left in the window, then field, ms left, ...} for
