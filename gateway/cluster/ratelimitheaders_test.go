@@ -1,0 +1,66 @@
+package cluster
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
+)
+
+// TestSharedRateLimitHeaderCooldown: an answer through gateway A whose
+// rate-limit headers say the account is spent makes gateway B keep off the
+// connection, for every model, until the reset.
+func TestSharedRateLimitHeaderCooldown(t *testing.T) {
+	tests := []struct {
+		name       string
+		withB      bool
+		wantStatus int
+		wantCode   string
+	}{
+		{name: "fails over to another candidate", withB: true, wantStatus: http.StatusOK},
+		{name: "no other candidate", wantStatus: http.StatusTooManyRequests, wantCode: gateway.CodeUpstreamCooldown},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTwoGateways(t, upstreamtest.Options{})
+			conns := []gateway.Connection{e.conn("a", "ka", 10, limits.Overrides{})}
+			if tc.withB {
+				conns = append(conns, e.conn("b", "kb", 0, limits.Overrides{}))
+			}
+			e.apply(conns...)
+			if err := e.up.SetKeyBehavior("ka", upstreamtest.Behavior{Header: http.Header{
+				"x-ratelimit-remaining-requests": {"0"}, "x-ratelimit-reset-requests": {"2s"}}}); err != nil {
+				t.Fatal(err)
+			}
+			ctx := t.Context()
+			if r := e.post(ctx, 0); r.status != http.StatusOK || r.header.Get(gateway.HeaderConnection) != "conn-a" {
+				t.Fatalf("gateway A: status %d via %q, want 200 via conn-a", r.status, r.header.Get(gateway.HeaderConnection))
+			}
+			if err := e.up.SetKeyBehavior("ka", upstreamtest.Behavior{}); err != nil {
+				t.Fatal(err)
+			}
+			r := e.post(ctx, 1)
+			if r.status != tc.wantStatus || r.code != tc.wantCode {
+				t.Fatalf("gateway B while a cools: status %d code %q, want %d %q", r.status, r.code, tc.wantStatus, tc.wantCode)
+			}
+			if tc.withB {
+				if got := r.header.Get(gateway.HeaderConnection); got != "conn-b" {
+					t.Errorf("gateway B served by %q, want conn-b", got)
+				}
+			} else if ra, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || ra < 1 || ra > 2 {
+				t.Errorf("Retry-After = %q, want 1 or 2 (the reset)", r.header.Get("Retry-After"))
+			}
+			if got := e.up.Requests("ka", "m"); got != 1 {
+				t.Fatalf("gateway B tried a while it cooled (a has %d requests)", got)
+			}
+			// After the reset, gateway B uses a again.
+			waitFor(t, 10*time.Second, "gateway B to use a again", func() bool {
+				return e.post(ctx, 1).status == http.StatusOK && e.up.Requests("ka", "m") == 2
+			})
+		})
+	}
+}
