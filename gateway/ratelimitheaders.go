@@ -38,8 +38,11 @@ var rateLimitPairs = [...]rateLimitPair{
 // noteRateLimitHeaders cools c (every model) until the earliest reset of
 // the exhausted dimensions h reports, if any. It is called on every upstream
 // response, so the common path (nothing exhausted) is six map lookups.
+// count_tokens answers are left out: Anthropic limits token counting
+// separately from messages, so its headers say nothing about the account's
+// inference budget (and the route counts toward no rpm/rpd either).
 func (x *exchange) noteRateLimitHeaders(c *conn, h http.Header) {
-	if !rateLimitExhausted(h) {
+	if x.rt == routeCountTokens || !rateLimitExhausted(h) {
 		return
 	}
 	now := x.g.now()

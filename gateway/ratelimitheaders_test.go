@@ -242,3 +242,29 @@ func TestRateLimitHeadersCommonPathAllocs(t *testing.T) {
 		t.Errorf("%v allocations per answer, want 0", allocs)
 	}
 }
+
+// TestRateLimitHeadersCountTokensIgnored: exhausted headers on a
+// count_tokens answer (Anthropic limits token counting on its own) do not
+// cool the connection for messages.
+func TestRateLimitHeadersCountTokensIgnored(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	e := newEnv(t, upstreamtest.Options{}, withClock(clock))
+	a := e.conn("a", "ka", "claude-x")
+	a.APIStyle = "anthropic"
+	e.gw.Apply(Config{Connections: []Connection{a}})
+	e.mustBehave("ka", upstreamtest.Behavior{Header: http.Header{"anthropic-ratelimit-requests-remaining": {"0"},
+		"anthropic-ratelimit-requests-reset": {clock.Now().Add(5 * time.Second).Format(time.RFC3339)}}})
+	ctx := testCtx(t)
+	body := `{"model":"claude-x","messages":[{"role":"user","content":"hi"}]}`
+	if r := e.post(ctx, "/v1/messages/count_tokens", body); r.status != http.StatusOK {
+		t.Fatalf("count_tokens: status %d, want 200: %s", r.status, r.body)
+	}
+	if h := e.health("a"); h.Health != HealthOK {
+		t.Errorf("health after count_tokens = %+v, want ok", h)
+	}
+	expectVia(t, e.post(ctx, "/v1/messages", `{"model":"claude-x","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`), "conn-a")
+	if h := e.health("a"); h.Health != HealthCooling || h.Reason != reasonRateLimitHeaders {
+		t.Errorf("health after messages = %+v, want cooling for %q", h, reasonRateLimitHeaders)
+	}
+}
