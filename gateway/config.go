@@ -9,6 +9,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
 // Config is one immutable snapshot of everything the gateway routes by: the
@@ -109,7 +110,7 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 	s.caps[gateGlobal] = max(eff.GlobalMaxConcurrent, 0)
 	for p, ps := range eff.Providers {
 		if ps.MaxConcurrent > 0 {
-			s.caps["provider:"+p] = ps.MaxConcurrent
+			s.caps[providerGateKey(p)] = ps.MaxConcurrent
 		}
 	}
 	for _, cc := range cfg.Connections {
@@ -174,10 +175,6 @@ func addTarget(byName map[string][]*target, name string, t *target) {
 	byName[name] = append(byName[name], t)
 }
 
-const gateGlobal = "global"
-
-func modelGateKey(connID, model string) string { return "model:" + connID + ":" + model }
-
 func (g *Gateway) prepareConn(cc Connection, eff limits.EffectiveSettings, warnings *[]string) *conn {
 	c := &conn{
 		id:       cc.ID,
@@ -187,7 +184,7 @@ func (g *Gateway) prepareConn(cc Connection, eff limits.EffectiveSettings, warni
 		enabled:  cc.Enabled,
 		priority: cc.Priority,
 		models:   slices.Clone(cc.Models),
-		gateKey:  "connection:" + cc.ID,
+		gateKey:  connGateKey(cc.ID),
 	}
 	switch strings.ToLower(cc.APIStyle) {
 	case "openai", "":
@@ -245,10 +242,10 @@ func (g *Gateway) newTarget(c *conn, model string) *target {
 		model: model,
 		req: admission.Request{
 			Gates: []admission.GateRef{
-				{Level: "global", Key: gateGlobal},
-				{Level: "provider", Key: "provider:" + c.provider},
-				{Level: "connection", Key: c.gateKey},
-				{Level: "model", Key: modelGateKey(c.id, model)},
+				{Level: live.LevelGlobal, Key: gateGlobal},
+				{Level: live.LevelProvider, Key: providerGateKey(c.provider)},
+				{Level: live.LevelConnection, Key: c.gateKey},
+				{Level: live.LevelModel, Key: modelGateKey(c.id, model)},
 			},
 			MaxWait:       c.maxWait,
 			QueueKey:      c.gateKey,

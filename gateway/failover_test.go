@@ -10,6 +10,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
 )
 
@@ -54,7 +55,7 @@ func TestFailover429CoolsDownThenReturns(t *testing.T) {
 		t.Fatalf("a got %d requests, want 1", got)
 	}
 	h := e.health("a")
-	if h.Health != HealthCooling || !h.Until.Equal(clock.Now().Add(2*time.Second)) {
+	if h.Health != live.HealthCooling || !h.Until.Equal(clock.Now().Add(2*time.Second)) {
 		t.Errorf("a health = %+v, want cooling until now+2s", h)
 	}
 	expectVia(t, e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)), "conn-b")
@@ -63,7 +64,7 @@ func TestFailover429CoolsDownThenReturns(t *testing.T) {
 	}
 	clock.Advance(2 * time.Second)
 	expectVia(t, e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)), "conn-a")
-	if h := e.health("a"); h.Health != HealthOK {
+	if h := e.health("a"); h.Health != live.HealthOK {
 		t.Errorf("a health after success = %q, want ok", h.Health)
 	}
 }
@@ -104,7 +105,7 @@ func TestFailover401SuspendsUntilReset(t *testing.T) {
 
 	expectVia(t, e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)), "conn-b")
 	h := e.health("a")
-	if h.Health != HealthSuspended || !h.Until.Equal(clock.Now().Add(30*time.Minute)) {
+	if h.Health != live.HealthSuspended || !h.Until.Equal(clock.Now().Add(30*time.Minute)) {
 		t.Errorf("a health = %+v, want suspended for 30m", h)
 	}
 	expectVia(t, e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)), "conn-b")
@@ -130,14 +131,14 @@ func TestFailoverBreakerOpensProbesAndCloses(t *testing.T) {
 	for range 5 {
 		expectVia(t, e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)), "conn-b")
 	}
-	if h := e.health("a"); h.Health != HealthBreakerOpen || h.Until.IsZero() {
+	if h := e.health("a"); h.Health != live.HealthBreakerOpen || h.Until.IsZero() {
 		t.Fatalf("a health = %+v, want breaker-open with an end", h)
 	}
 	expectVia(t, e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)), "conn-b")
 	if got := e.up.Requests("ka", "glm-5"); got != 5 {
 		t.Fatalf("a got %d requests with its breaker open, want 5", got)
 	}
-	waitFor(t, 3*time.Second, "breaker half-open", func() bool { return e.health("a").Health == HealthHalfOpen })
+	waitFor(t, 3*time.Second, "breaker half-open", func() bool { return e.health("a").Health == live.HealthHalfOpen })
 
 	// Half-open: of four concurrent requests exactly one probes a.
 	e.mustBehave("ka", upstreamtest.Behavior{Latency: 150 * time.Millisecond})
@@ -159,7 +160,7 @@ func TestFailoverBreakerOpensProbesAndCloses(t *testing.T) {
 	if viaA != 1 {
 		t.Errorf("%d requests went to a while half-open, want exactly 1 probe", viaA)
 	}
-	if h := e.health("a"); h.Health != HealthOK {
+	if h := e.health("a"); h.Health != live.HealthOK {
 		t.Errorf("a health after a good probe = %q, want ok", h.Health)
 	}
 	expectVia(t, e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)), "conn-a")
@@ -177,7 +178,7 @@ func TestFailover400GoesBackUnchanged(t *testing.T) {
 	if n := e.up.Requests("kb", "glm-5"); n != 0 {
 		t.Errorf("b got %d requests after a's 400", n)
 	}
-	if h := e.health("a"); h.Health != HealthOK {
+	if h := e.health("a"); h.Health != live.HealthOK {
 		t.Errorf("a health = %q after a 400, want ok", h.Health)
 	}
 }
@@ -218,7 +219,7 @@ func TestFailoverSaturatedGateSpillsOver(t *testing.T) {
 		t.Errorf("%s = %q, want 0 (no queueing with b free)", HeaderQueueMs, got)
 	}
 	expectVia(t, <-first, "conn-a")
-	if h := e.health("a"); h.Health != HealthOK {
+	if h := e.health("a"); h.Health != live.HealthOK {
 		t.Errorf("a health = %q, want ok: a saturated gate is not a failure", h.Health)
 	}
 }
@@ -332,7 +333,7 @@ func TestFailoverHalfOpenProbeInFlight(t *testing.T) {
 			t.Fatalf("status %d, want the upstream's 500", r.status)
 		}
 	}
-	waitFor(t, 3*time.Second, "breaker half-open", func() bool { return e.health("a").Health == HealthHalfOpen })
+	waitFor(t, 3*time.Second, "breaker half-open", func() bool { return e.health("a").Health == live.HealthHalfOpen })
 
 	hold := make(chan struct{})
 	e.mustBehave("ka", upstreamtest.Behavior{Hold: hold})

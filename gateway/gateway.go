@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
 // DefaultMaxBodyBytes bounds a client request body when Options.MaxBodyBytes is 0.
@@ -263,69 +264,24 @@ func (g *Gateway) ResetHealth(ctx context.Context, connID string) bool {
 	return true
 }
 
-// Snapshot is the live state of the gates and of each connection's health.
-type Snapshot struct {
-	// LoadedAt is when the configuration in force was applied (zero before).
-	LoadedAt time.Time
-	// Gates lists every connection gate (cap 0 = uncapped), every capped
-	// gate (model gates included, idle or not), and any other gate holding
-	// or queueing requests. Sorted by key.
-	Gates []GateSnapshot
-	// Connections lists every configured connection in config order.
-	Connections []ConnectionSnapshot
-}
-
-// GateSnapshot is one gate's cap, load and counters.
-type GateSnapshot struct {
-	Key       string
-	Level     string
-	Cap       int
-	InFlight  int
-	Queued    int
-	Admitted  int64
-	Timeouts  int64
-	QueueFull int64
-	Cancels   int64
-	WaitTotal time.Duration
-	// Waits counts the admissions through the gate by how long they waited;
-	// two snapshots' difference gives the wait quantiles between them.
-	Waits admission.WaitHistogram
-}
-
-// ConnectionSnapshot is one connection's upstream health.
-type ConnectionSnapshot struct {
-	ID   string
-	Name string
-	// Health is HealthOK, HealthCooling, HealthSuspended, HealthBreakerOpen
-	// or HealthHalfOpen.
-	Health string
-	// Until is when the state ends (zero for ok and half-open). For
-	// cooling it is the end of the latest model cooldown.
-	Until  time.Time
-	Reason string
-	// Budgets are the connection's rate-limit windows by name (BudgetRPM,
-	// BudgetRPD, BudgetTPM, BudgetTPD), only those with a limit set; nil
-	// when none is. The rpm budget counts dispatches in the current clock
-	// minute (rpm is enforced as a spacing, so it never runs out early).
-	Budgets map[string]Budget
-}
-
-// Snapshot returns the live gates and connection health.
-func (g *Gateway) Snapshot() Snapshot {
-	var out Snapshot
+// Snapshot returns the live gates and connection health. Each gate carries
+// its connection, provider and model as fields, so that no reader needs to
+// parse its key.
+func (g *Gateway) Snapshot() live.Snapshot {
+	var out live.Snapshot
 	s := g.state.Load()
 	stats := g.ctrl.Stats()
 	have := make(map[string]bool, len(stats))
 	for _, st := range stats {
 		have[st.Key] = true
-		if st.Cap == 0 && st.Level != "connection" && st.InFlight == 0 && st.Queued == 0 {
+		if st.Cap == 0 && st.Level != live.LevelConnection && st.InFlight == 0 && st.Queued == 0 {
 			continue
 		}
-		out.Gates = append(out.Gates, GateSnapshot{
-			Key: st.Key, Level: st.Level, Cap: st.Cap, InFlight: st.InFlight, Queued: st.Queued,
-			Admitted: st.Admitted, Timeouts: st.Timeouts, QueueFull: st.QueueFull, Cancels: st.Cancels,
-			WaitTotal: st.WaitTotal, Waits: st.Waits,
-		})
+		gs := gateIdentity(s, st.Key, st.Level)
+		gs.Cap, gs.InFlight, gs.Queued = st.Cap, st.InFlight, st.Queued
+		gs.Admitted, gs.Timeouts, gs.QueueFull, gs.Cancels = st.Admitted, st.Timeouts, st.QueueFull, st.Cancels
+		gs.WaitTotal, gs.Waits = st.WaitTotal, st.Waits
+		out.Gates = append(out.Gates, gs)
 	}
 	if s == nil {
 		return out
@@ -333,15 +289,17 @@ func (g *Gateway) Snapshot() Snapshot {
 	out.LoadedAt = s.loadedAt
 	for _, c := range s.conns {
 		if !have[c.gateKey] {
-			out.Gates = append(out.Gates, GateSnapshot{Key: c.gateKey, Level: "connection", Cap: s.caps[c.gateKey]})
+			gs := gateIdentity(s, c.gateKey, live.LevelConnection)
+			gs.Cap = s.caps[c.gateKey]
+			out.Gates = append(out.Gates, gs)
 		}
 	}
-	slices.SortFunc(out.Gates, func(a, b GateSnapshot) int { return cmp.Compare(a.Key, b.Key) })
+	slices.SortFunc(out.Gates, func(a, b live.Gate) int { return cmp.Compare(a.Key, b.Key) })
 	now := g.now()
 	for _, c := range s.conns {
 		state, until, reason := c.health.status(now)
-		out.Connections = append(out.Connections, ConnectionSnapshot{
-			ID: c.id, Name: c.name, Health: state, Until: until, Reason: reason,
+		out.Connections = append(out.Connections, live.Connection{
+			ID: c.id, Name: c.name, Provider: c.provider, Health: state, Until: until, Reason: reason,
 			Budgets: c.rate.budgets(&c.lim, now),
 		})
 	}

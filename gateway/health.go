@@ -8,16 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/sony/gobreaker/v2"
-)
-
-// Health states of a connection, as Snapshot and /api/v1/gates show them.
-const (
-	HealthOK          = "ok"
-	HealthCooling     = "cooling"
-	HealthSuspended   = "suspended"
-	HealthBreakerOpen = "breaker-open"
-	HealthHalfOpen    = "half-open"
 )
 
 // Cooldown backoff when an upstream 429 carries no usable Retry-After.
@@ -230,14 +222,14 @@ func (h *connHealth) status(now time.Time) (state string, until time.Time, reaso
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if now.Before(h.suspendedUntil) {
-		return HealthSuspended, h.suspendedUntil, h.suspendReason
+		return live.HealthSuspended, h.suspendedUntil, h.suspendReason
 	}
 	if h.breaker != nil {
 		switch h.breaker.State() {
 		case gobreaker.StateOpen:
-			return HealthBreakerOpen, time.Unix(0, h.openUntil.Load()), h.lastBreakerReason()
+			return live.HealthBreakerOpen, time.Unix(0, h.openUntil.Load()), h.lastBreakerReason()
 		case gobreaker.StateHalfOpen:
-			return HealthHalfOpen, time.Time{}, h.lastBreakerReason()
+			return live.HealthHalfOpen, time.Time{}, h.lastBreakerReason()
 		}
 	}
 	for _, cd := range h.cooling {
@@ -249,9 +241,9 @@ func (h *connHealth) status(now time.Time) (state string, until time.Time, reaso
 		until, reason = cd.until, cd.reason
 	}
 	if !until.IsZero() {
-		return HealthCooling, until, reason
+		return live.HealthCooling, until, reason
 	}
-	return HealthOK, time.Time{}, ""
+	return live.HealthOK, time.Time{}, ""
 }
 
 func (h *connHealth) lastBreakerReason() string {

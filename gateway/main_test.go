@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
 )
 
@@ -160,23 +161,23 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 }
 
 // gate returns the snapshot of gate key (zero if absent).
-func (e *env) gate(key string) GateSnapshot {
+func (e *env) gate(key string) live.Gate {
 	for _, g := range e.gw.Snapshot().Gates {
 		if g.Key == key {
 			return g
 		}
 	}
-	return GateSnapshot{Key: key}
+	return live.Gate{Key: key}
 }
 
-func (e *env) health(id string) ConnectionSnapshot {
+func (e *env) health(id string) live.Connection {
 	for _, c := range e.gw.Snapshot().Connections {
 		if c.ID == id {
 			return c
 		}
 	}
 	e.t.Fatalf("connection %s not in snapshot", id)
-	return ConnectionSnapshot{}
+	return live.Connection{}
 }
 
 // allGatesIdle reports whether no gate holds or queues anything.

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -112,7 +113,7 @@ func (m *metrics) rateRejected(budget string) {
 }
 
 // budgetNames are the rate-limit windows in a fixed order.
-var budgetNames = [...]string{BudgetRPM, BudgetRPD, BudgetTPM, BudgetTPD}
+var budgetNames = [...]string{live.BudgetRPM, live.BudgetRPD, live.BudgetTPM, live.BudgetTPD}
 
 // target returns the pre-bound series of (connection, model), shared by
 // every snapshot that routes there.
@@ -175,7 +176,7 @@ func (c *gatesCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.remaining
 }
 
-var healthStates = [...]string{HealthOK, HealthCooling, HealthSuspended, HealthBreakerOpen, HealthHalfOpen}
+var healthStates = [...]string{live.HealthOK, live.HealthCooling, live.HealthSuspended, live.HealthBreakerOpen, live.HealthHalfOpen}
 
 // Collect implements prometheus.Collector.
 func (c *gatesCollector) Collect(ch chan<- prometheus.Metric) {

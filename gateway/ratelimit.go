@@ -9,6 +9,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
 // Rate limits per connection (docs/ARCHITECTURE.md, "Rate limits"):
@@ -41,23 +42,6 @@ const (
 	CodeRateLimitTPM = "RATE_LIMIT_TPM"
 	CodeRateLimitTPD = "RATE_LIMIT_TPD"
 )
-
-// Budget names, as Snapshot, /api/v1/gates and the metrics use them.
-const (
-	BudgetRPM = "rpm"
-	BudgetRPD = "rpd"
-	BudgetTPM = "tpm"
-	BudgetTPD = "tpd"
-)
-
-// Budget is one rate-limit window of a connection: its limit, what is left
-// and when the window resets. Remaining is negative when a tpm window is in
-// debt (the upstream reported more tokens than were left).
-type Budget struct {
-	Limit     int64
-	Remaining int64
-	ResetAt   time.Time
-}
 
 // connLimits are a connection's rate limits as one config snapshot sets them.
 type connLimits struct {
@@ -166,13 +150,13 @@ func (x *exchange) rateError(b rateBlock, retry time.Duration) *apiError {
 	switch b.code {
 	case CodeRateLimitRPD:
 		what = "requests per day (rpd)"
-		x.g.metrics.rateRejected(BudgetRPD)
+		x.g.metrics.rateRejected(live.BudgetRPD)
 	case CodeRateLimitTPD:
 		what = "tokens per day (tpd)"
-		x.g.metrics.rateRejected(BudgetTPD)
+		x.g.metrics.rateRejected(live.BudgetTPD)
 	default:
 		what = "tokens per minute (tpm)"
-		x.g.metrics.rateRejected(BudgetTPM)
+		x.g.metrics.rateRejected(live.BudgetTPM)
 	}
 	return &apiError{status: http.StatusTooManyRequests, code: b.code,
 		message: "every connection serving " + x.info.model + " is out of its rate-limit budget or cooling down; " +
@@ -184,7 +168,7 @@ func (x *exchange) rateError(b rateBlock, retry time.Duration) *apiError {
 // comes d from now, after the request's wait bound maxWait; where says
 // whose spacing it is ("" or " across all replicas").
 func (x *exchange) errTurnTooLate(c *conn, d, maxWait time.Duration, where string) *apiError {
-	x.g.metrics.rateRejected(BudgetRPM)
+	x.g.metrics.rateRejected(live.BudgetRPM)
 	return &apiError{status: http.StatusTooManyRequests, code: CodeRateLimitRPM,
 		message: "connection " + c.label + " dispatches at most one request every " + c.lim.spacing.String() +
 			" (rpm/minTime)" + where + ", and the next turn comes after the wait bound of " + maxWait.String(),

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
 )
 
@@ -288,8 +289,8 @@ func TestRPDCountsPerUTCDayAcrossRestart(t *testing.T) {
 	if err := e.gw.LoadUsage(ctx); err != nil {
 		t.Fatalf("LoadUsage: %v", err)
 	}
-	wantBudget := Budget{Limit: 3, Remaining: 0, ResetAt: utcDay(clock.Now()).AddDate(0, 0, 1)}
-	if diff := cmp.Diff(wantBudget, e.health("c1").Budgets[BudgetRPD]); diff != "" {
+	wantBudget := live.Budget{Limit: 3, Remaining: 0, ResetAt: utcDay(clock.Now()).AddDate(0, 0, 1)}
+	if diff := cmp.Diff(wantBudget, e.health("c1").Budgets[live.BudgetRPD]); diff != "" {
 		t.Errorf("rpd budget after restart mismatch (-want +got):\n%s", diff)
 	}
 	r = e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false))
@@ -303,7 +304,7 @@ func TestRPDCountsPerUTCDayAcrossRestart(t *testing.T) {
 	if got := usage.get("c1", clock.Now()).Requests; got != 1 {
 		t.Errorf("store counts %d requests on the new day, want 1", got)
 	}
-	if got := e.health("c1").Budgets[BudgetRPD].Remaining; got != 2 {
+	if got := e.health("c1").Budgets[live.BudgetRPD].Remaining; got != 2 {
 		t.Errorf("rpd remaining on the new day = %d, want 2", got)
 	}
 }
@@ -348,7 +349,7 @@ func TestRPDStoreDeniesAtDispatchFailsOver(t *testing.T) {
 	if got := e.up.Requests("ka", "glm-5"); got != 0 {
 		t.Errorf("a got %d requests, want 0", got)
 	}
-	if got := e.health("a").Budgets[BudgetRPD].Remaining; got != 0 {
+	if got := e.health("a").Budgets[live.BudgetRPD].Remaining; got != 0 {
 		t.Errorf("a's rpd remaining = %d, want 0 after the store's answer", got)
 	}
 }
@@ -366,8 +367,8 @@ func TestTPMWindow(t *testing.T) {
 	// 60 used, and the next request is expected to take about as much.
 	r := e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false))
 	expectRateLimited(t, r, CodeRateLimitTPM, "tpm:c1", 55)
-	want := Budget{Limit: 100, Remaining: 40, ResetAt: time.Date(2026, 1, 2, 3, 5, 0, 0, time.UTC)}
-	if diff := cmp.Diff(want, e.health("c1").Budgets[BudgetTPM]); diff != "" {
+	want := live.Budget{Limit: 100, Remaining: 40, ResetAt: time.Date(2026, 1, 2, 3, 5, 0, 0, time.UTC)}
+	if diff := cmp.Diff(want, e.health("c1").Budgets[live.BudgetTPM]); diff != "" {
 		t.Errorf("tpm budget mismatch (-want +got):\n%s", diff)
 	}
 
@@ -386,7 +387,7 @@ func TestTPMDebtCarriesOver(t *testing.T) {
 
 	// An empty window always lets one request through; this one overdraws it.
 	expectVia(t, e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)), "conn-c1")
-	if got := e.health("c1").Budgets[BudgetTPM].Remaining; got != -150 {
+	if got := e.health("c1").Budgets[live.BudgetTPM].Remaining; got != -150 {
 		t.Errorf("tpm remaining = %d, want -150 (debt)", got)
 	}
 	// 150 over: paid off after two more minutes.
@@ -462,7 +463,7 @@ func TestUsageStoreDownFailsOpen(t *testing.T) {
 	if got := logs.count(); got != 1 {
 		t.Errorf("%d warnings logged for two failing store calls, want 1", got)
 	}
-	if got := e.health("c1").Budgets[BudgetRPD].Remaining; got != 1 {
+	if got := e.health("c1").Budgets[live.BudgetRPD].Remaining; got != 1 {
 		t.Errorf("rpd remaining while the store is away = %d, want 1 (counted in memory)", got)
 	}
 
@@ -514,11 +515,11 @@ func TestBudgetsInSnapshotAndMetrics(t *testing.T) {
 
 	next := time.Date(2026, 1, 2, 3, 5, 0, 0, time.UTC)
 	midnight := time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)
-	want := map[string]Budget{
-		BudgetRPM: {Limit: 6000, Remaining: 5999, ResetAt: next},
-		BudgetRPD: {Limit: 10, Remaining: 9, ResetAt: midnight},
-		BudgetTPM: {Limit: 1000, Remaining: 940, ResetAt: next},
-		BudgetTPD: {Limit: 5000, Remaining: 4940, ResetAt: midnight},
+	want := map[string]live.Budget{
+		live.BudgetRPM: {Limit: 6000, Remaining: 5999, ResetAt: next},
+		live.BudgetRPD: {Limit: 10, Remaining: 9, ResetAt: midnight},
+		live.BudgetTPM: {Limit: 1000, Remaining: 940, ResetAt: next},
+		live.BudgetTPD: {Limit: 5000, Remaining: 4940, ResetAt: midnight},
 	}
 	if diff := cmp.Diff(want, e.health("c1").Budgets); diff != "" {
 		t.Errorf("c1 budgets mismatch (-want +got):\n%s", diff)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
 )
 
@@ -166,7 +167,7 @@ func TestTokenUsageEveryRoute(t *testing.T) {
 			if r.status != http.StatusOK {
 				t.Fatalf("status %d: %s", r.status, r.body)
 			}
-			if got := e.health("c1").Budgets[BudgetTPM].Remaining; got != 940 {
+			if got := e.health("c1").Budgets[live.BudgetTPM].Remaining; got != 940 {
 				t.Errorf("tpm remaining = %d, want 940 (60 tokens charged)", got)
 			}
 			if got := strings.Contains(r.body, `"usage":{`); got != tc.wantUsage {

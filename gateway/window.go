@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
 // The windows of a connection's budgets in this process: the UTC day of
@@ -87,7 +89,7 @@ func (r *connRate) blocked(l *connLimits, now time.Time) (rateBlock, bool) {
 }
 
 // budgets reports the connection's windows for Snapshot; nil without any.
-func (r *connRate) budgets(l *connLimits, now time.Time) map[string]Budget {
+func (r *connRate) budgets(l *connLimits, now time.Time) map[string]live.Budget {
 	if l.rpm == 0 && !l.budgeted() {
 		return nil
 	}
@@ -96,18 +98,18 @@ func (r *connRate) budgets(l *connLimits, now time.Time) map[string]Budget {
 	r.rolloverLocked(l, now)
 	midnight := r.day.AddDate(0, 0, 1)
 	next := r.minute.Add(time.Minute)
-	m := make(map[string]Budget, 4)
+	m := make(map[string]live.Budget, 4)
 	if l.rpm > 0 {
-		m[BudgetRPM] = Budget{Limit: l.rpm, Remaining: max(l.rpm-r.minuteReqs, 0), ResetAt: next}
+		m[live.BudgetRPM] = live.Budget{Limit: l.rpm, Remaining: max(l.rpm-r.minuteReqs, 0), ResetAt: next}
 	}
 	if l.rpd > 0 {
-		m[BudgetRPD] = Budget{Limit: l.rpd, Remaining: max(l.rpd-r.requests, 0), ResetAt: midnight}
+		m[live.BudgetRPD] = live.Budget{Limit: l.rpd, Remaining: max(l.rpd-r.requests, 0), ResetAt: midnight}
 	}
 	if l.tpm > 0 {
-		m[BudgetTPM] = Budget{Limit: l.tpm, Remaining: l.tpm - r.used, ResetAt: next}
+		m[live.BudgetTPM] = live.Budget{Limit: l.tpm, Remaining: l.tpm - r.used, ResetAt: next}
 	}
 	if l.tpd > 0 {
-		m[BudgetTPD] = Budget{Limit: l.tpd, Remaining: max(l.tpd-r.tokens, 0), ResetAt: midnight}
+		m[live.BudgetTPD] = live.Budget{Limit: l.tpd, Remaining: max(l.tpd-r.tokens, 0), ResetAt: midnight}
 	}
 	return m
 }

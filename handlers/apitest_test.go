@@ -17,6 +17,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
 )
@@ -44,11 +45,11 @@ func (b *syncBuffer) String() string {
 
 // fakeGates is a GateSource whose answers the test sets.
 type fakeGates struct {
-	snapshot func() GatesView
+	snapshot func() live.Snapshot
 	reset    func(id string) bool
 }
 
-func (f fakeGates) GatesSnapshot() GatesView                      { return f.snapshot() }
+func (f fakeGates) Snapshot() live.Snapshot                       { return f.snapshot() }
 func (f fakeGates) ResetHealth(_ context.Context, id string) bool { return f.reset(id) }
 
 // testAPI is a Server over a fresh database, served by httptest, with an admin and a

@@ -37,16 +37,13 @@ func (s *Server) healthByID() map[string]*healthView {
 	if s.deps.Gates == nil {
 		return nil
 	}
-	snap := s.deps.Gates.GatesSnapshot()
+	snap := s.deps.Gates.Snapshot()
 	out := make(map[string]*healthView, len(snap.Connections))
-	for _, c := range snap.Connections {
-		budgets := c.Budgets
-		if budgets == nil {
-			budgets = map[string]BudgetView{}
-		}
+	for _, lc := range snap.Connections {
+		c := connectionLive(lc)
 		out[c.ID] = &healthView{
 			ID: c.ID, Name: c.Name, Health: c.Health, State: c.Health,
-			Until: c.Until, Reason: c.Reason, Budgets: budgets,
+			Until: c.Until, Reason: c.Reason, Budgets: c.Budgets,
 		}
 	}
 	return out

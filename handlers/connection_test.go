@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -289,7 +290,7 @@ func TestHealthReset(t *testing.T) {
 	t.Parallel()
 	resets := make(chan string, 1)
 	a := newTestAPI(t, apiOptions{gates: fakeGates{
-		snapshot: func() GatesView { return GatesView{} },
+		snapshot: func() live.Snapshot { return live.Snapshot{} },
 		reset: func(id string) bool {
 			resets <- id
 			return true

@@ -4,10 +4,14 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
-// GatesView is the body of GET /api/v1/gates and what the dashboard's live panels draw.
+// The types below are the wire shape of GET /api/v1/gates (and /live): the JSON tags
+// of the live view live here, at the API edge, and nowhere else. newGatesView fills
+// them from a live.Snapshot.
+
+// GatesView is the body of GET /api/v1/gates.
 type GatesView struct {
 	Gates       []GateView       `json:"gates"`
 	Connections []ConnectionLive `json:"connections"`
@@ -16,16 +20,9 @@ type GatesView struct {
 	Cluster *ClusterView `json:"cluster,omitempty"`
 }
 
-// Cluster modes as ClusterView.Mode reports them.
-const (
-	ClusterRedisOK    = "redis-ok"    // shared caps in Redis
-	ClusterFailOpen   = "fail-open"   // Redis away: a per-replica share of each cap
-	ClusterFailClosed = "fail-closed" // Redis away: requests get 503 CLUSTER_UNAVAILABLE
-)
-
-// ClusterView is cluster mode's state as this replica sees it.
+// ClusterView is cluster mode's state as this replica sees it (live.Cluster).
 type ClusterView struct {
-	// Mode is ClusterRedisOK, or the fail mode in force while Redis is away.
+	// Mode is live.ClusterRedisOK, or the fail mode in force while Redis is away.
 	Mode      string `json:"mode"`
 	ReplicaID string `json:"replicaId"`
 	// Replicas counts the live replicas last seen in Redis, this one included.
@@ -33,7 +30,8 @@ type ClusterView struct {
 	Degraded bool `json:"degraded"`
 }
 
-// GateView is one admission gate: its cap, load and counters.
+// GateView is one admission gate: its cap, load and counters (live.Gate; the wait
+// histogram is the dashboard's and is not sent).
 type GateView struct {
 	Key         string `json:"key"`
 	Level       string `json:"level"`
@@ -45,9 +43,6 @@ type GateView struct {
 	QueueFull   int64  `json:"queueFull"`
 	Cancels     int64  `json:"cancels"`
 	WaitMsTotal int64  `json:"waitMsTotal"`
-	// Waits counts the admissions through the gate by how long they waited. The
-	// dashboard takes its wait percentiles from it; the API does not send it.
-	Waits admission.WaitHistogram `json:"-"`
 }
 
 // ConnectionLive is one connection's health and remaining rate-limit budgets. Until is
@@ -68,23 +63,52 @@ type BudgetView struct {
 	ResetAt   time.Time `json:"resetAt"`
 }
 
+// newGatesView is snap in the API's shape: lists and budget maps never null.
+func newGatesView(snap live.Snapshot) GatesView {
+	v := GatesView{
+		Gates:       make([]GateView, 0, len(snap.Gates)),
+		Connections: make([]ConnectionLive, 0, len(snap.Connections)),
+	}
+	for _, g := range snap.Gates {
+		v.Gates = append(v.Gates, GateView{
+			Key: g.Key, Level: g.Level, Cap: g.Cap, InFlight: g.InFlight, Queued: g.Queued,
+			Admitted: g.Admitted, Timeouts: g.Timeouts, QueueFull: g.QueueFull, Cancels: g.Cancels,
+			WaitMsTotal: g.WaitTotal.Milliseconds(),
+		})
+	}
+	for _, c := range snap.Connections {
+		v.Connections = append(v.Connections, connectionLive(c))
+	}
+	if c := snap.Cluster; c != nil {
+		v.Cluster = &ClusterView{Mode: c.Mode, ReplicaID: c.ReplicaID, Replicas: c.Replicas, Degraded: c.Degraded}
+	}
+	return v
+}
+
+// connectionLive is c in the API's shape.
+func connectionLive(c live.Connection) ConnectionLive {
+	cl := ConnectionLive{ID: c.ID, Name: c.Name, Health: c.Health, Reason: c.Reason,
+		Budgets: make(map[string]BudgetView, len(c.Budgets))}
+	for name, b := range c.Budgets {
+		cl.Budgets[name] = BudgetView{Limit: b.Limit, Remaining: b.Remaining, ResetAt: b.ResetAt}
+	}
+	if !c.Until.IsZero() {
+		u := c.Until
+		cl.Until = &u
+	}
+	return cl
+}
+
+// liveSnapshot returns the gateway's live view (empty without a gateway).
+func (s *Server) liveSnapshot() live.Snapshot {
+	if s.deps.Gates == nil {
+		return live.Snapshot{}
+	}
+	return s.deps.Gates.Snapshot()
+}
+
 // getGates serves GET /api/v1/gates: the gateway's live gates and connection health.
 // Without a gateway both lists are empty.
 func (s *Server) getGates(w http.ResponseWriter, r *http.Request) error {
-	var v GatesView
-	if s.deps.Gates != nil {
-		v = s.deps.Gates.GatesSnapshot()
-	}
-	if v.Gates == nil {
-		v.Gates = []GateView{}
-	}
-	if v.Connections == nil {
-		v.Connections = []ConnectionLive{}
-	}
-	for i := range v.Connections {
-		if v.Connections[i].Budgets == nil {
-			v.Connections[i].Budgets = map[string]BudgetView{}
-		}
-	}
-	return writeJSON(w, http.StatusOK, v, "")
+	return writeJSON(w, http.StatusOK, newGatesView(s.liveSnapshot()), "")
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/google/go-cmp/cmp"
 )
@@ -58,22 +59,22 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	until := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	var current atomic.Pointer[string] // the connection's id, once created
 	gates := fakeGates{
-		snapshot: func() GatesView {
+		snapshot: func() live.Snapshot {
 			id := ""
 			if p := current.Load(); p != nil {
 				id = *p
 			}
-			return GatesView{
-				Gates: []GateView{
-					{Key: "global", Level: "global"},
-					{Key: "connection:" + id, Level: "connection", Cap: 4, InFlight: 1, Admitted: 7, WaitMsTotal: 12},
-					{Key: "model:" + id + ":glm-5", Level: "model", Cap: 1, Queued: 2},
+			return live.Snapshot{
+				Gates: []live.Gate{
+					{Key: "global", Level: live.LevelGlobal},
+					withLoad(connGate(id), live.Gate{Cap: 4, InFlight: 1, Admitted: 7, WaitTotal: 12 * time.Millisecond}),
+					withLoad(modelGate(id, "glm-5"), live.Gate{Cap: 1, Queued: 2}),
 				},
-				Connections: []ConnectionLive{{
-					ID: id, Name: "every-op", Health: "cooling", Until: &until, Reason: "upstream 429",
-					Budgets: map[string]BudgetView{"rpd": {Limit: 100, Remaining: 40, ResetAt: until}},
+				Connections: []live.Connection{{
+					ID: id, Name: "every-op", Health: live.HealthCooling, Until: until, Reason: "upstream 429",
+					Budgets: map[string]live.Budget{live.BudgetRPD: {Limit: 100, Remaining: 40, ResetAt: until}},
 				}},
-				Cluster: &ClusterView{Mode: ClusterFailOpen, ReplicaID: "host-1-0a1b2c3d", Replicas: 2, Degraded: true},
+				Cluster: &live.Cluster{Mode: live.ClusterFailOpen, ReplicaID: "host-1-0a1b2c3d", Replicas: 2, Degraded: true},
 			}
 		},
 		reset: func(got string) bool { p := current.Load(); return p != nil && got == *p },

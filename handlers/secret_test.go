@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
 // TestSecretsNeverLeak: an upstream key never appears in any response or log line; an
@@ -11,7 +13,7 @@ import (
 func TestSecretsNeverLeak(t *testing.T) {
 	t.Parallel()
 	a := newTestAPI(t, apiOptions{gates: fakeGates{
-		snapshot: func() GatesView { return GatesView{} },
+		snapshot: func() live.Snapshot { return live.Snapshot{} },
 		reset:    func(string) bool { return true },
 	}})
 	const upstreamKey = "sk-RECOGNISABLE-upstream-0123456789abcdef"

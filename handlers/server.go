@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-playground/validator/v10"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -22,8 +23,9 @@ import (
 // connection health, and a way to clear a connection's health state. It is declared
 // here, by its consumer, to keep the dependency one way.
 type GateSource interface {
-	// GatesSnapshot returns the live gates and every connection's health and budgets.
-	GatesSnapshot() GatesView
+	// Snapshot returns the live gates, every connection's health and budgets and, in
+	// cluster mode, the cluster's state.
+	Snapshot() live.Snapshot
 	// ResetHealth clears connection id's cooldowns, suspension and breaker; it reports
 	// false when the gateway does not know the connection. ctx is the request's.
 	ResetHealth(ctx context.Context, id string) bool

@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -271,29 +272,29 @@ func TestDashboardInBrowser(t *testing.T) {
 	})
 
 	t.Run("screenshots", func(t *testing.T) {
-		d.gates.set(GatesView{
-			Gates: []GateView{
+		d.gates.set(live.Snapshot{
+			Gates: []live.Gate{
 				{Key: "global", Level: "global", Cap: 64, InFlight: 5, Queued: 6},
-				{Key: "connection:" + id, Level: "connection", Cap: 5, InFlight: 3, Queued: 6, Admitted: 120, WaitMsTotal: 48000},
-				{Key: "model:" + id + ":glm-5", Level: "model", Cap: 1, InFlight: 1, Queued: 6, Admitted: 40, WaitMsTotal: 40000, Timeouts: 2},
-				{Key: "model:" + id + ":glm-4.7", Level: "model", Cap: 3, InFlight: 2, Admitted: 80, WaitMsTotal: 8000},
+				withLoad(connGate(id), live.Gate{Cap: 5, InFlight: 3, Queued: 6, Admitted: 120, WaitTotal: 48 * time.Second}),
+				withLoad(modelGate(id, "glm-5"), live.Gate{Cap: 1, InFlight: 1, Queued: 6, Admitted: 40, WaitTotal: 40 * time.Second, Timeouts: 2}),
+				withLoad(modelGate(id, "glm-4.7"), live.Gate{Cap: 3, InFlight: 2, Admitted: 80, WaitTotal: 8 * time.Second}),
 			},
-			Connections: []ConnectionLive{{ID: id, Name: "zai-renamed", Health: "ok"}},
+			Connections: []live.Connection{{ID: id, Name: "zai-renamed", Health: live.HealthOK}},
 		})
 		run(t, tab, "open overview", chromedp.Navigate(base+"/"),
-			chromedp.WaitVisible(chromedp.CSS(`[data-gate="model:`+id+`:glm-5"]`)))
+			chromedp.WaitVisible(chromedp.CSS(`[data-gate="`+modelGate(id, "glm-5").Key+`"]`)))
 		writeShot(t, shots, "overview.png", value(t, tab, "screenshot", chromedp.FullScreenshot(100)))
 		run(t, tab, "open edit", chromedp.Navigate(editURL)) // Advanced is open: executionMaxWaitMs has a value
 		writeShot(t, shots, "edit.png", value(t, tab, "screenshot", chromedp.FullScreenshot(100)))
 	})
 
 	t.Run("connections list updates live", func(t *testing.T) {
-		d.gates.set(GatesView{Gates: []GateView{{Key: "connection:" + id, Level: "connection", Cap: 5, InFlight: 1}}})
+		d.gates.set(live.Snapshot{Gates: []live.Gate{withLoad(connGate(id), live.Gate{Cap: 5, InFlight: 1})}})
 		row := `tr[data-conn="` + id + `"]`
 		run(t, tab, "open list", chromedp.Navigate(base+"/connections"), chromedp.WaitVisible(chromedp.CSS(row)))
-		d.gates.set(GatesView{Gates: []GateView{
-			{Key: "connection:" + id, Level: "connection", Cap: 5, InFlight: 4, Queued: 2},
-			{Key: "model:" + id + ":glm-5", Level: "model", Cap: 1, InFlight: 1, Queued: 3},
+		d.gates.set(live.Snapshot{Gates: []live.Gate{
+			withLoad(connGate(id), live.Gate{Cap: 5, InFlight: 4, Queued: 2}),
+			withLoad(modelGate(id, "glm-5"), live.Gate{Cap: 1, InFlight: 1, Queued: 3}),
 		}})
 		// The page polls /live; wait (bounded by browserStep) for the row to show the new load.
 		got := value(t, tab, "live load", chromedp.Poll[string](`(() => {

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
 // TestDashOverviewCluster: the overview shows cluster mode from the gate source — the
@@ -23,9 +25,9 @@ func TestDashOverviewCluster(t *testing.T) {
 		t.Errorf("single-process summary %q mentions the cluster", got)
 	}
 
-	d.gates.set(GatesView{
-		Gates:   []GateView{{Key: "global", Level: "global"}},
-		Cluster: &ClusterView{Mode: ClusterFailOpen, ReplicaID: "host-7-0a1b2c3d", Replicas: 2, Degraded: true},
+	d.gates.set(live.Snapshot{
+		Gates:   []live.Gate{{Key: "global", Level: live.LevelGlobal}},
+		Cluster: &live.Cluster{Mode: live.ClusterFailOpen, ReplicaID: "host-7-0a1b2c3d", Replicas: 2, Degraded: true},
 	})
 	ov := d.get(t, c, "/").want(t, http.StatusOK)
 	line := ov.testid("cluster")
@@ -43,12 +45,12 @@ func TestDashOverviewCluster(t *testing.T) {
 		t.Errorf("summary %q does not label the counts cluster-wide", got)
 	}
 
-	live := d.get(t, c, "/live").want(t, http.StatusOK)
+	lv := d.get(t, c, "/live").want(t, http.StatusOK)
 	var v GatesView
-	if err := json.Unmarshal([]byte(live.body), &v); err != nil {
+	if err := json.Unmarshal([]byte(lv.body), &v); err != nil {
 		t.Fatalf("/live: %v", err)
 	}
-	if v.Cluster == nil || *v.Cluster != (ClusterView{Mode: ClusterFailOpen, ReplicaID: "host-7-0a1b2c3d", Replicas: 2, Degraded: true}) {
+	if v.Cluster == nil || *v.Cluster != (ClusterView{Mode: live.ClusterFailOpen, ReplicaID: "host-7-0a1b2c3d", Replicas: 2, Degraded: true}) {
 		t.Errorf("/live cluster = %+v", v.Cluster)
 	}
 }

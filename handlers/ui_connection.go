@@ -21,9 +21,9 @@ func (s *Server) uiConnections(w http.ResponseWriter, r *http.Request, rq *uiReq
 	if err != nil {
 		return err
 	}
-	live := s.uiGates()
+	snap := s.liveSnapshot()
 	health := map[string]string{}
-	for _, c := range live.Connections {
+	for _, c := range snap.Connections {
 		health[c.ID] = c.Health
 	}
 	v := web.ConnectionList{LiveURL: "/live", LiveIntervalMs: liveInterval}
@@ -36,7 +36,7 @@ func (s *Server) uiConnections(w http.ResponseWriter, r *http.Request, rq *uiReq
 		if o.MaxConcurrent != nil {
 			row.MaxConcurrent = *o.MaxConcurrent
 		}
-		row.InFlight, row.Queued = connectionLoad(live, c.ID)
+		row.InFlight, row.Queued = connectionLoad(snap.Gates, c.ID)
 		v.Items = append(v.Items, row)
 	}
 	return s.uiRender(w, r, rq, http.StatusOK, web.ConnectionsPage(s.uiPage(r, rq), v))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
 )
@@ -26,10 +27,10 @@ const dashPassword = "correct horse battery"
 // dashGates is a GateSource whose snapshot the test sets.
 type dashGates struct {
 	mu   sync.Mutex
-	view GatesView
+	view live.Snapshot
 }
 
-func (g *dashGates) GatesSnapshot() GatesView {
+func (g *dashGates) Snapshot() live.Snapshot {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.view
@@ -37,10 +38,29 @@ func (g *dashGates) GatesSnapshot() GatesView {
 
 func (g *dashGates) ResetHealth(context.Context, string) bool { return true }
 
-func (g *dashGates) set(v GatesView) {
+func (g *dashGates) set(v live.Snapshot) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.view = v
+}
+
+// connGate and modelGate are connection id's gates as the gateway reports them, and
+// withLoad gives one its numbers. The handlers read the fields; the tests spell the
+// keys only to find the gates in the page and in the JSON.
+func connGate(id string) live.Gate {
+	return live.Gate{Key: fixtureKey(live.LevelConnection, id), Level: live.LevelConnection, ConnectionID: id}
+}
+
+func modelGate(id, model string) live.Gate {
+	return live.Gate{Key: fixtureKey(live.LevelModel, id, model), Level: live.LevelModel, ConnectionID: id, Model: model}
+}
+
+// fixtureKey spells a gate key as the gateway does (level:id[:model]).
+func fixtureKey(parts ...string) string { return strings.Join(parts, ":") }
+
+func withLoad(g, load live.Gate) live.Gate {
+	load.Key, load.Level, load.ConnectionID, load.Provider, load.Model = g.Key, g.Level, g.ConnectionID, g.Provider, g.Model
+	return load
 }
 
 // dash is a full Server over a fresh database, served by httptest, with an admin

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -384,9 +385,9 @@ func TestDashCreateEditAndList(t *testing.T) {
 	}
 
 	// The list shows live load from the gateway.
-	d.gates.set(GatesView{Gates: []GateView{
-		{Key: "connection:" + id, Level: "connection", Cap: 4, InFlight: 3, Queued: 1},
-		{Key: "model:" + id + ":glm-5", Level: "model", Cap: 2, InFlight: 2, Queued: 5},
+	d.gates.set(live.Snapshot{Gates: []live.Gate{
+		withLoad(connGate(id), live.Gate{Cap: 4, InFlight: 3, Queued: 1}),
+		withLoad(modelGate(id, "glm-5"), live.Gate{Cap: 2, InFlight: 2, Queued: 5}),
 	}})
 	list := d.get(t, c, "/connections").want(t, http.StatusOK)
 	row := list.doc.Find(`[data-testid="connection-row"][data-conn="` + id + `"]`)
@@ -399,13 +400,13 @@ func TestDashCreateEditAndList(t *testing.T) {
 
 	// The overview draws the gates; /live serves the gates JSON.
 	ov := d.get(t, c, "/").want(t, http.StatusOK)
-	if ov.doc.Find(`[data-gate="model:`+id+`:glm-5"]`).Length() == 0 {
+	if ov.doc.Find(`[data-gate="`+modelGate(id, "glm-5").Key+`"]`).Length() == 0 {
 		t.Errorf("overview has no glm-5 gate:\n%s", ov.body)
 	}
-	live := d.get(t, c, "/live").want(t, http.StatusOK)
+	lv := d.get(t, c, "/live").want(t, http.StatusOK)
 	var v GatesView
-	if err := json.Unmarshal([]byte(live.body), &v); err != nil || len(v.Gates) != 2 {
-		t.Errorf("/live: %v %s", err, live.body)
+	if err := json.Unmarshal([]byte(lv.body), &v); err != nil || len(v.Gates) != 2 {
+		t.Errorf("/live: %v %s", err, lv.body)
 	}
 }
 

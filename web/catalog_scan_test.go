@@ -12,6 +12,7 @@ import (
 
 	"github.com/a-h/templ/parser/v2"
 	"github.com/a-h/templ/parser/v2/visitor"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
 func hasLetter(s string) bool {
@@ -162,13 +163,13 @@ func TestDynamicKeysExist(t *testing.T) {
 	for _, s := range []string{StateIdle, StateFull, StateQueueing, StateRejecting} {
 		keys = append(keys, "state."+s)
 	}
-	for _, h := range []string{HealthOK, HealthCooling, HealthSuspended, HealthBreakerOpen, HealthHalfOpen, HealthDisabled} {
+	for _, h := range []string{live.HealthOK, live.HealthCooling, live.HealthSuspended, live.HealthBreakerOpen, live.HealthHalfOpen, HealthDisabled} {
 		keys = append(keys, "health."+h)
 	}
-	for _, m := range []string{ClusterRedisOK, ClusterFailOpen, ClusterFailClosed} {
+	for _, m := range []string{live.ClusterRedisOK, live.ClusterFailOpen, live.ClusterFailClosed} {
 		keys = append(keys, "cluster.mode."+m)
 	}
-	for _, v := range []Overview{{}, {Cluster: &ClusterStatus{}}} {
+	for _, v := range []Overview{{}, {Cluster: &live.Cluster{}}} {
 		inFlight, queued := v.summaryKeys()
 		keys = append(keys, inFlight, queued)
 	}

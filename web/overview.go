@@ -7,69 +7,33 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
-
-// GateStat is one gate's live numbers, field for field what GET /api/v1/gates reports
-// (a handlers.GateView converts with a plain type conversion).
-type GateStat struct {
-	Key         string
-	Level       string
-	Cap         int
-	InFlight    int
-	Queued      int
-	Admitted    int64
-	Timeouts    int64
-	QueueFull   int64
-	Cancels     int64
-	WaitMsTotal int64
-	// Waits counts the admissions through the gate by how long they waited; the
-	// wait percentiles come from the difference of two snapshots of it.
-	Waits admission.WaitHistogram
-}
 
 // GateSnapshot is every gate's numbers at one moment; a short history of them (say one
 // every 5 s for 10 min) draws the sparklines and the "last minute" counts.
 type GateSnapshot struct {
 	At    time.Time
-	Gates []GateStat
+	Gates []live.Gate
 }
 
-// Budget is one rate-limit window of a connection.
-type Budget struct {
-	Kind      string // "rpm", "rpd", "tpm" or "tpd"
-	Limit     int64
-	Remaining int64
-	ResetAt   time.Time
-}
-
-// Health states, as the gateway reports them.
-const (
-	HealthOK          = "ok"
-	HealthCooling     = "cooling"
-	HealthSuspended   = "suspended"
-	HealthBreakerOpen = "breaker-open"
-	HealthHalfOpen    = "half-open"
-	HealthDisabled    = "disabled" // shown for a connection that is switched off
-)
+// HealthDisabled is shown for a connection that is switched off, in place of the
+// health the gateway reports (the live.Health* states).
+const HealthDisabled = "disabled"
 
 // ConnectionStatus is what the overview needs to know about one connection besides its
-// gates: identity, health and budgets.
+// gates: its health and budgets as the gateway reports them (ID, Name and Provider
+// from the stored connection, which the gateway may not have caught up with yet), and
+// whether it is switched on.
 type ConnectionStatus struct {
-	ID       string
-	Name     string
-	Provider string
-	Enabled  bool
-	Health   string    // a Health* constant
-	Until    time.Time // end of a cooldown/suspension; zero when none
-	Reason   string    // why, in words (e.g. "429 from upstream"); may be empty
-	Budgets  []Budget  // only the windows that are set
+	live.Connection
+	Enabled bool
 }
 
 // OverviewInput is everything BuildOverview turns into an Overview.
 type OverviewInput struct {
 	Now         time.Time
-	Gates       []GateStat         // the current snapshot
+	Gates       []live.Gate        // the current snapshot
 	History     []GateSnapshot     // earlier snapshots, oldest first; may be empty
 	Connections []ConnectionStatus // in display order
 	// LiveURL is the JSON endpoint app.js polls ("/live"); "" turns live refresh off.
@@ -77,21 +41,7 @@ type OverviewInput struct {
 	// LiveIntervalMs is the poll interval; 0 means 2000.
 	LiveIntervalMs int
 	// Cluster is set in cluster mode only; then in-flight and queued counts are cluster-wide.
-	Cluster *ClusterStatus
-}
-
-// Cluster modes, as ClusterStatus.Mode holds them.
-const (
-	ClusterRedisOK    = "redis-ok"    // caps shared through Redis
-	ClusterFailOpen   = "fail-open"   // Redis away: each replica admits its share of each cap
-	ClusterFailClosed = "fail-closed" // Redis away: requests are refused
-)
-
-// ClusterStatus is cluster mode as this replica sees it.
-type ClusterStatus struct {
-	Mode      string // a Cluster* constant
-	ReplicaID string // this replica
-	Replicas  int    // live replicas last seen, this one included
+	Cluster *live.Cluster
 }
 
 // Overview is the overview page's view model. Build it with BuildOverview, or fill it
@@ -106,7 +56,7 @@ type Overview struct {
 	LiveURL          string
 	LiveIntervalMs   int
 	// Cluster is set in cluster mode only; the summary's counts are then cluster-wide.
-	Cluster *ClusterStatus
+	Cluster *live.Cluster
 }
 
 // Summary is the "Right now" line.
@@ -130,17 +80,9 @@ type ConnectionBlock struct {
 	Bottleneck string
 }
 
-// Gate levels.
-const (
-	LevelGlobal     = "global"
-	LevelProvider   = "provider"
-	LevelConnection = "connection"
-	LevelModel      = "model"
-)
-
 // GateBar is one gate drawn as a bar.
 type GateBar struct {
-	GateStat
+	live.Gate
 	// Label names the gate in its block: the model id for a model gate, the provider
 	// for a provider gate; "" for the connection and global gates (localised by level).
 	Label string
@@ -188,25 +130,25 @@ func (g GateBar) State() string {
 // and sparklines from History.
 func BuildOverview(in OverviewInput) Overview {
 	now := in.Now
-	byKey := make(map[string]GateStat, len(in.Gates))
+	byKey := make(map[string]live.Gate, len(in.Gates))
 	for _, g := range in.Gates {
 		byKey[g.Key] = g
 	}
 	// the snapshot closest to one minute ago (or the oldest one, if younger)
-	var minuteAgo map[string]GateStat
+	var minuteAgo map[string]live.Gate
 	for _, s := range in.History {
 		if minuteAgo == nil || !s.At.After(now.Add(-time.Minute)) {
 			minuteAgo = indexGates(s.Gates)
 		}
 	}
-	history := make([]map[string]GateStat, 0, len(in.History)+1)
+	history := make([]map[string]live.Gate, 0, len(in.History)+1)
 	for _, s := range in.History {
 		history = append(history, indexGates(s.Gates))
 	}
 	history = append(history, byKey)
 
-	bar := func(g GateStat, label string) GateBar {
-		b := GateBar{GateStat: g, Label: label}
+	bar := func(g live.Gate, label string) GateBar {
+		b := GateBar{Gate: g, Label: label}
 		if old, ok := minuteAgo[g.Key]; ok {
 			b.RejectedLastMinute = max(0, (g.Timeouts+g.QueueFull)-(old.Timeouts+old.QueueFull))
 		}
@@ -227,10 +169,10 @@ func BuildOverview(in OverviewInput) Overview {
 	if out.LiveIntervalMs <= 0 {
 		out.LiveIntervalMs = 2000
 	}
-	var lastMinute admission.WaitHistogram
+	var lastMinute live.WaitHistogram
 	for _, g := range in.Gates {
 		out.Summary.Queued += g.Queued
-		if g.Level == LevelConnection {
+		if g.Level == live.LevelConnection {
 			out.Summary.InFlight += g.InFlight
 			if minuteAgo != nil {
 				// a gate missing a minute ago is new since: all its counts are recent
@@ -246,7 +188,7 @@ func BuildOverview(in OverviewInput) Overview {
 	out.Summary.P99Wait, out.Summary.HasP99Wait = lastMinute.Quantile(0.99)
 
 	for _, g := range in.Gates {
-		if g.Level == LevelGlobal && g.Cap > 0 {
+		if g.Level == live.LevelGlobal && g.Cap > 0 {
 			out.Global = append(out.Global, bar(g, ""))
 		}
 	}
@@ -256,21 +198,29 @@ func BuildOverview(in OverviewInput) Overview {
 		if !c.Enabled {
 			blk.Health = HealthDisabled
 		}
-		if g, ok := byKey["provider:"+c.Provider]; ok && g.Cap > 0 {
-			blk.Gates = append(blk.Gates, bar(g, c.Provider))
-		}
-		connKey := "connection:" + c.ID
-		if g, ok := byKey[connKey]; ok {
-			blk.Gates = append(blk.Gates, bar(g, ""))
-		} else {
-			blk.Gates = append(blk.Gates, bar(GateStat{Key: connKey, Level: LevelConnection}, ""))
-		}
-		prefix := "model:" + c.ID + ":"
+		// The gates of c's path below the global one, by their fields: the gateway
+		// names each gate's provider, connection and model.
+		var provider, connGate *live.Gate
 		var models []GateBar
-		for _, g := range in.Gates {
-			if m, ok := strings.CutPrefix(g.Key, prefix); ok {
-				models = append(models, bar(g, m))
+		for i, g := range in.Gates {
+			switch {
+			case g.Level == live.LevelProvider && g.Provider == c.Provider:
+				provider = &in.Gates[i]
+			case g.Level == live.LevelConnection && g.ConnectionID == c.ID:
+				connGate = &in.Gates[i]
+			case g.Level == live.LevelModel && g.ConnectionID == c.ID:
+				models = append(models, bar(g, g.Model))
 			}
+		}
+		if provider != nil && provider.Cap > 0 {
+			blk.Gates = append(blk.Gates, bar(*provider, c.Provider))
+		}
+		if connGate != nil {
+			blk.Gates = append(blk.Gates, bar(*connGate, ""))
+		} else {
+			// The gateway does not know c yet (it was just created): an empty
+			// gate, which the next page load shows with its numbers.
+			blk.Gates = append(blk.Gates, bar(live.Gate{Level: live.LevelConnection, ConnectionID: c.ID, Provider: c.Provider}, ""))
 		}
 		slices.SortFunc(models, func(a, b GateBar) int { return cmp.Compare(a.Label, b.Label) })
 		blk.Gates = append(blk.Gates, models...)
@@ -280,8 +230,8 @@ func BuildOverview(in OverviewInput) Overview {
 	return out
 }
 
-func indexGates(gs []GateStat) map[string]GateStat {
-	m := make(map[string]GateStat, len(gs))
+func indexGates(gs []live.Gate) map[string]live.Gate {
+	m := make(map[string]live.Gate, len(gs))
 	for _, g := range gs {
 		m[g.Key] = g
 	}
@@ -395,12 +345,28 @@ func (c ConnectionBlock) healthUntil(now time.Time) time.Duration {
 	return max(0, c.Until.Sub(now))
 }
 
+// kindBudget is one budget with its window's name, for drawing in order.
+type kindBudget struct {
+	Kind string // a live.Budget* name
+	live.Budget
+}
+
+// budgetList is the connection's budgets ordered by window name.
+func (c ConnectionBlock) budgetList() []kindBudget {
+	out := make([]kindBudget, 0, len(c.Budgets))
+	for k, b := range c.Budgets {
+		out = append(out, kindBudget{Kind: k, Budget: b})
+	}
+	slices.SortFunc(out, func(a, b kindBudget) int { return cmp.Compare(a.Kind, b.Kind) })
+	return out
+}
+
 // healthClass maps a health state onto the three meaning colours.
 func healthClass(h string) string {
 	switch h {
-	case HealthOK:
+	case live.HealthOK:
 		return "good"
-	case HealthCooling, HealthHalfOpen:
+	case live.HealthCooling, live.HealthHalfOpen:
 		return "warn"
 	case HealthDisabled:
 		return "off"
@@ -413,9 +379,9 @@ func healthClass(h string) string {
 // share a warning, refusing requests bad.
 func clusterTone(mode string) string {
 	switch mode {
-	case ClusterRedisOK:
+	case live.ClusterRedisOK:
 		return "good"
-	case ClusterFailOpen:
+	case live.ClusterFailOpen:
 		return "warn"
 	default:
 		return "bad"
@@ -425,9 +391,9 @@ func clusterTone(mode string) string {
 // clusterIcon goes with the mode's word, so colour is never alone.
 func clusterIcon(mode string) string {
 	switch mode {
-	case ClusterRedisOK:
+	case live.ClusterRedisOK:
 		return "✓"
-	case ClusterFailOpen:
+	case live.ClusterFailOpen:
 		return "◐"
 	default:
 		return "✕"

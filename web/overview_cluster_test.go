@@ -3,6 +3,8 @@ package web
 import (
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
 // TestOverviewCluster: in cluster mode the overview names the mode in words (localised),
@@ -13,7 +15,7 @@ func TestOverviewCluster(t *testing.T) {
 	tests := []struct {
 		name         string
 		locale       string
-		cluster      *ClusterStatus
+		cluster      *live.Cluster
 		wantMode     string
 		wantTone     string
 		wantReplicas string
@@ -25,21 +27,21 @@ func TestOverviewCluster(t *testing.T) {
 		},
 		{
 			name: "redis ok", locale: "en",
-			cluster:  &ClusterStatus{Mode: ClusterRedisOK, ReplicaID: "host-12-0a1b2c3d", Replicas: 3},
+			cluster:  &live.Cluster{Mode: live.ClusterRedisOK, ReplicaID: "host-12-0a1b2c3d", Replicas: 3},
 			wantMode: "✓ redis ok: caps shared by all replicas", wantTone: "tone-good",
 			wantReplicas: "3 replicas",
 			wantSummary:  "Right now 3 in flight across the cluster · 6 queued across the cluster",
 		},
 		{
 			name: "fail-open", locale: "en",
-			cluster:  &ClusterStatus{Mode: ClusterFailOpen, ReplicaID: "host-12-0a1b2c3d", Replicas: 1},
+			cluster:  &live.Cluster{Mode: live.ClusterFailOpen, ReplicaID: "host-12-0a1b2c3d", Replicas: 1},
 			wantMode: "◐ Redis unreachable: each replica admits its share of every cap (fail-open)", wantTone: "tone-warn",
 			wantReplicas: "1 replica",
 			wantSummary:  "Right now 3 in flight across the cluster · 6 queued across the cluster",
 		},
 		{
 			name: "fail-closed pt-BR", locale: "pt-BR",
-			cluster:  &ClusterStatus{Mode: ClusterFailClosed, ReplicaID: "host-12-0a1b2c3d", Replicas: 2},
+			cluster:  &live.Cluster{Mode: live.ClusterFailClosed, ReplicaID: "host-12-0a1b2c3d", Replicas: 2},
 			wantMode: "✕ Redis inacessível: recusando requisições (fail-closed)", wantTone: "tone-bad",
 			wantReplicas: "2 réplicas",
 			wantSummary:  "Agora 3 em andamento no cluster · 6 na fila no cluster",
@@ -87,7 +89,7 @@ func TestOverviewCluster(t *testing.T) {
 // TestBuildOverviewCluster: BuildOverview carries the cluster status through unchanged.
 func TestBuildOverviewCluster(t *testing.T) {
 	t.Parallel()
-	c := &ClusterStatus{Mode: ClusterRedisOK, ReplicaID: "r1", Replicas: 2}
+	c := &live.Cluster{Mode: live.ClusterRedisOK, ReplicaID: "r1", Replicas: 2}
 	if got := BuildOverview(OverviewInput{Cluster: c}).Cluster; got != c {
 		t.Errorf("Cluster = %v, want %v", got, c)
 	}

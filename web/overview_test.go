@@ -6,30 +6,30 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
 func TestBuildOverview(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	old := []GateStat{
-		{Key: "global", Level: LevelGlobal, Cap: 100},
-		{Key: "connection:c1", Level: LevelConnection, Cap: 4, Admitted: 10, WaitMsTotal: 1000, Waits: admission.WaitHistogram{0: 10}},
-		{Key: "model:c1:glm-5", Level: LevelModel, Cap: 1, Timeouts: 5, QueueFull: 1},
+	old := []live.Gate{
+		{Key: "global", Level: live.LevelGlobal, Cap: 100},
+		{Key: "connection:c1", Level: live.LevelConnection, ConnectionID: "c1", Cap: 4, Admitted: 10, WaitTotal: 1000 * time.Millisecond, Waits: live.WaitHistogram{0: 10}},
+		{Key: "model:c1:glm-5", Level: live.LevelModel, ConnectionID: "c1", Model: "glm-5", Cap: 1, Timeouts: 5, QueueFull: 1},
 	}
-	mid := []GateStat{
-		{Key: "global", Level: LevelGlobal, Cap: 100, InFlight: 1},
-		{Key: "connection:c1", Level: LevelConnection, Cap: 4, InFlight: 2, Admitted: 15, WaitMsTotal: 2000, Waits: admission.WaitHistogram{0: 10, 10: 5}},
-		{Key: "model:c1:glm-5", Level: LevelModel, Cap: 1, InFlight: 1, Queued: 2, Timeouts: 7, QueueFull: 1},
+	mid := []live.Gate{
+		{Key: "global", Level: live.LevelGlobal, Cap: 100, InFlight: 1},
+		{Key: "connection:c1", Level: live.LevelConnection, ConnectionID: "c1", Cap: 4, InFlight: 2, Admitted: 15, WaitTotal: 2000 * time.Millisecond, Waits: live.WaitHistogram{0: 10, 10: 5}},
+		{Key: "model:c1:glm-5", Level: live.LevelModel, ConnectionID: "c1", Model: "glm-5", Cap: 1, InFlight: 1, Queued: 2, Timeouts: 7, QueueFull: 1},
 	}
-	cur := []GateStat{
-		{Key: "global", Level: LevelGlobal, Cap: 100, InFlight: 4},
-		{Key: "provider:zai", Level: LevelProvider, Cap: 8, InFlight: 3},
-		{Key: "provider:openai", Level: LevelProvider, Cap: 0, InFlight: 1},
-		{Key: "connection:c1", Level: LevelConnection, Cap: 4, InFlight: 3, Queued: 1, Admitted: 20, WaitMsTotal: 5000, Waits: admission.WaitHistogram{0: 10, 10: 5, 12: 5}},
-		{Key: "model:c1:glm-5", Level: LevelModel, Cap: 1, InFlight: 1, Queued: 6, Timeouts: 9, QueueFull: 2},
-		{Key: "model:c1:glm-4.7", Level: LevelModel, Cap: 3, InFlight: 2},
-		{Key: "connection:c2", Level: LevelConnection, Cap: 0, InFlight: 1},
+	cur := []live.Gate{
+		{Key: "global", Level: live.LevelGlobal, Cap: 100, InFlight: 4},
+		{Key: "provider:zai", Level: live.LevelProvider, Provider: "zai", Cap: 8, InFlight: 3},
+		{Key: "provider:openai", Level: live.LevelProvider, Provider: "openai", Cap: 0, InFlight: 1},
+		{Key: "connection:c1", Level: live.LevelConnection, ConnectionID: "c1", Cap: 4, InFlight: 3, Queued: 1, Admitted: 20, WaitTotal: 5000 * time.Millisecond, Waits: live.WaitHistogram{0: 10, 10: 5, 12: 5}},
+		{Key: "model:c1:glm-5", Level: live.LevelModel, ConnectionID: "c1", Model: "glm-5", Cap: 1, InFlight: 1, Queued: 6, Timeouts: 9, QueueFull: 2},
+		{Key: "model:c1:glm-4.7", Level: live.LevelModel, ConnectionID: "c1", Model: "glm-4.7", Cap: 3, InFlight: 2},
+		{Key: "connection:c2", Level: live.LevelConnection, ConnectionID: "c2", Cap: 0, InFlight: 1},
 	}
 	ov := BuildOverview(OverviewInput{
 		Now:   now,
@@ -39,9 +39,9 @@ func TestBuildOverview(t *testing.T) {
 			{At: now.Add(-60 * time.Second), Gates: mid},
 		},
 		Connections: []ConnectionStatus{
-			{ID: "c1", Name: "zai-main", Provider: "zai", Enabled: true, Health: HealthOK},
-			{ID: "c2", Name: "openai-team", Provider: "openai", Enabled: true, Health: HealthCooling},
-			{ID: "c3", Name: "off", Provider: "zai", Enabled: false, Health: HealthOK},
+			{Connection: live.Connection{ID: "c1", Name: "zai-main", Provider: "zai", Health: live.HealthOK}, Enabled: true},
+			{Connection: live.Connection{ID: "c2", Name: "openai-team", Provider: "openai", Health: live.HealthCooling}, Enabled: true},
+			{Connection: live.Connection{ID: "c3", Name: "off", Provider: "zai", Health: live.HealthOK}, Enabled: false},
 		},
 		LiveURL: "/live",
 	})
@@ -81,18 +81,19 @@ func TestBuildOverview(t *testing.T) {
 			block:          ov.Connections[0],
 			wantKeys:       []string{"provider:zai", "connection:c1", "model:c1:glm-4.7", "model:c1:glm-5"},
 			wantBottleneck: "model:c1:glm-5",
-			wantHealth:     HealthOK,
+			wantHealth:     live.HealthOK,
 		},
 		{
 			name:       "uncapped provider left out",
 			block:      ov.Connections[1],
 			wantKeys:   []string{"connection:c2"},
-			wantHealth: HealthCooling,
+			wantHealth: live.HealthCooling,
 		},
 		{
+			// the gateway does not list c3's gate: drawn empty, without a key
 			name:       "missing connection gate drawn empty; disabled",
 			block:      ov.Connections[2],
-			wantKeys:   []string{"provider:zai", "connection:c3"},
+			wantKeys:   []string{"provider:zai", ""},
 			wantHealth: HealthDisabled,
 		},
 	}
@@ -109,6 +110,10 @@ func TestBuildOverview(t *testing.T) {
 				t.Errorf("health = %q, want %q", tt.block.Health, tt.wantHealth)
 			}
 		})
+	}
+
+	if g := ov.Connections[2].Gates[1]; g.Level != live.LevelConnection || g.ConnectionID != "c3" || g.InFlight != 0 || g.Cap != 0 {
+		t.Errorf("c3's drawn-empty gate = %+v, want c3's empty connection gate", g.Gate)
 	}
 
 	glm5 := ov.Connections[0].Gates[3]
@@ -147,16 +152,17 @@ func approxDuration() cmp.Option {
 func TestOverviewWaitPercentiles(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	conn := func(id string, w admission.WaitHistogram) GateStat {
-		return GateStat{Key: "connection:" + id, Level: LevelConnection, Admitted: w.Count(), Waits: w}
+	conn := func(id string, w live.WaitHistogram) live.Gate {
+		// web reads a gate's fields, never its key: any unique key will do
+		return live.Gate{Key: id + "/connection", Level: live.LevelConnection, ConnectionID: id, Admitted: w.Count(), Waits: w}
 	}
-	model := func(id string, w admission.WaitHistogram) GateStat {
-		return GateStat{Key: "model:" + id + ":m", Level: LevelModel, Admitted: w.Count(), Waits: w}
+	model := func(id string, w live.WaitHistogram) live.Gate {
+		return live.Gate{Key: id + "/model/m", Level: live.LevelModel, ConnectionID: id, Model: "m", Admitted: w.Count(), Waits: w}
 	}
 	tests := []struct {
 		name    string
 		history []GateSnapshot
-		gates   []GateStat
+		gates   []live.Gate
 		// c1's window percentiles; zero values when not shown
 		wantP50, wantP99 time.Duration
 		wantHas          bool
@@ -166,36 +172,36 @@ func TestOverviewWaitPercentiles(t *testing.T) {
 		{
 			// 100 waits in (2 ms, 4 ms] since the sample: p50 halfway, p99 at 99/100
 			name:    "interpolated within a bucket",
-			history: []GateSnapshot{{At: now.Add(-time.Minute), Gates: []GateStat{conn("c1", admission.WaitHistogram{0: 7, 3: 20})}}},
-			gates:   []GateStat{conn("c1", admission.WaitHistogram{0: 7, 3: 120})},
+			history: []GateSnapshot{{At: now.Add(-time.Minute), Gates: []live.Gate{conn("c1", live.WaitHistogram{0: 7, 3: 20})}}},
+			gates:   []live.Gate{conn("c1", live.WaitHistogram{0: 7, 3: 120})},
 			wantP50: 3 * time.Millisecond, wantP99: 3980 * time.Microsecond, wantHas: true,
 			wantSummary: 3980 * time.Microsecond, wantSummaryHas: true,
 		},
 		{
 			// 98 admitted at once and 2 in (1.024 s, 2.048 s]
 			name:    "immediate admissions count as no wait",
-			history: []GateSnapshot{{At: now.Add(-time.Minute), Gates: []GateStat{conn("c1", admission.WaitHistogram{})}}},
-			gates:   []GateStat{conn("c1", admission.WaitHistogram{0: 98, 12: 2})},
+			history: []GateSnapshot{{At: now.Add(-time.Minute), Gates: []live.Gate{conn("c1", live.WaitHistogram{})}}},
+			gates:   []live.Gate{conn("c1", live.WaitHistogram{0: 98, 12: 2})},
 			wantP50: 0, wantP99: 1536 * time.Millisecond, wantHas: true,
 			wantSummary: 1536 * time.Millisecond, wantSummaryHas: true,
 		},
 		{
 			name:    "no admission in the window: not shown",
-			history: []GateSnapshot{{At: now.Add(-time.Minute), Gates: []GateStat{conn("c1", admission.WaitHistogram{0: 5, 12: 5})}}},
-			gates:   []GateStat{conn("c1", admission.WaitHistogram{0: 5, 12: 5})},
+			history: []GateSnapshot{{At: now.Add(-time.Minute), Gates: []live.Gate{conn("c1", live.WaitHistogram{0: 5, 12: 5})}}},
+			gates:   []live.Gate{conn("c1", live.WaitHistogram{0: 5, 12: 5})},
 		},
 		{
 			name:  "no history yet: not shown",
-			gates: []GateStat{conn("c1", admission.WaitHistogram{0: 5, 12: 5})},
+			gates: []live.Gate{conn("c1", live.WaitHistogram{0: 5, 12: 5})},
 		},
 		{
 			// the window is 3 minutes, the summary's minute starts at the middle sample
 			name: "summary looks at the last minute only",
 			history: []GateSnapshot{
-				{At: now.Add(-3 * time.Minute), Gates: []GateStat{conn("c1", admission.WaitHistogram{})}},
-				{At: now.Add(-time.Minute), Gates: []GateStat{conn("c1", admission.WaitHistogram{19: 50})}},
+				{At: now.Add(-3 * time.Minute), Gates: []live.Gate{conn("c1", live.WaitHistogram{})}},
+				{At: now.Add(-time.Minute), Gates: []live.Gate{conn("c1", live.WaitHistogram{19: 50})}},
 			},
-			gates: []GateStat{conn("c1", admission.WaitHistogram{3: 100, 19: 50})},
+			gates: []live.Gate{conn("c1", live.WaitHistogram{3: 100, 19: 50})},
 			// the window: 100 in (2 ms, 4 ms], 50 unbounded; rank 75 is 3/4 into the first
 			wantP50: 3500 * time.Microsecond, wantP99: 131072 * time.Millisecond, wantHas: true,
 			wantSummary: 3980 * time.Microsecond, wantSummaryHas: true,
@@ -204,13 +210,13 @@ func TestOverviewWaitPercentiles(t *testing.T) {
 			// c2 adds 100 immediate admissions; the model gate's slow waits are the
 			// same requests as c1's and must not be counted twice
 			name: "summary sums connection gates, not model gates",
-			history: []GateSnapshot{{At: now.Add(-time.Minute), Gates: []GateStat{
-				conn("c1", admission.WaitHistogram{}), conn("c2", admission.WaitHistogram{}), model("c1", admission.WaitHistogram{}),
+			history: []GateSnapshot{{At: now.Add(-time.Minute), Gates: []live.Gate{
+				conn("c1", live.WaitHistogram{}), conn("c2", live.WaitHistogram{}), model("c1", live.WaitHistogram{}),
 			}}},
-			gates: []GateStat{
-				conn("c1", admission.WaitHistogram{12: 4}),
-				conn("c2", admission.WaitHistogram{0: 96}),
-				model("c1", admission.WaitHistogram{12: 4}),
+			gates: []live.Gate{
+				conn("c1", live.WaitHistogram{12: 4}),
+				conn("c2", live.WaitHistogram{0: 96}),
+				model("c1", live.WaitHistogram{12: 4}),
 			},
 			wantP50: 1536 * time.Millisecond, wantP99: 2037760 * time.Microsecond, wantHas: true,
 			// rank 99 of 100: the third of the four slow ones
@@ -219,15 +225,15 @@ func TestOverviewWaitPercentiles(t *testing.T) {
 		{
 			// the gate was dropped and made anew: its counts restarted below the sample's
 			name:    "counter reset keeps the newer counts",
-			history: []GateSnapshot{{At: now.Add(-time.Minute), Gates: []GateStat{conn("c1", admission.WaitHistogram{0: 500, 3: 500})}}},
-			gates:   []GateStat{conn("c1", admission.WaitHistogram{3: 100})},
+			history: []GateSnapshot{{At: now.Add(-time.Minute), Gates: []live.Gate{conn("c1", live.WaitHistogram{0: 500, 3: 500})}}},
+			gates:   []live.Gate{conn("c1", live.WaitHistogram{3: 100})},
 			wantP50: 3 * time.Millisecond, wantP99: 3980 * time.Microsecond, wantHas: true,
 			wantSummary: 3980 * time.Microsecond, wantSummaryHas: true,
 		},
 		{
 			name:    "a connection new since the sample counts from zero",
 			history: []GateSnapshot{{At: now.Add(-time.Minute), Gates: nil}},
-			gates:   []GateStat{conn("c1", admission.WaitHistogram{3: 100})},
+			gates:   []live.Gate{conn("c1", live.WaitHistogram{3: 100})},
 			wantP50: 3 * time.Millisecond, wantP99: 3980 * time.Microsecond, wantHas: true,
 			wantSummary: 3980 * time.Microsecond, wantSummaryHas: true,
 		},
@@ -237,11 +243,11 @@ func TestOverviewWaitPercentiles(t *testing.T) {
 			t.Parallel()
 			ov := BuildOverview(OverviewInput{
 				Now: now, Gates: tt.gates, History: tt.history,
-				Connections: []ConnectionStatus{{ID: "c1", Name: "one", Provider: "p", Enabled: true}},
+				Connections: []ConnectionStatus{{Connection: live.Connection{ID: "c1", Name: "one", Provider: "p"}, Enabled: true}},
 			})
 			g := ov.Connections[0].Gates[0]
-			if g.Key != "connection:c1" {
-				t.Fatalf("first gate = %q, want connection:c1", g.Key)
+			if g.Key != "c1/connection" {
+				t.Fatalf("first gate = %q, want c1/connection", g.Key)
 			}
 			if g.HasWait != tt.wantHas || !near(g.WaitP50, tt.wantP50) || !near(g.WaitP99, tt.wantP99) {
 				t.Errorf("c1 wait p50 %v p99 %v (%v), want %v %v (%v)", g.WaitP50, g.WaitP99, g.HasWait, tt.wantP50, tt.wantP99, tt.wantHas)
@@ -261,11 +267,11 @@ func TestGateState(t *testing.T) {
 		g    GateBar
 		want string
 	}{
-		{name: "idle", g: GateBar{GateStat: GateStat{Cap: 4, InFlight: 3}}, want: StateIdle},
-		{name: "uncapped busy is idle", g: GateBar{GateStat: GateStat{InFlight: 30}}, want: StateIdle},
-		{name: "full", g: GateBar{GateStat: GateStat{Cap: 4, InFlight: 4}}, want: StateFull},
-		{name: "queueing", g: GateBar{GateStat: GateStat{Cap: 4, InFlight: 4, Queued: 1}}, want: StateQueueing},
-		{name: "rejecting", g: GateBar{GateStat: GateStat{Cap: 4, InFlight: 4, Queued: 1}, RejectedLastMinute: 1}, want: StateRejecting},
+		{name: "idle", g: GateBar{Gate: live.Gate{Cap: 4, InFlight: 3}}, want: StateIdle},
+		{name: "uncapped busy is idle", g: GateBar{Gate: live.Gate{InFlight: 30}}, want: StateIdle},
+		{name: "full", g: GateBar{Gate: live.Gate{Cap: 4, InFlight: 4}}, want: StateFull},
+		{name: "queueing", g: GateBar{Gate: live.Gate{Cap: 4, InFlight: 4, Queued: 1}}, want: StateQueueing},
+		{name: "rejecting", g: GateBar{Gate: live.Gate{Cap: 4, InFlight: 4, Queued: 1}, RejectedLastMinute: 1}, want: StateRejecting},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

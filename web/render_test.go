@@ -10,7 +10,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/a-h/templ"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
 var testNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -336,21 +336,21 @@ func sampleOverview() Overview {
 	// four slow ones, 1.024 s + 1.024 s × 3/4 = 1.792 s.
 	return BuildOverview(OverviewInput{
 		Now: testNow,
-		History: []GateSnapshot{{At: testNow.Add(-time.Minute), Gates: []GateStat{
-			{Key: "connection:c1", Level: LevelConnection, Cap: 4, Admitted: 10, Waits: admission.WaitHistogram{0: 10}},
+		History: []GateSnapshot{{At: testNow.Add(-time.Minute), Gates: []live.Gate{
+			{Key: "connection:c1", Level: live.LevelConnection, ConnectionID: "c1", Cap: 4, Admitted: 10, Waits: live.WaitHistogram{0: 10}},
 		}}},
-		Gates: []GateStat{
-			{Key: "global", Level: LevelGlobal, Cap: 200, InFlight: 142},
-			{Key: "connection:c1", Level: LevelConnection, Cap: 4, InFlight: 3, Queued: 0,
-				Admitted: 110, Waits: admission.WaitHistogram{0: 10, 10: 96, 12: 4}},
-			{Key: "model:c1:glm-5", Level: LevelModel, Cap: 1, InFlight: 1, Queued: 6},
-			{Key: "model:c1:glm-4.7", Level: LevelModel, Cap: 3, InFlight: 2},
-			{Key: "connection:c2", Level: LevelConnection, Cap: 0, InFlight: 0},
+		Gates: []live.Gate{
+			{Key: "global", Level: live.LevelGlobal, Cap: 200, InFlight: 142},
+			{Key: "connection:c1", Level: live.LevelConnection, ConnectionID: "c1", Cap: 4, InFlight: 3, Queued: 0,
+				Admitted: 110, Waits: live.WaitHistogram{0: 10, 10: 96, 12: 4}},
+			{Key: "model:c1:glm-5", Level: live.LevelModel, ConnectionID: "c1", Model: "glm-5", Cap: 1, InFlight: 1, Queued: 6},
+			{Key: "model:c1:glm-4.7", Level: live.LevelModel, ConnectionID: "c1", Model: "glm-4.7", Cap: 3, InFlight: 2},
+			{Key: "connection:c2", Level: live.LevelConnection, ConnectionID: "c2", Cap: 0, InFlight: 0},
 		},
 		Connections: []ConnectionStatus{
-			{ID: "c1", Name: "zai-main", Provider: "zai", Enabled: true, Health: HealthOK,
-				Budgets: []Budget{{Kind: "rpm", Limit: 60, Remaining: 58, ResetAt: testNow.Add(40 * time.Second)}}},
-			{ID: "c2", Name: "openai-team", Provider: "openai", Enabled: true, Health: HealthCooling, Until: testNow.Add(12 * time.Second), Reason: "429 from upstream"},
+			{Connection: live.Connection{ID: "c1", Name: "zai-main", Provider: "zai", Health: live.HealthOK,
+				Budgets: map[string]live.Budget{live.BudgetRPM: {Limit: 60, Remaining: 58, ResetAt: testNow.Add(40 * time.Second)}}}, Enabled: true},
+			{Connection: live.Connection{ID: "c2", Name: "openai-team", Provider: "openai", Health: live.HealthCooling, Until: testNow.Add(12 * time.Second), Reason: "429 from upstream"}, Enabled: true},
 		},
 		LiveURL: "/live",
 	})
@@ -715,7 +715,7 @@ func allPages(tag string) map[string]templ.Component {
 	f.Warnings = []string{"w"}
 	keys := KeyList{Items: []KeyItem{{ID: "k", Name: "n", Preview: "p", Role: RoleAdmin, CreatedAt: testNow, LastUsedAt: testNow}}, Created: &CreatedSecret{Name: "n", Secret: "s"}, Errors: FieldErrors{"x": {"y"}}}
 	ov := sampleOverview()
-	ov.Connections = append(ov.Connections, ConnectionBlock{ConnectionStatus: ConnectionStatus{ID: "c9", Name: "n", Health: HealthBreakerOpen, Budgets: []Budget{{Kind: "tpd", Limit: 1, Remaining: 0, ResetAt: testNow.Add(time.Hour)}}}})
+	ov.Connections = append(ov.Connections, ConnectionBlock{ConnectionStatus: ConnectionStatus{Connection: live.Connection{ID: "c9", Name: "n", Health: live.HealthBreakerOpen, Budgets: map[string]live.Budget{live.BudgetTPD: {Limit: 1, Remaining: 0, ResetAt: testNow.Add(time.Hour)}}}}})
 	return map[string]templ.Component{
 		"overview":    OverviewPage(p, ov),
 		"empty":       OverviewPage(p, Overview{}),

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/a-h/templ"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
 // Icons accompany every colour, so meaning never rests on colour alone.
@@ -23,9 +24,9 @@ func stateIcon(state string) string {
 
 func healthIcon(h string) string {
 	switch h {
-	case HealthOK:
+	case live.HealthOK:
 		return "✓"
-	case HealthCooling, HealthHalfOpen:
+	case live.HealthCooling, live.HealthHalfOpen:
 		return "◐"
 	case HealthDisabled:
 		return "–"
@@ -57,11 +58,11 @@ func healthText(p Page, c ConnectionBlock) string {
 // gateName is a gate's label in its block.
 func gateName(p Page, g GateBar) string {
 	switch g.Level {
-	case LevelGlobal:
+	case live.LevelGlobal:
 		return p.L.T("gate.global")
-	case LevelProvider:
+	case live.LevelProvider:
 		return p.L.T("gate.provider", g.Label)
-	case LevelConnection:
+	case live.LevelConnection:
 		return p.L.T("gate.connection")
 	default:
 		return g.Label
@@ -88,7 +89,7 @@ func liveLabels(p Page) string {
 	for _, s := range []string{StateIdle, StateFull, StateQueueing, StateRejecting} {
 		m["state."+s] = p.L.T("state." + s)
 	}
-	for _, h := range []string{HealthOK, HealthCooling, HealthSuspended, HealthBreakerOpen, HealthHalfOpen, HealthDisabled} {
+	for _, h := range []string{live.HealthOK, live.HealthCooling, live.HealthSuspended, live.HealthBreakerOpen, live.HealthHalfOpen, HealthDisabled} {
 		m["health."+h] = p.L.T("health." + h)
 	}
 	b, err := json.Marshal(m)

@@ -15,7 +15,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/cluster"
-	"github.com/gatehouse-dev/gatehouse/handlers"
 )
 
 // clusterStartTimeout bounds the replica's first registration in Redis. A Redis that
@@ -123,17 +122,6 @@ func (c *clusterMode) status() string {
 		return "cluster mode: redis unavailable (" + c.mode.String() + ")"
 	}
 	return "cluster mode: redis ok"
-}
-
-// view is cluster mode as GET /api/v1/gates and the overview show it: the mode in
-// force, this replica's id and the live replicas last seen.
-func (c *clusterMode) view() *handlers.ClusterView {
-	v := &handlers.ClusterView{Mode: handlers.ClusterRedisOK, ReplicaID: c.ctrl.ReplicaID(),
-		Replicas: c.ctrl.Replicas(), Degraded: c.ctrl.Degraded()}
-	if v.Degraded {
-		v.Mode = c.mode.String()
-	}
-	return v
 }
 
 // close gives back this replica's leases, unregisters it and closes the Redis client.

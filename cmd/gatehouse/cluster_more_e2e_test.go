@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
 	"github.com/gatehouse-dev/gatehouse/handlers"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -282,8 +283,8 @@ func TestClusterFailOpen(t *testing.T) {
 	for _, p := range both {
 		waitFor(t, 5*time.Second, "the replicas to load the cap", func() bool { return gateCap(t, p, modelGate) == 2 })
 		waitFor(t, 5*time.Second, "the replicas to see each other", func() bool { return clusterState(t, p).Replicas == 2 })
-		if c := clusterState(t, p); c.Mode != handlers.ClusterRedisOK || c.Degraded {
-			t.Fatalf("cluster state with Redis up = %+v, want mode %s", c, handlers.ClusterRedisOK)
+		if c := clusterState(t, p); c.Mode != live.ClusterRedisOK || c.Degraded {
+			t.Fatalf("cluster state with Redis up = %+v, want mode %s", c, live.ClusterRedisOK)
 		}
 	}
 
@@ -298,8 +299,8 @@ func TestClusterFailOpen(t *testing.T) {
 		if d := time.Since(start); d > time.Second {
 			t.Errorf("replica %d took %s to answer with Redis away, want within 1s", i, d)
 		}
-		if c := clusterState(t, p); c.Mode != handlers.ClusterFailOpen || !c.Degraded {
-			t.Errorf("replica %d cluster state with Redis away = %+v, want mode %s, degraded", i, c, handlers.ClusterFailOpen)
+		if c := clusterState(t, p); c.Mode != live.ClusterFailOpen || !c.Degraded {
+			t.Errorf("replica %d cluster state with Redis away = %+v, want mode %s, degraded", i, c, live.ClusterFailOpen)
 		}
 	}
 	if peak := peakOf([]*proc{a}, []int{6}); peak != 1 {
@@ -312,7 +313,7 @@ func TestClusterFailOpen(t *testing.T) {
 	rs.start(t)
 	for i, p := range both {
 		waitFor(t, 10*time.Second, fmt.Sprintf("replica %d to use Redis again", i), func() bool {
-			return clusterState(t, p).Mode == handlers.ClusterRedisOK
+			return clusterState(t, p).Mode == live.ClusterRedisOK
 		})
 	}
 	if peak := peakOf([]*proc{a}, []int{6}); peak != 2 {
@@ -346,8 +347,8 @@ func TestClusterCapEditReachesEveryReplica(t *testing.T) {
 		waitFor(t, 5*time.Second, fmt.Sprintf("replica %d to load the cap", i), func() bool { return gateCap(t, p, modelGate) == 1 })
 		waitFor(t, 5*time.Second, fmt.Sprintf("replica %d to see 3 replicas", i), func() bool { return clusterState(t, p).Replicas == 3 })
 		cs := clusterState(t, p)
-		if cs.Mode != handlers.ClusterRedisOK || cs.Degraded || cs.ReplicaID == "" {
-			t.Errorf("replica %d cluster state = %+v, want mode %s with an id", i, cs, handlers.ClusterRedisOK)
+		if cs.Mode != live.ClusterRedisOK || cs.Degraded || cs.ReplicaID == "" {
+			t.Errorf("replica %d cluster state = %+v, want mode %s with an id", i, cs, live.ClusterRedisOK)
 		}
 		ids[cs.ReplicaID] = true
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
-	"github.com/gatehouse-dev/gatehouse/handlers"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
 )
@@ -122,10 +122,17 @@ func TestRPDPersistsInPostgres(t *testing.T) {
 	}
 	// The API/dashboard view carries each gate's wait histogram (the overview's p50/p99):
 	// every admission through the connection gate is in it.
-	for _, g := range (gatesView{gw: gw0}).GatesSnapshot().Gates {
-		if g.Key == "connection:"+conn.ID && (g.Admitted != 3 || g.Waits.Count() != 3) {
-			t.Errorf("gate %s: admitted %d, waits counted %d; want 3 and 3", g.Key, g.Admitted, g.Waits.Count())
+	found := false
+	for _, g := range (gatesView{gw: gw0}).Snapshot().Gates {
+		if g.Level == live.LevelConnection && g.ConnectionID == conn.ID {
+			found = true
+			if g.Admitted != 3 || g.Waits.Count() != 3 {
+				t.Errorf("gate %s: admitted %d, waits counted %d; want 3 and 3", g.Key, g.Admitted, g.Waits.Count())
+			}
 		}
+	}
+	if !found {
+		t.Errorf("the live view lists no connection gate of %s", conn.ID)
 	}
 	if status, code := post(url); status != http.StatusTooManyRequests || code != gateway.CodeRateLimitRPD {
 		t.Fatalf("4th request: %d %s, want 429 %s", status, code, gateway.CodeRateLimitRPD)
@@ -137,8 +144,8 @@ func TestRPDPersistsInPostgres(t *testing.T) {
 	// A restarted process reads the day's count back.
 	gw, url := start()
 	midnight := time.Date(2026, 5, 7, 0, 0, 0, 0, time.UTC)
-	want := map[string]handlers.BudgetView{"rpd": {Limit: 3, Remaining: 0, ResetAt: midnight}}
-	view := gatesView{gw: gw}.GatesSnapshot()
+	want := map[string]live.Budget{live.BudgetRPD: {Limit: 3, Remaining: 0, ResetAt: midnight}}
+	view := gatesView{gw: gw}.Snapshot()
 	if len(view.Connections) != 1 {
 		t.Fatalf("gates view lists %d connections, want 1", len(view.Connections))
 	}

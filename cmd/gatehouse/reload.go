@@ -10,7 +10,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
-	"github.com/gatehouse-dev/gatehouse/handlers"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -142,42 +142,19 @@ func (l *configLoader) ready() (bool, string) {
 	return true, fmt.Sprintf("ready: config loaded %s ago", age)
 }
 
-// gatesView adapts the gateway's snapshot to the API's /api/v1/gates shape; in
-// cluster mode (cluster non-nil) it adds the cluster's state.
+// gatesView is the live view the handlers read: the gateway's snapshot and, in
+// cluster mode (cluster non-nil), the cluster's state.
 type gatesView struct {
 	gw      *gateway.Gateway
 	cluster *clusterMode
 }
 
-func (v gatesView) GatesSnapshot() handlers.GatesView {
+func (v gatesView) Snapshot() live.Snapshot {
 	snap := v.gw.Snapshot()
-	out := handlers.GatesView{
-		Gates:       make([]handlers.GateView, 0, len(snap.Gates)),
-		Connections: make([]handlers.ConnectionLive, 0, len(snap.Connections)),
-	}
-	for _, g := range snap.Gates {
-		out.Gates = append(out.Gates, handlers.GateView{
-			Key: g.Key, Level: g.Level, Cap: g.Cap, InFlight: g.InFlight, Queued: g.Queued,
-			Admitted: g.Admitted, Timeouts: g.Timeouts, QueueFull: g.QueueFull, Cancels: g.Cancels,
-			WaitMsTotal: g.WaitTotal.Milliseconds(), Waits: g.Waits,
-		})
-	}
-	for _, c := range snap.Connections {
-		cl := handlers.ConnectionLive{ID: c.ID, Name: c.Name, Health: c.Health, Reason: c.Reason,
-			Budgets: make(map[string]handlers.BudgetView, len(c.Budgets))}
-		for name, b := range c.Budgets {
-			cl.Budgets[name] = handlers.BudgetView{Limit: b.Limit, Remaining: b.Remaining, ResetAt: b.ResetAt}
-		}
-		if !c.Until.IsZero() {
-			u := c.Until
-			cl.Until = &u
-		}
-		out.Connections = append(out.Connections, cl)
-	}
 	if v.cluster != nil {
-		out.Cluster = v.cluster.view()
+		snap.Cluster = v.cluster.ctrl.Live()
 	}
-	return out
+	return snap
 }
 
 func (v gatesView) ResetHealth(ctx context.Context, id string) bool {

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
 // maxPath is the longest path a request may name: four levels in practice.
@@ -381,7 +383,7 @@ func (c *Controller) admit(w *waiter) {
 	c.totals.Admitted++
 	w.admitted = c.now()
 	waited := w.admitted.Sub(w.start)
-	bucket := waitBucket(waited)
+	bucket := live.WaitBucket(waited)
 	for _, g := range w.path[:w.n] {
 		g.held++
 		g.admitted++

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -116,7 +117,7 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("cancel returned an *Error %v", ae)
 	}
 	s := gateStat(t, c, "connection:c1")
-	want := GateStats{Key: "connection:c1", Level: "connection", Cap: 1, InFlight: 1, Admitted: 1, Cancels: 1, Waits: WaitHistogram{0: 1}}
+	want := GateStats{Key: "connection:c1", Level: "connection", Cap: 1, InFlight: 1, Admitted: 1, Cancels: 1, Waits: live.WaitHistogram{0: 1}}
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Errorf("stats mismatch (-want +got):\n%s", diff)
 	}
@@ -586,9 +587,9 @@ func TestStatsSortedAndCappedIdleListed(t *testing.T) {
 	got := c.Stats()
 	// admitted at once: counted in the histogram's no-wait bucket
 	want := []GateStats{
-		{Key: "connection:c1", Level: "connection", Cap: 3, InFlight: 1, Admitted: 1, Waits: WaitHistogram{0: 1}},
-		{Key: "global", Level: "global", InFlight: 1, Admitted: 1, Waits: WaitHistogram{0: 1}},
-		{Key: "model:c1:a", Level: "model", InFlight: 1, Admitted: 1, Waits: WaitHistogram{0: 1}},
+		{Key: "connection:c1", Level: "connection", Cap: 3, InFlight: 1, Admitted: 1, Waits: live.WaitHistogram{0: 1}},
+		{Key: "global", Level: "global", InFlight: 1, Admitted: 1, Waits: live.WaitHistogram{0: 1}},
+		{Key: "model:c1:a", Level: "model", InFlight: 1, Admitted: 1, Waits: live.WaitHistogram{0: 1}},
 		{Key: "model:c1:b", Level: "model", Cap: 2},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

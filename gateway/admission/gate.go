@@ -3,6 +3,8 @@ package admission
 import (
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
 // GateRef names one gate on a request's path. Key starts with its level:
@@ -36,7 +38,7 @@ type gate struct {
 	// waits counts the admissions that waited in a queue, by how long; those
 	// admitted at once are admitted minus waits.Count() (see Controller.stats).
 	// Last, so the fields the fast path touches stay together.
-	waits WaitHistogram
+	waits live.WaitHistogram
 }
 
 // holdAlpha weighs the newest hold time in the gate's moving mean.

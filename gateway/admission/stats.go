@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
 // GateStats is a snapshot of one gate.
@@ -33,7 +35,7 @@ type GateStats struct {
 	// Waits counts the requests admitted through the gate by how long they
 	// waited (bucket 0: admitted at once); Waits.Count() == Admitted. The
 	// difference of two snapshots gives the wait quantiles between them.
-	Waits WaitHistogram
+	Waits live.WaitHistogram
 	// MeanHold is the moving mean time a permit holds the gate (0 = none seen).
 	MeanHold time.Duration
 }

@@ -44,6 +44,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
 // FailMode says what the controller does while Redis cannot be reached.
@@ -61,20 +62,21 @@ const (
 // empty string) or "fail-closed".
 func ParseFailMode(s string) (FailMode, error) {
 	switch s {
-	case "", "fail-open":
+	case "", live.ClusterFailOpen:
 		return FailOpen, nil
-	case "fail-closed":
+	case live.ClusterFailClosed:
 		return FailClosed, nil
 	}
 	return 0, fmt.Errorf("cluster: fail mode %q: want fail-open or fail-closed", s)
 }
 
-// String returns the mode as GATEHOUSE_CLUSTER_FAIL_MODE spells it.
+// String returns the mode as GATEHOUSE_CLUSTER_FAIL_MODE spells it, which is
+// also how live.Cluster.Mode names it.
 func (m FailMode) String() string {
 	if m == FailClosed {
-		return "fail-closed"
+		return live.ClusterFailClosed
 	}
-	return "fail-open"
+	return live.ClusterFailOpen
 }
 
 // Defaults for Options.

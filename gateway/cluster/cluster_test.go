@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
 // TestCapHoldsAcrossReplicas: 60 requests spread over three replicas for a
@@ -275,7 +276,7 @@ func TestSetCaps(t *testing.T) {
 	p3.Release()
 
 	// a admitted p1 at once: one admission, in the histogram's no-wait bucket
-	if diff := cmp.Diff([]admission.GateStats{{Key: gate, Level: "connection", Cap: 1, Admitted: 1, Waits: admission.WaitHistogram{0: 1}}},
+	if diff := cmp.Diff([]admission.GateStats{{Key: gate, Level: "connection", Cap: 1, Admitted: 1, Waits: live.WaitHistogram{0: 1}}},
 		a.Stats(), ignoreHold()); diff != "" {
 		t.Errorf("Stats mismatch (-want +got):\n%s", diff)
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
 // gateState is this replica's view of one gate. Guarded by Controller.mu.
@@ -36,7 +36,7 @@ type gateState struct {
 	// waits counts this replica's admissions through the gate by how long
 	// they waited (each replica observes its own requests' waits, so the
 	// replicas' histograms add up to the cluster's).
-	waits admission.WaitHistogram
+	waits live.WaitHistogram
 }
 
 func (c *Controller) newGate(level, key string) *gateState {

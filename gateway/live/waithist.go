@@ -1,4 +1,4 @@
-package admission
+package live
 
 import "time"
 
@@ -29,8 +29,9 @@ func WaitBucketBound(i int) time.Duration {
 	}
 }
 
-// waitBucket is the bucket a wait of d falls in.
-func waitBucket(d time.Duration) int {
+// WaitBucket is the bucket a wait of d falls in. Admission counts into
+// WaitHistogram[WaitBucket(d)] directly, once per gate of a path.
+func WaitBucket(d time.Duration) int {
 	if d <= 0 {
 		return 0
 	}
@@ -43,7 +44,7 @@ func waitBucket(d time.Duration) int {
 
 // Observe counts one admission that waited d.
 func (h *WaitHistogram) Observe(d time.Duration) {
-	h[waitBucket(d)]++
+	h[WaitBucket(d)]++
 }
 
 // Count is the number of admissions the histogram holds.

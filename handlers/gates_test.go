@@ -1,0 +1,72 @@
+package handlers
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
+)
+
+// TestGatesJSON: GET /api/v1/gates marshals the live view in the API's shape, byte
+// for byte as before the live view moved to gateway/live — no identity fields, no
+// wait histogram and no connection provider on the wire, waits in whole
+// milliseconds, until null when the state has no end, budgets and lists never null.
+func TestGatesJSON(t *testing.T) {
+	t.Parallel()
+	until := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	reset := time.Date(2030, 1, 3, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		snap live.Snapshot
+		want string
+	}{
+		{
+			name: "every field",
+			snap: live.Snapshot{
+				LoadedAt: until,
+				Gates: []live.Gate{
+					{Key: "connection:c1", Level: live.LevelConnection, ConnectionID: "c1", Provider: "zai", Cap: 4, InFlight: 1, Queued: 2,
+						Admitted: 7, Timeouts: 1, QueueFull: 2, Cancels: 3, WaitTotal: 12*time.Millisecond + 900*time.Microsecond, Waits: live.WaitHistogram{0: 7}},
+					{Key: "global", Level: live.LevelGlobal},
+				},
+				Connections: []live.Connection{
+					{ID: "c1", Name: "one", Provider: "zai", Health: live.HealthCooling, Until: until, Reason: "upstream 429",
+						Budgets: map[string]live.Budget{live.BudgetRPD: {Limit: 100, Remaining: 40, ResetAt: reset}, live.BudgetTPM: {Limit: 10, Remaining: -3, ResetAt: reset}}},
+					{ID: "c2", Name: "two", Health: live.HealthOK},
+				},
+				Cluster: &live.Cluster{Mode: live.ClusterFailOpen, ReplicaID: "r-1", Replicas: 2, Degraded: true},
+			},
+			want: `{"gates":[{"key":"connection:c1","level":"connection","cap":4,"inFlight":1,"queued":2,"admitted":7,"timeouts":1,"queueFull":2,"cancels":3,"waitMsTotal":12},` +
+				`{"key":"global","level":"global","cap":0,"inFlight":0,"queued":0,"admitted":0,"timeouts":0,"queueFull":0,"cancels":0,"waitMsTotal":0}],` +
+				`"connections":[{"id":"c1","name":"one","health":"cooling","until":"2030-01-02T03:04:05Z","reason":"upstream 429","budgets":{"rpd":{"limit":100,"remaining":40,"resetAt":"2030-01-03T00:00:00Z"},"tpm":{"limit":10,"remaining":-3,"resetAt":"2030-01-03T00:00:00Z"}}},` +
+				`{"id":"c2","name":"two","health":"ok","until":null,"budgets":{}}],` +
+				`"cluster":{"mode":"fail-open","replicaId":"r-1","replicas":2,"degraded":true}}` + "\n",
+		},
+		{name: "nothing yet", want: `{"gates":[],"connections":[]}` + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := &Server{deps: Deps{Gates: fakeGates{snapshot: func() live.Snapshot { return tt.snap }}}}
+			rec := httptest.NewRecorder()
+			if err := s.getGates(rec, httptest.NewRequest(http.MethodGet, "/api/v1/gates", nil)); err != nil {
+				t.Fatalf("getGates: %v", err)
+			}
+			if got := rec.Body.String(); got != tt.want {
+				t.Errorf("body\n got %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+	t.Run("no gateway", func(t *testing.T) {
+		t.Parallel()
+		rec := httptest.NewRecorder()
+		if err := (&Server{}).getGates(rec, httptest.NewRequest(http.MethodGet, "/api/v1/gates", nil)); err != nil {
+			t.Fatalf("getGates: %v", err)
+		}
+		if got, want := rec.Body.String(), `{"gates":[],"connections":[]}`+"\n"; got != want {
+			t.Errorf("body %s, want %s", got, want)
+		}
+	})
+}
