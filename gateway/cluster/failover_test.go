@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
 // ownRedis starts a Redis for one test, which may kill and restart it.
@@ -95,6 +96,9 @@ func TestFailClosed(t *testing.T) {
 	if _, ok := c.TryAcquire(req); ok {
 		t.Fatal("TryAcquire admitted with Redis down in fail-closed mode")
 	}
+	if got := c.Live(); got.Mode != live.ClusterFailClosed || !got.Degraded {
+		t.Errorf("Live() with Redis down = %+v, want mode %s, degraded", got, live.ClusterFailClosed)
+	}
 	holder.Release() // lost with the server; must not panic or block
 
 	srv.restart(t)
@@ -135,6 +139,9 @@ func TestFailOpen(t *testing.T) {
 	if !a.Degraded() {
 		t.Error("Degraded() = false with Redis down")
 	}
+	if got, want := *a.Live(), (live.Cluster{Mode: live.ClusterFailOpen, ReplicaID: "r0", Replicas: 2, Degraded: true}); got != want {
+		t.Errorf("Live() with Redis down = %+v, want %+v", got, want)
+	}
 	if len(got) != 2 {
 		t.Errorf("replica A admitted %d with Redis down, want 2 (cap 5 ÷ 2 replicas)", len(got))
 	}
@@ -145,6 +152,9 @@ func TestFailOpen(t *testing.T) {
 
 	srv.restart(t)
 	waitFor(t, 5*time.Second, "recovery", func() bool { return !a.Degraded() && !b.Degraded() })
+	if got := b.Live(); got.Mode != live.ClusterRedisOK || got.Degraded || got.ReplicaID != "r1" {
+		t.Errorf("Live() after recovery = %+v, want mode %s for r1, not degraded", got, live.ClusterRedisOK)
+	}
 	heldA := takeAll(a, req, 3)
 	heldB := takeAll(b, req, 10)
 	if len(heldA) != 3 || len(heldB) != 2 {
