@@ -18,6 +18,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
 )
 
@@ -365,7 +366,7 @@ func TestCountTokensTakesNoSlot(t *testing.T) {
 		t.Errorf("gate after count_tokens: admitted %d (was %d), in flight %d, queued %d; want unchanged, 1, 0",
 			g.Admitted, admitted, g.InFlight, g.Queued)
 	}
-	if b := e.health("c1").Budgets[BudgetRPD]; b.Remaining != 0 || b.Limit != 1 {
+	if b := e.health("c1").Budgets[live.BudgetRPD]; b.Remaining != 0 || b.Limit != 1 {
 		t.Errorf("rpd budget %+v, want the message's one request counted, nothing else", b)
 	}
 	close(hold)
