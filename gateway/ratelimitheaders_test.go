@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
 )
 
@@ -136,7 +137,7 @@ func TestRateLimitHeadersCoolConnection(t *testing.T) {
 				// Later answers carry no exhausted headers: only the first one cools.
 				e.mustBehave("ka", upstreamtest.Behavior{})
 				h := e.health("a")
-				if h.Health != HealthCooling || h.Reason != reasonRateLimitHeaders || !h.Until.Equal(clock.Now().Add(2*time.Second)) {
+				if h.Health != live.HealthCooling || h.Reason != reasonRateLimitHeaders || !h.Until.Equal(clock.Now().Add(2*time.Second)) {
 					t.Errorf("a health = %+v, want cooling until now+2s for %q", h, reasonRateLimitHeaders)
 				}
 
@@ -175,7 +176,7 @@ func TestRateLimitHeadersCoolConnection(t *testing.T) {
 				if got := e.up.Requests("ka", "m1") + e.up.Requests("ka", "m2"); got != 3 {
 					t.Errorf("a got %d requests after the reset, want 3 in all", got)
 				}
-				if h := e.health("a"); h.Health != HealthOK {
+				if h := e.health("a"); h.Health != live.HealthOK {
 					t.Errorf("a health after the reset = %+v, want ok", h)
 				}
 			})
@@ -199,7 +200,7 @@ func TestRateLimitHeadersWith429(t *testing.T) {
 		t.Fatalf("status %d, want the upstream's 429", r.status)
 	}
 	e.mustBehave("ka", upstreamtest.Behavior{})
-	if h := e.health("a"); h.Health != HealthCooling || !h.Until.Equal(clock.Now().Add(10*time.Second)) || !strings.Contains(h.Reason, "429") {
+	if h := e.health("a"); h.Health != live.HealthCooling || !h.Until.Equal(clock.Now().Add(10*time.Second)) || !strings.Contains(h.Reason, "429") {
 		t.Errorf("health = %+v, want cooling 10s for the 429", h)
 	}
 	// m2 cools only for the headers' reset.
@@ -216,7 +217,7 @@ func TestRateLimitHeadersWith429(t *testing.T) {
 	if !e.gw.ResetHealth(ctx, "a") {
 		t.Fatal("ResetHealth(a) = false")
 	}
-	if h := e.health("a"); h.Health != HealthOK {
+	if h := e.health("a"); h.Health != live.HealthOK {
 		t.Errorf("health after ResetHealth = %+v, want ok", h)
 	}
 	e.mustBehave("ka", upstreamtest.Behavior{})
@@ -260,11 +261,11 @@ func TestRateLimitHeadersCountTokensIgnored(t *testing.T) {
 	if r := e.post(ctx, "/v1/messages/count_tokens", body); r.status != http.StatusOK {
 		t.Fatalf("count_tokens: status %d, want 200: %s", r.status, r.body)
 	}
-	if h := e.health("a"); h.Health != HealthOK {
+	if h := e.health("a"); h.Health != live.HealthOK {
 		t.Errorf("health after count_tokens = %+v, want ok", h)
 	}
 	expectVia(t, e.post(ctx, "/v1/messages", `{"model":"claude-x","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`), "conn-a")
-	if h := e.health("a"); h.Health != HealthCooling || h.Reason != reasonRateLimitHeaders {
+	if h := e.health("a"); h.Health != live.HealthCooling || h.Reason != reasonRateLimitHeaders {
 		t.Errorf("health after messages = %+v, want cooling for %q", h, reasonRateLimitHeaders)
 	}
 }
