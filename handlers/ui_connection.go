@@ -27,6 +27,7 @@ func (s *Server) uiConnections(w http.ResponseWriter, r *http.Request, rq *uiReq
 		health[c.ID] = c.Health
 	}
 	v := web.ConnectionList{LiveURL: "/live", LiveIntervalMs: liveInterval}
+	loads := connectionLoads(snap.Gates)
 	for _, c := range conns {
 		o, _ := limits.Normalize(c.RateLimitOverrides)
 		row := web.ConnectionRow{
@@ -36,7 +37,7 @@ func (s *Server) uiConnections(w http.ResponseWriter, r *http.Request, rq *uiReq
 		if o.MaxConcurrent != nil {
 			row.MaxConcurrent = *o.MaxConcurrent
 		}
-		row.InFlight, row.Queued = connectionLoad(snap.Gates, c.ID)
+		row.InFlight, row.Queued = loads[c.ID].InFlight, loads[c.ID].Queued
 		v.Items = append(v.Items, row)
 	}
 	return s.uiRender(w, r, rq, http.StatusOK, web.ConnectionsPage(s.uiPage(r, rq), v))

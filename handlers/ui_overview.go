@@ -81,30 +81,47 @@ func connectionStatus(c store.Connection, h live.Connection) web.ConnectionStatu
 	return web.ConnectionStatus{Connection: h, Enabled: c.Enabled}
 }
 
-// uiLive serves GET /live, the JSON static/app.js polls: the body of GET
-// /api/v1/gates, for a signed-in user. It also feeds the history.
+// liveView is the JSON static/app.js polls: the body of GET /api/v1/gates plus each
+// connection's load as the connections list shows it (connectionLoad), so the page
+// never rebuilds a gate key.
+type liveView struct {
+	GatesView
+	ConnectionLoad map[string]connLoadView `json:"connectionLoad"`
+}
+
+type connLoadView struct {
+	InFlight int `json:"inFlight"`
+	Queued   int `json:"queued"`
+}
+
+// uiLive serves GET /live for a signed-in user. It also feeds the history.
 func (s *Server) uiLive(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
-	s.dash.history.observe(rq.now, s.liveSnapshot().Gates)
+	snap := s.liveSnapshot()
+	s.dash.history.observe(rq.now, snap.Gates)
 	if err := s.dash.sessions.save(r, w, rq.sess); err != nil {
 		return err
 	}
-	return s.getGates(w, r)
+	v := liveView{GatesView: newGatesView(snap), ConnectionLoad: connectionLoads(snap.Gates)}
+	return writeJSON(w, http.StatusOK, v, "")
 }
 
-// connectionLoad sums the live load of connection id: in flight on its connection
-// gate, queued on any of its gates.
-func connectionLoad(gates []live.Gate, id string) (inFlight, queued int) {
+// connectionLoads sums the live load of every connection: in flight on its
+// connection gate, queued on any of its gates (connection and model), by id.
+func connectionLoads(gates []live.Gate) map[string]connLoadView {
+	out := make(map[string]connLoadView)
 	for _, g := range gates {
-		if g.ConnectionID != id {
+		if g.ConnectionID == "" {
 			continue
 		}
+		l := out[g.ConnectionID]
 		switch g.Level {
 		case live.LevelConnection:
-			inFlight += g.InFlight
-			queued += g.Queued
+			l.InFlight += g.InFlight
+			l.Queued += g.Queued
 		case live.LevelModel:
-			queued += g.Queued
+			l.Queued += g.Queued
 		}
+		out[g.ConnectionID] = l
 	}
-	return inFlight, queued
+	return out
 }

@@ -148,11 +148,8 @@
     // The connections list: each row's load, as the server renders it — in flight
     // on the connection gate, queued on any of the connection's gates.
     root.querySelectorAll("tr[data-conn]").forEach(function (row) {
-      var id = row.getAttribute("data-conn"), conn = gates["connection:" + id], prefix = "model:" + id + ":";
-      var inF = conn ? conn.inFlight || 0 : 0, q = conn ? conn.queued || 0 : 0;
-      (data.gates || []).forEach(function (g) {
-        if (g.key.indexOf(prefix) === 0) q += g.queued || 0;
-      });
+      var load = (data.connectionLoad || {})[row.getAttribute("data-conn")] || {};
+      var inF = load.inFlight || 0, q = load.queued || 0;
       setText(row.querySelector('[data-live-conn="inflight"]'), String(inF));
       var qc = row.querySelector('[data-live-conn="queued"]');
       setText(qc, String(q));
