@@ -94,12 +94,9 @@ func (x *exchange) attempt(p pick) attemptResult {
 	u.RawQuery = x.r.URL.RawQuery
 	hdr := make(http.Header, len(x.r.Header)+1)
 	copyRequestHeader(hdr, x.r.Header)
+	// Accept-Encoding is never forwarded (forwardRequestHeader), so usage
+	// read from the body as it passes arrives uncompressed.
 	hdr[c.authHeader] = c.authValue
-	if c.lim.countsTokens() {
-		// Usage is read from the body as it passes: it must arrive
-		// uncompressed.
-		delete(hdr, "Accept-Encoding")
-	}
 	var span trace.Span
 	if g.tracer != nil {
 		ctx, span = x.startAttempt(ctx, t, &u, hdr)
@@ -131,6 +128,12 @@ func (x *exchange) attempt(p pick) attemptResult {
 		x.observeUpstream(c, t0)
 		t.stats.count(0)
 		switch {
+		case shuttingDown(x.r.Context()):
+			// Cut by the shutdown bound before the upstream answered.
+			p.done(errBreakerExcluded)
+			x.setQueueHeader(c)
+			writeError(x.w, x.st, errShuttingDown)
+			return attemptAnswered
 		case x.r.Context().Err() != nil:
 			p.done(errBreakerExcluded)
 			return attemptAnswered

@@ -248,6 +248,10 @@ func (x *exchange) queue(cand *candidates) (pick, *apiError) {
 				}
 				return pick{}, errClientGone
 			}
+			if ae.Code == admission.CodeShuttingDown {
+				x.waited += ae.Waited
+				return pick{}, errShuttingDown
+			}
 			if ae.Code == admission.CodeQueueFull {
 				g.metrics.rejectQueueFull.Inc()
 				if full == nil {

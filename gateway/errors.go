@@ -27,6 +27,13 @@ const (
 	// CodeClusterUnavailable (503) means cluster mode runs fail-closed and
 	// its shared admission store (Redis) cannot be reached.
 	CodeClusterUnavailable = admission.CodeUnavailable
+	// CodeShuttingDown (503, Retry-After 1) answers a request that was
+	// queued, or arrived, after Drain, and one cut when the shutdown bound
+	// ran out.
+	CodeShuttingDown = admission.CodeShuttingDown
+	// CodeRequestTimeout (408) answers a request whose body did not arrive
+	// within the server's body read bound.
+	CodeRequestTimeout = "REQUEST_TIMEOUT"
 )
 
 // Header names the gateway sets on responses.
@@ -59,6 +66,8 @@ func errorType(status int) string {
 		return "invalid_request_error"
 	case http.StatusRequestEntityTooLarge:
 		return "request_too_large"
+	case http.StatusRequestTimeout:
+		return "timeout_error"
 	case http.StatusUnauthorized:
 		return "authentication_error"
 	case http.StatusForbidden:

@@ -12,6 +12,7 @@ package gateway
 import (
 	"cmp"
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -97,7 +98,9 @@ type Gateway struct {
 	applyMu sync.Mutex // serialises Apply
 	state   atomic.Pointer[state]
 	closed  atomic.Bool
-	rotate  atomic.Uint64 // spreads ties among equal priorities
+	// draining is set by Drain: requests get 503 SHUTTING_DOWN.
+	draining atomic.Bool
+	rotate   atomic.Uint64 // spreads ties among equal priorities
 
 	healthMu sync.Mutex
 	health   map[string]*connHealth // by connection id
@@ -245,6 +248,24 @@ func (g *Gateway) Close() {
 	if g.ownTransport != nil {
 		g.ownTransport.CloseIdleConnections()
 	}
+}
+
+// ErrShuttingDown is the cause with which a server cancels the contexts of
+// the requests still running when its shutdown bound runs out (for example
+// through http.Server.BaseContext and context.WithCancelCause): a stream
+// then gets an SSE error event SHUTTING_DOWN before it is cut, a request not
+// answered yet gets 503 SHUTTING_DOWN.
+var ErrShuttingDown = errors.New("gateway: shutting down")
+
+// Drain begins a shutdown: every request still queued for a permit gets 503
+// SHUTTING_DOWN with Retry-After 1 at once (its client may retry on another
+// replica; waiting out a shutdown helps nobody), and so does every request
+// after it, including a failover attempt of one in flight. Requests in
+// flight run on and release their permits as usual. It drains the
+// admission controller, a shared one included, and is idempotent.
+func (g *Gateway) Drain() {
+	g.draining.Store(true)
+	g.ctrl.Drain()
 }
 
 // ResetHealth clears the cooldowns, suspension and circuit breaker of the

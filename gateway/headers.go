@@ -5,16 +5,25 @@ import (
 	"strings"
 )
 
-// Hop-by-hop and client-credential headers are never forwarded upstream.
-func skipRequestHeader(k string) bool {
+// forwardRequestHeader reports whether the client's header k (in canonical
+// form) is sent upstream. It is an allowlist (DESIGN.md, "Headers sent
+// upstream"): the client's credentials never go, nor do headers that pick
+// the account under the connection's key (OpenAI-Organization,
+// OpenAI-Project), nor cookies, proxy or hop-by-hop headers, nor anything
+// else a client may make up. Accept-Encoding stays out too, so upstream
+// answers arrive uncompressed, as the usage tap needs them.
+func forwardRequestHeader(k string) bool {
 	switch k {
-	case "Authorization", "X-Api-Key", "Cookie", "Host", "Content-Length",
-		"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authorization",
-		"Proxy-Authenticate", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
+	case "Content-Type", "Accept", "User-Agent", "Anthropic-Version", "Anthropic-Beta",
+		"Openai-Beta", "Idempotency-Key", "Traceparent", "Tracestate":
 		return true
 	}
-	return false
+	return len(k) > len(stainlessPrefix) && strings.HasPrefix(k, stainlessPrefix)
 }
+
+// stainlessPrefix starts the SDK telemetry headers of the OpenAI and
+// Anthropic SDKs (X-Stainless-Lang, X-Stainless-Retry-Count, …).
+const stainlessPrefix = "X-Stainless-"
 
 func skipResponseHeader(k string) bool {
 	switch k {
@@ -25,18 +34,24 @@ func skipResponseHeader(k string) bool {
 	return false
 }
 
-// copyRequestHeader copies src into dst without hop-by-hop headers (those
-// named in Connection too) and without the client's credentials. Value
-// slices are shared: neither side is modified afterwards.
+// copyRequestHeader copies into dst the headers of src that
+// forwardRequestHeader allows, less any that src's Connection header names
+// as hop-by-hop. Value slices are shared: neither side is modified
+// afterwards. It allocates nothing beyond dst's own growth.
 func copyRequestHeader(dst, src http.Header) {
 	for k, vv := range src {
-		if !skipRequestHeader(k) {
+		if forwardRequestHeader(k) {
 			dst[k] = vv
 		}
 	}
 	for _, v := range src["Connection"] {
 		for name := range strings.SplitSeq(v, ",") {
-			delete(dst, http.CanonicalHeaderKey(strings.TrimSpace(name)))
+			name = strings.TrimSpace(name)
+			for k := range dst {
+				if strings.EqualFold(k, name) {
+					delete(dst, k)
+				}
+			}
 		}
 	}
 }

@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +39,16 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ss != nil {
 		ss.end(x)
 	}
+}
+
+// errShuttingDown answers a request queued, or arriving, after Drain, and
+// one cut by ErrShuttingDown before its answer started.
+var errShuttingDown = &apiError{status: http.StatusServiceUnavailable, code: CodeShuttingDown, retryAfter: 1,
+	message: "Gatehouse is shutting down; retry on another replica"}
+
+// shuttingDown reports whether ctx was cancelled with cause ErrShuttingDown.
+func shuttingDown(ctx context.Context) bool {
+	return ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrShuttingDown)
 }
 
 // errAnswered is prepare's answer when it has answered the client itself.
@@ -76,6 +88,9 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 	case g.auth == nil || !g.auth(r.Context(), secret):
 		return x, &apiError{status: http.StatusUnauthorized, code: CodeInvalidKey, message: "invalid client key"}
 	}
+	if g.draining.Load() {
+		return x, errShuttingDown
+	}
 	s := g.state.Load()
 	if s == nil || g.closed.Load() {
 		return x, &apiError{status: http.StatusServiceUnavailable, code: CodeNotReady, retryAfter: 1,
@@ -103,6 +118,14 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 		if errors.Is(err, errBodyTooLarge) {
 			return x, &apiError{status: http.StatusRequestEntityTooLarge, code: CodeBodyTooLarge,
 				message: "request body exceeds " + strconv.FormatInt(g.maxBody, 10) + " bytes"}
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// The server's body read bound (a read deadline) ran out; the
+			// connection is closed after this answer (a half-read body
+			// cannot be skipped).
+			w.Header().Set("Connection", "close")
+			return x, &apiError{status: http.StatusRequestTimeout, code: CodeRequestTimeout,
+				message: "the request body did not arrive in time"}
 		}
 		if r.Context().Err() == nil {
 			return x, &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: "could not read the request body"}

@@ -68,6 +68,14 @@ func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap 
 			return
 		}
 		if x.r.Context().Err() != nil {
+			if shuttingDown(x.r.Context()) {
+				// The shutdown bound ran out: a stream ends with an error
+				// event, any other body is aborted.
+				if !sse {
+					panic(http.ErrAbortHandler)
+				}
+				sw.event(appendSSEError(buf[:0], x.st, errShuttingDown))
+			}
 			return
 		}
 		e := &apiError{status: http.StatusBadGateway, code: CodeUpstreamStreamErr, message: "the upstream stream broke off"}

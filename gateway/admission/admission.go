@@ -60,6 +60,7 @@ type Controller struct {
 	waiters     int // waiters parked anywhere
 	free        []*waiter
 	totals      Totals
+	draining    bool // set by Drain: nobody is let in or parked any more
 	// scratch for ledger calls, so nothing on the hot path allocates
 	ids, caps [maxPath]int
 }
@@ -86,7 +87,8 @@ func New(opts Options) *Controller {
 
 // Acquire waits until every gate on req's path has room, takes one slot in
 // each, and returns the Permit that holds them. It returns an *Error (matching
-// ErrTimeout or ErrQueueFull) when it gives up, ctx.Err() when ctx ends first,
+// ErrTimeout or ErrQueueFull, or ErrShuttingDown after Drain) when it gives
+// up, ctx.Err() when ctx ends first,
 // and a plain error for a malformed path (more than 8 gates, a gate twice).
 // If ctx is already done but every gate has room, Acquire may still succeed.
 //
@@ -103,7 +105,7 @@ func (c *Controller) Acquire(ctx context.Context, req Request) (p *Permit, err e
 // TryAcquire admits req only if it can be admitted right now: every gate on
 // its path has room, which also means no earlier waiter could use those slots
 // (waiters are parked only on full gates). It never waits and counts nothing
-// when it fails.
+// when it fails. After Drain it always fails.
 func (c *Controller) TryAcquire(req Request) (*Permit, bool) {
 	p := &Permit{}
 	if !c.tryAcquire(&req, p) {
@@ -125,6 +127,9 @@ func (c *Controller) acquire(ctx context.Context, req *Request, p *Permit) error
 func (c *Controller) tryAcquire(req *Request, p *Permit) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.draining {
+		return false
+	}
 	n, err := c.resolve(req.Gates, &p.gates)
 	if err != nil {
 		return false
@@ -142,6 +147,9 @@ func (c *Controller) submit(ctx context.Context, req *Request, p *Permit) (*wait
 	n, err := c.resolve(req.Gates, &p.gates)
 	if err != nil {
 		return nil, err
+	}
+	if c.draining {
+		return nil, c.shuttingDown(req, p.gates[:n])
 	}
 	blocked := -1
 	if n > 0 {
@@ -202,6 +210,9 @@ func (c *Controller) wait(ctx context.Context, req *Request, w *waiter, p *Permi
 	select {
 	case <-w.ch:
 		c.mu.Lock()
+		if w.state == stateDrained {
+			err = w.drained
+		}
 	case <-ctx.Done():
 		c.mu.Lock()
 		err = c.abandon(w, ctx.Err())
@@ -214,6 +225,11 @@ func (c *Controller) wait(ctx context.Context, req *Request, w *waiter, p *Permi
 	}
 	if err == nil {
 		c.collect(w, p)
+	} else if w.state == stateDrained {
+		select {
+		case <-w.ch: // Drain's wake-up, if the wait ended otherwise
+		default:
+		}
 	}
 	c.recycle(w)
 	c.mu.Unlock()
@@ -226,6 +242,9 @@ func (c *Controller) wait(ctx context.Context, req *Request, w *waiter, p *Permi
 func (c *Controller) abandon(w *waiter, cause error) error {
 	if w.state == stateAdmitted {
 		return nil
+	}
+	if w.state == stateDrained {
+		return w.drained
 	}
 	g := w.on
 	c.unpark(w)
@@ -243,6 +262,45 @@ func (c *Controller) abandon(w *waiter, cause error) error {
 		Waited:     c.now().Sub(w.start),
 		RetryAfter: c.pathWait(w.path[:w.n]),
 	}
+}
+
+// Drain ends the wait of every parked waiter with an *Error of
+// CodeShuttingDown (matching ErrShuttingDown) naming the gate it was parked
+// on, at once, and makes every later Acquire fail the same way and every
+// later TryAcquire report false: a process that is shutting down tells its
+// queued clients to go elsewhere instead of letting them wait for nothing.
+// Permits already held are not touched; their Release works as before.
+// Drained waiters count as cancels, not as rejections. Drain is idempotent.
+func (c *Controller) Drain() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.draining {
+		return
+	}
+	c.draining = true
+	now := c.now()
+	for _, g := range c.gates {
+		for g.queue.len() > 0 {
+			w := g.queue.head()
+			c.unpark(w)
+			w.state = stateDrained
+			w.drained = &Error{Code: CodeShuttingDown, Gate: GateRef{Level: g.level, Key: g.key}, Waited: now.Sub(w.start)}
+			g.cancels++
+			c.totals.Cancels++
+			w.ch <- struct{}{}
+		}
+	}
+}
+
+// shuttingDown is the rejection of a request that arrives after Drain,
+// naming the gate whose queue it would have joined. c.mu must be held.
+func (c *Controller) shuttingDown(req *Request, path []*gate) *Error {
+	e := &Error{Code: CodeShuttingDown}
+	if len(path) > 0 {
+		g := c.queueGate(req, path)
+		e.Gate = GateRef{Level: g.level, Key: g.key}
+	}
+	return e
 }
 
 // collect moves an admitted waiter's result into p. c.mu must be held.

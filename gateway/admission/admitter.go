@@ -26,6 +26,9 @@ type Admitter interface {
 	EstimateWait(req Request) time.Duration
 	SetCaps(caps map[string]int)
 	Stats() []GateStats
+	// Drain ends every wait with an *Error of CodeShuttingDown and refuses
+	// every later request the same way (the process is shutting down).
+	Drain()
 }
 
 // CodeUnavailable is the `code` the gateway sends with 503 when a shared
@@ -68,6 +71,9 @@ func (l Local) EstimateWait(req Request) time.Duration { return l.C.EstimateWait
 
 // SetCaps is Controller.SetCaps.
 func (l Local) SetCaps(caps map[string]int) { l.C.SetCaps(caps) }
+
+// Drain is Controller.Drain.
+func (l Local) Drain() { l.C.Drain() }
 
 // Stats is Controller.Stats.
 func (l Local) Stats() []GateStats { return l.C.Stats() }

@@ -12,6 +12,9 @@ const (
 	CodeTimeout = "SEMAPHORE_TIMEOUT"
 	// CodeQueueFull: the request would have had to wait, and its queue was full.
 	CodeQueueFull = "SEMAPHORE_QUEUE_FULL"
+	// CodeShuttingDown: the controller was drained (the process is shutting
+	// down), so the request's wait ended, or it was not let in, at once.
+	CodeShuttingDown = "SHUTTING_DOWN"
 )
 
 // Sentinels matched by errors.Is against an *Error of the same code.
@@ -20,16 +23,20 @@ var (
 	ErrTimeout = errors.New("admission: timed out waiting for a slot")
 	// ErrQueueFull matches an *Error whose Code is CodeQueueFull.
 	ErrQueueFull = errors.New("admission: queue full")
+	// ErrShuttingDown matches an *Error whose Code is CodeShuttingDown.
+	ErrShuttingDown = errors.New("admission: shutting down")
 )
 
-// Error is a rejection by the controller: a timeout or a full queue. A
-// cancelled context is never an *Error; Acquire returns ctx.Err() then.
+// Error is a rejection by the controller: a timeout, a full queue, or a
+// drained controller. A cancelled context is never an *Error; Acquire
+// returns ctx.Err() then.
 type Error struct {
-	// Code is CodeTimeout or CodeQueueFull.
+	// Code is CodeTimeout, CodeQueueFull or CodeShuttingDown.
 	Code string
 	// Gate is the gate that blocked the request: for a timeout the full gate
 	// it was parked on when its time ran out, for a full queue the gate whose
-	// queue (Request.QueueKey) was full.
+	// queue (Request.QueueKey) was full, for a drained controller the gate
+	// it was parked on (or whose queue it would have joined).
 	Gate GateRef
 	// Waited is how long the request waited (0 for a full queue).
 	Waited time.Duration
@@ -51,6 +58,8 @@ func (e *Error) Is(target error) bool {
 		return e.Code == CodeTimeout
 	case ErrQueueFull:
 		return e.Code == CodeQueueFull
+	case ErrShuttingDown:
+		return e.Code == CodeShuttingDown
 	}
 	return false
 }

@@ -57,6 +57,7 @@ const (
 	stateWaiting uint8 = iota
 	stateAdmitted
 	stateGone
+	stateDrained // its wait was ended by Drain
 )
 
 // waiter is a request parked on exactly one full gate. Fields other than ch
@@ -72,6 +73,7 @@ type waiter struct {
 	deadline  time.Time // zero = none of its own (the context may still end it)
 	state     uint8
 	admitted  time.Time // set when admitted
+	drained   *Error    // set by Drain
 	ch        chan struct{}
 	timer     *time.Timer
 }

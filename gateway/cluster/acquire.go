@@ -128,6 +128,9 @@ func (c *Controller) beginLocked(req admission.Request) (*waiter, error) {
 	if c.closed {
 		return nil, ErrClosed
 	}
+	if c.draining {
+		return nil, &admission.Error{Code: admission.CodeShuttingDown}
+	}
 	path := make([]*gateState, len(req.Gates))
 	for i, r := range req.Gates {
 		if r.Key == "" {
@@ -254,6 +257,8 @@ func (c *Controller) wait(ctx context.Context, req admission.Request, w *waiter,
 			return nil, c.giveUp(w, nil, start)
 		case <-c.closing:
 			return nil, c.giveUp(w, ErrClosed, start)
+		case <-c.drained:
+			return nil, c.giveUp(w, errDrained, start)
 		}
 		if c.down.Load() {
 			c.mu.Lock()
@@ -297,7 +302,8 @@ func (c *Controller) wait(ctx context.Context, req admission.Request, w *waiter,
 
 // giveUp takes w out of its queue, locally and in Redis, and returns the
 // error for its caller: a timeout (*admission.Error) when cause is nil,
-// else cause (ctx.Err() or ErrClosed), counted as a cancel.
+// else cause (ctx.Err() or ErrClosed; errDrained becomes a SHUTTING_DOWN
+// *admission.Error), counted as a cancel.
 func (c *Controller) giveUp(w *waiter, cause error, start time.Time) error {
 	c.mu.Lock()
 	g := w.path[w.on]
@@ -309,6 +315,10 @@ func (c *Controller) giveUp(w *waiter, cause error, start time.Time) error {
 		g.cancels++
 		c.totals.Cancels++
 		err = cause
+		if cause == errDrained {
+			err = &admission.Error{Code: admission.CodeShuttingDown,
+				Gate: admission.GateRef{Level: g.level, Key: g.key}, Waited: time.Since(start)}
+		}
 	} else {
 		g.timeouts++
 		c.totals.Timeouts++

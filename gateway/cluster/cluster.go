@@ -135,6 +135,7 @@ type Controller struct {
 	base    context.Context // for Redis calls; never cancelled
 	stop    context.CancelFunc
 	closing chan struct{}
+	drained chan struct{} // closed by Drain
 	wg      sync.WaitGroup
 	ps      *redis.PubSub
 	subSync chan struct{} // capped gates changed: resubscribe
@@ -156,6 +157,7 @@ type Controller struct {
 	lostLeases int64
 	downErr    error // why Redis was last found unreachable
 	closed     bool
+	draining   bool // set by Drain
 
 	// queuedHook, when set (tests only), runs after Acquire's first script
 	// queued a request and before the request is parked locally.
@@ -188,6 +190,7 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 		log:         cmp.Or(opts.Logger, slog.Default()),
 		keys:        newKeyspace(cmp.Or(opts.Prefix, DefaultPrefix)),
 		closing:     make(chan struct{}),
+		drained:     make(chan struct{}),
 		subSync:     make(chan struct{}, 1),
 		fallback:    admission.New(admission.Options{DefaultHold: opts.DefaultHold}),
 		caps:        make(map[string]int),
@@ -259,6 +262,26 @@ func (c *Controller) Close(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Drain ends every wait with an *admission.Error of CodeShuttingDown
+// (matching admission.ErrShuttingDown), removing the waiters' queue entries
+// from Redis, and makes every later Acquire fail the same way and every later
+// TryAcquire report false, as admission.Controller.Drain does. Permits held
+// are not touched. Call Close after the gateway has drained.
+func (c *Controller) Drain() {
+	c.mu.Lock()
+	if c.draining {
+		c.mu.Unlock()
+		return
+	}
+	c.draining = true
+	close(c.drained)
+	c.mu.Unlock()
+	c.fallback.Drain()
+}
+
+// errDrained is giveUp's cause for a wait ended by Drain.
+var errDrained = errors.New("cluster: drained")
 
 // op is the context of one Redis call made on the controller's behalf.
 func (c *Controller) op() (context.Context, context.CancelFunc) {

@@ -56,6 +56,9 @@ type Options struct {
 	ArrivalsKept int
 	// MaxBodyBytes limits request bodies. Default 8 MiB.
 	MaxBodyBytes int64
+	// RecordHeaders keeps the headers of every API request, for
+	// ReceivedHeaders. Default off (it costs a copy per request).
+	RecordHeaders bool
 }
 
 func (o Options) withDefaults() Options {
@@ -96,6 +99,7 @@ type Server struct {
 	lastKey     map[string]string
 	def         *programmed
 	keyBehavior map[string]*programmed
+	headers     []http.Header // with Options.RecordHeaders
 	changed     chan struct{} // non-nil while WaitUntil waits
 	httpSrv     *http.Server
 	url         string
@@ -333,6 +337,19 @@ func (s *Server) putScratch(sc *scratch) {
 	s.scratch.Put(sc)
 }
 
+// ReceivedHeaders returns the headers of every API request received so far,
+// in arrival order, when Options.RecordHeaders is set (else nil). Reset
+// forgets them.
+func (s *Server) ReceivedHeaders() []http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]http.Header, len(s.headers))
+	for i, h := range s.headers {
+		out[i] = h.Clone()
+	}
+	return out
+}
+
 // apiKey takes the key from "Authorization: Bearer" or x-api-key.
 func apiKey(r *http.Request) string {
 	if v := r.Header["Authorization"]; len(v) > 0 {
@@ -361,6 +378,12 @@ type answer struct {
 
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, rt route, st style) {
 	now := time.Now()
+	if s.opts.RecordHeaders {
+		h := r.Header.Clone()
+		s.mu.Lock()
+		s.headers = append(s.headers, h)
+		s.mu.Unlock()
+	}
 	key := apiKey(r)
 	sc := s.getScratch()
 	defer s.putScratch(sc)
