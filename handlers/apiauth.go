@@ -59,6 +59,18 @@ func (s *Server) authenticate(r *http.Request, need access) (store.APIToken, err
 	return tok, nil
 }
 
+// requireToken serves next only to a caller with an API token of any role (viewer or
+// admin); others get the API's 401 problem.
+func (s *Server) requireToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := s.authenticate(r, accessRead); err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // unauthorized is a 401 with a Bearer challenge; code is the RFC 6750 error code, if any.
 func unauthorized(detail, code string) *apiError {
 	challenge := wwwAuthenticate

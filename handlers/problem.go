@@ -73,6 +73,8 @@ func problemFor(err error) (p problem, header http.Header, unexpected bool) {
 		fe = ae.fields
 	case errors.As(err, &fe) && len(fe) > 0:
 		status, detail = http.StatusUnprocessableEntity, "the request has invalid fields"
+	case isBodyTimeout(err):
+		status, detail = http.StatusRequestTimeout, "the request body did not arrive in time"
 	case errors.As(err, &tooBig):
 		status = http.StatusRequestEntityTooLarge
 		detail = "the request body is larger than " + strconv.FormatInt(tooBig.Limit, 10) + " bytes"

@@ -15,7 +15,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	if s.deps.Metrics != nil {
-		mux.Handle("GET /metrics", s.deps.Metrics)
+		// Connection names, ids, models, caps and health: for API tokens only.
+		mux.Handle("GET /metrics", s.requireToken(s.deps.Metrics))
 	}
 
 	// REST API (API tokens; JSON and problem+json). The list is below, so tests can
@@ -76,7 +77,7 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("/v1", s.deps.Gateway)
 	}
 
-	return mux
+	return bodyDeadline(s.deps.BodyReadTimeout, mux)
 }
 
 // apiRoutes lists every /api/v1 route: pattern, who may call it, handler. Reads take

@@ -41,8 +41,13 @@ type Deps struct {
 	Gateway http.Handler
 	// Gates provides live admission stats (may be nil).
 	Gates GateSource
-	// Metrics serves /metrics (may be nil).
+	// Metrics serves /metrics (may be nil). On this handler it needs an API token of
+	// any role; a scraper without one uses a listener of its own (GATEHOUSE_METRICS_ADDR).
 	Metrics http.Handler
+	// BodyReadTimeout bounds how long a request body may take to arrive after the
+	// handler starts (GATEHOUSE_BODY_READ_TIMEOUT): past it the request gets 408 and
+	// its connection is closed, on every route. 0 sets no bound.
+	BodyReadTimeout time.Duration
 	// Ready reports readiness for /readyz: ok and a human-readable detail.
 	Ready func() (ok bool, detail string)
 	// SecureCookies marks session cookies Secure (set when served behind TLS).

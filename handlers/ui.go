@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -238,7 +239,7 @@ func (s *Server) uiFlash(w http.ResponseWriter, r *http.Request, rq *uiRequest, 
 }
 
 // uiFail maps err to an error page: uiStatus errors as they say, ErrNotFound as
-// 404, ErrUnavailable as 503 with Retry-After (as the API does, see problemFor)
+// 404, a body that did not arrive in time as 408, ErrUnavailable as 503 with Retry-After (as the API does, see problemFor)
 // and a page saying the database is away, anything else as 500; the 503 and the
 // 500 are logged once.
 func (s *Server) uiFail(w http.ResponseWriter, r *http.Request, rq *uiRequest, err error) {
@@ -252,6 +253,8 @@ func (s *Server) uiFail(w http.ResponseWriter, r *http.Request, rq *uiRequest, e
 		status, key = http.StatusNotFound, "error.notFound"
 	case errors.As(err, &mbe):
 		status, key = http.StatusRequestEntityTooLarge, "status.other"
+	case isBodyTimeout(err):
+		status, key = http.StatusRequestTimeout, "status.other"
 	case errors.Is(err, store.ErrUnavailable):
 		// The gateway keeps serving on its last config; the dashboard waits for the database.
 		status, key = http.StatusServiceUnavailable, "error.unavailable"
@@ -270,7 +273,9 @@ func (s *Server) uiFail(w http.ResponseWriter, r *http.Request, rq *uiRequest, e
 		p.User = &web.User{Email: rq.user.Email, Role: rq.user.Role}
 	}
 	var buf bytes.Buffer
-	if rerr := web.ErrorPage(p, status, rq.l.T(key)).Render(r.Context(), &buf); rerr != nil {
+	// Not r.Context(): net/http cancels it when a body read fails, and the page is
+	// still owed (a 408 after a body that did not arrive in time).
+	if rerr := web.ErrorPage(p, status, rq.l.T(key)).Render(context.WithoutCancel(r.Context()), &buf); rerr != nil {
 		s.log.ErrorContext(r.Context(), "dashboard: render error page", slog.Any("error", rerr))
 		http.Error(w, http.StatusText(status), status)
 		return
@@ -285,7 +290,7 @@ func (s *Server) uiFail(w http.ResponseWriter, r *http.Request, rq *uiRequest, e
 func uiForm(r *http.Request) (url.Values, error) {
 	if err := r.ParseForm(); err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		if errors.As(err, &mbe) || isBodyTimeout(err) {
 			return nil, err
 		}
 		return nil, errUIBadForm
