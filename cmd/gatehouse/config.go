@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 )
 
 // config is every setting of DESIGN.md's configuration table. Environment variables set
@@ -25,6 +26,9 @@ type config struct {
 	ClusterFailMode    string
 	ClusterLeaseTTL    string
 	TrustedProxies     string
+	MetricsAddr        string
+	ShutdownTimeout    string
+	BodyReadTimeout    string
 	Demo               bool
 }
 
@@ -63,7 +67,28 @@ func addServeFlags(fs *flag.FlagSet, cfg *config, getenv func(string) string) {
 	fs.StringVar(&cfg.ClusterFailMode, "cluster-fail-mode", env("GATEHOUSE_CLUSTER_FAIL_MODE", "fail-open"), "fail-open or fail-closed (GATEHOUSE_CLUSTER_FAIL_MODE)")
 	fs.StringVar(&cfg.ClusterLeaseTTL, "cluster-lease-ttl", env("GATEHOUSE_CLUSTER_LEASE_TTL", ""), "cluster mode: how long a dead replica's slots stay taken, e.g. 15s (GATEHOUSE_CLUSTER_LEASE_TTL; default 15s)")
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", env("GATEHOUSE_TRUSTED_PROXIES", ""), "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (GATEHOUSE_TRUSTED_PROXIES)")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", env("GATEHOUSE_METRICS_ADDR", ""), "a second listener serving only /metrics, without auth (GATEHOUSE_METRICS_ADDR); unset = none")
+	fs.StringVar(&cfg.ShutdownTimeout, "shutdown-timeout", env("GATEHOUSE_SHUTDOWN_TIMEOUT", "30s"), "after SIGTERM/SIGINT, how long in-flight requests and streams may finish (GATEHOUSE_SHUTDOWN_TIMEOUT)")
+	fs.StringVar(&cfg.BodyReadTimeout, "body-read-timeout", env("GATEHOUSE_BODY_READ_TIMEOUT", "30s"), "a request body not fully arrived by then gets 408 (GATEHOUSE_BODY_READ_TIMEOUT)")
 	fs.BoolVar(&cfg.Demo, "demo", false, "managed Postgres, an admin, a client key, a fake upstream with demo connections")
+}
+
+// serveTimeouts parses GATEHOUSE_SHUTDOWN_TIMEOUT and GATEHOUSE_BODY_READ_TIMEOUT.
+func serveTimeouts(cfg *config) (shutdown, bodyRead time.Duration, err error) {
+	parse := func(name, v string) (time.Duration, error) {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return 0, fmt.Errorf("%s %q: want a positive duration such as 30s", name, v)
+		}
+		return d, nil
+	}
+	if shutdown, err = parse("GATEHOUSE_SHUTDOWN_TIMEOUT", cfg.ShutdownTimeout); err != nil {
+		return 0, 0, err
+	}
+	if bodyRead, err = parse("GATEHOUSE_BODY_READ_TIMEOUT", cfg.BodyReadTimeout); err != nil {
+		return 0, 0, err
+	}
+	return shutdown, bodyRead, nil
 }
 
 // newLogger returns the process logger: JSON unless stderr is a terminal.

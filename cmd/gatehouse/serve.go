@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,8 +21,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
-// shutdownGrace bounds how long in-flight requests and streams may run after a signal.
-const shutdownGrace = 8 * time.Second
+// cutGrace is how long the requests cut when the shutdown timeout has run out get to
+// send their last words (a stream's SSE error event) before their connections close.
+const cutGrace = 2 * time.Second
 
 // traceFlushGrace bounds the export of the spans still buffered at exit.
 const traceFlushGrace = 5 * time.Second
@@ -64,6 +66,10 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	trusted, err := handlers.ParseTrustedProxies(cfg.TrustedProxies)
 	if err != nil {
 		return fmt.Errorf("GATEHOUSE_TRUSTED_PROXIES: %w", err)
+	}
+	shutdownTimeout, bodyReadTimeout, err := serveTimeouts(&cfg)
+	if err != nil {
+		return err
 	}
 	tuneGC(getenv)
 	var shared *clusterMode
@@ -112,6 +118,13 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	defer ln.Close() // Serve closes it; this covers the returns before Serve
+	var metricsLn net.Listener
+	if cfg.MetricsAddr != "" {
+		if metricsLn, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+			return fmt.Errorf("GATEHOUSE_METRICS_ADDR: listen on %s: %w", cfg.MetricsAddr, err)
+		}
+		defer metricsLn.Close()
+	}
 
 	if cfg.Demo {
 		demo, err := startDemo(runCtx, st, &cfg, ln.Addr().String(), stdout, logger)
@@ -146,6 +159,15 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 			return ok, detail + "; " + shared.status()
 		}
 	}
+	// From the shutdown signal on, /readyz answers 503 so that a balancer stops sending.
+	var stopping atomic.Bool
+	loaded := ready
+	ready = func() (bool, string) {
+		if stopping.Load() {
+			return false, "shutting down"
+		}
+		return loaded()
+	}
 	gw := gateway.New(gwOpts)
 	defer gw.Close()
 	loader.gw = gw
@@ -154,43 +176,81 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	bg.Go(func() { loader.run(runCtx) })
 
+	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	srv := handlers.New(handlers.Deps{
-		Store:     st,
-		Logger:    logger,
-		SecretKey: db.secretKey,
-		Gateway:   gw,
-		Gates:     gatesView{gw: gw, cluster: shared},
-		Metrics:   promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
-		Ready:     ready,
-
-		TrustedProxies: trusted,
+		Store:           st,
+		Logger:          logger,
+		SecretKey:       db.secretKey,
+		Gateway:         gw,
+		Gates:           gatesView{gw: gw, cluster: shared},
+		Metrics:         metrics,
+		Ready:           ready,
+		BodyReadTimeout: bodyReadTimeout,
+		TrustedProxies:  trusted,
 	})
+	// Every request's context derives from base: when the shutdown timeout has run out,
+	// cancelling it with gateway.ErrShuttingDown ends streams with an SSE error event.
+	base, cutRequests := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cutRequests(nil)
+	errorLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	httpSrv := &http.Server{
 		Addr:              cfg.Addr,
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ErrorLog:          errorLog,
+		BaseContext:       func(net.Listener) context.Context { return base },
 	}
+	servers := []*http.Server{httpSrv}
 	logger.Info("gatehouse serving", slog.String("addr", ln.Addr().String()))
 	fmt.Fprintf(stdout, "Gatehouse is listening on http://%s\n", ln.Addr())
 
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
+	if metricsLn != nil {
+		// Only /metrics, without auth: for a scraper on a private network.
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metrics)
+		metricsSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, ErrorLog: errorLog}
+		servers = append(servers, metricsSrv)
+		logger.Info("gatehouse metrics", slog.String("addr", metricsLn.Addr().String()))
+		fmt.Fprintf(stdout, "Gatehouse metrics on http://%s/metrics\n", metricsLn.Addr())
+		go func() { serveErr <- metricsSrv.Serve(metricsLn) }()
+	}
 	select {
 	case err := <-serveErr:
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down")
-	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+
+	// Graceful shutdown (DESIGN.md, Processes): readiness off; the queued requests get
+	// 503 SHUTTING_DOWN now (waiting out a shutdown helps nobody); the listeners stop
+	// accepting while in-flight requests and streams finish within the timeout; then
+	// whatever still runs is cut, a stream with an SSE error event first.
+	logger.Info("shutting down", slog.Duration("timeout", shutdownTimeout))
+	stopping.Store(true)
+	gw.Drain()
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
-	if err := httpSrv.Shutdown(shutCtx); err != nil {
-		// Streams still running past the grace period are cut; their permits are
-		// released as their handlers return.
-		logger.Warn("graceful shutdown timed out; closing remaining connections", slog.Any("error", err))
-		_ = httpSrv.Close()
+	var stopped sync.WaitGroup
+	for _, hs := range servers {
+		stopped.Go(func() {
+			if err := hs.Shutdown(shutCtx); err == nil {
+				return
+			}
+			logger.Warn("graceful shutdown timed out; cutting the requests still running",
+				slog.Duration("timeout", shutdownTimeout))
+			cutRequests(gateway.ErrShuttingDown)
+			cutCtx, cancelCut := context.WithTimeout(context.WithoutCancel(ctx), cutGrace)
+			defer cancelCut()
+			if err := hs.Shutdown(cutCtx); err != nil {
+				// Permits are released as the remaining handlers return.
+				_ = hs.Close()
+			}
+		})
 	}
+	stopped.Wait()
 	cancelRun()
 	return nil
 }
