@@ -200,12 +200,14 @@ func gatesQueued(ctx context.Context, client *http.Client, gatehouseURL, apiToke
 	return total, nil
 }
 
-// scrapeRuntime reads Go runtime gauges from Gatehouse's /metrics.
-func scrapeRuntime(ctx context.Context, client *http.Client, gatehouseURL string) (runtimeView, error) {
+// scrapeRuntime reads Go runtime gauges from Gatehouse's /metrics (an API token is
+// needed on the main listener).
+func scrapeRuntime(ctx context.Context, client *http.Client, gatehouseURL, apiToken string) (runtimeView, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, gatehouseURL+"/metrics", nil)
 	if err != nil {
 		return runtimeView{}, err
 	}
+	req.Header.Set("Authorization", "Bearer "+apiToken)
 	resp, err := client.Do(req)
 	if err != nil {
 		return runtimeView{}, err

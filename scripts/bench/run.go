@@ -103,6 +103,10 @@ type env struct {
 	gatehouse, upstream *child
 	gatehouseURL        string // http://127.0.0.1:PORT
 	upstreamBase        string // http://127.0.0.1:PORT/v1
+	// queueUpstream answers after 1 ms, for the queueing scenario: the latency has
+	// to be the upstream's own, since Gatehouse forwards no X-Mock-* header.
+	queueUpstream     *child
+	queueUpstreamBase string
 	apiToken, clientKey string
 	upstreamKey         string
 	bin                 string // the gatehouse binary, for pprof
@@ -225,8 +229,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "bench: queueing scenario: %d concurrent requests on a cap-1 gate ...\n", o.queue)
 		api, tr := newClient(4, 10*time.Second)
 		defer tr.CloseIdleConnections()
-		hdr := http.Header{"X-Mock-Latency-Ms": {"1"}}
-		t := newTarget(e.gatehouseURL+"/v1", e.clientKey, queueModel, false, hdr)
+		t := newTarget(e.gatehouseURL+"/v1", e.clientKey, queueModel, false, nil)
 		var heap func(context.Context) string
 		if o.queueHeap {
 			heap = func(ctx context.Context) string {
@@ -241,7 +244,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		q, err := queueBurst(ctx, t, o.queue, o.queueWait+60*time.Second, e.gatehouse.pid(), func(ctx context.Context) (int, error) {
 			return gatesQueued(ctx, api, e.gatehouseURL, e.apiToken)
 		}, func(ctx context.Context) (runtimeView, error) {
-			return scrapeRuntime(ctx, api, e.gatehouseURL)
+			return scrapeRuntime(ctx, api, e.gatehouseURL, e.apiToken)
 		}, heap)
 		if err != nil {
 			return err
@@ -277,19 +280,30 @@ func start(ctx context.Context, o options, tmp, out, gatehouseBin, upstreamBin s
 		if e.upstream != nil {
 			errs = append(errs, e.upstream.shutdown(15*time.Second))
 		}
+		if e.queueUpstream != nil {
+			errs = append(errs, e.queueUpstream.shutdown(15*time.Second))
+		}
 		errs = append(errs, removeOutsideCluster(filepath.Join(tmp, "data"), tmp))
 		return errors.Join(errs...)
 	}
 
 	up, line, err := startChild(ctx, "mockupstream", upstreamBin,
 		[]string{"-addr", "127.0.0.1:0", "-latency", "0s", "-chunks", "20", "-chunk-interval", "0s",
-			"-models", benchModel + "," + queueModel},
+			"-models", benchModel},
 		childEnv, syscall.SIGTERM, filepath.Join(out, "mockupstream.log"), "mockupstream listening on ")
 	if err != nil {
 		return e, cleanup, err
 	}
 	e.upstream = up
 	e.upstreamBase = strings.Fields(line)[0]
+	qup, line, err := startChild(ctx, "mockupstream", upstreamBin,
+		[]string{"-addr", "127.0.0.1:0", "-latency", "1ms", "-models", queueModel},
+		childEnv, syscall.SIGTERM, filepath.Join(out, "mockupstream-queue.log"), "mockupstream listening on ")
+	if err != nil {
+		return e, cleanup, err
+	}
+	e.queueUpstream = qup
+	e.queueUpstreamBase = strings.Fields(line)[0]
 
 	dataDir := filepath.Join(tmp, "data")
 	if err := os.Mkdir(dataDir, 0o755); err != nil {
@@ -318,7 +332,7 @@ func start(ctx context.Context, o options, tmp, out, gatehouseBin, upstreamBin s
 	}); err != nil {
 		return e, cleanup, err
 	}
-	for _, spec := range benchConnections(e.upstreamBase, e.upstreamKey, o.queueWait) {
+	for _, spec := range benchConnections(e.upstreamBase, e.queueUpstreamBase, e.upstreamKey, o.queueWait) {
 		if err := createConnection(ctx, client, e.gatehouseURL, e.apiToken, spec); err != nil {
 			return e, cleanup, err
 		}

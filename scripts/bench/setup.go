@@ -31,7 +31,7 @@ type connectionSpec struct {
 }
 
 // benchConnections returns the two connections the harness creates.
-func benchConnections(upstreamBase, upstreamKey string, queueWait time.Duration) []connectionSpec {
+func benchConnections(upstreamBase, queueUpstreamBase, upstreamKey string, queueWait time.Duration) []connectionSpec {
 	return []connectionSpec{
 		{
 			Name: "bench", Provider: "mock", APIStyle: "openai", BaseURL: upstreamBase,
@@ -44,7 +44,7 @@ func benchConnections(upstreamBase, upstreamKey string, queueWait time.Duration)
 			},
 		},
 		{
-			Name: "bench-queue", Provider: "mock", APIStyle: "openai", BaseURL: upstreamBase,
+			Name: "bench-queue", Provider: "mock", APIStyle: "openai", BaseURL: queueUpstreamBase,
 			APIKey: upstreamKey, Models: []string{queueModel},
 			RateLimitOverrides: map[string]any{
 				"maxConcurrent":    1,
