@@ -201,3 +201,32 @@ func TestMetricsAuthAndListener(t *testing.T) {
 		t.Errorf("stdout does not name the metrics listener:\n%s", p.stdout)
 	}
 }
+
+// TestServeTimeoutErrors: a bad GATEHOUSE_SHUTDOWN_TIMEOUT or GATEHOUSE_BODY_READ_TIMEOUT
+// (or its flag) stops serve before anything starts, with an error naming the variable.
+func TestServeTimeoutErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, key, value string
+		args             []string
+	}{
+		{"shutdown word", "GATEHOUSE_SHUTDOWN_TIMEOUT", "soon", nil},
+		{"shutdown zero", "GATEHOUSE_SHUTDOWN_TIMEOUT", "0s", nil},
+		{"body negative", "GATEHOUSE_BODY_READ_TIMEOUT", "-1s", nil},
+		{"body flag", "GATEHOUSE_BODY_READ_TIMEOUT", "", []string{"--body-read-timeout", "30"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			env := map[string]string{
+				"GOGC": "100", "GOMEMLIMIT": "off", // serve leaves this process's GC alone
+				"GATEHOUSE_DATA_DIR": t.TempDir(), "GATEHOUSE_ADDR": "127.0.0.1:0", tc.key: tc.value,
+			}
+			var stdout, stderr strings.Builder
+			err := run(t.Context(), append([]string{"serve"}, tc.args...), func(k string) string { return env[k] },
+				strings.NewReader(""), &stdout, &stderr)
+			if err == nil || !strings.Contains(err.Error(), tc.key) {
+				t.Fatalf("serve = %v, want an error naming %s", err, tc.key)
+			}
+		})
+	}
+}
