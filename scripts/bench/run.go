@@ -105,8 +105,8 @@ type env struct {
 	upstreamBase        string // http://127.0.0.1:PORT/v1
 	// queueUpstream answers after 1 ms, for the queueing scenario: the latency has
 	// to be the upstream's own, since Gatehouse forwards no X-Mock-* header.
-	queueUpstream     *child
-	queueUpstreamBase string
+	queueUpstream       *child
+	queueUpstreamBase   string
 	apiToken, clientKey string
 	upstreamKey         string
 	bin                 string // the gatehouse binary, for pprof
