@@ -140,13 +140,21 @@ func TestFailoverBreakerOpensProbesAndCloses(t *testing.T) {
 	}
 	waitFor(t, 3*time.Second, "breaker half-open", func() bool { return e.health("a").Health == live.HealthHalfOpen })
 
-	// Half-open: of four concurrent requests exactly one probes a.
-	e.mustBehave("ka", upstreamtest.Behavior{Latency: 150 * time.Millisecond})
+	// Half-open: of four concurrent requests exactly one probes a. The probe is held
+	// at the upstream until the other three have been answered (by b), so none of
+	// them can arrive after the probe ends, however slow the machine.
+	hold := make(chan struct{})
+	e.mustBehave("ka", upstreamtest.Behavior{Hold: hold})
+	viaB := e.up.Requests("kb", "glm-5")
 	var wg sync.WaitGroup
 	replies := make([]reply, 4)
 	for i := range replies {
 		wg.Go(func() { replies[i] = e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)) })
 	}
+	waitFor(t, 5*time.Second, "one probe at a, three answered by b", func() bool {
+		return e.up.Requests("ka", "glm-5") == 6 && e.up.Requests("kb", "glm-5") == viaB+3
+	})
+	close(hold)
 	wg.Wait()
 	viaA := 0
 	for _, r := range replies {
