@@ -32,8 +32,9 @@ func TestSharedRateLimitHeaderCooldown(t *testing.T) {
 				conns = append(conns, e.conn("b", "kb", 0, limits.Overrides{}))
 			}
 			e.apply(conns...)
+			// A reset long enough that B asks inside it, also on a loaded machine.
 			if err := e.up.SetKeyBehavior("ka", upstreamtest.Behavior{Header: http.Header{
-				"x-ratelimit-remaining-requests": {"0"}, "x-ratelimit-reset-requests": {"5s"}}} // long enough that B asks inside it on a loaded machine); err != nil {
+				"x-ratelimit-remaining-requests": {"0"}, "x-ratelimit-reset-requests": {"5s"}}}); err != nil {
 				t.Fatal(err)
 			}
 			ctx := t.Context()
