@@ -22,6 +22,10 @@ const (
 	// CodeModelKey: a model name that cannot key a per-model cap. Args: the
 	// longest name allowed.
 	CodeModelKey = "modelKey"
+	// CodeModelPattern: an entry of a client key's models list that is not
+	// provider/model, a bare model id or provider/*. Args: the longest entry
+	// allowed.
+	CodeModelPattern = "modelPattern"
 	// CodeProviderKey: a provider name that does not match [a-z0-9-]{1,n}.
 	// Args: n.
 	CodeProviderKey = "providerKey"
@@ -65,6 +69,8 @@ const (
 	CodeNotModelMap = "notModelMap"
 	// CodeNotProviderMap: providers is not an object of settings. No args.
 	CodeNotProviderMap = "notProviderMap"
+	// CodeNotModelList: a client key's models is not a list of strings. No args.
+	CodeNotModelList = "notModelList"
 	// CodeNotWhole: not a whole number. No args.
 	CodeNotWhole = "notWhole"
 	// CodeNotBool: not true or false. No args.
@@ -92,10 +98,10 @@ const (
 func Codes() []string {
 	codes := []string{
 		CodeInvalid, CodeInvalidRule, CodeRequired, CodeWholeNumberRange, CodeLengthRange,
-		CodeCapRange, CodeModelKey, CodeProviderKey,
+		CodeCapRange, CodeModelKey, CodeModelPattern, CodeProviderKey,
 		CodeOneOf, CodeURL, CodeEmail, CodeUUID, CodeAlphanumeric, CodeUnique, CodeExcludes,
 		CodeUnknownField, CodeDuplicateField, CodeNotJSON, CodeNotObject, CodeNotModelMap,
-		CodeNotProviderMap, CodeNotWhole, CodeNotBool, CodeAdaptiveNeedsCap,
+		CodeNotProviderMap, CodeNotModelList, CodeNotWhole, CodeNotBool, CodeAdaptiveNeedsCap,
 		CodeLineShape, CodeModelMissing, CodeDuplicateModel, CodeLine,
 	}
 	for _, bound := range []string{CodeAtLeast, CodeAtMost, CodeMoreThan, CodeLessThan, CodeExactly} {

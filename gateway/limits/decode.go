@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-playground/validator/v10"
@@ -35,6 +36,16 @@ type decoder struct {
 	// map entry to its path, so a map key holding "." or "[" is never
 	// misread from the namespace string.
 	namespaces map[string][]string
+}
+
+// reported reports whether a decoding problem is recorded at path.
+func (d *decoder) reported(path []string) bool {
+	for _, p := range d.problems {
+		if !p.validation && slices.Equal(p.path, path) {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *decoder) add(path []string, msg message) {
@@ -66,6 +77,9 @@ func decodeDocument(data []byte, out any) []problem {
 			path, ok := d.namespaces[fe.Namespace()]
 			if !ok {
 				path = namespacePath(fe.Namespace())
+			}
+			if d.reported(path) {
+				continue // a value that did not decode, held as a placeholder
 			}
 			d.problems = append(d.problems, problem{path: path, msg: translate(fe), validation: true})
 		}
@@ -103,6 +117,7 @@ func lenientErrors(problems []problem, out any, prefix string) FieldErrors {
 		errs = append(errs, p.msg.fieldError(joinPath(prefix, p.path)))
 	}
 	prune(rv)
+	pruneSlices(rv)
 	return sortFieldErrors(errs)
 }
 
@@ -236,9 +251,67 @@ func (d *decoder) decodeField(raw []byte, fv reflect.Value, rules string, path [
 		fv.Set(p)
 	case reflect.Map:
 		d.decodeMap(raw, fv, rules, path, ns)
+	case reflect.Slice:
+		d.decodeStrings(raw, fv, rules, path, ns)
 	default:
 		panic("limits: unsupported field type " + fv.Type().String())
 	}
+}
+
+// decodeStrings decodes a JSON array of strings (a client key's models). An
+// element that is not a string is reported at its index and held as "" so
+// that every element keeps its index (the lenient reader then drops it).
+func (d *decoder) decodeStrings(raw []byte, fv reflect.Value, rules string, path []string, ns string) {
+	if fv.Type().Elem().Kind() != reflect.String {
+		panic("limits: unsupported slice type " + fv.Type().String())
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(raw, &elems); err != nil {
+		d.add(path, plainMessage(CodeNotModelList))
+		return
+	}
+	out := reflect.MakeSlice(fv.Type(), len(elems), len(elems))
+	seen := stringSet{}
+	for i, e := range elems {
+		epath := extend(path, strconv.Itoa(i))
+		d.namespaces[ns+"["+strconv.Itoa(i)+"]"] = epath
+		var str string
+		if err := json.Unmarshal(e, &str); err != nil {
+			d.add(epath, elemMessage(rules))
+			continue
+		}
+		out.Index(i).SetString(str)
+		// A repeat is reported at its own index, so the lenient reader drops
+		// only the repeat (a slice-level rule would drop the whole list).
+		if validModelPattern(str) && !seen.add(str) {
+			d.problems = append(d.problems, problem{path: epath, msg: plainMessage(CodeUnique), validation: true})
+		}
+	}
+	if out.Len() > 0 {
+		fv.Set(out)
+	}
+}
+
+type stringSet map[string]bool
+
+// add adds s and reports whether it was new.
+func (set stringSet) add(s string) bool {
+	if set[s] {
+		return false
+	}
+	set[s] = true
+	return true
+}
+
+// elemMessage is the message for a list element that is not a string: the
+// message of the element rule (the one after dive).
+func elemMessage(rules string) message {
+	parts := strings.Split(rules, ",")
+	if i := slices.Index(parts, "dive"); i >= 0 && i+1 < len(parts) {
+		tag, param, _ := strings.Cut(parts[i+1], "=")
+		return describe(tag, param, reflect.String)
+	}
+	return plainMessage(CodeInvalid)
 }
 
 func (d *decoder) decodeMap(raw []byte, fv reflect.Value, rules string, path []string, ns string) {
@@ -362,6 +435,14 @@ func unset(rv reflect.Value, path []string) {
 			return
 		}
 		unset(rv.Field(i), path[1:])
+	case reflect.Slice:
+		// A bad element is blanked here and dropped by prune, so the indexes
+		// of the other problems stay right.
+		i, err := strconv.Atoi(path[0])
+		if err != nil || i < 0 || i >= rv.Len() || len(path) != 1 {
+			return
+		}
+		rv.Index(i).SetZero()
 	case reflect.Map:
 		if rv.IsNil() {
 			return
@@ -420,4 +501,29 @@ func prune(rv reflect.Value) {
 			f.SetZero()
 		}
 	}
+}
+
+// pruneSlices drops the zero elements of rv's slice fields (blanked by unset)
+// and makes an empty slice nil. Only the lenient reader calls it: the strict
+// one reports an empty element instead.
+func pruneSlices(rv reflect.Value) {
+	for i := range rv.NumField() {
+		if f := rv.Field(i); f.Kind() == reflect.Slice && !f.IsNil() {
+			pruneSlice(f)
+		}
+	}
+}
+
+func pruneSlice(f reflect.Value) {
+	kept := reflect.MakeSlice(f.Type(), 0, f.Len())
+	for i := range f.Len() {
+		if !f.Index(i).IsZero() {
+			kept = reflect.Append(kept, f.Index(i))
+		}
+	}
+	if kept.Len() == 0 {
+		f.SetZero()
+		return
+	}
+	f.Set(kept)
 }

@@ -97,6 +97,10 @@ func plainMessage(code string) message {
 		text = `must be an object of model names to caps, like {"glm-5": 2}`
 	case CodeNotProviderMap:
 		text = `must be an object of provider names to settings, like {"openai": {"maxConcurrent": 8}}`
+	case CodeUnique:
+		text = "must not contain duplicates"
+	case CodeNotModelList:
+		text = `must be a list of models, like ["openai/gpt-4o", "glm-5", "zai/*"]`
 	case CodeNotWhole:
 		text = "must be a whole number"
 	case CodeNotBool:
@@ -135,6 +139,8 @@ func describe(tag, param string, kind reflect.Kind) message {
 		return newMessage(CodeCapRange, "cap must be a whole number from %v to %v", lo, hi)
 	case tagModelKey:
 		return newMessage(CodeModelKey, "model name must be 1 to %d characters, with no spaces, '=' or ','", MaxModelKeyLen)
+	case tagModelPattern:
+		return newMessage(CodeModelPattern, "model must be 1 to %d characters — provider/model, a bare model id or provider/* — with no spaces, '=' or ','", MaxModelKeyLen)
 	case tagProviderKey:
 		return newMessage(CodeProviderKey, "provider name must be 1 to %d characters of a-z, 0-9 and '-'", maxProviderKeyLen)
 	case "required", "required_if", "required_unless", "required_with", "required_without":

@@ -23,6 +23,8 @@ const (
 	tagModelKey = "modelkey"
 	// tagProviderKey checks a provider key such as "openai" or "zai".
 	tagProviderKey = "providerkey"
+	// tagModelPattern checks an entry of a client key's models list.
+	tagModelPattern = "modelpattern"
 )
 
 const (
@@ -50,6 +52,9 @@ func NewValidator() *validator.Validate {
 		tagCap:         validateBetween,
 		tagModelKey:    func(fl validator.FieldLevel) bool { return validModelKey(fl.Field().String()) },
 		tagProviderKey: func(fl validator.FieldLevel) bool { return validProviderKey(fl.Field().String()) },
+		tagModelPattern: func(fl validator.FieldLevel) bool {
+			return validModelPattern(fl.Field().String())
+		},
 	} {
 		if err := v.RegisterValidation(tag, fn); err != nil {
 			panic("limits: register " + tag + ": " + err.Error())
