@@ -69,10 +69,23 @@ type configConnection struct {
 	RateLimitOverrides json.RawMessage `json:"rateLimitOverrides"`
 }
 
-// configClientKey is a client key in a configuration document. Client keys have no
-// enabled flag and no limits in this schema yet, so the name is all there is.
+// configClientKey is a client key in a configuration document: the API's shape
+// without the read-only fields (the secret is never part of it).
 type configClientKey struct {
-	Name string `json:"name"`
+	Name    string          `json:"name"`
+	Enabled bool            `json:"enabled"`
+	Limits  json.RawMessage `json:"limits"`
+}
+
+func configClientKeyOf(k store.ClientKey) configClientKey {
+	l := k.Limits
+	if len(bytes.TrimSpace(l)) == 0 || string(bytes.TrimSpace(l)) == "null" {
+		l = json.RawMessage("{}")
+	}
+	if canon, err := canonicalJSON(l); err == nil {
+		l = canon
+	}
+	return configClientKey{Name: k.Name, Enabled: k.Enabled, Limits: l}
 }
 
 func configConnectionOf(c store.Connection) configConnection {
@@ -133,11 +146,7 @@ func (s *Server) exportConfig(ctx context.Context, format string) ([]byte, error
 		doc.Connections = append(doc.Connections, configConnectionOf(c))
 	}
 	for _, k := range cur.ClientKeys {
-		// Names need not be unique in this schema; the document names each once (apply
-		// keeps every key of a name it finds).
-		if n := len(doc.ClientKeys); n == 0 || doc.ClientKeys[n-1].Name != k.Name {
-			doc.ClientKeys = append(doc.ClientKeys, configClientKey{Name: k.Name})
-		}
+		doc.ClientKeys = append(doc.ClientKeys, configClientKeyOf(k))
 	}
 	slices.SortFunc(doc.Connections, func(a, b configConnection) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(doc.ClientKeys, func(a, b configClientKey) int { return strings.Compare(a.Name, b.Name) })
@@ -245,7 +254,7 @@ func planChange(ch store.ConfigChange) (ConfigPlanChange, error) {
 		case store.Connection:
 			doc = configConnectionOf(e)
 		case store.ClientKey:
-			doc = configClientKey{Name: e.Name}
+			doc = configClientKeyOf(e)
 		default:
 			return nil, fmt.Errorf("handlers: plan of %T", v)
 		}
@@ -362,9 +371,12 @@ func (s *Server) desiredConfig(doc []byte, cur store.ConfigState, opts ApplyOpti
 			errs = append(errs, fe...)
 			want.Connections, want.DeclaresConnections = conns, true
 		case "clientKeys":
-			names, fe := s.desiredClientKeys(raw)
+			keys, fe, err := s.desiredClientKeys(raw)
+			if err != nil {
+				return store.DesiredConfig{}, err
+			}
 			errs = append(errs, fe...)
-			want.ClientKeys, want.DeclaresClientKeys = names, true
+			want.ClientKeys, want.DeclaresClientKeys = keys, true
 		default:
 			errs = append(errs, fieldError(key, limits.CodeUnknownField))
 		}
@@ -532,17 +544,17 @@ func envReference(s string) (string, bool) {
 	return name, true
 }
 
-// desiredClientKeys decodes the document's client keys: objects with a name (the
-// label rule of the API) and nothing else, since this schema gives client keys no
-// enabled flag and no limits.
-func (s *Server) desiredClientKeys(raw json.RawMessage) ([]string, limits.FieldErrors) {
+// desiredClientKeys decodes the document's client keys: each in the API's shape
+// (name, enabled, limits; decodeClientKey's rules), its problems placed under
+// clientKeys[<name>] (or clientKeys[<index>] while it has no usable name).
+func (s *Server) desiredClientKeys(raw json.RawMessage) ([]store.ClientKeyInput, limits.FieldErrors, error) {
 	var elems []json.RawMessage
 	if isNullJSON(raw) || json.Unmarshal(raw, &elems) != nil {
-		return nil, limits.FieldErrors{configError("clientKeys", codeConfigShape, "must be a list of client keys")}
+		return nil, limits.FieldErrors{configError("clientKeys", codeConfigShape, "must be a list of client keys")}, nil
 	}
 	var (
 		errs  limits.FieldErrors
-		names []string
+		keys  []store.ClientKeyInput
 		named = map[string]bool{}
 	)
 	for i, elem := range elems {
@@ -552,46 +564,27 @@ func (s *Server) desiredClientKeys(raw json.RawMessage) ([]string, limits.FieldE
 			errs = append(errs, configError(place, codeConfigShape, "must be an object (a client key)"))
 			continue
 		}
-		var doc clientKeyDoc
+		var name string
+		if json.Unmarshal(members["name"], &name) == nil && validConnName(name) {
+			place = "clientKeys[" + name + "]"
+		}
+		in, err := s.decodeClientKey(elem, "")
 		var fe limits.FieldErrors
-		for _, key := range slices.Sorted(maps.Keys(members)) {
-			v := members[key]
-			switch key {
-			case "name":
-				switch {
-				case isNullJSON(v):
-					fe = append(fe, fieldError(key, codeNotNull))
-				case json.Unmarshal(v, &doc.Name) != nil:
-					fe = append(fe, fieldError(key, codeNotString))
-				}
-			case "enabled", "limits":
-				fe = append(fe, configError(key, limits.CodeUnknownField,
-					"unknown field: client keys have no enabled flag or limits in this version of Gatehouse"))
-			default:
-				fe = append(fe, fieldError(key, limits.CodeUnknownField))
-			}
+		if errors.As(err, &fe) {
+			errs = append(errs, under(place, fe)...)
+			continue
+		} else if err != nil {
+			return nil, nil, err
 		}
-		if _, ok := members["name"]; !ok {
-			fe = append(fe, fieldError("name", limits.CodeRequired))
-		} else if len(fe) == 0 {
-			fe = validationErrors(s.validate.Struct(doc), "")
-		}
-		if len(fe) == 0 {
-			if named[doc.Name] {
-				errs = append(errs, configError(place+".name", codeConfigTwice,
-					fmt.Sprintf("client key %q is given twice; give each client key once", doc.Name)))
-				continue
-			}
-			named[doc.Name] = true
-			names = append(names, doc.Name)
+		if named[in.Name] {
+			errs = append(errs, configError(fmt.Sprintf("clientKeys[%d].name", i), codeConfigTwice,
+				fmt.Sprintf("client key %q is given twice; give each client key once", in.Name)))
 			continue
 		}
-		if validLabel(doc.Name) && !named[doc.Name] {
-			place = "clientKeys[" + doc.Name + "]"
-		}
-		errs = append(errs, under(place, fe)...)
+		named[in.Name] = true
+		keys = append(keys, in)
 	}
-	return names, errs
+	return keys, errs, nil
 }
 
 func isNullJSON(raw []byte) bool { return string(bytes.TrimSpace(raw)) == "null" }

@@ -28,8 +28,8 @@ func configFixture(t *testing.T, a *testAPI) {
 	a.createConnection(t, backup)
 	a.do(t, call{method: http.MethodPatch, path: path("settings"),
 		body: `{"defaultMaxWaitMs":45000,"providers":{"zai":{"maxConcurrent":8}}}`}).want(t, http.StatusOK)
-	for _, n := range []string{"ci", "agents", "ci"} {
-		a.do(t, call{method: http.MethodPost, path: path("client-keys"), body: `{"name":"` + n + `"}`}).want(t, http.StatusCreated)
+	for _, body := range []string{`{"name":"ci","enabled":false}`, `{"name":"agents","limits":{"weight":3,"models":["zai/*"]}}`} {
+		a.do(t, call{method: http.MethodPost, path: path("client-keys"), body: body}).want(t, http.StatusCreated)
 	}
 }
 
@@ -101,7 +101,10 @@ func TestConfigExportApplyIsNoOp(t *testing.T) {
 	if want := []string{"openai-backup", "zai-main"}; !slices.Equal(names, want) {
 		t.Errorf("exported connections %v, want sorted %v", names, want)
 	}
-	if diff := cmp.Diff([]any{map[string]any{"name": "agents"}, map[string]any{"name": "ci"}}, doc["clientKeys"]); diff != "" {
+	if diff := cmp.Diff([]any{
+		map[string]any{"name": "agents", "enabled": true, "limits": map[string]any{"weight": 3.0, "models": []any{"zai/*"}}},
+		map[string]any{"name": "ci", "enabled": false, "limits": map[string]any{}},
+	}, doc["clientKeys"]); diff != "" {
 		t.Errorf("exported client keys (-want +got):\n%s", diff)
 	}
 
@@ -121,8 +124,8 @@ func TestConfigExportApplyIsNoOp(t *testing.T) {
 		t.Errorf("audit rows %d after applying an export, want %d", n, audits)
 	}
 	ks, err := a.store.ListClientKeys(t.Context())
-	if err != nil || len(ks) != 3 {
-		t.Errorf("client keys after applying with prune = %d (%v), want the 3 there were", len(ks), err)
+	if err != nil || len(ks) != 2 {
+		t.Errorf("client keys after applying with prune = %d (%v), want the 2 there were", len(ks), err)
 	}
 	// A second export is byte for byte the first.
 	again := a.do(t, call{method: http.MethodGet, path: path("config") + "?format=yaml"}).want(t, http.StatusOK)
@@ -253,8 +256,10 @@ func TestConfigDocumentRules(t *testing.T) {
 		{"unknown override key", `{"connections":[` + conn("zai-main", `,"rateLimitOverrides":{"maxConcurent":3}`) + `]}`,
 			map[string]string{"connections[zai-main].rateLimitOverrides.maxConcurent": "unknown field"}},
 		{"unknown settings key", `{"settings":{"maxAttempt":3}}`, map[string]string{"settings.maxAttempt": "unknown field"}},
-		{"client key limits", `{"clientKeys":[{"name":"ci","limits":{"rpm":5}}]}`,
-			map[string]string{"clientKeys[ci].limits": "no enabled flag or limits"}},
+		{"client key limits", `{"clientKeys":[{"name":"ci","enabled":"yes","limits":{"rpm":-5,"models":["a b"]}}]}`,
+			map[string]string{"clientKeys[ci].limits.rpm": "must be a whole number from 0 to 1000000",
+				"clientKeys[ci].limits.models.0": "provider/model", "clientKeys[ci].enabled": "true or false"}},
+		{"client key bad name", `{"clientKeys":[{"name":"has space"}]}`, map[string]string{"clientKeys[0].name": "must be 1 to 64"}},
 		{"client key without name", `{"clientKeys":[{}]}`, map[string]string{"clientKeys[0].name": "required"}},
 		{"client key twice", `{"clientKeys":[{"name":"ci"},{"name":"ci"}]}`, map[string]string{"clientKeys[1].name": "twice"}},
 		{"connection twice", `{"connections":[` + conn("zai-main", "") + `,` + conn("zai-main", "") + `]}`,
@@ -306,7 +311,7 @@ func TestConfigPrune(t *testing.T) {
 	}
 	conns := doc["connections"].([]any)
 	doc["connections"] = conns[1:] // drops openai-backup
-	doc["clientKeys"] = []any{map[string]any{"name": "agents"}}
+	doc["clientKeys"] = doc["clientKeys"].([]any)[:1] // keeps agents, drops ci
 	body, _ := json.Marshal(doc)
 
 	if p := planOf(t, a.do(t, call{method: http.MethodPost, path: path("config", "apply"), body: body}).want(t, http.StatusOK)); p.Changed {
@@ -318,8 +323,7 @@ func TestConfigPrune(t *testing.T) {
 	for _, ch := range p.Changes {
 		got = append(got, ch.Action+" "+ch.Entity+" "+ch.Name)
 	}
-	// Both keys named ci go.
-	if diff := cmp.Diff([]string{"delete connection openai-backup", "delete client_key ci", "delete client_key ci"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"delete connection openai-backup", "delete client_key ci"}, got); diff != "" {
 		t.Fatalf("prune plan (-want +got):\n%s", diff)
 	}
 	cur, err := a.store.ReadConfig(t.Context())
@@ -329,12 +333,12 @@ func TestConfigPrune(t *testing.T) {
 	if len(cur.Connections) != 1 || cur.Connections[0].Name != "zai-main" || len(cur.ClientKeys) != 1 {
 		t.Errorf("after prune: %d connections, %d keys; want zai-main and agents", len(cur.Connections), len(cur.ClientKeys))
 	}
-	if n := auditCount(t, a); n != audits+3 {
-		t.Errorf("audit rows +%d, want +3", n-audits)
+	if n := auditCount(t, a); n != audits+2 {
+		t.Errorf("audit rows +%d, want +2", n-audits)
 	}
 	// A document without connections prunes none, even with prune.
 	if p := planOf(t, a.do(t, call{method: http.MethodPost, path: path("config", "apply") + "?prune=true",
-		body: `{"clientKeys":[{"name":"agents"}]}`}).want(t, http.StatusOK)); p.Changed {
+		body: `{"clientKeys":[{"name":"agents","limits":{"models":["zai/*"],"weight":3}}]}`}).want(t, http.StatusOK)); p.Changed {
 		t.Errorf("prune without a connections list: plan %+v, want no change", p)
 	}
 }
@@ -517,5 +521,38 @@ func TestConfigPlanText(t *testing.T) {
 	}
 	if got := (ConfigPlan{}).Text(); got != "no changes\n" {
 		t.Errorf("empty plan Text() = %q", got)
+	}
+}
+
+// TestConfigClientKeyLimitsApply: a document that changes a key's limits and enabled
+// flag updates that key in place (same id and secret, version bumped, one audit row);
+// a dry run shows the change field by field and writes nothing.
+func TestConfigClientKeyLimitsApply(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, apiOptions{})
+	created := a.do(t, call{method: http.MethodPost, path: path("client-keys"), body: `{"name":"team-a","limits":{"weight":1}}`}).
+		want(t, http.StatusCreated).json(t)
+	doc := `{"clientKeys":[{"name":"team-a","enabled":false,"limits":{"weight":3,"maxConcurrent":2}}]}`
+	dry := planOf(t, a.do(t, call{method: http.MethodPost, path: path("config", "apply") + "?dryRun=true", body: doc}).want(t, http.StatusOK))
+	var diff []string
+	for _, ch := range dry.Changes {
+		for _, d := range ch.Diff {
+			diff = append(diff, ch.Action+" "+ch.Name+" "+d.Path+" "+d.Op)
+		}
+	}
+	want := []string{"update team-a enabled changed", "update team-a limits.maxConcurrent added", "update team-a limits.weight changed"}
+	if d := cmp.Diff(want, diff); d != "" {
+		t.Errorf("dry-run plan mismatch (-want +got):\n%s", d)
+	}
+	if k, _ := a.store.GetClientKey(t.Context(), created["id"].(string)); k.Version != 1 {
+		t.Errorf("dry run wrote: version %d", k.Version)
+	}
+	a.do(t, call{method: http.MethodPost, path: path("config", "apply"), body: doc}).want(t, http.StatusOK)
+	k, err := a.store.GetClientKey(t.Context(), created["id"].(string))
+	if err != nil || k.Enabled || k.Version != 2 || !strings.Contains(string(k.Limits), `"maxConcurrent": 2`) {
+		t.Errorf("key after apply = %+v (limits %s), %v; want the same key disabled with the new limits", k, k.Limits, err)
+	}
+	if _, err := a.store.LookupClientKey(t.Context(), created["secret"].(string)); err != nil {
+		t.Errorf("the key's secret changed with its limits: %v", err)
 	}
 }

@@ -124,11 +124,23 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	a.do(t, call{method: http.MethodGet, path: path("api-tokens", tok["id"].(string)), token: a.viewer}).want(t, http.StatusOK)
 	a.do(t, call{method: http.MethodDelete, path: path("api-tokens", tok["id"].(string))}).want(t, http.StatusNoContent)
 
-	key := a.do(t, call{method: http.MethodPost, path: path("client-keys"), body: `{"name":"agent-1"}`}).
+	key := a.do(t, call{method: http.MethodPost, path: path("client-keys"),
+		body: `{"name":"agent-1","limits":{"weight":3,"maxConcurrent":2,"models":["zai/*","glm-5"]}}`}).
 		want(t, http.StatusCreated).json(t)
+	keyID := key["id"].(string)
 	a.do(t, call{method: http.MethodGet, path: path("client-keys")}).want(t, http.StatusOK)
-	a.do(t, call{method: http.MethodGet, path: path("client-keys", key["id"].(string)), token: a.viewer}).want(t, http.StatusOK)
-	a.do(t, call{method: http.MethodDelete, path: path("client-keys", key["id"].(string))}).want(t, http.StatusNoContent)
+	gotKey := a.do(t, call{method: http.MethodGet, path: path("client-keys", keyID), token: a.viewer}).want(t, http.StatusOK)
+	patched := a.do(t, call{method: http.MethodPatch, path: path("client-keys", keyID), contentType: mergePatchContentType,
+		body:   `{"enabled":false,"limits":{"models":null,"rpm":60}}`,
+		header: map[string]string{"If-Match": gotKey.header.Get("ETag")}}).want(t, http.StatusOK).json(t)
+	if diff := cmp.Diff(map[string]any{"weight": 3.0, "maxConcurrent": 2.0, "rpm": 60.0}, patched["limits"]); diff != "" {
+		t.Errorf("patched limits mismatch (-want +got):\n%s", diff)
+	}
+	a.do(t, call{method: http.MethodPatch, path: path("client-keys", keyID), body: `{"enabled":true}`,
+		header: map[string]string{"If-Match": gotKey.header.Get("ETag")}}).want(t, http.StatusPreconditionFailed)
+	a.do(t, call{method: http.MethodPatch, path: path("client-keys", keyID), body: `{"limits":{"weight":0}}`}).
+		want(t, http.StatusUnprocessableEntity)
+	a.do(t, call{method: http.MethodDelete, path: path("client-keys", keyID)}).want(t, http.StatusNoContent)
 
 	page := a.do(t, call{method: http.MethodGet, path: path("audit") + "?limit=2"}).want(t, http.StatusOK).json(t)
 	cursor, _ := page["nextCursor"].(string)

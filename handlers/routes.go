@@ -108,6 +108,7 @@ func (s *Server) apiRoutes() []apiRoute {
 		{"GET /api/v1/client-keys", accessRead, s.listClientKeys},
 		{"POST /api/v1/client-keys", accessWrite, s.createClientKey},
 		{"GET /api/v1/client-keys/{id}", accessRead, s.getClientKey},
+		{"PATCH /api/v1/client-keys/{id}", accessWrite, s.patchClientKey},
 		{"DELETE /api/v1/client-keys/{id}", accessWrite, s.deleteClientKey},
 
 		{"GET /api/v1/config", accessAdmin, s.getConfig},

@@ -95,8 +95,12 @@ func (s *Server) uiCreateKey(kind keyKind) uiHandler {
 		name := strings.TrimSpace(form.Get("name"))
 		role := form.Get("role")
 		v := web.KeyList{Name: name, Role: role, Errors: web.FieldErrors{}}
-		if !validLabel(name) {
+		switch {
+		case kind.tokens && !validLabel(name):
 			v.Errors.Add("name", rq.l.T("validation.label"))
+		case !kind.tokens && !validConnName(name):
+			// Client key names are unique and follow the connection-name rule.
+			v.Errors.Add("name", rq.l.T("validation.connName"))
 		}
 		if kind.tokens && role != store.RoleAdmin && role != store.RoleViewer {
 			v.Errors.Add("role", rq.l.T("validation.role"))
@@ -108,7 +112,7 @@ func (s *Server) uiCreateKey(kind keyKind) uiHandler {
 		if kind.tokens {
 			_, secret, err = s.store.CreateAPIToken(r.Context(), uiActor(rq), name, role)
 		} else {
-			_, secret, err = s.store.CreateClientKey(r.Context(), uiActor(rq), name)
+			_, secret, err = s.store.CreateClientKey(r.Context(), uiActor(rq), store.NewClientKeyInput(name))
 		}
 		if err != nil {
 			return err
@@ -160,7 +164,7 @@ func (s *Server) uiRevoke(kind keyKind) uiHandler {
 		if kind.tokens {
 			err = s.store.DeleteAPIToken(r.Context(), uiActor(rq), it.ID)
 		} else {
-			err = s.store.DeleteClientKey(r.Context(), uiActor(rq), it.ID)
+			err = s.store.DeleteClientKey(r.Context(), uiActor(rq), it.ID, 0)
 		}
 		if err != nil {
 			return err

@@ -90,7 +90,7 @@ func TestClientKeys(t *testing.T) {
 	s := newStore(t)
 	ctx := t.Context()
 
-	key, secret, err := s.CreateClientKey(ctx, "tester", "agent")
+	key, secret, err := s.CreateClientKey(ctx, "tester", store.NewClientKeyInput("agent"))
 	if err != nil {
 		t.Fatalf("CreateClientKey: %v", err)
 	}
@@ -115,12 +115,12 @@ func TestClientKeys(t *testing.T) {
 		t.Errorf("EnsureClientKey(short secret): err = %v, want ErrInvalid", err)
 	}
 
-	hashes, err := s.ClientKeyHashes(ctx)
+	byHash, err := s.ClientKeysByHash(ctx)
 	if err != nil {
-		t.Fatalf("ClientKeyHashes: %v", err)
+		t.Fatalf("ClientKeysByHash: %v", err)
 	}
-	if len(hashes) != 2 || hashes[store.ClientKeyHash(secret)] != "agent" || hashes[store.ClientKeyHash(bootstrap)] != "bootstrap" {
-		t.Errorf("ClientKeyHashes = %v, want exactly the two keys' hashes with their names", hashes)
+	if len(byHash) != 2 || byHash[store.ClientKeyHash(secret)].ID != key.ID || byHash[store.ClientKeyHash(bootstrap)].Name != "bootstrap" {
+		t.Errorf("ClientKeysByHash = %+v, want exactly the two keys by their hashes", byHash)
 	}
 	if store.ClientKeyHash(secret) != sha256.Sum256([]byte(secret)) {
 		t.Error("ClientKeyHash is not the SHA-256 of the secret")
@@ -132,7 +132,7 @@ func TestClientKeys(t *testing.T) {
 		t.Errorf("GetClientKey = %+v, %v; want key %s (agent)", got, err, key.ID)
 	}
 
-	if err := s.DeleteClientKey(ctx, "tester", key.ID); err != nil {
+	if err := s.DeleteClientKey(ctx, "tester", key.ID, 0); err != nil {
 		t.Fatalf("DeleteClientKey: %v", err)
 	}
 	if _, err := s.GetClientKey(ctx, key.ID); !errors.Is(err, store.ErrNotFound) {
@@ -142,7 +142,7 @@ func TestClientKeys(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].Name != "bootstrap" {
 		t.Errorf("ListClientKeys after delete = %+v, %v; want only the bootstrap key", list, err)
 	}
-	if err := s.DeleteClientKey(ctx, "tester", "malformed"); !errors.Is(err, store.ErrNotFound) {
+	if err := s.DeleteClientKey(ctx, "tester", "malformed", 0); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("DeleteClientKey(malformed id): err = %v, want ErrNotFound", err)
 	}
 }

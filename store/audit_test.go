@@ -25,7 +25,7 @@ func TestListAuditPaging(t *testing.T) {
 	const n = 7
 	var wantIDs []string // entity ids, newest first
 	for i := range n {
-		k, _, err := s.CreateClientKey(ctx, "tester", fmt.Sprintf("key-%d", i))
+		k, _, err := s.CreateClientKey(ctx, "tester", store.NewClientKeyInput(fmt.Sprintf("key-%d", i)))
 		if err != nil {
 			t.Fatalf("CreateClientKey: %v", err)
 		}
@@ -81,7 +81,7 @@ func TestListAuditFor(t *testing.T) {
 	ctx := t.Context()
 	var keyIDs []string
 	for i := range 3 {
-		k, _, err := s.CreateClientKey(ctx, "tester", fmt.Sprintf("key-%d", i))
+		k, _, err := s.CreateClientKey(ctx, "tester", store.NewClientKeyInput(fmt.Sprintf("key-%d", i)))
 		if err != nil {
 			t.Fatalf("CreateClientKey: %v", err)
 		}
@@ -90,7 +90,7 @@ func TestListAuditFor(t *testing.T) {
 	if _, _, err := s.CreateAPIToken(ctx, "tester", "tok", store.RoleViewer); err != nil {
 		t.Fatalf("CreateAPIToken: %v", err)
 	}
-	if err := s.DeleteClientKey(ctx, "tester", keyIDs[0]); err != nil {
+	if err := s.DeleteClientKey(ctx, "tester", keyIDs[0], 0); err != nil {
 		t.Fatalf("DeleteClientKey: %v", err)
 	}
 

@@ -1,8 +1,12 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -11,62 +15,125 @@ import (
 // ClientKeyPrefix starts every client key the store generates.
 const ClientKeyPrefix = "gh_ck_"
 
-// ClientKey is a gateway credential for agents. Only a SHA-256 of its secret is
-// stored; Preview shows its prefix and last four characters.
+// ClientKey is a gateway credential for agents: a tenant of the gateway, with limits
+// of its own. Only a SHA-256 of its secret is stored; Preview shows its prefix and
+// last four characters. Its JSON form is the API's and the audit log's.
 type ClientKey struct {
-	ID         string     `json:"id" db:"id"`
-	Name       string     `json:"name" db:"name"`
-	Preview    string     `json:"preview" db:"preview"`
-	CreatedAt  time.Time  `json:"createdAt" db:"created_at"`
-	LastUsedAt *time.Time `json:"lastUsedAt" db:"last_used_at"`
+	ID      string `json:"id" db:"id"`
+	Name    string `json:"name" db:"name"`
+	Preview string `json:"preview" db:"preview"`
+	Enabled bool   `json:"enabled" db:"enabled"`
+	// Limits is the stored limits document (gateway/limits.ClientKeyLimits), never
+	// empty: {} when the key has none.
+	Limits     json.RawMessage `json:"limits" db:"limits"`
+	Version    int64           `json:"version" db:"version"`
+	CreatedAt  time.Time       `json:"createdAt" db:"created_at"`
+	UpdatedAt  time.Time       `json:"updatedAt" db:"updated_at"`
+	LastUsedAt *time.Time      `json:"lastUsedAt" db:"last_used_at"`
 }
 
-const clientKeyColumns = `id, name, preview, created_at, last_used_at`
+// ClientKeyInput holds the writable fields of a client key. Empty or null Limits are
+// stored as {}. Limits are validated by the caller (gateway/limits); the store only
+// makes sure they are a JSON object.
+type ClientKeyInput struct {
+	Name    string          `json:"name"`
+	Enabled bool            `json:"enabled"`
+	Limits  json.RawMessage `json:"limits"`
+}
+
+// NewClientKeyInput is the input of a new, enabled client key named name without
+// limits of its own.
+func NewClientKeyInput(name string) ClientKeyInput {
+	return ClientKeyInput{Name: name, Enabled: true}
+}
+
+// Input returns k's writable fields: the usual starting point for an update function.
+func (k ClientKey) Input() ClientKeyInput {
+	return ClientKeyInput{Name: k.Name, Enabled: k.Enabled, Limits: append(json.RawMessage(nil), k.Limits...)}
+}
+
+func (in ClientKeyInput) normalized() ClientKeyInput {
+	if t := bytes.TrimSpace(in.Limits); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		in.Limits = json.RawMessage("{}")
+	}
+	return in
+}
+
+func (in ClientKeyInput) check() error {
+	if in.Name == "" {
+		return fmt.Errorf("%w: name is required", ErrInvalid)
+	}
+	if !json.Valid(in.Limits) {
+		return fmt.Errorf("%w: limits is not valid JSON", ErrInvalid)
+	}
+	return nil
+}
+
+const clientKeyColumns = `id, name, preview, enabled, limits, version, created_at, updated_at, last_used_at`
 
 const insertClientKeySQL = `
-INSERT INTO client_keys (name, secret_hash, preview) VALUES ($1, $2, $3)
+INSERT INTO client_keys (name, secret_hash, preview, enabled, limits) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (secret_hash) DO NOTHING
 RETURNING ` + clientKeyColumns
 
 // CreateClientKey creates a client key with a new random secret, which is returned here
-// and never again. The gateway learns of it through the config notification. It
-// returns ErrInvalid for an empty name.
-func (s *Store) CreateClientKey(ctx context.Context, actor, name string) (ClientKey, string, error) {
+// and never again, with its audit row and config notification (the gateway learns of
+// it through the notification, or at its first use). It returns ErrConflict when the
+// name is taken and ErrInvalid for a name or limits that break a table rule.
+func (s *Store) CreateClientKey(ctx context.Context, actor string, in ClientKeyInput) (ClientKey, string, error) {
 	secret := newSecret(ClientKeyPrefix)
-	k, created, err := s.insertClientKey(ctx, actor, name, secret)
+	k, created, err := s.insertClientKey(ctx, s.db, actor, in, secret)
 	if err == nil && !created {
 		err = fmt.Errorf("%w: secret collision", ErrConflict) // 256 random bits: not in practice
 	}
 	if err != nil {
-		return ClientKey{}, "", fmt.Errorf("store: create client key %q: %w", name, err)
+		return ClientKey{}, "", fmt.Errorf("store: create client key %q: %w", in.Name, err)
 	}
 	return k, secret, nil
 }
 
+// maxEnsureNames bounds the names EnsureClientKey tries.
+const maxEnsureNames = 100
+
 // EnsureClientKey makes sure a client key with exactly this secret exists (bootstrap
-// from configuration); if one exists nothing changes and created is false. It returns
-// ErrInvalid for a secret shorter than MinBootstrapSecretLen or an empty name.
+// from configuration); if one exists nothing changes and created is false. A new key
+// takes name, or name-2, name-3, … when another key holds it (names are unique, and a
+// changed bootstrap secret must not stop the server). It returns ErrInvalid for a
+// secret shorter than MinBootstrapSecretLen or an empty name.
 func (s *Store) EnsureClientKey(ctx context.Context, name, secret string) (created bool, err error) {
 	if len(secret) < MinBootstrapSecretLen {
 		return false, fmt.Errorf("store: ensure client key: %w: secret shorter than %d characters", ErrInvalid, MinBootstrapSecretLen)
 	}
-	_, created, err = s.insertClientKey(ctx, ActorSystem, name, secret)
+	for i := 1; i <= maxEnsureNames; i++ {
+		candidate := name
+		if i > 1 {
+			candidate = name + "-" + strconv.Itoa(i)
+		}
+		// Each try is a transaction (a savepoint inside a caller's) of its own, so a
+		// name conflict leaves nothing to roll back but itself.
+		_, created, err = s.insertClientKey(ctx, s.db, ActorSystem, NewClientKeyInput(candidate), secret)
+		if !errors.Is(err, ErrConflict) {
+			break
+		}
+	}
 	if err != nil {
 		return false, fmt.Errorf("store: ensure client key %q: %w", name, err)
 	}
 	return created, nil
 }
 
-func (s *Store) insertClientKey(ctx context.Context, actor, name, secret string) (ClientKey, bool, error) {
-	if name == "" {
-		return ClientKey{}, false, fmt.Errorf("%w: name is required", ErrInvalid)
+func (s *Store) insertClientKey(ctx context.Context, db DB, actor string, in ClientKeyInput, secret string) (ClientKey, bool, error) {
+	in = in.normalized()
+	if err := in.check(); err != nil {
+		return ClientKey{}, false, err
 	}
 	var (
 		k       ClientKey
 		created bool
 	)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		rows, _ := tx.Query(ctx, insertClientKeySQL, name, hashSecret(secret), tokenPreview(secret, ClientKeyPrefix))
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		rows, _ := tx.Query(ctx, insertClientKeySQL, in.Name, hashSecret(secret), tokenPreview(secret, ClientKeyPrefix),
+			in.Enabled, in.Limits)
 		var err error
 		if k, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ClientKey]); err != nil {
 			if err = translate(err); err == ErrNotFound { // same secret exists already
@@ -87,9 +154,9 @@ const lookupClientKeySQL = `
 UPDATE client_keys SET last_used_at = now() WHERE secret_hash = $1
 RETURNING ` + clientKeyColumns
 
-// LookupClientKey returns the client key whose secret this is and records its use. It
-// returns ErrNotFound for an unknown secret. The gateway authenticates from
-// ClientKeyHashes instead, without a database round trip per request.
+// LookupClientKey returns the client key whose secret this is, disabled or not, and
+// records its use. It returns ErrNotFound for an unknown secret. The gateway
+// authenticates from a KeyCache instead, without a database round trip per request.
 func (s *Store) LookupClientKey(ctx context.Context, secret string) (ClientKey, error) {
 	rows, _ := s.db.Query(ctx, lookupClientKeySQL, hashSecret(secret))
 	k, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ClientKey])
@@ -102,34 +169,33 @@ func (s *Store) LookupClientKey(ctx context.Context, secret string) (ClientKey, 
 // ClientKeyHash is the hash under which a client key's secret is stored.
 func ClientKeyHash(secret string) [32]byte { return [32]byte(hashSecret(secret)) }
 
-const clientKeyHashesSQL = `SELECT secret_hash, name FROM client_keys`
+const clientKeysByHashSQL = `SELECT secret_hash, ` + clientKeyColumns + ` FROM client_keys`
 
-// ClientKeyHashes returns the SHA-256 of every client key's secret (see ClientKeyHash)
-// with the key's name, for the gateway's in-memory set (the name labels its traces).
-func (s *Store) ClientKeyHashes(ctx context.Context) (map[[32]byte]string, error) {
-	rows, _ := s.db.Query(ctx, clientKeyHashesSQL)
-	defer rows.Close()
-	hs := make(map[[32]byte]string)
-	for rows.Next() {
-		var b []byte
-		var name string
-		if err := rows.Scan(&b, &name); err != nil {
-			return nil, fmt.Errorf("store: client key hashes: %w", translate(err))
-		}
-		if len(b) != 32 {
-			return nil, fmt.Errorf("store: client key hashes: hash is %d bytes", len(b))
-		}
-		hs[[32]byte(b)] = name
+// ClientKeysByHash returns every client key by the SHA-256 of its secret (see
+// ClientKeyHash), for the gateway's in-memory KeyCache.
+func (s *Store) ClientKeysByHash(ctx context.Context) (map[[32]byte]ClientKey, error) {
+	rows, _ := s.db.Query(ctx, clientKeysByHashSQL)
+	type row struct {
+		Hash []byte `db:"secret_hash"`
+		ClientKey
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: client key hashes: %w", translate(err))
+	rs, err := pgx.CollectRows(rows, pgx.RowToStructByName[row])
+	if err != nil {
+		return nil, fmt.Errorf("store: client keys by hash: %w", translate(err))
 	}
-	return hs, nil
+	m := make(map[[32]byte]ClientKey, len(rs))
+	for _, r := range rs {
+		if len(r.Hash) != 32 {
+			return nil, fmt.Errorf("store: client keys by hash: key %s: hash is %d bytes", r.ID, len(r.Hash))
+		}
+		m[[32]byte(r.Hash)] = r.ClientKey
+	}
+	return m, nil
 }
 
-const listClientKeysSQL = `SELECT ` + clientKeyColumns + ` FROM client_keys ORDER BY created_at, name`
+const listClientKeysSQL = `SELECT ` + clientKeyColumns + ` FROM client_keys ORDER BY name`
 
-// ListClientKeys returns every client key, oldest first.
+// ListClientKeys returns every client key, by name.
 func (s *Store) ListClientKeys(ctx context.Context) ([]ClientKey, error) {
 	rows, _ := s.db.Query(ctx, listClientKeysSQL)
 	ks, err := pgx.CollectRows(rows, pgx.RowToStructByName[ClientKey])
@@ -143,32 +209,94 @@ const getClientKeySQL = `SELECT ` + clientKeyColumns + ` FROM client_keys WHERE 
 
 // GetClientKey returns one client key (never its secret), or ErrNotFound.
 func (s *Store) GetClientKey(ctx context.Context, id string) (ClientKey, error) {
-	if err := checkID(id); err != nil {
-		return ClientKey{}, fmt.Errorf("store: get client key %s: %w", id, err)
-	}
-	rows, _ := s.db.Query(ctx, getClientKeySQL, id)
-	k, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ClientKey])
+	k, err := getClientKey(ctx, s.db, getClientKeySQL, id)
 	if err != nil {
-		return ClientKey{}, fmt.Errorf("store: get client key %s: %w", id, translate(err))
+		return ClientKey{}, fmt.Errorf("store: get client key %s: %w", id, err)
 	}
 	return k, nil
 }
 
-const deleteClientKeySQL = `DELETE FROM client_keys WHERE id = $1 RETURNING ` + clientKeyColumns
-
-// DeleteClientKey revokes a client key, with an audit row and a config notification
-// (so gateways drop it). It returns ErrNotFound.
-func (s *Store) DeleteClientKey(ctx context.Context, actor, id string) error {
+func getClientKey(ctx context.Context, db DB, sql, id string) (ClientKey, error) {
 	if err := checkID(id); err != nil {
-		return fmt.Errorf("store: delete client key %s: %w", id, err)
+		return ClientKey{}, err
 	}
+	rows, _ := db.Query(ctx, sql, id)
+	k, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ClientKey])
+	return k, translate(err)
+}
+
+const lockClientKeySQL = getClientKeySQL + ` FOR UPDATE`
+
+const updateClientKeySQL = `
+UPDATE client_keys SET name = $2, enabled = $3, limits = $4, version = version + 1, updated_at = now()
+WHERE id = $1
+RETURNING ` + clientKeyColumns
+
+// UpdateClientKey changes a client key in one transaction, as UpdateConnection does a
+// connection: it locks the row, returns ErrStale (writing nothing) if expectedVersion
+// is not 0 and differs from the stored version, calls fn with the current row, writes
+// what fn returns, bumps the version, and writes the audit row and the config
+// notification. An error from fn aborts the update and is returned unwrapped. Other
+// errors: ErrNotFound, ErrConflict (name taken), ErrInvalid.
+func (s *Store) UpdateClientKey(ctx context.Context, actor, id string, expectedVersion int64,
+	fn func(cur ClientKey) (ClientKeyInput, error)) (ClientKey, error) {
+	var (
+		updated ClientKey
+		fnErr   error
+	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		rows, _ := tx.Query(ctx, deleteClientKeySQL, id)
-		k, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ClientKey])
+		cur, err := getClientKey(ctx, tx, lockClientKeySQL, id)
 		if err != nil {
+			return err
+		}
+		if expectedVersion != 0 && cur.Version != expectedVersion {
+			return fmt.Errorf("%w: version is %d, not %d", ErrStale, cur.Version, expectedVersion)
+		}
+		in, err := fn(cur)
+		if err != nil {
+			fnErr = err
+			return err
+		}
+		in = in.normalized()
+		if err := in.check(); err != nil {
+			return err
+		}
+		rows, _ := tx.Query(ctx, updateClientKeySQL, id, in.Name, in.Enabled, in.Limits)
+		if updated, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ClientKey]); err != nil {
 			return translate(err)
 		}
-		if err := audit(ctx, tx, actor, ActionDelete, EntityClientKey, id, k, nil); err != nil {
+		if err := audit(ctx, tx, actor, ActionUpdate, EntityClientKey, id, cur, updated); err != nil {
+			return err
+		}
+		return notifyConfig(ctx, tx, EntityClientKey+":"+id)
+	})
+	if fnErr != nil {
+		return ClientKey{}, fnErr
+	}
+	if err != nil {
+		return ClientKey{}, fmt.Errorf("store: update client key %s: %w", id, err)
+	}
+	return updated, nil
+}
+
+const deleteClientKeySQL = `DELETE FROM client_keys WHERE id = $1`
+
+// DeleteClientKey revokes a client key (and its usage counters), with an audit row and
+// a config notification (so gateways drop it). It returns ErrNotFound, or ErrStale if
+// expectedVersion is not 0 and differs from the stored version.
+func (s *Store) DeleteClientKey(ctx context.Context, actor, id string, expectedVersion int64) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		cur, err := getClientKey(ctx, tx, lockClientKeySQL, id)
+		if err != nil {
+			return err
+		}
+		if expectedVersion != 0 && cur.Version != expectedVersion {
+			return fmt.Errorf("%w: version is %d, not %d", ErrStale, cur.Version, expectedVersion)
+		}
+		if _, err := tx.Exec(ctx, deleteClientKeySQL, id); err != nil {
+			return translate(err)
+		}
+		if err := audit(ctx, tx, actor, ActionDelete, EntityClientKey, id, cur, nil); err != nil {
 			return err
 		}
 		return notifyConfig(ctx, tx, EntityClientKey+":"+id)

@@ -24,19 +24,22 @@ const (
 	keyLookupPause = 5 * time.Second
 )
 
-// KeyCache is the gateway's view of the client keys: the set of their secret hashes in
-// memory, so that authenticating a request costs one hash and one map read, not a
-// database round trip. Full loads (Load, at start, on every config notification and
+// KeyCache is the gateway's view of the client keys: every key by its secret hash in
+// memory, each already converted to T (the gateway's own key type, made by the
+// function given to NewKeyCache once per load, not per request), so that
+// authenticating a request costs one hash and one map read, not a database round
+// trip. Disabled keys are held too: the gateway tells them apart (403, not 401). Full loads (Load, at start, on every config notification and
 // periodically) replace the set; a secret missing from it is looked up in the database,
 // rate-limited, so that a key created a moment ago — by `gatehouse key create` in
 // another process, the API or the dashboard — works on the very next request instead of
 // only after the notification's reload. It is safe for concurrent use.
-type KeyCache struct {
-	st  *Store
-	log *slog.Logger
-	now func() time.Time
+type KeyCache[T any] struct {
+	st      *Store
+	log     *slog.Logger
+	now     func() time.Time
+	convert func(ClientKey) T
 
-	keys atomic.Pointer[map[[32]byte]string] // secret hash → key name
+	keys atomic.Pointer[map[[32]byte]T]
 	// misses rate-limits the lookups of secrets missing from keys.
 	misses *rate.Limiter
 	// pausedUntil (unix nanos) skips lookups for a while after a database error.
@@ -52,25 +55,30 @@ type KeyCache struct {
 }
 
 // NewKeyCache returns an empty cache over st: until the first Load every secret is
-// looked up in the database (rate-limited). now is the clock of the rate limit and of
-// the pause after a database error; nil means time.Now.
-func NewKeyCache(st *Store, now func() time.Time) *KeyCache {
+// looked up in the database (rate-limited). convert turns a stored key into what
+// Authenticate returns; it runs when a key is loaded. now is the clock of the rate
+// limit and of the pause after a database error; nil means time.Now.
+func NewKeyCache[T any](st *Store, now func() time.Time, convert func(ClientKey) T) *KeyCache[T] {
 	if now == nil {
 		now = time.Now
 	}
-	c := &KeyCache{st: st, log: st.logger, now: now,
+	c := &KeyCache[T]{st: st, log: st.logger, now: now, convert: convert,
 		misses: rate.NewLimiter(keyLookupsPerSecond, keyLookupBurst)}
-	empty := map[[32]byte]string{}
+	empty := map[[32]byte]T{}
 	c.keys.Store(&empty)
 	return c
 }
 
 // Load replaces the set with every client key in the database. On error the set in
 // force stays.
-func (c *KeyCache) Load(ctx context.Context) error {
-	set, err := c.st.ClientKeyHashes(ctx)
+func (c *KeyCache[T]) Load(ctx context.Context) error {
+	keys, err := c.st.ClientKeysByHash(ctx)
 	if err != nil {
 		return err
+	}
+	set := make(map[[32]byte]T, len(keys))
+	for h, k := range keys {
+		set[h] = c.convert(k)
 	}
 	c.replace(set)
 	return nil
@@ -79,43 +87,48 @@ func (c *KeyCache) Load(ctx context.Context) error {
 // replace installs set as the result of a full load: lookups that started before it
 // no longer add to the set (the full load is authoritative: the key they found may have
 // been deleted since).
-func (c *KeyCache) replace(set map[[32]byte]string) {
+func (c *KeyCache[T]) replace(set map[[32]byte]T) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.keys.Store(&set)
 	c.gen++
 }
 
-// Authenticate reports whether secret is a known client key: from memory, or, for a
-// secret missing there, from the database (rate-limited, bounded by ctx and by
-// keyLookupTimeout, paused for a while after a database error), adding it to the set.
-func (c *KeyCache) Authenticate(ctx context.Context, secret string) bool {
+// Authenticate returns the client key whose secret this is, and false for an unknown
+// secret: from memory, or, for a secret missing there, from the database
+// (rate-limited, bounded by ctx and by keyLookupTimeout, paused for a while after a
+// database error), adding it to the set. A disabled key is returned as it is.
+func (c *KeyCache[T]) Authenticate(ctx context.Context, secret string) (T, bool) {
 	if secret == "" {
-		return false
+		var zero T
+		return zero, false
 	}
 	h := sha256.Sum256([]byte(secret)) // ClientKeyHash, without a slice on the heap
-	if _, ok := (*c.keys.Load())[h]; ok {
-		return true
+	if k, ok := (*c.keys.Load())[h]; ok {
+		return k, true
 	}
 	return c.lookup(ctx, secret, h)
 }
 
-// Name returns the name of the client key secret, "" when the set does not hold it
-// (Authenticate adds a key it finds in the database). It labels the gateway's traces
-// (gatehouse.client) and never reads the database.
-func (c *KeyCache) Name(secret string) string {
+// Cached returns the client key of secret from memory only, and false when the set
+// does not hold it (Authenticate adds a key it finds in the database). It never reads
+// the database.
+func (c *KeyCache[T]) Cached(secret string) (T, bool) {
 	if secret == "" {
-		return ""
+		var zero T
+		return zero, false
 	}
-	return (*c.keys.Load())[sha256.Sum256([]byte(secret))]
+	k, ok := (*c.keys.Load())[sha256.Sum256([]byte(secret))]
+	return k, ok
 }
 
 // lookup asks the database whether secret is a client key the set does not hold yet,
 // and adds it to the set unless a full load replaced the set meanwhile.
-func (c *KeyCache) lookup(ctx context.Context, secret string, h [32]byte) bool {
+func (c *KeyCache[T]) lookup(ctx context.Context, secret string, h [32]byte) (T, bool) {
+	var zero T
 	now := c.now()
 	if now.UnixNano() < c.pausedUntil.Load() || !c.misses.AllowN(now, 1) {
-		return false
+		return zero, false
 	}
 	c.mu.Lock()
 	gen := c.gen
@@ -123,7 +136,7 @@ func (c *KeyCache) lookup(ctx context.Context, secret string, h [32]byte) bool {
 	c.lookups.Add(1)
 	lctx, cancel := context.WithTimeout(ctx, keyLookupTimeout)
 	defer cancel()
-	k, err := c.st.LookupClientKey(lctx, secret)
+	sk, err := c.st.LookupClientKey(lctx, secret)
 	if c.afterLookup != nil {
 		c.afterLookup()
 	}
@@ -134,18 +147,19 @@ func (c *KeyCache) lookup(ctx context.Context, secret string, h [32]byte) bool {
 			c.log.Warn("look up a client key missing from memory; pausing lookups",
 				slog.Duration("pause", keyLookupPause), slog.Any("error", err))
 		}
-		return false
+		return zero, false
 	}
+	k := c.convert(sk)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen == gen {
 		cur := *c.keys.Load()
-		set := make(map[[32]byte]string, len(cur)+1)
-		for hk, name := range cur {
-			set[hk] = name
+		set := make(map[[32]byte]T, len(cur)+1)
+		for hk, v := range cur {
+			set[hk] = v
 		}
-		set[h] = k.Name
+		set[h] = k
 		c.keys.Store(&set)
 	}
-	return true
+	return k, true
 }

@@ -34,8 +34,23 @@ func (c *testClock) advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
+// sameKey keeps the store's own key type in the cache under test.
+func sameKey(k store.ClientKey) store.ClientKey { return k }
+
+// authenticated reports whether c accepts secret.
+func authenticated(c *store.KeyCache[store.ClientKey], ctx context.Context, secret string) bool {
+	_, ok := c.Authenticate(ctx, secret)
+	return ok
+}
+
+// cachedName is the name of the key c holds in memory for secret, "" for none.
+func cachedName(c *store.KeyCache[store.ClientKey], secret string) string {
+	k, _ := c.Cached(secret)
+	return k.Name
+}
+
 // wantLookups fails the test unless c has made n database lookups.
-func wantLookups(t *testing.T, c *store.KeyCache, n int64, when string) {
+func wantLookups(t *testing.T, c *store.KeyCache[store.ClientKey], n int64, when string) {
 	t.Helper()
 	if got := c.Lookups(); got != n {
 		t.Fatalf("%s: %d database lookups, want %d", when, got, n)
@@ -48,26 +63,26 @@ func TestKeyCacheHitFromMemory(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s := newStore(t)
-	_, secret, err := s.CreateClientKey(ctx, store.ActorSystem, "agent")
+	_, secret, err := s.CreateClientKey(ctx, store.ActorSystem, store.NewClientKeyInput("agent"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := store.NewKeyCache(s, newTestClock().now)
+	c := store.NewKeyCache(s, newTestClock().now, sameKey)
 	if err := c.Load(ctx); err != nil {
 		t.Fatalf("Load: %v", err)
 	}
 	for range 3 {
-		if !c.Authenticate(ctx, secret) {
+		if !authenticated(c, ctx, secret) {
 			t.Fatal("Authenticate(loaded key) = false, want true")
 		}
 	}
-	if c.Authenticate(ctx, "") {
+	if authenticated(c, ctx, "") {
 		t.Fatal(`Authenticate("") = true, want false`)
 	}
-	if got := c.Name(secret); got != "agent" {
+	if got := cachedName(c, secret); got != "agent" {
 		t.Errorf("Name(loaded key) = %q, want agent", got)
 	}
-	if got := c.Name("gh_ck_not-a-key-0123456789"); got != "" {
+	if got := cachedName(c, "gh_ck_not-a-key-0123456789"); got != "" {
 		t.Errorf("Name(unknown key) = %q, want none", got)
 	}
 	wantLookups(t, c, 0, "after known keys and an empty one")
@@ -80,26 +95,26 @@ func TestKeyCacheMissLookedUpAndAdded(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s := newStore(t)
-	c := store.NewKeyCache(s, newTestClock().now)
+	c := store.NewKeyCache(s, newTestClock().now, sameKey)
 	if err := c.Load(ctx); err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	_, secret, err := s.CreateClientKey(ctx, store.ActorSystem, "fresh")
+	_, secret, err := s.CreateClientKey(ctx, store.ActorSystem, store.NewClientKeyInput("fresh"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.Authenticate(ctx, secret) {
+	if !authenticated(c, ctx, secret) {
 		t.Fatal("Authenticate(new key) = false before any reload, want true")
 	}
 	wantLookups(t, c, 1, "after the new key's first request")
-	if !c.Authenticate(ctx, secret) {
+	if !authenticated(c, ctx, secret) {
 		t.Fatal("Authenticate(new key) = false on the second request, want true")
 	}
 	wantLookups(t, c, 1, "after the new key's second request (served from memory)")
-	if got := c.Name(secret); got != "fresh" {
-		t.Errorf("Name(looked-up key) = %q, want fresh", got)
+	if got := cachedName(c, secret); got != "fresh" {
+		t.Errorf("Cached(looked-up key) = %q, want fresh", got)
 	}
-	if c.Authenticate(ctx, "gh_ck_not-a-key-0123456789") {
+	if authenticated(c, ctx, "gh_ck_not-a-key-0123456789") {
 		t.Fatal("Authenticate(unknown key) = true, want false")
 	}
 	wantLookups(t, c, 2, "after an unknown key")
@@ -111,17 +126,17 @@ func TestKeyCacheLookupsRateLimited(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s := newStore(t)
-	_, known, err := s.CreateClientKey(ctx, store.ActorSystem, "known")
+	_, known, err := s.CreateClientKey(ctx, store.ActorSystem, store.NewClientKeyInput("known"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	clock := newTestClock()
-	c := store.NewKeyCache(s, clock.now)
+	c := store.NewKeyCache(s, clock.now, sameKey)
 	if err := c.Load(ctx); err != nil {
 		t.Fatalf("Load: %v", err)
 	}
 	for i := range 3 * store.KeyLookupBurst {
-		if c.Authenticate(ctx, fmt.Sprintf("gh_ck_unknown-%03d", i)) {
+		if authenticated(c, ctx, fmt.Sprintf("gh_ck_unknown-%03d", i)) {
 			t.Fatalf("unknown key %d authenticated", i)
 		}
 	}
@@ -129,14 +144,14 @@ func TestKeyCacheLookupsRateLimited(t *testing.T) {
 
 	// Out of lookups: a key created meanwhile is refused until the limiter refills,
 	// while a key in memory still authenticates.
-	_, fresh, err := s.CreateClientKey(ctx, store.ActorSystem, "fresh")
+	_, fresh, err := s.CreateClientKey(ctx, store.ActorSystem, store.NewClientKeyInput("fresh"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Authenticate(ctx, fresh) {
+	if authenticated(c, ctx, fresh) {
 		t.Fatal("Authenticate(new key) = true with no lookups left, want false (rate-limited)")
 	}
-	if !c.Authenticate(ctx, known) {
+	if !authenticated(c, ctx, known) {
 		t.Fatal("Authenticate(key in memory) = false while lookups are rate-limited")
 	}
 	wantLookups(t, c, store.KeyLookupBurst, "while rate-limited")
@@ -144,11 +159,11 @@ func TestKeyCacheLookupsRateLimited(t *testing.T) {
 	// A quarter of a second refills a quarter of the rate.
 	clock.advance(time.Second / 4)
 	refill := int64(store.KeyLookupsPerSecond / 4)
-	if !c.Authenticate(ctx, fresh) {
+	if !authenticated(c, ctx, fresh) {
 		t.Fatal("Authenticate(new key) = false after the limiter refilled, want true")
 	}
 	for i := range 3 * refill {
-		c.Authenticate(ctx, fmt.Sprintf("gh_ck_unknown-again-%03d", i))
+		authenticated(c, ctx, fmt.Sprintf("gh_ck_unknown-again-%03d", i))
 	}
 	wantLookups(t, c, store.KeyLookupBurst+refill, "after the refill")
 }
@@ -160,17 +175,17 @@ func TestKeyCacheFullLoadWinsOverRacingLookup(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s := newStore(t)
-	k, secret, err := s.CreateClientKey(ctx, store.ActorSystem, "doomed")
+	k, secret, err := s.CreateClientKey(ctx, store.ActorSystem, store.NewClientKeyInput("doomed"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := store.NewKeyCache(s, newTestClock().now)
+	c := store.NewKeyCache(s, newTestClock().now, sameKey)
 	var once sync.Once
 	c.SetAfterLookup(func() {
 		// Between the lookup's query and its update of the set: the key is deleted
 		// and a full load (as a NOTIFY's reload would) replaces the set.
 		once.Do(func() {
-			if err := s.DeleteClientKey(ctx, store.ActorSystem, k.ID); err != nil {
+			if err := s.DeleteClientKey(ctx, store.ActorSystem, k.ID, 0); err != nil {
 				t.Errorf("DeleteClientKey: %v", err)
 			}
 			if err := c.Load(ctx); err != nil {
@@ -178,11 +193,11 @@ func TestKeyCacheFullLoadWinsOverRacingLookup(t *testing.T) {
 			}
 		})
 	})
-	if !c.Authenticate(ctx, secret) {
+	if !authenticated(c, ctx, secret) {
 		t.Fatal("Authenticate = false, want true: the key existed when it was looked up")
 	}
 	wantLookups(t, c, 1, "after the racing lookup")
-	if c.Authenticate(ctx, secret) {
+	if authenticated(c, ctx, secret) {
 		t.Fatal("Authenticate(deleted key) = true after the full load, want false")
 	}
 	// Not from memory: the lookup's result did not survive the full load.
@@ -205,12 +220,12 @@ func TestKeyCacheDatabaseErrorPausesLookups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, known, err := s.CreateClientKey(ctx, store.ActorSystem, "known")
+	_, known, err := s.CreateClientKey(ctx, store.ActorSystem, store.NewClientKeyInput("known"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	clock := newTestClock()
-	c := store.NewKeyCache(s, clock.now)
+	c := store.NewKeyCache(s, clock.now, sameKey)
 	if err := c.Load(ctx); err != nil {
 		t.Fatalf("Load: %v", err)
 	}
@@ -218,27 +233,27 @@ func TestKeyCacheDatabaseErrorPausesLookups(t *testing.T) {
 
 	gone, cancel := context.WithCancel(ctx)
 	cancel()
-	if c.Authenticate(gone, "gh_ck_unknown-000") {
+	if authenticated(c, gone, "gh_ck_unknown-000") {
 		t.Fatal("unknown key authenticated")
 	}
 	wantLookups(t, c, 1, "after a lookup for a request that had ended")
 
-	if c.Authenticate(ctx, "gh_ck_unknown-001") {
+	if authenticated(c, ctx, "gh_ck_unknown-001") {
 		t.Fatal("unknown key authenticated")
 	}
 	wantLookups(t, c, 2, "after the failed lookup (an ended request pauses nothing)")
 	for i := range 5 {
-		c.Authenticate(ctx, fmt.Sprintf("gh_ck_unknown-1%02d", i))
+		authenticated(c, ctx, fmt.Sprintf("gh_ck_unknown-1%02d", i))
 	}
 	wantLookups(t, c, 2, "during the pause")
-	if !c.Authenticate(ctx, known) {
+	if !authenticated(c, ctx, known) {
 		t.Fatal("Authenticate(key in memory) = false during the pause")
 	}
 
 	clock.advance(store.KeyLookupPause - time.Millisecond)
-	c.Authenticate(ctx, "gh_ck_unknown-002")
+	authenticated(c, ctx, "gh_ck_unknown-002")
 	wantLookups(t, c, 2, "just before the pause ends")
 	clock.advance(time.Millisecond)
-	c.Authenticate(ctx, "gh_ck_unknown-003")
+	authenticated(c, ctx, "gh_ck_unknown-003")
 	wantLookups(t, c, 3, "once the pause is over")
 }

@@ -20,7 +20,7 @@ type ConfigState struct {
 	Settings Settings
 	// Connections are sorted by name.
 	Connections []Connection
-	// ClientKeys are sorted by name, then creation time (names need not be unique).
+	// ClientKeys are sorted by name (names are unique).
 	ClientKeys []ClientKey
 }
 
@@ -34,9 +34,10 @@ type DesiredConfig struct {
 	// empty APIKey keeps the stored key of an existing connection.
 	Connections         []ConnectionInput
 	DeclaresConnections bool
-	// ClientKeys are the names of the client keys the document names; a name with no
-	// key is created (with a new secret), a name with one or more keys keeps them.
-	ClientKeys         []string
+	// ClientKeys are the client keys the document names, each by its unique name: a
+	// name with no key is created (with a new secret), a key whose enabled or limits
+	// differ is updated (its secret stays).
+	ClientKeys         []ClientKeyInput
 	DeclaresClientKeys bool
 	// Prune deletes the connections and client keys of a declared list it does not name.
 	Prune bool
@@ -68,7 +69,7 @@ var errDryRun = errors.New("store: dry run")
 
 const (
 	configConnectionsSQL = `SELECT ` + connectionColumns + ` FROM provider_connections ORDER BY name`
-	configClientKeysSQL  = `SELECT ` + clientKeyColumns + ` FROM client_keys ORDER BY name, created_at, id`
+	configClientKeysSQL  = `SELECT ` + clientKeyColumns + ` FROM client_keys ORDER BY name`
 )
 
 // ReadConfig returns the stored configuration in one consistent snapshot (a read-only
@@ -244,22 +245,28 @@ func (s *Store) planConfig(cur ConfigState, keys map[string]string, want Desired
 
 	var ckeys []ConfigChange
 	if want.DeclaresClientKeys {
-		have := map[string]bool{}
+		have := map[string]ClientKey{}
 		for _, k := range cur.ClientKeys {
-			have[k.Name] = true
+			have[k.Name] = k
 		}
 		named := map[string]bool{}
-		for _, name := range want.ClientKeys {
-			if name == "" {
-				return nil, fmt.Errorf("%w: a client key needs a name", ErrInvalid)
+		for _, in := range want.ClientKeys {
+			in = in.normalized()
+			if err := in.check(); err != nil {
+				return nil, err
 			}
-			if named[name] {
-				continue
+			if named[in.Name] {
+				return nil, fmt.Errorf("%w: client key %q is named twice", ErrInvalid, in.Name)
 			}
-			named[name] = true
-			if !have[name] {
+			named[in.Name] = true
+			k, ok := have[in.Name]
+			switch {
+			case !ok:
 				ckeys = append(ckeys, ConfigChange{Entity: EntityClientKey, Action: ActionCreate,
-					Name: name, After: ClientKey{Name: name}})
+					Name: in.Name, After: clientKeyFrom(ClientKey{}, in)})
+			case k.Enabled != in.Enabled || !jsonEqual(k.Limits, in.Limits):
+				ckeys = append(ckeys, ConfigChange{Entity: EntityClientKey, Action: ActionUpdate,
+					ID: k.ID, Name: k.Name, Before: k, After: clientKeyFrom(k, in)})
 			}
 		}
 		if want.Prune {
@@ -324,8 +331,10 @@ func (s *Store) writeChange(ctx context.Context, tx pgx.Tx, actor string, ch *Co
 		return audit(ctx, tx, actor, ActionDelete, EntityConnection, ch.ID, ch.Before, nil)
 
 	case EntityClientKey + "/" + ActionCreate:
+		in := desiredClientKey(want, ch.Name).normalized()
 		secret := newSecret(ClientKeyPrefix)
-		rows, _ := tx.Query(ctx, insertClientKeySQL, ch.Name, hashSecret(secret), tokenPreview(secret, ClientKeyPrefix))
+		rows, _ := tx.Query(ctx, insertClientKeySQL, in.Name, hashSecret(secret), tokenPreview(secret, ClientKeyPrefix),
+			in.Enabled, in.Limits)
 		k, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ClientKey])
 		if err != nil {
 			if err = translate(err); errors.Is(err, ErrNotFound) {
@@ -335,6 +344,16 @@ func (s *Store) writeChange(ctx context.Context, tx pgx.Tx, actor string, ch *Co
 		}
 		ch.ID, ch.After, ch.Secret = k.ID, k, secret
 		return audit(ctx, tx, actor, ActionCreate, EntityClientKey, k.ID, nil, k)
+
+	case EntityClientKey + "/" + ActionUpdate:
+		in := desiredClientKey(want, ch.Name).normalized()
+		rows, _ := tx.Query(ctx, updateClientKeySQL, ch.ID, in.Name, in.Enabled, in.Limits)
+		k, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ClientKey])
+		if err != nil {
+			return translate(err)
+		}
+		ch.After = k
+		return audit(ctx, tx, actor, ActionUpdate, EntityClientKey, k.ID, ch.Before, k)
 
 	case EntityClientKey + "/" + ActionDelete:
 		if _, err := tx.Exec(ctx, deleteClientKeySQL, ch.ID); err != nil {
@@ -353,6 +372,23 @@ func desiredConnection(want DesiredConfig, name string) ConnectionInput {
 		}
 	}
 	return ConnectionInput{}
+}
+
+// desiredClientKey returns the client key of want named name (planConfig found it).
+func desiredClientKey(want DesiredConfig, name string) ClientKeyInput {
+	for _, in := range want.ClientKeys {
+		if in.Name == name {
+			return in
+		}
+	}
+	return ClientKeyInput{}
+}
+
+// clientKeyFrom is k with the writable fields of in (in normalized), for a plan's After.
+func clientKeyFrom(k ClientKey, in ClientKeyInput) ClientKey {
+	k.Name, k.Enabled = in.Name, in.Enabled
+	k.Limits = append(json.RawMessage(nil), in.Limits...)
+	return k
 }
 
 // connectionFrom is c with the writable fields of in (in normalized), for a plan's

@@ -3,10 +3,10 @@ package store
 // Test hooks for the external tests (package store_test).
 
 // Lookups returns how many database lookups c has made.
-func (c *KeyCache) Lookups() int64 { return c.lookups.Load() }
+func (c *KeyCache[T]) Lookups() int64 { return c.lookups.Load() }
 
 // SetAfterLookup makes f run between each lookup's query and its update of the set.
-func (c *KeyCache) SetAfterLookup(f func()) { c.afterLookup = f }
+func (c *KeyCache[T]) SetAfterLookup(f func()) { c.afterLookup = f }
 
 // KeyLookupBurst and KeyLookupPause are the lookup limits.
 const (
@@ -14,3 +14,6 @@ const (
 	KeyLookupsPerSecond = keyLookupsPerSecond
 	KeyLookupPause      = keyLookupPause
 )
+
+// MigrateFS applies the migrations in fsys (tests bring a database to an older schema).
+var MigrateFS = migrate

@@ -81,7 +81,7 @@ func TestListenConfig(t *testing.T) {
 	}
 	waitSignal(t, changes, "the call after reconnecting")
 
-	if _, _, err := s.CreateClientKey(ctx, "tester", "after-reconnect"); err != nil {
+	if _, _, err := s.CreateClientKey(ctx, "tester", store.NewClientKeyInput("after-reconnect")); err != nil {
 		t.Fatalf("CreateClientKey: %v", err)
 	}
 	waitSignal(t, changes, "the notification of CreateClientKey after reconnecting")

@@ -3,14 +3,17 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/mail"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -216,7 +219,8 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 }
 
 const keyUsage = `usage:
-  gatehouse key create --name N   create a gateway client key; prints only the secret
+  gatehouse key create --name N [--weight W] [--max-concurrent C]
+                                  create a gateway client key; prints only the secret
 (run "gatehouse key create --help" for the flags)
 `
 
@@ -229,16 +233,47 @@ func runKey(ctx context.Context, args []string, getenv func(string) string, stdo
 		fmt.Fprint(stderr, keyUsage)
 		return errors.New("key: want the subcommand create")
 	}
-	var name string
+	var (
+		name string
+		lim  = map[string]int64{}
+		in   store.ClientKeyInput
+	)
+	intFlag := func(fs *flag.FlagSet, flagName, key, usage string) {
+		fs.Func(flagName, usage, func(v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return errors.New("must be a whole number")
+			}
+			lim[key] = n
+			return nil
+		})
+	}
 	return withStore(ctx, "key create", args[1:], getenv, stderr, func(fs *flag.FlagSet) {
-		fs.StringVar(&name, "name", "", "a name for the client key (required)")
+		fs.StringVar(&name, "name", "", "a unique name for the client key: 1 to 64 of A-Z, a-z, 0-9, '.', '_', '-' (required)")
+		intFlag(fs, "weight", limits.KeyWeight, "the key's share of a saturated gate, 1 to 1000 (default 1)")
+		intFlag(fs, "max-concurrent", limits.KeyMaxConcurrent, "cap on the key's requests in flight, 0 to 10000 (0 = none)")
 	}, func() error {
 		if name == "" {
 			return errors.New("key create: --name is required")
 		}
+		raw, err := json.Marshal(lim)
+		if err != nil {
+			return fmt.Errorf("key create: %w", err)
+		}
+		// The same rules as the API's, worded with the flag names.
+		if _, errs := limits.DecodeClientKeyLimits(raw, ""); len(errs) > 0 {
+			msgs := make([]string, 0, len(errs))
+			for _, e := range errs {
+				flagName := map[string]string{limits.KeyWeight: "--weight", limits.KeyMaxConcurrent: "--max-concurrent"}[e.Field]
+				msgs = append(msgs, flagName+": "+e.Message)
+			}
+			return errors.New("key create: " + strings.Join(msgs, "; "))
+		}
+		in = store.NewClientKeyInput(name)
+		in.Limits = raw
 		return nil
 	}, func(ctx context.Context, st *store.Store) error {
-		_, secret, err := st.CreateClientKey(ctx, store.ActorSystem, name)
+		_, secret, err := st.CreateClientKey(ctx, store.ActorSystem, in)
 		if err != nil {
 			return fmt.Errorf("key create: %w", err)
 		}

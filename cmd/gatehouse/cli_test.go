@@ -29,6 +29,9 @@ func TestCLIUsageErrorsStartNoDatabase(t *testing.T) {
 		want  string
 	}{
 		{name: "key create without name", args: []string{"key", "create"}, want: "--name is required"},
+		{name: "key create weight out of range", args: []string{"key", "create", "--name", "a", "--weight", "0", "--max-concurrent", "10001"},
+			want: "--max-concurrent: must be a whole number from 0 to 10000; --weight: must be a whole number from 1 to 1000"},
+		{name: "key create weight not a number", args: []string{"key", "create", "--name", "a", "--weight", "x"}, want: "must be a whole number"},
 		{name: "token create without name", args: []string{"token", "create"}, want: "--name is required"},
 		{name: "token create bad role", args: []string{"token", "create", "--name", "ops", "--role", "root"}, want: `--role must be "admin" or "viewer"`},
 		{name: "user add without email", args: []string{"user", "add", "--role", "viewer"}, stdin: "a-long-password\n", want: "--email is required"},
@@ -155,5 +158,47 @@ func TestUserPasswd(t *testing.T) {
 	}
 	if _, err := cli(newPassword+"\n", nil, "user", "passwd", "--email", "nobody@example.com"); err == nil || !strings.Contains(err.Error(), "no user with email nobody@example.com") {
 		t.Errorf("unknown email: %v", err)
+	}
+}
+
+// TestKeyCreateWithLimits: key create --weight --max-concurrent stores those limits on
+// the new key and prints only its secret.
+func TestKeyCreateWithLimits(t *testing.T) {
+	t.Parallel()
+	dbURL := storetest.URL(t)
+	secret := store.GenerateSecretKey()
+	env := map[string]string{
+		"GATEHOUSE_DATABASE_URL": dbURL,
+		"GATEHOUSE_SECRET_KEY":   secret,
+		"GATEHOUSE_DATA_DIR":     filepath.Join(t.TempDir(), "data"),
+	}
+	var stdout, stderr bytes.Buffer
+	if err := run(t.Context(), []string{"key", "create", "--name", "fleet", "--weight", "3", "--max-concurrent", "2"},
+		func(k string) string { return env[k] }, strings.NewReader(""), &stdout, &stderr); err != nil {
+		t.Fatalf("key create: %v (%s)", err, stderr.String())
+	}
+	printed := strings.TrimSpace(stdout.String())
+	if !strings.HasPrefix(printed, store.ClientKeyPrefix) || strings.Contains(printed, "\n") {
+		t.Fatalf("key create printed %q, want only the secret", stdout.String())
+	}
+	key, err := store.ParseSecretKey(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	st, err := store.New(pool, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := st.LookupClientKey(t.Context(), printed)
+	if err != nil {
+		t.Fatalf("the printed secret is no key: %v", err)
+	}
+	if k.Name != "fleet" || !k.Enabled || !strings.Contains(string(k.Limits), `"weight": 3`) || !strings.Contains(string(k.Limits), `"maxConcurrent": 2`) {
+		t.Errorf("created key = %+v (limits %s), want fleet with weight 3 and maxConcurrent 2", k, k.Limits)
 	}
 }

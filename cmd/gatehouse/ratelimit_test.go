@@ -75,7 +75,7 @@ func TestRPDPersistsInPostgres(t *testing.T) {
 	start := func() (*gateway.Gateway, string) {
 		t.Helper()
 		loader := newConfigLoader(st, logger)
-		gw := gateway.New(gateway.Options{Logger: logger, Authenticate: loader.keys.Authenticate,
+		gw := gateway.New(gateway.Options{Logger: logger, Authenticate: loader.authenticate,
 			Usage: usageCounter{st: st}, Now: clock.Now})
 		loader.gw = gw
 		if err := loader.reload(ctx); err != nil {

@@ -32,7 +32,7 @@ type configLoader struct {
 	log *slog.Logger
 
 	// keys is the client-key set the gateway authenticates against.
-	keys     *store.KeyCache
+	keys     *store.KeyCache[store.ClientKey]
 	loadedAt atomic.Int64 // unix nanos of the last successful load
 	failing  atomic.Bool  // the last load attempt failed
 
@@ -41,7 +41,21 @@ type configLoader struct {
 
 // newConfigLoader returns a loader over st.
 func newConfigLoader(st *store.Store, log *slog.Logger) *configLoader {
-	return &configLoader{st: st, log: log, keys: store.NewKeyCache(st, nil)}
+	return &configLoader{st: st, log: log, keys: store.NewKeyCache(st, nil, func(k store.ClientKey) store.ClientKey { return k })}
+}
+
+// authenticate reports whether secret is an enabled client key (the gateway's
+// Options.Authenticate).
+func (l *configLoader) authenticate(ctx context.Context, secret string) bool {
+	k, ok := l.keys.Authenticate(ctx, secret)
+	return ok && k.Enabled
+}
+
+// clientName is the name of the client key secret, for the gatehouse.client span
+// attribute (the gateway's Options.ClientName); it never reads the database.
+func (l *configLoader) clientName(secret string) string {
+	k, _ := l.keys.Cached(secret)
+	return k.Name
 }
 
 // reload loads everything and applies it.

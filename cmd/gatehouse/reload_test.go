@@ -46,35 +46,35 @@ func TestNewClientKeyAuthenticatesAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	loader := newConfigLoader(st, logger)
-	gw := gateway.New(gateway.Options{Logger: logger, Authenticate: loader.keys.Authenticate})
+	gw := gateway.New(gateway.Options{Logger: logger, Authenticate: loader.authenticate})
 	t.Cleanup(gw.Close)
 	loader.gw = gw
 	if err := loader.reload(ctx); err != nil {
 		t.Fatalf("reload: %v", err)
 	}
 
-	k, secret, err := st.CreateClientKey(ctx, store.ActorSystem, "fresh")
+	k, secret, err := st.CreateClientKey(ctx, store.ActorSystem, store.NewClientKeyInput("fresh"))
 	if err != nil {
 		t.Fatalf("CreateClientKey: %v", err)
 	}
 	// No reload in between: the loader's run loop is not running in this test.
-	if !loader.keys.Authenticate(ctx, secret) {
+	if !loader.authenticate(ctx, secret) {
 		t.Fatal("authenticate(new key) = false before the reload, want true")
 	}
-	if !loader.keys.Authenticate(ctx, secret) {
+	if !loader.authenticate(ctx, secret) {
 		t.Fatal("authenticate(new key) = false on the second request, want true")
 	}
-	if loader.keys.Authenticate(ctx, "gh_ck_not-a-key-0123456789") {
+	if loader.authenticate(ctx, "gh_ck_not-a-key-0123456789") {
 		t.Fatal("authenticate(unknown key) = true, want false")
 	}
 
-	if err := st.DeleteClientKey(ctx, store.ActorSystem, k.ID); err != nil {
+	if err := st.DeleteClientKey(ctx, store.ActorSystem, k.ID, 0); err != nil {
 		t.Fatalf("DeleteClientKey: %v", err)
 	}
 	if err := loader.reload(ctx); err != nil {
 		t.Fatalf("reload: %v", err)
 	}
-	if loader.keys.Authenticate(ctx, secret) {
+	if loader.authenticate(ctx, secret) {
 		t.Fatal("authenticate(deleted key) = true after the reload, want false")
 	}
 }

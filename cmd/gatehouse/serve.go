@@ -148,8 +148,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 			logger.Warn("flush traces", slog.Any("error", err))
 		}
 	}()
-	gwOpts := gateway.Options{Logger: logger, Registerer: reg, Authenticate: loader.keys.Authenticate,
-		Usage: usageCounter{st: st}, TracerProvider: tp, ClientName: loader.keys.Name}
+	gwOpts := gateway.Options{Logger: logger, Registerer: reg, Authenticate: loader.authenticate,
+		Usage: usageCounter{st: st}, TracerProvider: tp, ClientName: loader.clientName}
 	ready := loader.ready
 	if shared != nil {
 		gwOpts.Admission = shared.ctrl
