@@ -310,7 +310,7 @@ func TestConfigPrune(t *testing.T) {
 		t.Fatal(err)
 	}
 	conns := doc["connections"].([]any)
-	doc["connections"] = conns[1:] // drops openai-backup
+	doc["connections"] = conns[1:]                    // drops openai-backup
 	doc["clientKeys"] = doc["clientKeys"].([]any)[:1] // keeps agents, drops ci
 	body, _ := json.Marshal(doc)
 
