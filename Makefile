@@ -14,6 +14,7 @@ lint:
 	gofmt -l $$(git ls-files '*.go')
 	go vet ./...
 	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	scripts/lint-openapi
 
 # End-to-end benchmark (docs/BENCHMARKS.md); e.g. make bench BENCH_FLAGS='-duration 2s -reps 1'.
 bench:

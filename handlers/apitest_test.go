@@ -112,6 +112,9 @@ func loadSpec(t *testing.T) (*openapi3.T, routers.Router) {
 	if err := doc.Validate(t.Context()); err != nil {
 		t.Fatalf("openapi.yaml is not valid: %v", err)
 	}
+	// The router matches servers by host, and the one server is "/" (wherever the
+	// instance listens): route the test server's requests by path alone.
+	doc.Servers = nil
 	router, err := legacy.NewRouter(doc)
 	if err != nil {
 		t.Fatalf("openapi router: %v", err)

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"slices"
@@ -49,6 +50,18 @@ func TestOpenAPIServed(t *testing.T) {
 	r := a.do(t, call{method: http.MethodGet, path: path("openapi.yaml"), token: noToken}).want(t, http.StatusOK)
 	if string(r.body) != string(openAPISpec) {
 		t.Errorf("served document differs from the embedded openapi.yaml")
+	}
+	j := a.do(t, call{method: http.MethodGet, path: path("openapi.yaml") + "?format=json", token: noToken}).want(t, http.StatusOK)
+	var doc struct {
+		OpenAPI string         `json:"openapi"`
+		Paths   map[string]any `json:"paths"`
+	}
+	if err := json.Unmarshal(j.body, &doc); err != nil || doc.OpenAPI != "3.1.0" || doc.Paths["/api/v1/connections"] == nil {
+		t.Errorf("?format=json: %v, openapi %q, %d paths", err, doc.OpenAPI, len(doc.Paths))
+	}
+	bad := problemOf(t, a.do(t, call{method: http.MethodGet, path: path("openapi.yaml") + "?format=xml", token: noToken, invalidRequest: true}), http.StatusBadRequest)
+	if got := fields(bad); len(got) != 1 || got[0] != "format" {
+		t.Errorf("?format=xml: fields %v, want [format]", got)
 	}
 }
 
