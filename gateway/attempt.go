@@ -120,6 +120,12 @@ func (x *exchange) attempt(p pick) attemptResult {
 	}).WithContext(ctx)
 
 	t0 := time.Now()
+	lp := t.learn
+	if x.rt == routeCountTokens {
+		lp = nil // takes no slot: not a sample of the gate's load
+	}
+	full := lp.enter()
+	defer lp.leave(t0)
 	resp, err := g.transport.RoundTrip(out)
 	if span != nil {
 		x.attemptAnswered(span, t, resp, err)
@@ -156,18 +162,22 @@ func (x *exchange) attempt(p pick) attemptResult {
 	switch {
 	case status == http.StatusTooManyRequests:
 		x.keepLast(c, resp, t0)
-		ra := parseRetryAfter(resp.Header.Get("Retry-After"), g.now())
-		now := g.now()
-		g.limiter.coolDown(x.r.Context(), c, t.model, now, ra, "upstream 429 for "+t.model)
+		if !x.learnRejected(lp, status, resp.Header) {
+			ra := parseRetryAfter(resp.Header.Get("Retry-After"), g.now())
+			now := g.now()
+			g.limiter.coolDown(x.r.Context(), c, t.model, now, ra, "upstream 429 for "+t.model)
+		}
 		p.done(errBreakerExcluded)
 		return attemptFailed
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		x.keepLast(c, resp, t0)
+		x.learnRejected(lp, status, resp.Header)
 		g.limiter.suspend(x.r.Context(), c, g.now(), x.s.eff.SuspendDuration(), "upstream "+strconv.Itoa(status))
 		p.done(errBreakerExcluded)
 		return attemptFailed
 	case status == http.StatusRequestTimeout || status >= 500:
 		x.keepLast(c, resp, t0)
+		x.learnRejected(lp, status, resp.Header)
 		c.health.failure("upstream " + strconv.Itoa(status))
 		p.done(upstreamStatusError(status))
 		return attemptFailed
@@ -175,6 +185,7 @@ func (x *exchange) attempt(p pick) attemptResult {
 	p.done(nil)
 	if status < 300 {
 		c.health.succeeded(t.model)
+		lp.succeeded(full)
 	}
 	var tap *usageTap
 	if (c.lim.countsTokens() || span != nil) && status < 300 {

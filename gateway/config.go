@@ -67,6 +67,9 @@ type target struct {
 	model string
 	req   admission.Request // the gate path; read-only once built
 	stats *targetMetrics
+	// learn is the adaptive gates on the path (adaptive.go), empty unless
+	// the connection is adaptive.
+	learn learnPath
 }
 
 // state is the immutable routing snapshot built by Apply.
@@ -102,6 +105,8 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 		caps:        make(map[string]int),
 		maxAttempts: max(eff.MaxAttempts, 1),
 	}
+	adaptive := make(map[string]int) // adaptive gate key → configured cap
+	var all []*target
 	s.routes[styleOpenAI] = make(map[string][]*target)
 	s.routes[styleAnthropic] = make(map[string][]*target)
 	var warnings []string
@@ -131,6 +136,14 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 				s.caps[modelGateKey(c.id, m)] = n
 			}
 		}
+		if o.IsAdaptive() && s.caps[c.gateKey] > 0 {
+			adaptive[c.gateKey] = s.caps[c.gateKey]
+			for m, n := range o.ModelConcurrency {
+				if n > 0 {
+					adaptive[modelGateKey(c.id, m)] = n
+				}
+			}
+		}
 		if !c.enabled || !c.styleOK {
 			continue
 		}
@@ -144,11 +157,20 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 			}
 			t := g.newTarget(c, m)
 			ts = append(ts, t)
+			all = append(all, t)
 			addTarget(byName, m, t)
 		}
 		if c.provider != "" {
 			for _, t := range ts {
 				addTarget(byName, c.provider+"/"+t.model, t)
+			}
+		}
+	}
+	learned := g.learn.configure(adaptive)
+	for _, t := range all {
+		for _, key := range []string{t.c.gateKey, modelGateKey(t.c.id, t.model)} {
+			if lg := learned[key]; lg != nil {
+				t.learn = append(t.learn, lg)
 			}
 		}
 	}

@@ -117,6 +117,13 @@ type Gateway struct {
 	tracer     trace.Tracer
 	clientName func(string) string
 
+	// learn keeps the adaptive gates' effective caps (adaptive.go); capsMu
+	// serialises pushing caps to admission, and confCaps are the caps of the
+	// config in force, before the learned ones replace them.
+	learn    *learner
+	capsMu   sync.Mutex
+	confCaps map[string]int
+
 	// zeroMs is X-Gatehouse-Queue-Ms for a request that did not wait,
 	// shared by every response (len == cap: never appended to in place).
 	zeroMs []string
@@ -145,6 +152,8 @@ func New(opts Options) *Gateway {
 	if g.now == nil {
 		g.now = time.Now
 	}
+	g.learn = newLearner(g.now, g.log)
+	g.learn.changed = g.pushCaps
 	if g.maxBody <= 0 {
 		g.maxBody = DefaultMaxBodyBytes
 	}
@@ -225,7 +234,7 @@ func (g *Gateway) Apply(cfg Config) {
 	g.healthMu.Unlock()
 	g.metrics.forget(keep)
 	g.applyRates(s)
-	g.ctrl.SetCaps(s.caps)
+	g.setCaps(s.caps)
 	g.state.Store(s)
 }
 

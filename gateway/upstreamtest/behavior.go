@@ -87,6 +87,14 @@ type Behavior struct {
 	// channel is closed, the client goes away or the server is closed.
 	// Tests use it to keep a known number of requests in flight.
 	Hold <-chan struct{}
+	// MaxInFlight, when positive, is the account's concurrency limit: a
+	// request that arrives while more than MaxInFlight requests of its API
+	// key are in flight (itself included) is answered at once, before any
+	// Latency, with 429 and an error body saying "too many concurrent
+	// requests" (a Retry-After only when RetryAfter is set). It counts as an
+	// injected failure. Setting the behaviour again changes the limit while
+	// the server runs.
+	MaxInFlight int
 }
 
 // Validate reports whether b is usable.
@@ -97,7 +105,7 @@ func (b Behavior) Validate() error {
 	if b.Latency < 0 || b.ChunkInterval < 0 || b.RetryAfter < 0 {
 		return fmt.Errorf("upstreamtest: negative duration in behaviour")
 	}
-	if b.Chunks < 0 || b.UsageTokens < 0 || b.FailTimes < 0 {
+	if b.Chunks < 0 || b.UsageTokens < 0 || b.FailTimes < 0 || b.MaxInFlight < 0 {
 		return fmt.Errorf("upstreamtest: negative count in behaviour")
 	}
 	return nil
@@ -137,6 +145,9 @@ func (p *programmed) overlay(e *effective) {
 	if b.Header != nil {
 		e.header = b.Header
 	}
+	if b.MaxInFlight > 0 {
+		e.maxInFlight = b.MaxInFlight
+	}
 	if b.Fail == FailInherit {
 		return
 	}
@@ -159,6 +170,8 @@ type effective struct {
 	hold          <-chan struct{}
 	header        http.Header
 	from          *programmed // the layer whose failure applies, if any
+	maxInFlight   int         // the key's concurrency limit; 0 = none
+	overLimit     bool        // this request is over it: 429 at once
 }
 
 // Request headers that control one request. They take precedence over

@@ -122,3 +122,14 @@ func resetConn(w http.ResponseWriter) {
 	}
 	_ = conn.Close()
 }
+
+// writeOverLimit answers a request over its key's MaxInFlight: 429 with an
+// error body that names the concurrency limit, as providers do.
+func writeOverLimit(w http.ResponseWriter, st style, limit int, retryAfter time.Duration) {
+	if retryAfter > 0 {
+		secs := (retryAfter + time.Second - 1) / time.Second
+		w.Header().Set("Retry-After", strconv.FormatInt(int64(secs), 10))
+	}
+	writeError(w, st, http.StatusTooManyRequests,
+		"upstreamtest: too many concurrent requests (more than "+strconv.Itoa(limit)+" in flight for this key)")
+}

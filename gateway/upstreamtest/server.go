@@ -417,6 +417,10 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, rt route, st s
 	}
 
 	ctx := r.Context()
+	if e.overLimit {
+		writeOverLimit(w, st, e.maxInFlight, e.retryAfter)
+		return
+	}
 	if e.fail == FailHang {
 		s.sleep(ctx, -1)
 		s.abandon(w)

@@ -144,6 +144,10 @@ func (s *Server) enter(r *http.Request, key, model string, now time.Time) (track
 	if err := applyHeaders(r.Header, &e); err != nil {
 		return tracked{p, kc, mc}, e, err
 	}
+	if e.maxInFlight > 0 && kc.inFlight > e.maxInFlight {
+		e.overLimit = true
+		e.fail, e.from = Failure("429"), nil
+	}
 	if e.fail != FailInherit && e.fail != FailNone {
 		if e.from != nil {
 			e.from.failed++

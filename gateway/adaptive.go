@@ -1,0 +1,446 @@
+package gateway
+
+import (
+	"encoding/json"
+	"log/slog"
+	"maps"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Adaptive caps (DESIGN.md "Adaptive and shadow caps"; docs/ARCHITECTURE.md
+// "Adaptive caps"): on a connection with rateLimitOverrides.adaptive, the
+// connection gate and each capped model gate get an effective cap between 1
+// and the configured one, learned from the upstream by additive increase and
+// multiplicative decrease. Admission knows only the effective cap: the
+// learner pushes it through the same live-cap path a config reload uses
+// (Admitter.SetCaps), so lowering it cuts no running request.
+
+// The learner's constants, as DESIGN.md states them.
+const (
+	// cutNum/cutDen is the decrease factor: ⌊0.7 × cap⌋, at least 1 lower.
+	cutNum, cutDen = 7, 10
+	// minCutWindow is the shortest time between two cuts of one gate; the
+	// gate's mean hold time is used when it is longer, so one burst of
+	// rejections (the requests that were in flight together) cuts once.
+	minCutWindow = time.Second
+	// raiseRunPerCap: an increase needs raiseRunPerCap × effective cap
+	// successful responses in a row that found the gate full.
+	raiseRunPerCap = 10
+	// raiseQuiet is how long after a cut no increase happens, so a limit that
+	// holds is probed about once per raiseQuiet, costing one rejection.
+	raiseQuiet = 10 * time.Second
+	// learnLogEvery bounds the info log to one line per gate per interval.
+	learnLogEvery = 10 * time.Second
+	// holdAlpha weighs the newest hold time in the moving mean.
+	holdAlpha = 0.1
+)
+
+// learner keeps the effective cap of every adaptive gate. It outlives
+// config snapshots: Apply reconfigures it, and a gate keeps what it learned
+// for as long as it stays adaptive. Its methods are safe for concurrent use.
+type learner struct {
+	now func() time.Time
+	log *slog.Logger
+	// quiet is raiseQuiet; tests shorten it.
+	quiet time.Duration
+	// changed is called, without any learner lock held, after an effective
+	// cap changed: the gateway pushes the caps to admission.
+	changed func()
+	// shared, when set (cluster mode), holds one learned value per gate for
+	// every replica (see sharedLearner in adaptive_shared.go).
+	shared capStore
+
+	mu    sync.Mutex
+	gates map[string]*learnedGate // by gate key
+}
+
+func newLearner(now func() time.Time, log *slog.Logger) *learner {
+	return &learner{now: now, log: log, quiet: raiseQuiet, gates: make(map[string]*learnedGate)}
+}
+
+// learnedGate is one adaptive gate. inFlight and eff are read on the request
+// path without a lock; the rest is guarded by mu.
+type learnedGate struct {
+	key   string
+	level string
+	l     *learner
+
+	inFlight atomic.Int64
+	eff      atomic.Int64 // the effective cap, 1…configured
+	holdNs   atomic.Int64 // moving mean hold time of this gate's requests
+
+	mu         sync.Mutex
+	configured int
+	lastCut    time.Time // zero: never cut
+	run        int       // successes in a row that found the gate full
+	lowered    bool      // the learner holds the cap below the configured one
+	loggedAt   time.Time // last info line
+	loggedCap  int       // effective cap that line reported
+}
+
+// configure sets the adaptive gates and their configured caps (gate key →
+// cap ≥ 1, level by key prefix) and returns them by key. A gate that stays
+// adaptive keeps its effective cap, clamped to the configured one; one whose
+// effective cap was never lowered below its configured cap follows a raised
+// cap; a new gate starts at its configured cap. Gates not named are
+// forgotten.
+func (l *learner) configure(caps map[string]int) map[string]*learnedGate {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for key := range l.gates {
+		if _, ok := caps[key]; !ok {
+			delete(l.gates, key)
+		}
+	}
+	for key, c := range caps {
+		lg := l.gates[key]
+		if lg == nil {
+			lg = &learnedGate{key: key, level: levelOf(key), l: l}
+			l.gates[key] = lg
+		}
+		lg.setConfigured(c)
+	}
+	return maps.Clone(l.gates)
+}
+
+// levelOf is the level of a gate key: the part before the first colon.
+func levelOf(key string) string {
+	level, _, _ := strings.Cut(key, ":")
+	return level
+}
+
+// effective returns the effective cap of every adaptive gate, by key.
+func (l *learner) effective() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]int, len(l.gates))
+	for key, lg := range l.gates {
+		out[key] = int(lg.eff.Load())
+	}
+	return out
+}
+
+// effectiveCap returns the effective cap of gate key and whether it is adaptive.
+func (l *learner) effectiveCap(key string) (int, bool) {
+	l.mu.Lock()
+	lg := l.gates[key]
+	l.mu.Unlock()
+	if lg == nil {
+		return 0, false
+	}
+	return int(lg.eff.Load()), true
+}
+
+func (lg *learnedGate) setConfigured(c int) {
+	lg.mu.Lock()
+	defer lg.mu.Unlock()
+	cur := int(lg.eff.Load())
+	if cur == 0 || !lg.lowered || cur > c {
+		// New, never lowered by the learner (it follows the cap), or above
+		// a lowered cap.
+		lg.eff.Store(int64(c))
+	}
+	lg.configured = c
+}
+
+// enter counts a dispatched request and reports whether it found the gate
+// full: with it, in-flight reached the effective cap.
+func (lg *learnedGate) enter() bool {
+	return lg.inFlight.Add(1) >= lg.eff.Load()
+}
+
+// leave ends a request entered with enter that held the gate for hold.
+func (lg *learnedGate) leave(hold time.Duration) {
+	lg.inFlight.Add(-1)
+	for {
+		old := lg.holdNs.Load()
+		next := int64(hold)
+		if old > 0 {
+			next = old + int64(holdAlpha*float64(int64(hold)-old))
+		}
+		if lg.holdNs.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// cutWindow is the shortest time between two cuts: max(1 s, mean hold time).
+func (lg *learnedGate) cutWindow() time.Duration {
+	return max(minCutWindow, time.Duration(lg.holdNs.Load()))
+}
+
+// cut is the decrease after an upstream rejection at now. It reports the
+// caps before and after, and whether the effective cap changed. A cut within
+// cutWindow of the last one changes nothing, so one burst of rejections
+// counts once; at 1 the cap stays 1 (the cut still restarts the quiet time
+// before an increase).
+func (lg *learnedGate) cut(now time.Time) (from, to int, changed bool) {
+	lg.mu.Lock()
+	defer lg.mu.Unlock()
+	lg.run = 0
+	from = int(lg.eff.Load())
+	if !lg.lastCut.IsZero() && now.Sub(lg.lastCut) < lg.cutWindow() {
+		return from, from, false
+	}
+	lg.lastCut = now
+	to = cutCap(from)
+	lg.eff.Store(int64(to))
+	lg.lowered = to < lg.configured
+	return from, to, to != from
+}
+
+// cutCap is ⌊0.7 × c⌋, at least 1 lower than c, never below 1.
+func cutCap(c int) int {
+	return max(1, min(c-1, c*cutNum/cutDen))
+}
+
+// succeeded counts a successful response at now that found the gate full
+// (or not). Only successes in a row that found the gate full count toward
+// an increase; one that did not ends the row. After raiseRunPerCap ×
+// effective cap of them, and not within quiet of the last cut, the
+// effective cap grows by 1, up to the configured cap.
+func (lg *learnedGate) succeeded(now time.Time, full bool) (from, to int, changed bool) {
+	lg.mu.Lock()
+	defer lg.mu.Unlock()
+	from = int(lg.eff.Load())
+	if !full || from >= lg.configured {
+		lg.run = 0
+		return from, from, false
+	}
+	lg.run++
+	if lg.run < raiseRunPerCap*from || (!lg.lastCut.IsZero() && now.Sub(lg.lastCut) < lg.l.quiet) {
+		// Not yet: the row goes on, and the increase comes with the first
+		// full success after the quiet time.
+		return from, from, false
+	}
+	lg.run = 0
+	lg.eff.Store(int64(from + 1))
+	lg.lowered = from+1 < lg.configured
+	return from, from + 1, true
+}
+
+// adopt takes a learned value from elsewhere (the other replicas, through
+// the shared store), clamped to 1…configured. It reports whether it changed.
+func (lg *learnedGate) adopt(c int, cutAt time.Time) bool {
+	lg.mu.Lock()
+	defer lg.mu.Unlock()
+	c = min(max(c, 1), lg.configured)
+	if cutAt.After(lg.lastCut) {
+		lg.lastCut = cutAt
+	}
+	if int(lg.eff.Load()) == c {
+		return false
+	}
+	lg.eff.Store(int64(c))
+	lg.lowered = c < lg.configured
+	lg.run = 0
+	return true
+}
+
+// note logs a change of the effective cap, at most once per gate per
+// learnLogEvery; a change inside that time shows in the next line's "from".
+func (lg *learnedGate) note(now time.Time, to int, why string) {
+	lg.mu.Lock()
+	if !lg.loggedAt.IsZero() && now.Sub(lg.loggedAt) < learnLogEvery {
+		lg.mu.Unlock()
+		return
+	}
+	from := lg.loggedCap
+	if lg.loggedAt.IsZero() {
+		from = lg.configured
+	}
+	lg.loggedAt, lg.loggedCap = now, to
+	configured := lg.configured
+	lg.mu.Unlock()
+	lg.l.log.Info("gateway: adaptive cap changed", slog.String("gate", lg.key),
+		slog.Int("from", from), slog.Int("to", to), slog.Int("configured", configured), slog.String("reason", why))
+}
+
+// learnPath is the adaptive gates on one target's path (connection first,
+// then its model gate when capped); empty on a connection that is not
+// adaptive.
+type learnPath []*learnedGate
+
+// enter counts a dispatch on every gate of p; bit i of the result says
+// whether gate i was full.
+func (p learnPath) enter() uint8 {
+	var full uint8
+	for i, lg := range p {
+		if lg.enter() {
+			full |= 1 << i
+		}
+	}
+	return full
+}
+
+// leave ends a dispatch on every gate of p, which held them since start.
+func (p learnPath) leave(start time.Time) {
+	if len(p) == 0 {
+		return
+	}
+	hold := time.Since(start)
+	for _, lg := range p {
+		lg.leave(hold)
+	}
+}
+
+// succeeded counts a successful response on every gate of p.
+func (p learnPath) succeeded(full uint8) {
+	if len(p) == 0 {
+		return
+	}
+	l := p[0].l
+	now := l.now()
+	changed := false
+	for i, lg := range p {
+		if _, to, ok := lg.succeeded(now, full&(1<<i) != 0); ok {
+			changed = true
+			lg.note(now, to, "a run of successes at a full gate")
+			l.publish(lg, to, time.Time{})
+		}
+	}
+	if changed && l.changed != nil {
+		l.changed()
+	}
+}
+
+// rejected cuts every gate of p after an upstream rejection.
+func (p learnPath) rejected(why string) {
+	if len(p) == 0 {
+		return
+	}
+	l := p[0].l
+	now := l.now()
+	changed := false
+	for _, lg := range p {
+		if _, to, ok := lg.cut(now); ok {
+			changed = true
+			lg.note(now, to, why)
+			l.publish(lg, to, now)
+		}
+	}
+	if changed && l.changed != nil {
+		l.changed()
+	}
+}
+
+// publish tells the other replicas about a change (cluster mode).
+func (l *learner) publish(lg *learnedGate, c int, cutAt time.Time) {
+	if l.shared != nil {
+		l.shared.store(lg.key, c, cutAt)
+	}
+}
+
+// capStore shares learned caps between replicas (cluster mode).
+type capStore interface {
+	store(key string, c int, cutAt time.Time)
+}
+
+// overloadWords are what an upstream's error code, type or message says
+// when the account has too many requests at once or is overloaded.
+var overloadWords = []string{"concurrency", "too many concurrent", "overloaded"}
+
+// namesOverload reports whether an upstream error body's code, type or
+// message (OpenAI {"error":{…}}, Anthropic {"type":"error","error":{…}}, or
+// the same keys at the top level) says concurrency or overload.
+func namesOverload(body []byte) bool {
+	if len(body) == 0 {
+		return false
+	}
+	type fields struct {
+		Code    json.RawMessage `json:"code"`
+		Type    json.RawMessage `json:"type"`
+		Message json.RawMessage `json:"message"`
+	}
+	var doc struct {
+		fields
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &doc) != nil {
+		return false
+	}
+	check := func(f fields) bool {
+		for _, raw := range []json.RawMessage{f.Code, f.Type, f.Message} {
+			var s string
+			if json.Unmarshal(raw, &s) != nil {
+				s = string(raw) // a number code, say
+			}
+			s = strings.ToLower(s)
+			for _, w := range overloadWords {
+				if strings.Contains(s, w) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if check(doc.fields) {
+		return true
+	}
+	var inner fields
+	if json.Unmarshal(doc.Error, &inner) == nil && check(inner) {
+		return true
+	}
+	// "error" as a plain string.
+	return check(fields{Message: doc.Error})
+}
+
+// setCaps pushes caps (a config snapshot's, by gate key) to admission with
+// every adaptive gate's effective cap in place of its configured one, and
+// keeps them for later pushes by the learner.
+func (g *Gateway) setCaps(caps map[string]int) {
+	g.capsMu.Lock()
+	defer g.capsMu.Unlock()
+	g.confCaps = caps
+	g.pushCapsLocked()
+}
+
+// pushCaps pushes the caps again after the learner changed an effective cap.
+func (g *Gateway) pushCaps() {
+	g.capsMu.Lock()
+	defer g.capsMu.Unlock()
+	if g.confCaps != nil {
+		g.pushCapsLocked()
+	}
+}
+
+func (g *Gateway) pushCapsLocked() {
+	eff := g.learn.effective()
+	if len(eff) == 0 {
+		g.ctrl.SetCaps(g.confCaps)
+		return
+	}
+	caps := maps.Clone(g.confCaps)
+	for key, c := range eff {
+		if _, ok := caps[key]; ok {
+			caps[key] = c
+		}
+	}
+	g.ctrl.SetCaps(caps)
+}
+
+// learnRejected cuts the adaptive gates of lp when an upstream answer (its
+// body kept in x.last) is a rejection the learner counts: 429, 503, 529, or
+// an error body naming concurrency or overload. It reports whether that
+// cut stands instead of a cooldown: the body named concurrency or overload
+// and no Retry-After came with it (too many at once is not "stop for a
+// while"); with a Retry-After the connection cools as well.
+func (x *exchange) learnRejected(lp learnPath, status int, h http.Header) bool {
+	if len(lp) == 0 {
+		return false
+	}
+	named := x.last != nil && namesOverload(x.last.body)
+	if !named && status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable && status != statusOverloaded {
+		return false
+	}
+	lp.rejected("upstream " + strconv.Itoa(status))
+	return named && len(h["Retry-After"]) == 0
+}
+
+// statusOverloaded is Anthropic's 529 "overloaded".
+const statusOverloaded = 529
