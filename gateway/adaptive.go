@@ -76,11 +76,11 @@ type learnedGate struct {
 
 	mu         sync.Mutex
 	configured int
-	lastCut    time.Time // zero: never cut
-	run        int       // successes in a row that found the gate full
-	lowered    bool      // the learner holds the cap below the configured one
-	loggedAt   time.Time // last info line
-	loggedCap  int       // effective cap that line reported
+	lastCut    time.Time    // zero: never cut
+	run        atomic.Int64 // successes in a row that found the gate full (written under mu)
+	lowered    bool         // the learner holds the cap below the configured one
+	loggedAt   time.Time    // last info line
+	loggedCap  int          // effective cap that line reported
 }
 
 // configure sets the adaptive gates and their configured caps (gate key →
@@ -182,7 +182,7 @@ func (lg *learnedGate) cutWindow() time.Duration {
 func (lg *learnedGate) cut(now time.Time) (from, to int, changed bool) {
 	lg.mu.Lock()
 	defer lg.mu.Unlock()
-	lg.run = 0
+	lg.run.Store(0)
 	from = int(lg.eff.Load())
 	if !lg.lastCut.IsZero() && now.Sub(lg.lastCut) < lg.cutWindow() {
 		return from, from, false
@@ -205,23 +205,36 @@ func cutCap(c int) int {
 // effective cap of them, and not within quiet of the last cut, the
 // effective cap grows by 1, up to the configured cap.
 func (lg *learnedGate) succeeded(now time.Time, full bool) (from, to int, changed bool) {
+	if !full {
+		lg.endRow()
+		return 0, 0, false
+	}
 	lg.mu.Lock()
 	defer lg.mu.Unlock()
 	from = int(lg.eff.Load())
-	if !full || from >= lg.configured {
-		lg.run = 0
+	if from >= lg.configured {
+		lg.run.Store(0)
 		return from, from, false
 	}
-	lg.run++
-	if lg.run < raiseRunPerCap*from || (!lg.lastCut.IsZero() && now.Sub(lg.lastCut) < lg.l.quiet) {
+	run := lg.run.Add(1)
+	if run < int64(raiseRunPerCap*from) || (!lg.lastCut.IsZero() && now.Sub(lg.lastCut) < lg.l.quiet) {
 		// Not yet: the row goes on, and the increase comes with the first
 		// full success after the quiet time.
 		return from, from, false
 	}
-	lg.run = 0
+	lg.run.Store(0)
 	lg.eff.Store(int64(from + 1))
 	lg.lowered = from+1 < lg.configured
 	return from, from + 1, true
+}
+
+// endRow ends the row of full successes: a success found the gate with
+// room. It takes no lock when there is no row to end (the common case on a
+// gate that is not saturated).
+func (lg *learnedGate) endRow() {
+	if lg.run.Load() != 0 {
+		lg.run.Store(0)
+	}
 }
 
 // adopt takes a learned value from elsewhere (the other replicas, through
@@ -238,7 +251,7 @@ func (lg *learnedGate) adopt(c int, cutAt time.Time) bool {
 	}
 	lg.eff.Store(int64(c))
 	lg.lowered = c < lg.configured
-	lg.run = 0
+	lg.run.Store(0)
 	return true
 }
 
@@ -292,6 +305,12 @@ func (p learnPath) leave(start time.Time) {
 // succeeded counts a successful response on every gate of p.
 func (p learnPath) succeeded(full uint8) {
 	if len(p) == 0 {
+		return
+	}
+	if full == 0 {
+		for _, lg := range p {
+			lg.endRow()
+		}
 		return
 	}
 	l := p[0].l

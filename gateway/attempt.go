@@ -120,12 +120,14 @@ func (x *exchange) attempt(p pick) attemptResult {
 	}).WithContext(ctx)
 
 	t0 := time.Now()
-	lp := t.learn
+	lp, sp := t.learn, t.shadow
 	if x.rt == routeCountTokens {
-		lp = nil // takes no slot: not a sample of the gate's load
+		lp, sp = nil, nil // takes no slot: not a sample of the gates' load
 	}
 	full := lp.enter()
 	defer lp.leave(t0)
+	sp.enter()
+	defer sp.leave()
 	resp, err := g.transport.RoundTrip(out)
 	if span != nil {
 		x.attemptAnswered(span, t, resp, err)

@@ -3,11 +3,14 @@ package gateway
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
 )
 
@@ -23,10 +26,18 @@ func BenchmarkProxy(b *testing.B) {
 	defer up.Close()
 	gw := New(Options{Authenticate: func(_ context.Context, s string) bool { return s == testClientKey }})
 	defer gw.Close()
+	observed := caps(256, map[string]int{"glm-observed": 256}, 60000)
+	observed.Adaptive = ptr(true)
+	observed.Shadow = &limits.ShadowCaps{MaxConcurrent: ptr(4), ModelConcurrency: map[string]int{"glm-observed": 2}}
 	gw.Apply(Config{Connections: []Connection{{
 		ID: "c1", Name: "bench", Provider: "zai", APIStyle: "openai", BaseURL: upSrv.URL + "/v1",
 		APIKey: "upstream-key", Models: []string{"glm-5"}, Enabled: true,
 		Overrides: caps(256, map[string]int{"glm-5": 256}, 60000),
+	}, {
+		// Adaptive, with shadow caps on the connection and the model: the
+		// cost of the learner and the shadow gates on the request path.
+		ID: "c2", Name: "bench-observed", Provider: "zai", APIStyle: "openai", BaseURL: upSrv.URL + "/v1",
+		APIKey: "upstream-key-2", Models: []string{"glm-observed"}, Enabled: true, Overrides: observed,
 	}}})
 	gwSrv := httptest.NewServer(gw)
 	defer gwSrv.Close()
@@ -42,6 +53,7 @@ func BenchmarkProxy(b *testing.B) {
 		{name: "direct", base: upSrv.URL + "/v1", model: "glm-5", key: "upstream-key"},
 		{name: "plain", base: gwSrv.URL + "/v1", model: "glm-5", key: testClientKey},
 		{name: "alias", base: gwSrv.URL + "/v1", model: "zai/glm-5", key: testClientKey},
+		{name: "adaptive-shadow", base: gwSrv.URL + "/v1", model: "glm-observed", key: testClientKey},
 		{name: "direct-stream", base: upSrv.URL + "/v1", model: "glm-5", stream: true, key: "upstream-key"},
 		{name: "stream", base: gwSrv.URL + "/v1", model: "glm-5", stream: true, key: testClientKey},
 	}
@@ -71,4 +83,28 @@ func BenchmarkProxy(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkObservedPath measures what an adaptive connection with shadow
+// caps adds to one attempt: entering and leaving its learned and shadow
+// gates and counting the success. It must not allocate.
+func BenchmarkObservedPath(b *testing.B) {
+	l := newLearner(time.Now, slog.New(slog.DiscardHandler))
+	learned := l.configure(map[string]int{"connection:c": 64, "model:c:m": 64})
+	sh := newShadows().configure(map[string]shadowSpec{
+		"shadow:connection:c": {connID: "c", cap: 4}, "shadow:model:c:m": {connID: "c", model: "m", cap: 2},
+	}, time.Now())
+	lp := learnPath{learned["connection:c"], learned["model:c:m"]}
+	sp := shadowPath{sh["shadow:connection:c"], sh["shadow:model:c:m"]}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			start := time.Now()
+			full := lp.enter()
+			sp.enter()
+			lp.succeeded(full)
+			sp.leave()
+			lp.leave(start)
+		}
+	})
 }

@@ -68,8 +68,9 @@ type target struct {
 	req   admission.Request // the gate path; read-only once built
 	stats *targetMetrics
 	// learn is the adaptive gates on the path (adaptive.go), empty unless
-	// the connection is adaptive.
-	learn learnPath
+	// the connection is adaptive; shadow its shadow gates (shadow.go).
+	learn  learnPath
+	shadow shadowPath
 }
 
 // state is the immutable routing snapshot built by Apply.
@@ -106,6 +107,7 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 		maxAttempts: max(eff.MaxAttempts, 1),
 	}
 	adaptive := make(map[string]int) // adaptive gate key → configured cap
+	shadowSpecs := make(map[string]shadowSpec)
 	var all []*target
 	s.routes[styleOpenAI] = make(map[string][]*target)
 	s.routes[styleAnthropic] = make(map[string][]*target)
@@ -134,6 +136,16 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 		for m, n := range o.ModelConcurrency {
 			if n > 0 {
 				s.caps[modelGateKey(c.id, m)] = n
+			}
+		}
+		if sh := o.Shadow; sh != nil {
+			if sh.MaxConcurrent != nil && *sh.MaxConcurrent > 0 {
+				shadowSpecs[shadowConnKey(c.id)] = shadowSpec{connID: c.id, cap: *sh.MaxConcurrent}
+			}
+			for m, n := range sh.ModelConcurrency {
+				if n > 0 {
+					shadowSpecs[shadowModelKey(c.id, m)] = shadowSpec{connID: c.id, model: m, cap: n}
+				}
 			}
 		}
 		if o.IsAdaptive() && s.caps[c.gateKey] > 0 {
@@ -167,10 +179,16 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 		}
 	}
 	learned := g.learn.configure(adaptive)
+	shadowed := g.shadows.configure(shadowSpecs, now)
 	for _, t := range all {
 		for _, key := range []string{t.c.gateKey, modelGateKey(t.c.id, t.model)} {
 			if lg := learned[key]; lg != nil {
 				t.learn = append(t.learn, lg)
+			}
+		}
+		for _, key := range []string{shadowConnKey(t.c.id), shadowModelKey(t.c.id, t.model)} {
+			if sg := shadowed[key]; sg != nil {
+				t.shadow = append(t.shadow, sg)
 			}
 		}
 	}

@@ -123,6 +123,8 @@ type Gateway struct {
 	learn    *learner
 	capsMu   sync.Mutex
 	confCaps map[string]int
+	// shadows keeps the shadow gates (shadow.go).
+	shadows *shadows
 
 	// zeroMs is X-Gatehouse-Queue-Ms for a request that did not wait,
 	// shared by every response (len == cap: never appended to in place).
@@ -154,6 +156,7 @@ func New(opts Options) *Gateway {
 	}
 	g.learn = newLearner(g.now, g.log)
 	g.learn.changed = g.pushCaps
+	g.shadows = newShadows()
 	if g.maxBody <= 0 {
 		g.maxBody = DefaultMaxBodyBytes
 	}

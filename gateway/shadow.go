@@ -1,0 +1,144 @@
+package gateway
+
+import (
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Shadow caps (DESIGN.md "Adaptive and shadow caps"): a connection's
+// rateLimitOverrides.shadow names caps that are counted, never enforced.
+// Each becomes a shadow gate, shadow:connection:<id> or
+// shadow:model:<id>:<M>, that counts the requests dispatched on its path as
+// a gate with that cap would, and records how many arrived while it would
+// have been full (wouldQueue) and the most in flight at once (peakInFlight),
+// since the shadow cap was set. Admission never sees a shadow gate: it delays
+// and rejects nothing. The request path only does atomic adds on gates
+// built at Apply, so it allocates nothing.
+
+// shadowGate is one shadow cap and what it has counted.
+type shadowGate struct {
+	key, level    string
+	connID, model string // model is "" for a connection gate
+
+	cap        atomic.Int64
+	inFlight   atomic.Int64
+	wouldQueue atomic.Int64
+	peak       atomic.Int64
+	since      atomic.Int64 // unix nanoseconds (gateway clock) the cap was set
+}
+
+// enter counts a dispatched request: it would have queued when the gate
+// already held its cap.
+func (sg *shadowGate) enter() {
+	n := sg.inFlight.Add(1)
+	if n-1 >= sg.cap.Load() {
+		sg.wouldQueue.Add(1)
+	}
+	for {
+		p := sg.peak.Load()
+		if n <= p || sg.peak.CompareAndSwap(p, n) {
+			return
+		}
+	}
+}
+
+func (sg *shadowGate) leave() { sg.inFlight.Add(-1) }
+
+// shadowView is one shadow gate as the live view shows it.
+type shadowView struct {
+	Key, Level    string
+	ConnID, Model string
+	Cap           int
+	InFlight      int
+	WouldQueue    int64
+	PeakInFlight  int
+	Since         time.Time
+}
+
+// shadows keeps every shadow gate. Like health, it outlives config
+// snapshots: Apply reconfigures it by key.
+type shadows struct {
+	mu    sync.Mutex
+	gates map[string]*shadowGate
+}
+
+func newShadows() *shadows { return &shadows{gates: make(map[string]*shadowGate)} }
+
+// shadowSpec is one shadow cap a config asks for.
+type shadowSpec struct {
+	connID, model string
+	cap           int
+}
+
+// configure sets the shadow gates (key → spec) at now and returns them by
+// key. A gate whose cap changed (or that is new) starts counting afresh:
+// wouldQueue 0, peak the requests in flight now; one whose cap stayed keeps
+// its counts; gates not named are forgotten (a request still in flight
+// there counts into a gate nobody reads any more).
+func (s *shadows) configure(specs map[string]shadowSpec, now time.Time) map[string]*shadowGate {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key := range s.gates {
+		if _, ok := specs[key]; !ok {
+			delete(s.gates, key)
+		}
+	}
+	for key, sp := range specs {
+		sg := s.gates[key]
+		if sg == nil {
+			sg = &shadowGate{key: key, connID: sp.connID, model: sp.model, level: levelConnection}
+			if sp.model != "" {
+				sg.level = levelModel
+			}
+			s.gates[key] = sg
+		}
+		if sg.cap.Load() != int64(sp.cap) || sg.since.Load() == 0 {
+			sg.cap.Store(int64(sp.cap))
+			sg.wouldQueue.Store(0)
+			sg.peak.Store(sg.inFlight.Load())
+			sg.since.Store(now.UnixNano())
+		}
+	}
+	return maps.Clone(s.gates)
+}
+
+// views returns every shadow gate's counts.
+func (s *shadows) views() []shadowView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]shadowView, 0, len(s.gates))
+	for _, sg := range s.gates {
+		out = append(out, shadowView{
+			Key: sg.key, Level: sg.level, ConnID: sg.connID, Model: sg.model,
+			Cap: int(sg.cap.Load()), InFlight: int(sg.inFlight.Load()), WouldQueue: sg.wouldQueue.Load(),
+			PeakInFlight: int(sg.peak.Load()), Since: time.Unix(0, sg.since.Load()),
+		})
+	}
+	return out
+}
+
+// The levels of shadow gates: those of the gates they shadow.
+const (
+	levelConnection = "connection"
+	levelModel      = "model"
+)
+
+func shadowConnKey(connID string) string         { return "shadow:connection:" + connID }
+func shadowModelKey(connID, model string) string { return "shadow:model:" + connID + ":" + model }
+
+// shadowPath is the shadow gates on one target's path; empty for most.
+type shadowPath []*shadowGate
+
+func (p shadowPath) enter() {
+	for _, sg := range p {
+		sg.enter()
+	}
+}
+
+func (p shadowPath) leave() {
+	for _, sg := range p {
+		sg.leave()
+	}
+}
