@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 )
 
 // Adaptive caps (DESIGN.md "Adaptive and shadow caps"; docs/ARCHITECTURE.md
@@ -463,3 +465,17 @@ func (x *exchange) learnRejected(lp learnPath, status int, h http.Header) bool {
 
 // statusOverloaded is Anthropic's 529 "overloaded".
 const statusOverloaded = 529
+
+// configuredCaps puts back the configured cap of every adaptive gate in
+// stats, which admission reports with the effective cap in force.
+func (g *Gateway) configuredCaps(stats []admission.GateStats) {
+	g.capsMu.Lock()
+	defer g.capsMu.Unlock()
+	for i := range stats {
+		if _, ok := g.learn.effectiveCap(stats[i].Key); ok {
+			if c, ok := g.confCaps[stats[i].Key]; ok {
+				stats[i].Cap = c
+			}
+		}
+	}
+}

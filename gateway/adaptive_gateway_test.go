@@ -58,6 +58,9 @@ func TestAdaptiveRejectionCutsInsteadOfCooling(t *testing.T) {
 			t.Errorf("admission cap of %s = %d, want %d", key, got, want)
 		}
 	}
+	if got := e.gate("connection:a").Cap; got != 4 {
+		t.Errorf("snapshot cap of connection:a = %d, want the configured 4", got)
+	}
 
 	// With a Retry-After the connection also cools.
 	clock.Advance(2 * time.Second)

@@ -304,6 +304,7 @@ func (g *Gateway) Snapshot() live.Snapshot {
 	var out live.Snapshot
 	s := g.state.Load()
 	stats := g.ctrl.Stats()
+	g.configuredCaps(stats)
 	have := make(map[string]bool, len(stats))
 	for _, st := range stats {
 		have[st.Key] = true
