@@ -239,24 +239,6 @@ func (lg *learnedGate) endRow() {
 	}
 }
 
-// adopt takes a learned value from elsewhere (the other replicas, through
-// the shared store), clamped to 1…configured. It reports whether it changed.
-func (lg *learnedGate) adopt(c int, cutAt time.Time) bool {
-	lg.mu.Lock()
-	defer lg.mu.Unlock()
-	c = min(max(c, 1), lg.configured)
-	if cutAt.After(lg.lastCut) {
-		lg.lastCut = cutAt
-	}
-	if int(lg.eff.Load()) == c {
-		return false
-	}
-	lg.eff.Store(int64(c))
-	lg.lowered = c < lg.configured
-	lg.run.Store(0)
-	return true
-}
-
 // note logs a change of the effective cap, at most once per gate per
 // learnLogEvery; a change inside that time shows in the next line's "from".
 func (lg *learnedGate) note(now time.Time, to int, why string) {
@@ -466,16 +448,22 @@ func (x *exchange) learnRejected(lp learnPath, status int, h http.Header) bool {
 // statusOverloaded is Anthropic's 529 "overloaded".
 const statusOverloaded = 529
 
-// configuredCaps puts back the configured cap of every adaptive gate in
-// stats, which admission reports with the effective cap in force.
-func (g *Gateway) configuredCaps(stats []admission.GateStats) {
+// configuredCaps returns the configured cap of every adaptive gate in
+// stats (admission reports the effective cap in force), by key.
+func (g *Gateway) configuredCaps(stats []admission.GateStats) map[string]int {
+	eff := g.learn.effective()
+	if len(eff) == 0 {
+		return nil
+	}
 	g.capsMu.Lock()
 	defer g.capsMu.Unlock()
-	for i := range stats {
-		if _, ok := g.learn.effectiveCap(stats[i].Key); ok {
-			if c, ok := g.confCaps[stats[i].Key]; ok {
-				stats[i].Cap = c
+	out := make(map[string]int, len(eff))
+	for _, st := range stats {
+		if _, ok := eff[st.Key]; ok {
+			if c, ok := g.confCaps[st.Key]; ok {
+				out[st.Key] = c
 			}
 		}
 	}
+	return out
 }

@@ -5,6 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
 )
 
@@ -47,7 +51,7 @@ func TestAdaptiveRejectionCutsInsteadOfCooling(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectVia(t, e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)), "conn-b")
-	if h := e.health("a"); h.Health != HealthOK {
+	if h := e.health("a"); h.Health != live.HealthOK {
 		t.Errorf("a health after a concurrency 429 without Retry-After = %q (%s), want ok", h.Health, h.Reason)
 	}
 	for key, want := range map[string]int{"connection:a": 2, "model:a:glm-5": 2} {
@@ -58,15 +62,18 @@ func TestAdaptiveRejectionCutsInsteadOfCooling(t *testing.T) {
 			t.Errorf("admission cap of %s = %d, want %d", key, got, want)
 		}
 	}
-	if got := e.gate("connection:a").Cap; got != 4 {
-		t.Errorf("snapshot cap of connection:a = %d, want the configured 4", got)
+	if g := e.gate("connection:a"); g.Cap != 4 || g.EffectiveCap != 2 || !g.Adaptive {
+		t.Errorf("live view of connection:a: cap %d, effective %d, adaptive %v; want 4, 2, true", g.Cap, g.EffectiveCap, g.Adaptive)
+	}
+	if g := e.gate("connection:b"); g.EffectiveCap != g.Cap || g.Adaptive {
+		t.Errorf("live view of connection:b (not adaptive): cap %d, effective %d, adaptive %v", g.Cap, g.EffectiveCap, g.Adaptive)
 	}
 
 	// With a Retry-After the connection also cools.
 	clock.Advance(2 * time.Second)
 	e.mustBehave("ka", upstreamtest.Behavior{Hold: hold, MaxInFlight: 1, RetryAfter: 3 * time.Second})
 	expectVia(t, e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)), "conn-b")
-	if h := e.health("a"); h.Health != HealthCooling {
+	if h := e.health("a"); h.Health != live.HealthCooling {
 		t.Errorf("a health after a concurrency 429 with Retry-After = %q, want cooling", h.Health)
 	}
 	if c, _ := e.gw.learn.effectiveCap("connection:a"); c != 1 {
@@ -83,5 +90,57 @@ func TestAdaptiveRejectionCutsInsteadOfCooling(t *testing.T) {
 	}
 	if got := e.admissionCap("connection:a"); got != 4 {
 		t.Errorf("admission cap after adaptive was switched off = %d, want the configured 4", got)
+	}
+}
+
+// TestAdaptiveAndShadowMetrics: gatehouse_gate_effective_capacity is the
+// learned cap on an adaptive gate and the cap elsewhere;
+// gatehouse_gate_shadow_would_queue_total counts per shadow gate, which is
+// in no admission series.
+func TestAdaptiveAndShadowMetrics(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	clock := newFakeClock()
+	e := newEnv(t, upstreamtest.Options{}, withClock(clock), func(o *Options) { o.Registerer = reg })
+	a := e.conn("a", "ka", "glm-5")
+	a.Priority = 10
+	a.Overrides = caps(8, map[string]int{"glm-5": 4}, 0)
+	a.Overrides.Adaptive = ptr(true)
+	a.Overrides.Shadow = &limits.ShadowCaps{MaxConcurrent: ptr(1)}
+	b := e.conn("b", "kb", "glm-5")
+	b.Overrides = caps(3, nil, 0)
+	e.gw.Apply(Config{Connections: []Connection{a, b}})
+	ctx := testCtx(t)
+	e.mustBehave("ka", upstreamtest.Behavior{Fail: "503", FailTimes: 1})
+	expectVia(t, e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)), "conn-b")
+	hold := make(chan struct{})
+	e.mustBehave("ka", upstreamtest.Behavior{Hold: hold})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() { expectVia(t, e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)), "conn-a") })
+	}
+	if err := e.up.WaitInFlight(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	close(hold)
+	wg.Wait()
+	for _, tc := range []struct {
+		metric string
+		labels map[string]string
+		want   float64
+	}{
+		{"gatehouse_gate_effective_capacity", map[string]string{"key": "connection:a", "level": "connection"}, 5},
+		{"gatehouse_gate_effective_capacity", map[string]string{"key": "model:a:glm-5", "level": "model"}, 2},
+		{"gatehouse_gate_capacity", map[string]string{"key": "connection:a"}, 8},
+		{"gatehouse_gate_effective_capacity", map[string]string{"key": "connection:b"}, 3},
+		{"gatehouse_gate_shadow_would_queue_total", map[string]string{"key": "shadow:connection:a"}, 1},
+	} {
+		got, ok := metricValue(t, reg, tc.metric, tc.labels)
+		if !ok || got != tc.want {
+			t.Errorf("%s%v = %v (found %v), want %v", tc.metric, tc.labels, got, ok, tc.want)
+		}
+	}
+	if _, ok := metricValue(t, reg, "gatehouse_gate_inflight", map[string]string{"key": "shadow:connection:a"}); ok {
+		t.Error("a shadow gate shows in gatehouse_gate_inflight")
 	}
 }

@@ -304,7 +304,7 @@ func (g *Gateway) Snapshot() live.Snapshot {
 	var out live.Snapshot
 	s := g.state.Load()
 	stats := g.ctrl.Stats()
-	g.configuredCaps(stats)
+	configured := g.configuredCaps(stats)
 	have := make(map[string]bool, len(stats))
 	for _, st := range stats {
 		have[st.Key] = true
@@ -312,7 +312,10 @@ func (g *Gateway) Snapshot() live.Snapshot {
 			continue
 		}
 		gs := gateIdentity(s, st.Key, st.Level)
-		gs.Cap, gs.InFlight, gs.Queued = st.Cap, st.InFlight, st.Queued
+		gs.Cap, gs.EffectiveCap, gs.InFlight, gs.Queued = st.Cap, st.Cap, st.InFlight, st.Queued
+		if c, ok := configured[st.Key]; ok {
+			gs.Cap, gs.Adaptive = c, true
+		}
 		gs.Admitted, gs.Timeouts, gs.QueueFull, gs.Cancels = st.Admitted, st.Timeouts, st.QueueFull, st.Cancels
 		gs.WaitTotal, gs.Waits = st.WaitTotal, st.Waits
 		out.Gates = append(out.Gates, gs)
@@ -325,9 +328,11 @@ func (g *Gateway) Snapshot() live.Snapshot {
 		if !have[c.gateKey] {
 			gs := gateIdentity(s, c.gateKey, live.LevelConnection)
 			gs.Cap = s.caps[c.gateKey]
+			gs.EffectiveCap = gs.Cap
 			out.Gates = append(out.Gates, gs)
 		}
 	}
+	out.Gates = g.appendShadowGates(out.Gates, s)
 	slices.SortFunc(out.Gates, func(a, b live.Gate) int { return cmp.Compare(a.Key, b.Key) })
 	now := g.now()
 	for _, c := range s.conns {

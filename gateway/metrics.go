@@ -147,6 +147,7 @@ func (m *metrics) forget(keep map[string]bool) {
 type gatesCollector struct {
 	g                         *Gateway
 	inflight, queued, capDesc *prometheus.Desc
+	effCap, wouldQueue        *prometheus.Desc
 	health                    *prometheus.Desc
 	remaining                 *prometheus.Desc
 }
@@ -158,6 +159,10 @@ func newGatesCollector(g *Gateway) *gatesCollector {
 		inflight: prometheus.NewDesc("gatehouse_gate_inflight", "Slots held in the gate.", labels, nil),
 		queued:   prometheus.NewDesc("gatehouse_gate_queued", "Requests parked on the gate.", labels, nil),
 		capDesc:  prometheus.NewDesc("gatehouse_gate_capacity", "Cap of the gate (0 = uncapped).", labels, nil),
+		effCap: prometheus.NewDesc("gatehouse_gate_effective_capacity",
+			"Cap admission enforces: the learned cap of an adaptive gate, else the cap (0 = uncapped).", labels, nil),
+		wouldQueue: prometheus.NewDesc("gatehouse_gate_shadow_would_queue_total",
+			"Requests that arrived while a shadow gate was at its shadow cap, since that cap was set.", []string{"key"}, nil),
 		health: prometheus.NewDesc("gatehouse_connection_health",
 			"1 for the connection's current health state (ok, cooling, suspended, breaker-open, half-open), else 0.",
 			[]string{"connection", "state"}, nil),
@@ -172,6 +177,8 @@ func (c *gatesCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.inflight
 	ch <- c.queued
 	ch <- c.capDesc
+	ch <- c.effCap
+	ch <- c.wouldQueue
 	ch <- c.health
 	ch <- c.remaining
 }
@@ -182,6 +189,12 @@ var healthStates = [...]string{live.HealthOK, live.HealthCooling, live.HealthSus
 func (c *gatesCollector) Collect(ch chan<- prometheus.Metric) {
 	snap := c.g.Snapshot()
 	for _, gs := range snap.Gates {
+		if gs.Shadow {
+			// Counted, never enforced: not a gate of the admission series.
+			ch <- prometheus.MustNewConstMetric(c.wouldQueue, prometheus.CounterValue, float64(gs.WouldQueue), gs.Key)
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(c.effCap, prometheus.GaugeValue, float64(gs.EffectiveCap), gs.Level, gs.Key)
 		ch <- prometheus.MustNewConstMetric(c.inflight, prometheus.GaugeValue, float64(gs.InFlight), gs.Level, gs.Key)
 		ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(gs.Queued), gs.Level, gs.Key)
 		ch <- prometheus.MustNewConstMetric(c.capDesc, prometheus.GaugeValue, float64(gs.Cap), gs.Level, gs.Key)

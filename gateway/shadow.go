@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
 // Shadow caps (DESIGN.md "Adaptive and shadow caps"): a connection's
@@ -45,17 +47,6 @@ func (sg *shadowGate) enter() {
 }
 
 func (sg *shadowGate) leave() { sg.inFlight.Add(-1) }
-
-// shadowView is one shadow gate as the live view shows it.
-type shadowView struct {
-	Key, Level    string
-	ConnID, Model string
-	Cap           int
-	InFlight      int
-	WouldQueue    int64
-	PeakInFlight  int
-	Since         time.Time
-}
 
 // shadows keeps every shadow gate. Like health, it outlives config
 // snapshots: Apply reconfigures it by key.
@@ -104,25 +95,31 @@ func (s *shadows) configure(specs map[string]shadowSpec, now time.Time) map[stri
 	return maps.Clone(s.gates)
 }
 
-// views returns every shadow gate's counts.
-func (s *shadows) views() []shadowView {
+// appendShadowGates adds every shadow gate to gates, as the live view
+// shows them.
+func (g *Gateway) appendShadowGates(gates []live.Gate, st *state) []live.Gate {
+	s := g.shadows
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]shadowView, 0, len(s.gates))
 	for _, sg := range s.gates {
-		out = append(out, shadowView{
-			Key: sg.key, Level: sg.level, ConnID: sg.connID, Model: sg.model,
+		gs := live.Gate{
+			Key: sg.key, Level: sg.level, ConnectionID: sg.connID, Model: sg.model, Shadow: true,
 			Cap: int(sg.cap.Load()), InFlight: int(sg.inFlight.Load()), WouldQueue: sg.wouldQueue.Load(),
-			PeakInFlight: int(sg.peak.Load()), Since: time.Unix(0, sg.since.Load()),
-		})
+			PeakInFlight: int(sg.peak.Load()), ShadowSince: time.Unix(0, sg.since.Load()),
+		}
+		gs.EffectiveCap = gs.Cap
+		if c := st.byID[sg.connID]; c != nil {
+			gs.Provider = c.provider
+		}
+		gates = append(gates, gs)
 	}
-	return out
+	return gates
 }
 
 // The levels of shadow gates: those of the gates they shadow.
 const (
-	levelConnection = "connection"
-	levelModel      = "model"
+	levelConnection = live.LevelConnection
+	levelModel      = live.LevelModel
 )
 
 func shadowConnKey(connID string) string         { return "shadow:connection:" + connID }

@@ -5,18 +5,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
 )
 
-// shadowView returns the view of shadow gate key.
-func (e *env) shadowView(key string) (shadowView, bool) {
-	for _, v := range e.gw.shadows.views() {
-		if v.Key == key {
-			return v, true
+// shadowGate returns the live view of shadow gate key.
+func (e *env) shadowGate(key string) (live.Gate, bool) {
+	for _, g := range e.gw.Snapshot().Gates {
+		if g.Key == key {
+			return g, g.Shadow
 		}
 	}
-	return shadowView{}, false
+	return live.Gate{}, false
 }
 
 // TestShadowCapCountsNeverEnforces: a shadow maxConcurrent of 2 (and a shadow
@@ -45,23 +48,23 @@ func TestShadowCapCountsNeverEnforces(t *testing.T) {
 	if g := e.gate("connection:a"); g.Queued != 0 || g.InFlight != 6 {
 		t.Errorf("connection gate: %d in flight, %d queued; want 6, 0", g.InFlight, g.Queued)
 	}
-	for key, want := range map[string]shadowView{
-		"shadow:connection:a":  {Cap: 2, InFlight: 6, WouldQueue: 4, PeakInFlight: 6, Level: levelConnection, ConnID: "a"},
-		"shadow:model:a:glm-5": {Cap: 1, InFlight: 6, WouldQueue: 5, PeakInFlight: 6, Level: levelModel, ConnID: "a", Model: "glm-5"},
+	for key, want := range map[string]live.Gate{
+		"shadow:connection:a":  {Cap: 2, EffectiveCap: 2, InFlight: 6, WouldQueue: 4, PeakInFlight: 6, Level: live.LevelConnection, ConnectionID: "a"},
+		"shadow:model:a:glm-5": {Cap: 1, EffectiveCap: 1, InFlight: 6, WouldQueue: 5, PeakInFlight: 6, Level: live.LevelModel, ConnectionID: "a", Model: "glm-5"},
 	} {
-		got, ok := e.shadowView(key)
+		got, ok := e.shadowGate(key)
 		if !ok {
 			t.Fatalf("no shadow gate %s", key)
 		}
-		if got.Cap != want.Cap || got.InFlight != want.InFlight || got.WouldQueue != want.WouldQueue ||
-			got.PeakInFlight != want.PeakInFlight || got.Level != want.Level || got.ConnID != want.ConnID || got.Model != want.Model {
-			t.Errorf("%s = %+v, want %+v", key, got, want)
+		want.Key, want.Shadow, want.Provider, want.ShadowSince = key, true, "zai", got.ShadowSince
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s mismatch (-want +got):\n%s", key, diff)
 		}
 	}
 	close(hold)
 	wg.Wait()
 	waitFor(t, 10*time.Second, "shadow gates idle", func() bool {
-		v, _ := e.shadowView("shadow:connection:a")
+		v, _ := e.shadowGate("shadow:connection:a")
 		return v.InFlight == 0
 	})
 	if g := e.gate("connection:a"); g.Timeouts != 0 || g.QueueFull != 0 {
@@ -70,15 +73,15 @@ func TestShadowCapCountsNeverEnforces(t *testing.T) {
 
 	// Same shadow cap: the counts stay. A new one: they start afresh.
 	e.gw.Apply(Config{Connections: []Connection{a}})
-	if v, _ := e.shadowView("shadow:connection:a"); v.WouldQueue != 4 || v.PeakInFlight != 6 {
+	if v, _ := e.shadowGate("shadow:connection:a"); v.WouldQueue != 4 || v.PeakInFlight != 6 {
 		t.Errorf("after a reload with the same shadow cap: %+v, want the counts kept", v)
 	}
 	a.Overrides.Shadow = &limits.ShadowCaps{MaxConcurrent: ptr(3)}
 	e.gw.Apply(Config{Connections: []Connection{a}})
-	if v, _ := e.shadowView("shadow:connection:a"); v.Cap != 3 || v.WouldQueue != 0 || v.PeakInFlight != 0 {
+	if v, _ := e.shadowGate("shadow:connection:a"); v.Cap != 3 || v.WouldQueue != 0 || v.PeakInFlight != 0 {
 		t.Errorf("after the shadow cap changed to 3: %+v, want cap 3 and fresh counts", v)
 	}
-	if _, ok := e.shadowView("shadow:model:a:glm-5"); ok {
+	if _, ok := e.shadowGate("shadow:model:a:glm-5"); ok {
 		t.Error("the removed shadow model cap still has a gate")
 	}
 }

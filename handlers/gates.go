@@ -33,16 +33,26 @@ type ClusterView struct {
 // GateView is one admission gate: its cap, load and counters (live.Gate; the wait
 // histogram is the dashboard's and is not sent).
 type GateView struct {
-	Key         string `json:"key"`
-	Level       string `json:"level"`
-	Cap         int    `json:"cap"`
-	InFlight    int    `json:"inFlight"`
-	Queued      int    `json:"queued"`
-	Admitted    int64  `json:"admitted"`
-	Timeouts    int64  `json:"timeouts"`
-	QueueFull   int64  `json:"queueFull"`
-	Cancels     int64  `json:"cancels"`
-	WaitMsTotal int64  `json:"waitMsTotal"`
+	Key   string `json:"key"`
+	Level string `json:"level"`
+	Cap   int    `json:"cap"`
+	// EffectiveCap is the cap admission enforces (the learned one on an adaptive
+	// gate); Adaptive marks such a gate.
+	EffectiveCap int  `json:"effectiveCap"`
+	Adaptive     bool `json:"adaptive,omitempty"`
+	// Shadow marks a shadow gate, which alone carries WouldQueue, PeakInFlight and
+	// ShadowSince.
+	Shadow       bool       `json:"shadow,omitempty"`
+	WouldQueue   *int64     `json:"wouldQueue,omitempty"`
+	PeakInFlight *int       `json:"peakInFlight,omitempty"`
+	ShadowSince  *time.Time `json:"shadowSince,omitempty"`
+	InFlight     int        `json:"inFlight"`
+	Queued       int        `json:"queued"`
+	Admitted     int64      `json:"admitted"`
+	Timeouts     int64      `json:"timeouts"`
+	QueueFull    int64      `json:"queueFull"`
+	Cancels      int64      `json:"cancels"`
+	WaitMsTotal  int64      `json:"waitMsTotal"`
 }
 
 // ConnectionLive is one connection's health and remaining rate-limit budgets. Until is
@@ -70,11 +80,17 @@ func newGatesView(snap live.Snapshot) GatesView {
 		Connections: make([]ConnectionLive, 0, len(snap.Connections)),
 	}
 	for _, g := range snap.Gates {
-		v.Gates = append(v.Gates, GateView{
-			Key: g.Key, Level: g.Level, Cap: g.Cap, InFlight: g.InFlight, Queued: g.Queued,
+		gv := GateView{
+			Key: g.Key, Level: g.Level, Cap: g.Cap, EffectiveCap: g.EffectiveCap, Adaptive: g.Adaptive,
+			InFlight: g.InFlight, Queued: g.Queued,
 			Admitted: g.Admitted, Timeouts: g.Timeouts, QueueFull: g.QueueFull, Cancels: g.Cancels,
 			WaitMsTotal: g.WaitTotal.Milliseconds(),
-		})
+		}
+		if g.Shadow {
+			wq, peak, since := g.WouldQueue, g.PeakInFlight, g.ShadowSince
+			gv.Shadow, gv.WouldQueue, gv.PeakInFlight, gv.ShadowSince = true, &wq, &peak, &since
+		}
+		v.Gates = append(v.Gates, gv)
 	}
 	for _, c := range snap.Connections {
 		v.Connections = append(v.Connections, connectionLive(c))

@@ -81,7 +81,9 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 				Gates: []live.Gate{
 					{Key: "global", Level: live.LevelGlobal},
 					withLoad(connGate(id), live.Gate{Cap: 4, InFlight: 1, Admitted: 7, WaitTotal: 12 * time.Millisecond}),
-					withLoad(modelGate(id, "glm-5"), live.Gate{Cap: 1, Queued: 2}),
+					withLoad(modelGate(id, "glm-5"), live.Gate{Cap: 4, EffectiveCap: 2, Adaptive: true, Queued: 2}),
+					{Key: "shadow:connection:" + id, Level: live.LevelConnection, ConnectionID: id, Cap: 2, EffectiveCap: 2,
+						Shadow: true, InFlight: 1, WouldQueue: 3, PeakInFlight: 4, ShadowSince: until},
 				},
 				Connections: []live.Connection{{
 					ID: id, Name: "every-op", Health: live.HealthCooling, Until: until, Reason: "upstream 429",

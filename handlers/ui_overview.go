@@ -106,11 +106,12 @@ func (s *Server) uiLive(w http.ResponseWriter, r *http.Request, rq *uiRequest) e
 }
 
 // connectionLoads sums the live load of every connection: in flight on its
-// connection gate, queued on any of its gates (connection and model), by id.
+// connection gate, queued on any of its gates (connection and model), by id;
+// shadow gates, which enforce nothing, are left out.
 func connectionLoads(gates []live.Gate) map[string]connLoadView {
 	out := make(map[string]connLoadView)
 	for _, g := range gates {
-		if g.ConnectionID == "" {
+		if g.ConnectionID == "" || g.Shadow {
 			continue
 		}
 		l := out[g.ConnectionID]

@@ -38,7 +38,8 @@
   function stateOf(g, rejected) {
     if (rejected > 0) return "rejecting";
     if (g.queued > 0) return "queueing";
-    if (g.cap > 0 && g.inFlight >= g.cap) return "full";
+    var inForce = g.adaptive && g.effectiveCap > 0 ? g.effectiveCap : g.cap;
+    if (inForce > 0 && g.inFlight >= inForce) return "full";
     return "idle";
   }
   var stateIcons = { idle: "○", full: "●", queueing: "◐", rejecting: "✕" };
@@ -81,6 +82,7 @@
 
     var inFlight = 0, queued = 0, rejectedTotal = 0;
     (data.gates || []).forEach(function (g) {
+      if (g.shadow) return; // counted, never enforced: not in the summary
       queued += g.queued || 0;
       if (g.level === "connection") inFlight += g.inFlight || 0;
       rejectedTotal += rejected[g.key] || 0;
@@ -96,6 +98,19 @@
     root.querySelectorAll("[data-gate]").forEach(function (row) {
       var g = gates[row.getAttribute("data-gate")];
       if (!g) return;
+      if (g.shadow) {
+        setText(row.querySelector('[data-f="ratio"]'), ratio(g.inFlight, g.cap));
+        var sf = row.querySelector('[data-f="fill"]');
+        if (sf) sf.style.width = pct(g.inFlight, g.cap);
+        var wq = row.querySelector('[data-f="would-queue"]');
+        if (wq) {
+          var n = g.wouldQueue || 0, single = labels.locale === "pt-BR" ? n <= 1 : n === 1;
+          setText(wq, label(single ? "wouldQueue.one" : "wouldQueue.other", "%d").replace("%d", String(n)));
+          wq.classList.toggle("warn", n > 0);
+        }
+        setText(row.querySelector('[data-f="peak"]'), label("peak", "%1").replace("%1", String(g.peakInFlight || 0)));
+        return;
+      }
       var rej = rejected[g.key] || 0;
       // Until a minute of history exists, add what the server counted before the page loaded.
       if (now - started < 60000) rej += parseInt(row.getAttribute("data-rejected"), 10) || 0;
@@ -104,10 +119,13 @@
       row.classList.remove("state-idle", "state-full", "state-queueing", "state-rejecting");
       row.classList.add("state-" + state);
       row.classList.toggle("uncapped", !(g.cap > 0));
-      setText(row.querySelector('[data-f="ratio"]'), ratio(g.inFlight, g.cap));
+      var inForce = g.adaptive && g.effectiveCap > 0 ? g.effectiveCap : g.cap;
+      setText(row.querySelector('[data-f="ratio"]'), g.adaptive && g.effectiveCap > 0
+        ? label("learned", "%1 / %2 of %3").replace("%1", String(g.inFlight)).replace("%2", String(g.effectiveCap)).replace("%3", String(g.cap))
+        : ratio(g.inFlight, g.cap));
       setText(row.querySelector('[data-f="queued"]'), String(g.queued));
       var fill = row.querySelector('[data-f="fill"]');
-      if (fill) fill.style.width = pct(g.inFlight, g.cap);
+      if (fill) fill.style.width = pct(g.inFlight, inForce);
       var pips = row.querySelector('[data-f="pips"]');
       if (pips) pips.style.width = Math.min(g.queued, 30) * 6 + "px";
       setText(row.querySelector('[data-f="state"] .icon'), stateIcons[state]);

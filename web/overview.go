@@ -76,6 +76,9 @@ type Summary struct {
 type ConnectionBlock struct {
 	ConnectionStatus
 	Gates []GateBar
+	// Shadows are the connection's shadow gates (connection first, then models by
+	// id): counted, never enforced, so they are in no bottleneck and no summary.
+	Shadows []GateBar
 	// Bottleneck is the key of the gate blocking the most waiters, "" when none waits.
 	Bottleneck string
 }
@@ -117,11 +120,28 @@ func (g GateBar) State() string {
 		return StateRejecting
 	case g.Queued > 0:
 		return StateQueueing
-	case g.Cap > 0 && g.InFlight >= g.Cap:
+	case g.capInForce() > 0 && g.InFlight >= g.capInForce():
 		return StateFull
 	default:
 		return StateIdle
 	}
+}
+
+// capInForce is the cap admission enforces: the learned one on an adaptive gate.
+func (g GateBar) capInForce() int {
+	if g.Adaptive && g.EffectiveCap > 0 {
+		return g.EffectiveCap
+	}
+	return g.Cap
+}
+
+// ratioText writes in-flight against the cap, as "2 / 3 of 8, learned" on an
+// adaptive gate (in flight / effective cap of the configured cap).
+func (g GateBar) ratioText(p Page) string {
+	if g.Adaptive && g.EffectiveCap > 0 {
+		return p.L.T("overview.learnedRatio", strconv.Itoa(g.InFlight), strconv.Itoa(g.EffectiveCap), strconv.Itoa(g.Cap))
+	}
+	return Ratio(g.InFlight, g.Cap)
 }
 
 // BuildOverview assembles the overview: the global gate when capped, then for every
@@ -171,6 +191,9 @@ func BuildOverview(in OverviewInput) Overview {
 	}
 	var lastMinute live.WaitHistogram
 	for _, g := range in.Gates {
+		if g.Shadow {
+			continue
+		}
 		out.Summary.Queued += g.Queued
 		if g.Level == live.LevelConnection {
 			out.Summary.InFlight += g.InFlight
@@ -204,6 +227,10 @@ func BuildOverview(in OverviewInput) Overview {
 		var models []GateBar
 		for i, g := range in.Gates {
 			switch {
+			case g.Shadow:
+				if g.ConnectionID == c.ID {
+					blk.Shadows = append(blk.Shadows, bar(g, g.Model))
+				}
 			case g.Level == live.LevelProvider && g.Provider == c.Provider:
 				provider = &in.Gates[i]
 			case g.Level == live.LevelConnection && g.ConnectionID == c.ID:
@@ -223,6 +250,7 @@ func BuildOverview(in OverviewInput) Overview {
 			blk.Gates = append(blk.Gates, bar(live.Gate{Level: live.LevelConnection, ConnectionID: c.ID, Provider: c.Provider}, ""))
 		}
 		slices.SortFunc(models, func(a, b GateBar) int { return cmp.Compare(a.Label, b.Label) })
+		slices.SortFunc(blk.Shadows, func(a, b GateBar) int { return cmp.Compare(a.Label, b.Label) })
 		blk.Gates = append(blk.Gates, models...)
 		blk.Bottleneck = bottleneck(blk.Gates)
 		out.Connections = append(out.Connections, blk)

@@ -57,6 +57,12 @@ func healthText(p Page, c ConnectionBlock) string {
 
 // gateName is a gate's label in its block.
 func gateName(p Page, g GateBar) string {
+	if g.Shadow {
+		if g.Level == live.LevelModel {
+			return p.L.T("gate.shadowModel", g.Label)
+		}
+		return p.L.T("gate.shadowConnection")
+	}
 	switch g.Level {
 	case live.LevelGlobal:
 		return p.L.T("gate.global")
@@ -70,7 +76,7 @@ func gateName(p Page, g GateBar) string {
 }
 
 func barStyle(g GateBar) templ.SafeCSS {
-	return templ.SafeCSS("width:" + percent(g.InFlight, g.Cap) + ";")
+	return templ.SafeCSS("width:" + percent(g.InFlight, g.capInForce()) + ";")
 }
 
 func pipStyle(queued int) templ.SafeCSS {
@@ -80,11 +86,15 @@ func pipStyle(queued int) templ.SafeCSS {
 // liveLabels is the JSON app.js uses to write states and health in the page's language.
 func liveLabels(p Page) string {
 	m := map[string]string{
-		"for":            p.L.T("health.for", "%1", "%2"),
-		"rejected.one":   p.L.T("overview.rejectedN.one"),
-		"rejected.other": p.L.T("overview.rejectedN.other"),
-		"locale":         p.L.Tag(),
-		"stale":          p.L.T("overview.liveStale"),
+		"for":              p.L.T("health.for", "%1", "%2"),
+		"rejected.one":     p.L.T("overview.rejectedN.one"),
+		"rejected.other":   p.L.T("overview.rejectedN.other"),
+		"locale":           p.L.Tag(),
+		"stale":            p.L.T("overview.liveStale"),
+		"learned":          p.L.T("overview.learnedRatio", "%1", "%2", "%3"),
+		"wouldQueue.one":   p.L.T("overview.wouldQueueN.one"),
+		"wouldQueue.other": p.L.T("overview.wouldQueueN.other"),
+		"peak":             p.L.T("overview.peak", "%1"),
 	}
 	for _, s := range []string{StateIdle, StateFull, StateQueueing, StateRejecting} {
 		m["state."+s] = p.L.T("state." + s)

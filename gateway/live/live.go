@@ -77,8 +77,23 @@ type Gate struct {
 	Provider string
 	// Model is the upstream model id of a model gate.
 	Model string
-	// Cap is the cap in force; 0 = uncapped.
+	// Cap is the configured cap; 0 = uncapped. For a shadow gate it is the
+	// shadow cap.
 	Cap int
+	// EffectiveCap is the cap admission enforces: on a gate of an adaptive
+	// connection the learned cap (1…Cap), else Cap.
+	EffectiveCap int
+	// Adaptive marks a gate whose EffectiveCap is learned from the upstream.
+	Adaptive bool
+	// Shadow marks a shadow gate: counted, never enforced. Its InFlight is
+	// the dispatched requests on its path; WouldQueue counts those that
+	// arrived while InFlight was already at or above Cap, and PeakInFlight is
+	// the most at once, both since ShadowSince (when the shadow cap was set).
+	// Queued and the admission counters stay 0.
+	Shadow       bool
+	WouldQueue   int64
+	PeakInFlight int
+	ShadowSince  time.Time
 	// InFlight is the requests holding the gate; Queued those it blocks.
 	InFlight int
 	Queued   int
