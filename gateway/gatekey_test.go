@@ -28,12 +28,12 @@ func TestSnapshotGateIdentity(t *testing.T) {
 		Connections: []Connection{c, d},
 	})
 	want := []live.Gate{
-		{Key: "connection:c1", Level: live.LevelConnection, ConnectionID: "c1", Provider: "zai", Cap: 4},
+		{Key: "connection:c1", Level: live.LevelConnection, ConnectionID: "c1", Provider: "zai", Cap: 4, EffectiveCap: 4},
 		{Key: "connection:c2", Level: live.LevelConnection, ConnectionID: "c2", Provider: "openai"},
-		{Key: "global", Level: live.LevelGlobal, Cap: 10},
-		{Key: "model:c1:glm-5", Level: live.LevelModel, ConnectionID: "c1", Provider: "zai", Model: "glm-5", Cap: 2},
-		{Key: "model:c1:llama3:8b", Level: live.LevelModel, ConnectionID: "c1", Provider: "zai", Model: "llama3:8b", Cap: 1},
-		{Key: "provider:zai", Level: live.LevelProvider, Provider: "zai", Cap: 6},
+		{Key: "global", Level: live.LevelGlobal, Cap: 10, EffectiveCap: 10},
+		{Key: "model:c1:glm-5", Level: live.LevelModel, ConnectionID: "c1", Provider: "zai", Model: "glm-5", Cap: 2, EffectiveCap: 2},
+		{Key: "model:c1:llama3:8b", Level: live.LevelModel, ConnectionID: "c1", Provider: "zai", Model: "llama3:8b", Cap: 1, EffectiveCap: 1},
+		{Key: "provider:zai", Level: live.LevelProvider, Provider: "zai", Cap: 6, EffectiveCap: 6},
 	}
 	if diff := cmp.Diff(want, e.gw.Snapshot().Gates); diff != "" {
 		t.Errorf("gates mismatch (-want +got):\n%s", diff)
