@@ -1,0 +1,116 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
+)
+
+// TestAdaptiveLearnsTheAccountLimit is issue 16's "done when", over real HTTP
+// with the fake upstream: an account that answers 429 ("too many concurrent
+// requests") whenever more than 2 of its requests are in flight, behind a
+// connection with maxConcurrent 8 and adaptive, plus a lower-priority backup
+// for the same model, under 16 steady clients. After the warm-up the
+// adaptive connection's 429s are at most 10% of its dispatches while it still
+// serves at least 70% of what a cap of 2 allows, its effective cap is 2 or 3,
+// and every client request ends in 200; when the account's limit rises to 6,
+// the effective cap reaches 4 or more within 15 s.
+//
+// The 10 s quiet time after a cut is shortened to 2 s so the test is short;
+// everything else is the learner as it runs. The windows are counted in
+// upstream dispatches, not in time; the one timing is the throughput
+// criterion itself (successes × latency ÷ elapsed, against 2).
+func TestAdaptiveLearnsTheAccountLimit(t *testing.T) {
+	const (
+		latency = 60 * time.Millisecond
+		clients = 16
+		window  = 150 // dispatches to the adaptive connection measured
+	)
+	e := newEnv(t, upstreamtest.Options{Latency: latency})
+	e.gw.learn.quiet = 2 * time.Second
+	a := e.conn("a", "ka", "glm-5")
+	a.Priority = 10
+	a.Overrides = caps(8, nil, 60000)
+	a.Overrides.Adaptive = ptr(true)
+	b := e.conn("b", "kb", "glm-5")
+	e.gw.Apply(Config{Connections: []Connection{a, b}})
+	e.mustBehave("ka", upstreamtest.Behavior{MaxInFlight: 2})
+
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	var stop atomic.Bool
+	var ok, notOK atomic.Int64
+	var firstBad atomic.Pointer[reply]
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for !stop.Load() && ctx.Err() == nil {
+				r := e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false))
+				if r.status == http.StatusOK {
+					ok.Add(1)
+					continue
+				}
+				notOK.Add(1)
+				firstBad.CompareAndSwap(nil, &r)
+			}
+		})
+	}
+	defer func() {
+		stop.Store(true)
+		wg.Wait()
+	}()
+	effCap := func() int { return e.gate("connection:a").EffectiveCap }
+	dispatched := func() (requests, rejected int64) {
+		c := e.up.Stats().ByKey["ka"]
+		return c.Requests, c.Failures
+	}
+
+	// Warm-up: 8 → 5 → 3 (→ 2), one cut per burst.
+	waitFor(t, 20*time.Second, "the effective cap to come down to 3 or less", func() bool { return effCap() <= 3 })
+	waitFor(t, 20*time.Second, "a full probe cycle after the warm-up", func() bool { return effCap() == 2 })
+
+	req0, rej0 := dispatched()
+	start := time.Now()
+	waitFor(t, 30*time.Second, "the measured window of dispatches", func() bool {
+		n, _ := dispatched()
+		return n-req0 >= window
+	})
+	elapsed := time.Since(start)
+	req1, rej1 := dispatched()
+	n, rejected := req1-req0, rej1-rej0
+	served := n - rejected
+	t.Logf("window: %d dispatches, %d rejected, %d served in %v (a cap of 2 allows %.0f)", n, rejected, served,
+		elapsed.Round(time.Millisecond), 2*float64(elapsed)/float64(latency))
+	if rejected*10 > n {
+		t.Errorf("upstream 429s on the adaptive connection: %d of %d dispatches, want at most 10%%", rejected, n)
+	}
+	allowed := 2 * float64(elapsed) / float64(latency) // what a cap of 2 serves in that time
+	if float64(served) < 0.7*allowed {
+		t.Errorf("the adaptive connection served %d in %v, want at least 70%% of the %.0f a cap of 2 allows", served, elapsed, allowed)
+	}
+	if c := effCap(); c != 2 && c != 3 {
+		t.Errorf("effective cap after the warm-up = %d, want 2 or 3", c)
+	}
+	if g := e.gate("connection:a"); g.Cap != 8 || !g.Adaptive {
+		t.Errorf("live gate of a: cap %d, adaptive %v; want the configured 8, adaptive", g.Cap, g.Adaptive)
+	}
+
+	// The account now takes 6 at once: the cap climbs.
+	e.mustBehave("ka", upstreamtest.Behavior{MaxInFlight: 6})
+	waitFor(t, 15*time.Second, "the effective cap to reach 4 after the limit rose to 6", func() bool { return effCap() >= 4 })
+
+	stop.Store(true)
+	wg.Wait()
+	if bad := notOK.Load(); bad != 0 {
+		r := firstBad.Load()
+		t.Errorf("%d of %d client requests did not end in 200; first: %d %s", bad, bad+ok.Load(), r.status, r.body)
+	}
+	if h := e.health("a"); h.Health != "ok" {
+		t.Errorf("adaptive connection health = %q (%s), want ok: concurrency 429s cut, they do not cool", h.Health, h.Reason)
+	}
+}
