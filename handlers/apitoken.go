@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -41,7 +42,7 @@ func (s *Server) createAPIToken(w http.ResponseWriter, r *http.Request) error {
 	errs := decodeStringMembers(body, map[string]*string{"name": &doc.Name, "role": &doc.Role})
 	errs = append(errs, dropFields(validationErrors(s.validate.Struct(doc), ""), errs)...)
 	if len(errs) > 0 {
-		return sortErrors(errs)
+		return limits.SortFieldErrors(errs)
 	}
 	t, secret, err := s.store.CreateAPIToken(r.Context(), actor(r), doc.Name, doc.Role)
 	if err != nil {

@@ -47,7 +47,7 @@ func readJSON(w http.ResponseWriter, r *http.Request, mergePatch bool) ([]byte, 
 		return nil, err
 	}
 	if dups := duplicateKeys(body); len(dups) > 0 {
-		return nil, &apiError{status: http.StatusUnprocessableEntity, detail: "the request has invalid fields", fields: sortErrors(dups)}
+		return nil, &apiError{status: http.StatusUnprocessableEntity, detail: "the request has invalid fields", fields: limits.SortFieldErrors(dups)}
 	}
 	return body, nil
 }

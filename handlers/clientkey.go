@@ -88,7 +88,7 @@ func (s *Server) decodeClientKey(data []byte, prefix string) (store.ClientKeyInp
 		errs = append(errs, fieldError(path("name"), limits.CodeRequired))
 	}
 	if len(errs) > 0 {
-		return store.ClientKeyInput{}, sortErrors(errs)
+		return store.ClientKeyInput{}, limits.SortFieldErrors(errs)
 	}
 	l, err := json.Marshal(lim)
 	if err != nil {

@@ -2,11 +2,9 @@ package handlers
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
@@ -146,7 +144,7 @@ func (s *Server) decodeConnection(data []byte, create bool) (store.ConnectionInp
 		}
 	}
 	if len(errs) > 0 {
-		return store.ConnectionInput{}, sortErrors(errs)
+		return store.ConnectionInput{}, limits.SortFieldErrors(errs)
 	}
 	ov, err := json.Marshal(overrides)
 	if err != nil {
@@ -212,14 +210,4 @@ func (s *Server) modelElementErrors(raw json.RawMessage, field string) limits.Fi
 // gateway/limits reads the overrides.
 func wholeNumber(raw json.RawMessage) (int64, bool) {
 	return limits.ParseWholeNumber(string(bytes.TrimSpace(raw)))
-}
-
-// sortErrors orders field problems by field, then message, dropping exact repeats.
-func sortErrors(fe limits.FieldErrors) limits.FieldErrors {
-	slices.SortFunc(fe, func(a, b limits.FieldError) int {
-		return cmp.Or(strings.Compare(a.Field, b.Field), strings.Compare(a.Message, b.Message))
-	})
-	return slices.CompactFunc(fe, func(a, b limits.FieldError) bool {
-		return a.Field == b.Field && a.Message == b.Message && a.Code == b.Code
-	})
 }

@@ -167,11 +167,17 @@ func (d *dash) get(t *testing.T, c *http.Client, path string) page {
 
 func (d *dash) post(t *testing.T, c *http.Client, path string, form url.Values, headers ...string) page {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, d.srv.URL+path, strings.NewReader(form.Encode()))
+	return d.send(t, c, http.MethodPost, path, "application/x-www-form-urlencoded", form.Encode(), headers...)
+}
+
+// send makes any request with a body; headers are name, value pairs.
+func (d *dash) send(t *testing.T, c *http.Client, method, path, contentType, body string, headers ...string) page {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, d.srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Content-Type", contentType)
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
@@ -264,4 +270,18 @@ func (d *dash) overrides(t *testing.T, id string) map[string]any {
 		t.Fatalf("decode overrides: %v", err)
 	}
 	return m
+}
+
+// settings returns the stored settings document.
+func (d *dash) settings(t *testing.T) map[string]any {
+	t.Helper()
+	st, err := d.store.GetSettings(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(st.Data, &got); err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

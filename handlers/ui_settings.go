@@ -24,17 +24,6 @@ var settingsNumberFields = []string{
 // blank: the form shows their defaults as placeholders).
 func storedSettingsFields(st store.Settings) (web.SettingsFields, []string) {
 	set, warns := limits.NormalizeSettings(st.Data)
-	caps := map[string]web.ProviderCap{}
-	for p, ps := range set.Providers {
-		var c web.ProviderCap
-		if ps.MaxConcurrent != nil {
-			c.MaxConcurrent = *ps.MaxConcurrent
-		}
-		if ps.MaxWaitMs != nil {
-			c.MaxWaitMs = *ps.MaxWaitMs
-		}
-		caps[p] = c
-	}
 	return web.SettingsFields{
 		GlobalMaxConcurrent:       intText(set.GlobalMaxConcurrent),
 		DefaultMaxWaitMs:          intText(set.DefaultMaxWaitMs),
@@ -44,7 +33,7 @@ func storedSettingsFields(st store.Settings) (web.SettingsFields, []string) {
 		SuspendMs:                 intText(set.SuspendMs),
 		BreakerFailures:           intText(set.BreakerFailures),
 		BreakerCooldownMs:         intText(set.BreakerCooldownMs),
-		Providers:                 web.FormatProviderCaps(caps),
+		Providers:                 limits.FormatProviderCaps(set.Providers),
 		Version:                   strconv.FormatInt(st.Version, 10),
 	}, warns
 }
@@ -89,24 +78,18 @@ func applySettingsForm(l *web.Localizer, stored json.RawMessage, form url.Values
 		members[k] = json.RawMessage(text)
 	}
 	if _, ok := form["providers"]; ok {
-		caps, lineErrs := web.ParseProviderCaps(form.Get("providers"))
+		// The stored providers as the page showed them (fail-open, like the page).
+		shown, _ := limits.NormalizeSettings(stored)
+		caps, lineErrs := limits.ApplyProviderCaps(shown.Providers, form.Get("providers"))
 		for _, le := range lineErrs {
-			errs.Add("providers", le.Message(l))
+			errs.Add("providers", web.LineErrorMessage(l, le))
 		}
 		switch {
 		case len(lineErrs) > 0:
 		case len(caps) == 0:
 			delete(members, "providers")
 		default:
-			providers := map[string]limits.ProviderSettings{}
-			for p, c := range caps {
-				ps := limits.ProviderSettings{MaxConcurrent: &c.MaxConcurrent}
-				if c.MaxWaitMs > 0 {
-					ps.MaxWaitMs = &c.MaxWaitMs
-				}
-				providers[p] = ps
-			}
-			raw, err := json.Marshal(providers)
+			raw, err := json.Marshal(caps)
 			if err != nil {
 				return nil, nil, fmt.Errorf("handlers: encode providers: %w", err)
 			}

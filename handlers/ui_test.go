@@ -486,14 +486,7 @@ func TestDashSettings(t *testing.T) {
 	form.Set("globalMaxConcurrent", "100")
 	form.Set("providers", "zai 4 20000\nopenai 0")
 	d.post(t, c, "/settings", form).want(t, http.StatusSeeOther)
-	st, err := d.store.GetSettings(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got map[string]any
-	if err := json.Unmarshal(st.Data, &got); err != nil {
-		t.Fatal(err)
-	}
+	got := d.settings(t)
 	want := map[string]any{"globalMaxConcurrent": 100.0, "providers": map[string]any{
 		"zai": map[string]any{"maxConcurrent": 4.0, "maxWaitMs": 20000.0}, "openai": map[string]any{"maxConcurrent": 0.0}}}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -521,14 +514,7 @@ func TestDashSettingsWithoutVersion(t *testing.T) {
 	c := d.signIn(t, "admin@example.com")
 	d.post(t, c, "/settings", url.Values{"globalMaxConcurrent": {"7"}}).want(t, http.StatusSeeOther)
 	d.post(t, c, "/settings", url.Values{"defaultMaxWaitMs": {"45000"}}).want(t, http.StatusSeeOther)
-	st, err := d.store.GetSettings(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got map[string]any
-	if err := json.Unmarshal(st.Data, &got); err != nil {
-		t.Fatal(err)
-	}
+	got := d.settings(t)
 	want := map[string]any{"globalMaxConcurrent": 7.0, "defaultMaxWaitMs": 45000.0}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("stored settings mismatch (-want +got):\n%s", diff)
@@ -666,4 +652,31 @@ func mustURL(t *testing.T, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestDashSettingsKeepsAPIProviderCaps: a provider cap of 20000, valid through PATCH
+// /api/v1/settings (0–100000), is shown on /settings and a save of the page as shown
+// stores it unchanged (the page once had ranges of its own, 0–10000, and refused it).
+// An entry the API set with only maxWaitMs is shown as "w 0 5000" and kept as stored.
+func TestDashSettingsKeepsAPIProviderCaps(t *testing.T) {
+	t.Parallel()
+	d := newDash(t)
+	_, token, err := d.store.CreateAPIToken(t.Context(), store.ActorSystem, "ci", store.RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const doc = `{"providers":{"zai":{"maxConcurrent":20000},"w":{"maxWaitMs":5000}}}`
+	d.send(t, http.DefaultClient, http.MethodPatch, "/api/v1/settings", "application/merge-patch+json", doc,
+		"Authorization", "Bearer "+token).want(t, http.StatusOK)
+	before := d.settings(t)
+
+	c := d.signIn(t, "admin@example.com")
+	form := formValues(d.get(t, c, "/settings").want(t, http.StatusOK).testid("settings-form"))
+	if got, want := form.Get("providers"), "w 0 5000\nzai 20000"; got != want {
+		t.Errorf("providers textarea = %q, want %q", got, want)
+	}
+	d.post(t, c, "/settings", form).want(t, http.StatusSeeOther)
+	if diff := cmp.Diff(before, d.settings(t)); diff != "" {
+		t.Errorf("a save of the page as shown changed the settings (-before +after):\n%s", diff)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/a-h/templ"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
@@ -598,10 +599,10 @@ func TestKeysAndTokensPages(t *testing.T) {
 func TestSettingsPage(t *testing.T) {
 	t.Parallel()
 	l := NewLocalizer("en")
-	_, lineErrs := ParseProviderCaps("zai 8\nopenai x")
+	_, lineErrs := limits.ParseProviderCaps("zai 8\nopenai x")
 	errs := FieldErrors{}
 	for _, e := range lineErrs {
-		errs.Add("providers", e.Message(l))
+		errs.Add("providers", LineErrorMessage(l, e))
 	}
 	errs.Add("maxAttempts", "must be a whole number from 1 to 10")
 	doc := render(t, SettingsPage(testPage("en", RoleAdmin), SettingsForm{Fields: SettingsFields{Providers: "zai 8\nopenai x", MaxAttempts: "0"}, Errors: errs}))
@@ -611,7 +612,7 @@ func TestSettingsPage(t *testing.T) {
 			t.Errorf("no control named %q", name)
 		}
 	}
-	if got := text(byTestID(t, doc, "error-providers")); got != `line 2: "openai x": maxConcurrent must be a whole number from 0 to 10000` {
+	if got := text(byTestID(t, doc, "error-providers")); got != `line 2: "openai x": maxConcurrent must be a whole number from 0 to 100000` {
 		t.Errorf("providers error = %q", got)
 	}
 	if got := byTestID(t, doc, "field-maxAttempts").AttrOr("aria-invalid", ""); got != "true" {

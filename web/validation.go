@@ -76,8 +76,14 @@ func FieldErrorMessage(l *Localizer, fe limits.FieldError) string {
 	return ValidationMessage(l, fe.Code, fe.Args, fe.Message)
 }
 
-// LineErrorMessage words one bad line of the model=cap textarea in l's language:
-// `linha 2: "glm-5=0": o limite deve ser um número inteiro de 1 a 10000`.
+// LineErrorMessage words one bad line of a limits textarea codec (model=cap, the
+// per-provider lines) in l's language, with the part of the line it concerns first
+// when there is one: `linha 2: "glm-5=0": o limite deve ser um número inteiro de 1 a
+// 10000`, `line 1: "zai x": maxConcurrent must be a whole number from 0 to 100000`.
 func LineErrorMessage(l *Localizer, le limits.LineError) string {
-	return LineMessage(l, le.Line, le.Entry, ValidationMessage(l, le.Code, le.Args, le.Message))
+	if le.Key == "" {
+		return LineMessage(l, le.Line, le.Entry, ValidationMessage(l, le.Code, le.Args, le.Message))
+	}
+	english := strings.TrimPrefix(le.Message, le.Key+" ")
+	return LineMessage(l, le.Line, le.Entry, le.Key+" "+ValidationMessage(l, le.Code, le.Args, english))
 }

@@ -86,6 +86,12 @@ const (
 	// CodeDuplicateModel: a model capped twice in the text. Args: the model,
 	// the line it was first capped on.
 	CodeDuplicateModel = "duplicateModel"
+	// CodeProviderLineShape: a per-provider line that is not "provider
+	// maxConcurrent [maxWaitMs]". No args.
+	CodeProviderLineShape = "providerLineShape"
+	// CodeDuplicateProvider: a provider listed twice in the per-provider
+	// text. Args: the provider, the line it was first listed on.
+	CodeDuplicateProvider = "duplicateProvider"
 	// CodeLine: one bad line of the model=cap textarea, reported on the
 	// modelConcurrency field (ApplyForm). Args: the LineError itself, whose own
 	// Code and Args say what is wrong with the line.
@@ -102,7 +108,7 @@ func Codes() []string {
 		CodeOneOf, CodeURL, CodeEmail, CodeUUID, CodeAlphanumeric, CodeUnique, CodeExcludes,
 		CodeUnknownField, CodeDuplicateField, CodeNotJSON, CodeNotObject, CodeNotModelMap,
 		CodeNotProviderMap, CodeNotModelList, CodeNotWhole, CodeNotBool, CodeAdaptiveNeedsCap,
-		CodeLineShape, CodeModelMissing, CodeDuplicateModel, CodeLine,
+		CodeLineShape, CodeModelMissing, CodeDuplicateModel, CodeProviderLineShape, CodeDuplicateProvider, CodeLine,
 	}
 	for _, bound := range []string{CodeAtLeast, CodeAtMost, CodeMoreThan, CodeLessThan, CodeExactly} {
 		codes = append(codes, bound, bound+CodeSuffixChars, bound+CodeSuffixItems)

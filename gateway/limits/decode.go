@@ -99,7 +99,7 @@ func strictErrors(problems []problem, prefix string) FieldErrors {
 	for _, p := range problems {
 		out = append(out, p.msg.fieldError(joinPath(prefix, p.path)))
 	}
-	return sortFieldErrors(out)
+	return SortFieldErrors(out)
 }
 
 // lenientErrors removes every value that broke a rule from out (a pointer to
@@ -118,7 +118,7 @@ func lenientErrors(problems []problem, out any, prefix string) FieldErrors {
 	}
 	prune(rv)
 	pruneSlices(rv)
-	return sortFieldErrors(errs)
+	return SortFieldErrors(errs)
 }
 
 // warningLines writes lenient problems as sorted warning lines:

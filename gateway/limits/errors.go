@@ -47,8 +47,10 @@ func (fe FieldErrors) Error() string {
 	return b.String()
 }
 
-// sortFieldErrors orders problems deterministically and drops exact repeats.
-func sortFieldErrors(fe FieldErrors) FieldErrors {
+// SortFieldErrors orders problems by field, then message, and drops exact
+// repeats: the one order every reported list of problems is in. It sorts fe
+// in place and returns the shortened slice.
+func SortFieldErrors(fe FieldErrors) FieldErrors {
 	slices.SortFunc(fe, func(a, b FieldError) int {
 		return cmp.Or(strings.Compare(a.Field, b.Field), strings.Compare(a.Message, b.Message))
 	})
@@ -213,7 +215,7 @@ func TranslateValidation(err error, prefix string) FieldErrors {
 	for _, fe := range ve {
 		out = append(out, translate(fe).fieldError(joinPath(prefix, namespacePath(fe.Namespace()))))
 	}
-	return sortFieldErrors(out)
+	return SortFieldErrors(out)
 }
 
 // translate is the single place where a validator error becomes a message.

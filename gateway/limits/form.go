@@ -76,7 +76,7 @@ func ApplyForm(base Overrides, form url.Values, pathPrefix string) (Overrides, F
 	o, decodeErrs := DecodeOverrides(merged, pathPrefix)
 	errs = append(errs, decodeErrs...)
 	if len(errs) > 0 {
-		return Overrides{}, sortFieldErrors(errs)
+		return Overrides{}, SortFieldErrors(errs)
 	}
 	return o, nil
 }

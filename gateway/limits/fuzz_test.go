@@ -7,42 +7,79 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// FuzzParseModelCaps checks that FormatModelCaps(ParseModelCaps(x)) is a
-// fixed point and that every accepted map survives Format then Parse.
-func FuzzParseModelCaps(f *testing.F) {
-	for _, seed := range []string{
-		"", "glm-5=1\nglm-4.7=3", "a=1,b=2,", " a = 10000 \r\n\n", "a=0", "a=1\na=2", "=1", "a b=1", "a=1.0", "a=1e3",
-	} {
+// textCodec is one of the package's textarea codecs, for fuzzTextCodec.
+type textCodec[V any] struct {
+	parse  func(string) (map[string]V, []LineError)
+	format func(map[string]V) string
+	// decode marshals an accepted map into its JSON document and checks it
+	// strictly, as the API would.
+	decode func(map[string]V) ([]byte, FieldErrors)
+}
+
+// fuzzTextCodec checks a textarea codec on seeds and fuzzed text: no map
+// comes with errors, Format(Parse(x)) is a fixed point, every accepted map
+// survives Format then Parse, and what the textarea accepts the strict JSON
+// decoder accepts too.
+func fuzzTextCodec[V any](f *testing.F, c textCodec[V], seeds ...string) {
+	for _, seed := range seeds {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		caps, errs := ParseModelCaps(text)
+		caps, errs := c.parse(text)
 		if errs != nil {
 			if caps != nil {
-				t.Fatalf("ParseModelCaps(%q) returned a map with errors", text)
+				t.Fatalf("Parse(%q) returned a map with errors", text)
 			}
 			return
 		}
-		formatted := FormatModelCaps(caps)
-		again, errs := ParseModelCaps(formatted)
+		formatted := c.format(caps)
+		again, errs := c.parse(formatted)
 		if errs != nil {
-			t.Fatalf("ParseModelCaps(FormatModelCaps(%v)) = errors %v", caps, errs)
+			t.Fatalf("Parse(Format(%v)) = errors %v", caps, errs)
 		}
 		if diff := cmp.Diff(caps, again); diff != "" {
 			t.Fatalf("Parse(Format(m)) != m for text %q (-m +again):\n%s", text, diff)
 		}
-		if got := FormatModelCaps(again); got != formatted {
+		if got := c.format(again); got != formatted {
 			t.Fatalf("Format(Parse(x)) not stable: %q then %q", formatted, got)
 		}
-		// An accepted map is also accepted as JSON.
-		data, err := json.Marshal(Overrides{ModelConcurrency: caps})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, errs := DecodeOverrides(data, ""); errs != nil {
+		if data, errs := c.decode(caps); errs != nil {
 			t.Fatalf("text %q parsed but its JSON %s is rejected: %v", text, data, errs)
 		}
 	})
+}
+
+// marshalled marshals v (which cannot fail for the package's documents) and
+// decodes it with decode.
+func marshalled[T any](v any, decode func([]byte, string) (T, FieldErrors)) ([]byte, FieldErrors) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, FieldErrors{{Message: err.Error()}}
+	}
+	_, errs := decode(data, "")
+	return data, errs
+}
+
+// FuzzParseModelCaps fuzzes the model=cap codec (see fuzzTextCodec).
+func FuzzParseModelCaps(f *testing.F) {
+	fuzzTextCodec(f, textCodec[int]{
+		parse: ParseModelCaps, format: FormatModelCaps,
+		decode: func(m map[string]int) ([]byte, FieldErrors) {
+			return marshalled(Overrides{ModelConcurrency: m}, DecodeOverrides)
+		},
+	}, "", "glm-5=1\nglm-4.7=3", "a=1,b=2,", " a = 10000 \r\n\n", "a=0", "a=1\na=2", "=1", "a b=1", "a=1.0", "a=1e3")
+}
+
+// FuzzParseProviderCaps fuzzes the per-provider codec (see fuzzTextCodec):
+// its ranges are the settings validator's.
+func FuzzParseProviderCaps(f *testing.F) {
+	fuzzTextCodec(f, textCodec[ProviderSettings]{
+		parse: ParseProviderCaps, format: FormatProviderCaps,
+		decode: func(m map[string]ProviderSettings) ([]byte, FieldErrors) {
+			return marshalled(Settings{Providers: m}, DecodeSettings)
+		},
+	}, "", "zai 8 30000\nopenai 4", "  a\t1 \r\n\n# c\n", "a 100000 120000", "a 20000", "a 1e3 2.0",
+		"a 1\na 2", "A 1", "a x", "a 1 2 3", "a", "a -1 +2")
 }
 
 // FuzzDecodeOverrides checks that the strict decoder never panics, that

@@ -2,18 +2,24 @@ package limits
 
 import (
 	"fmt"
+	"iter"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 )
 
-// LineError is one bad entry of the model=cap text, with its 1-based line
-// number and the entry as typed (trimmed). Message is in English; Code and
-// Args name the problem for a translation, as in FieldError.
+// LineError is one bad entry of a dashboard textarea (the model=cap text,
+// the per-provider lines), with its 1-based line number and the entry as
+// typed (trimmed). Key names the part of the entry the problem is about
+// ("maxWaitMs") when it is not the whole entry; Message is in English and
+// starts with Key when there is one. Code and Args name the problem for a
+// translation, as in FieldError (without Key).
 type LineError struct {
 	Line    int    `json:"line"`
 	Entry   string `json:"entry"`
+	Key     string `json:"key,omitempty"`
 	Message string `json:"message"`
 	Code    string `json:"-"`
 	Args    []any  `json:"-"`
@@ -45,59 +51,105 @@ func (le LineErrors) Error() string {
 // is an error on the later line. On any error the map is nil and nothing
 // may be saved; text with no entries gives a nil map and no errors.
 func ParseModelCaps(text string) (map[string]int, []LineError) {
-	var (
-		caps  map[string]int
-		errs  []LineError
-		first = map[string]int{} // model → line it first appeared on
-	)
-	for i, line := range strings.Split(text, "\n") {
-		lineNo := i + 1
-		for entry := range strings.SplitSeq(line, ",") {
-			entry = strings.TrimSpace(entry)
-			if entry == "" {
-				continue
+	var r textReport[int]
+	for lineNo, entry := range textEntries(text, ",") {
+		fail := func(m message) { r.fail(lineNo, entry, "", m) }
+		name, capText, ok := strings.Cut(entry, "=")
+		if !ok {
+			fail(newMessage(CodeLineShape, "expected model=cap, like glm-5=2"))
+			continue
+		}
+		name, capText = strings.TrimSpace(name), strings.TrimSpace(capText)
+		nameOK := validModelKey(name)
+		switch {
+		case name == "":
+			fail(newMessage(CodeModelMissing, "model name is missing before '='"))
+		case !nameOK:
+			fail(describe(tagModelKey, "", reflect.String))
+		}
+		if nameOK {
+			if prev, dup := r.seen(name, lineNo); dup {
+				fail(newMessage(CodeDuplicateModel, "model %q is already capped on line %d", name, prev))
+				nameOK = false
 			}
-			fail := func(m message) {
-				errs = append(errs, LineError{Line: lineNo, Entry: entry, Message: m.text, Code: m.code, Args: m.args})
+		}
+		n, res := parseWhole(capText)
+		if res != wholeOK || n < MinCap || n > MaxCap {
+			fail(describe(tagCap, capRange, reflect.Int))
+			continue
+		}
+		if nameOK {
+			r.set(name, int(n))
+		}
+	}
+	return r.result()
+}
+
+// textEntries yields every entry of a textarea's text with its 1-based line:
+// each line split at sep ("" for none), every part trimmed, empty parts left
+// out.
+func textEntries(text, sep string) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		for i, line := range strings.Split(text, "\n") {
+			parts := []string{line}
+			if sep != "" {
+				parts = strings.Split(line, sep)
 			}
-			name, capText, ok := strings.Cut(entry, "=")
-			if !ok {
-				fail(newMessage(CodeLineShape, "expected model=cap, like glm-5=2"))
-				continue
-			}
-			name, capText = strings.TrimSpace(name), strings.TrimSpace(capText)
-			nameOK := validModelKey(name)
-			switch {
-			case name == "":
-				fail(newMessage(CodeModelMissing, "model name is missing before '='"))
-			case !nameOK:
-				fail(describe(tagModelKey, "", reflect.String))
-			}
-			if nameOK {
-				if prev, dup := first[name]; dup {
-					fail(newMessage(CodeDuplicateModel, "model %q is already capped on line %d", name, prev))
-					nameOK = false
-				} else {
-					first[name] = lineNo
+			for _, entry := range parts {
+				if entry = strings.TrimSpace(entry); entry != "" && !yield(i+1, entry) {
+					return
 				}
-			}
-			n, res := parseWhole(capText)
-			if res != wholeOK || n < MinCap || n > MaxCap {
-				fail(describe(tagCap, capRange, reflect.Int))
-				continue
-			}
-			if nameOK {
-				if caps == nil {
-					caps = map[string]int{}
-				}
-				caps[name] = int(n)
 			}
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errs
+}
+
+// textReport is what a textarea codec has read so far: the accepted entries,
+// the bad ones, and the line each key was first given on.
+type textReport[V any] struct {
+	values map[string]V
+	errs   []LineError
+	first  map[string]int
+}
+
+// fail records a bad entry; key names the part of it m is about ("" for the
+// whole entry) and starts the English message.
+func (r *textReport[V]) fail(line int, entry, key string, m message) {
+	msg := m.text
+	if key != "" {
+		msg = key + " " + msg
 	}
-	return caps, nil
+	r.errs = append(r.errs, LineError{Line: line, Entry: entry, Key: key, Message: msg, Code: m.code, Args: m.args})
+}
+
+// seen records that key is given on line and reports the line it was first
+// given on, if an earlier one.
+func (r *textReport[V]) seen(key string, line int) (first int, dup bool) {
+	if first, dup = r.first[key]; dup {
+		return first, true
+	}
+	if r.first == nil {
+		r.first = map[string]int{}
+	}
+	r.first[key] = line
+	return 0, false
+}
+
+// set accepts key's value.
+func (r *textReport[V]) set(key string, v V) {
+	if r.values == nil {
+		r.values = map[string]V{}
+	}
+	r.values[key] = v
+}
+
+// result is the codec's answer: the values and no errors, or nil and every
+// error (a nil map for text with no entries).
+func (r *textReport[V]) result() (map[string]V, []LineError) {
+	if len(r.errs) > 0 {
+		return nil, r.errs
+	}
+	return r.values, nil
 }
 
 // capRange is the cap rule's parameter, as in the Overrides validate tag
@@ -110,19 +162,16 @@ const capRange = "1:10000"
 // ParseModelCaps(FormatModelCaps(m)) gives m back, and FormatModelCaps of a
 // parsed text is its canonical form.
 func FormatModelCaps(caps map[string]int) string {
-	names := make([]string, 0, len(caps))
-	for name := range caps {
-		names = append(names, name)
+	return formatLines(caps, func(name string, c int) string { return name + "=" + strconv.Itoa(c) })
+}
+
+// formatLines writes one line a map entry, keys sorted, joined by "\n" with no
+// trailing newline: the layout of every textarea codec in this package.
+func formatLines[V any](m map[string]V, line func(key string, v V) string) string {
+	keys := slices.Sorted(maps.Keys(m))
+	lines := make([]string, len(keys))
+	for i, k := range keys {
+		lines[i] = line(k, m[k])
 	}
-	slices.Sort(names)
-	var b strings.Builder
-	for i, name := range names {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(name)
-		b.WriteByte('=')
-		b.WriteString(strconv.Itoa(caps[name]))
-	}
-	return b.String()
+	return strings.Join(lines, "\n")
 }
