@@ -39,3 +39,9 @@ func SettingsFieldNames() []string {
 func LineMessage(l *Localizer, line int, text, msg string) string {
 	return l.T("validation.line", line, text, msg)
 }
+
+// defaultPlaceholder is a blank settings field's placeholder, "default 30000": the
+// built-in default from limits, never a number of the page's own.
+func defaultPlaceholder(l *Localizer, n int) string {
+	return l.T("placeholder.default", i64(int64(n)))
+}

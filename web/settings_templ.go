@@ -9,6 +9,8 @@ package web
 import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
+import "github.com/gatehouse-dev/gatehouse/gateway/limits"
+
 // SettingsPage edits the global settings and the per-provider gates.
 func SettingsPage(page Page, f SettingsForm) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
@@ -59,7 +61,7 @@ func settingsBody(page Page, f SettingsForm) templ.Component {
 		var templ_7745c5c3_Var3 string
 		templ_7745c5c3_Var3, templ_7745c5c3_Err = templ.JoinStringErrs(page.L.T("nav.settings"))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/settings.templ`, Line: 11, Col: 33}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/settings.templ`, Line: 13, Col: 33}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var3))
 		if templ_7745c5c3_Err != nil {
@@ -83,7 +85,7 @@ func settingsBody(page Page, f SettingsForm) templ.Component {
 			var templ_7745c5c3_Var4 string
 			templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(page.L.T("form.readOnly"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/settings.templ`, Line: 17, Col: 84}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/settings.templ`, Line: 19, Col: 84}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var4))
 			if templ_7745c5c3_Err != nil {
@@ -102,7 +104,7 @@ func settingsBody(page Page, f SettingsForm) templ.Component {
 			var templ_7745c5c3_Var5 string
 			templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(w)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/settings.templ`, Line: 20, Col: 105}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/settings.templ`, Line: 22, Col: 105}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var5))
 			if templ_7745c5c3_Err != nil {
@@ -124,7 +126,7 @@ func settingsBody(page Page, f SettingsForm) templ.Component {
 		var templ_7745c5c3_Var6 string
 		templ_7745c5c3_Var6, templ_7745c5c3_Err = templruntime.NewAttributeExpression(f.Fields.Version).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/settings.templ`, Line: 24, Col: 63}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/settings.templ`, Line: 26, Col: 63}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var6)
 		if templ_7745c5c3_Err != nil {
@@ -147,7 +149,7 @@ func settingsBody(page Page, f SettingsForm) templ.Component {
 		var templ_7745c5c3_Var7 string
 		templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(page.L.T("settings.section.gates"))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/settings.templ`, Line: 26, Col: 48}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/settings.templ`, Line: 28, Col: 48}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var7))
 		if templ_7745c5c3_Err != nil {
@@ -161,11 +163,11 @@ func settingsBody(page Page, f SettingsForm) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(numeric("defaultMaxWaitMs", page.L.T("field.defaultMaxWaitMs"), f.Fields.DefaultMaxWaitMs, "ms", page.L.T("hint.maxWaitMs"), page.L.T("placeholder.default", "30000"), f.Errors, f.ReadOnly)).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = field(numeric("defaultMaxWaitMs", page.L.T("field.defaultMaxWaitMs"), f.Fields.DefaultMaxWaitMs, "ms", page.L.T("hint.maxWaitMs"), defaultPlaceholder(page.L, limits.DefaultMaxWaitMs), f.Errors, f.ReadOnly)).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(numeric("defaultExecutionMaxWaitMs", page.L.T("field.defaultExecutionMaxWaitMs"), f.Fields.DefaultExecutionMaxWaitMs, "ms", page.L.T("hint.executionMaxWaitMs"), page.L.T("placeholder.default", "600000"), f.Errors, f.ReadOnly)).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = field(numeric("defaultExecutionMaxWaitMs", page.L.T("field.defaultExecutionMaxWaitMs"), f.Fields.DefaultExecutionMaxWaitMs, "ms", page.L.T("hint.executionMaxWaitMs"), defaultPlaceholder(page.L, limits.DefaultExecutionMaxWaitMs), f.Errors, f.ReadOnly)).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -180,7 +182,7 @@ func settingsBody(page Page, f SettingsForm) templ.Component {
 		var templ_7745c5c3_Var8 string
 		templ_7745c5c3_Var8, templ_7745c5c3_Err = templ.JoinStringErrs(page.L.T("settings.section.providers"))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/settings.templ`, Line: 33, Col: 52}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/settings.templ`, Line: 35, Col: 52}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var8))
 		if templ_7745c5c3_Err != nil {
@@ -201,7 +203,7 @@ func settingsBody(page Page, f SettingsForm) templ.Component {
 		var templ_7745c5c3_Var9 string
 		templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(page.L.T("settings.section.failover"))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/settings.templ`, Line: 37, Col: 51}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/settings.templ`, Line: 39, Col: 51}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var9))
 		if templ_7745c5c3_Err != nil {
@@ -211,19 +213,19 @@ func settingsBody(page Page, f SettingsForm) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(numeric("maxAttempts", page.L.T("field.maxAttempts"), f.Fields.MaxAttempts, "", page.L.T("hint.maxAttempts"), page.L.T("placeholder.default", "3"), f.Errors, f.ReadOnly)).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = field(numeric("maxAttempts", page.L.T("field.maxAttempts"), f.Fields.MaxAttempts, "", page.L.T("hint.maxAttempts"), defaultPlaceholder(page.L, limits.DefaultMaxAttempts), f.Errors, f.ReadOnly)).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(numeric("suspendMs", page.L.T("field.suspendMs"), f.Fields.SuspendMs, "ms", page.L.T("hint.suspendMs"), page.L.T("placeholder.default", "1800000"), f.Errors, f.ReadOnly)).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = field(numeric("suspendMs", page.L.T("field.suspendMs"), f.Fields.SuspendMs, "ms", page.L.T("hint.suspendMs"), defaultPlaceholder(page.L, limits.DefaultSuspendMs), f.Errors, f.ReadOnly)).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(numeric("breakerFailures", page.L.T("field.breakerFailures"), f.Fields.BreakerFailures, "", page.L.T("hint.breakerFailures"), page.L.T("placeholder.default", "5"), f.Errors, f.ReadOnly)).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = field(numeric("breakerFailures", page.L.T("field.breakerFailures"), f.Fields.BreakerFailures, "", page.L.T("hint.breakerFailures"), defaultPlaceholder(page.L, limits.DefaultBreakerFailures), f.Errors, f.ReadOnly)).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = field(numeric("breakerCooldownMs", page.L.T("field.breakerCooldownMs"), f.Fields.BreakerCooldownMs, "ms", page.L.T("hint.breakerCooldownMs"), page.L.T("placeholder.default", "30000"), f.Errors, f.ReadOnly)).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = field(numeric("breakerCooldownMs", page.L.T("field.breakerCooldownMs"), f.Fields.BreakerCooldownMs, "ms", page.L.T("hint.breakerCooldownMs"), defaultPlaceholder(page.L, limits.DefaultBreakerCooldownMs), f.Errors, f.ReadOnly)).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -239,7 +241,7 @@ func settingsBody(page Page, f SettingsForm) templ.Component {
 			var templ_7745c5c3_Var10 string
 			templ_7745c5c3_Var10, templ_7745c5c3_Err = templ.JoinStringErrs(page.L.T("action.cancel"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/settings.templ`, Line: 45, Col: 88}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/settings.templ`, Line: 47, Col: 88}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var10))
 			if templ_7745c5c3_Err != nil {
@@ -252,7 +254,7 @@ func settingsBody(page Page, f SettingsForm) templ.Component {
 			var templ_7745c5c3_Var11 string
 			templ_7745c5c3_Var11, templ_7745c5c3_Err = templ.JoinStringErrs(page.L.T("action.saveChanges"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/settings.templ`, Line: 46, Col: 94}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/settings.templ`, Line: 48, Col: 94}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var11))
 			if templ_7745c5c3_Err != nil {
