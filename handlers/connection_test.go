@@ -34,6 +34,16 @@ func jsonValue(t *testing.T, s string) map[string]any {
 	return m
 }
 
+// modelCapsJSON is overrides capping n models, m0 … m<n-1>, at 1 each.
+func modelCapsJSON(n int) string {
+	caps := make(map[string]int, n)
+	for i := range n {
+		caps[fmt.Sprintf("m%d", i)] = 1
+	}
+	b, _ := json.Marshal(map[string]any{"modelConcurrency": caps})
+	return string(b)
+}
+
 func TestOverridesAccepted(t *testing.T) {
 	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
@@ -49,6 +59,7 @@ func TestOverridesAccepted(t *testing.T) {
 		{"rpd with others", `{"rpd":500,"rpm":10,"tpm":100000,"tpd":10000000000,"minTime":250,"maxQueueDepth":20,"maxConcurrent":0}`},
 		{"cap bounds", `{"modelConcurrency":{"small":1,"large":10000}}`},
 		{"128-character model key", `{"modelConcurrency":{"` + key128 + `":2}}`},
+		{"500 model caps, the most allowed", modelCapsJSON(500)},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +104,7 @@ func TestOverridesRejected(t *testing.T) {
 		{"empty key", `{"modelConcurrency":{"":1}}`, []string{p + ".modelConcurrency."}},
 		{"array map", `{"modelConcurrency":[1,2]}`, []string{p + ".modelConcurrency"}},
 		{"string map", `{"modelConcurrency":"glm-5=1"}`, []string{p + ".modelConcurrency"}},
+		{"501 model caps", modelCapsJSON(501), []string{p + ".modelConcurrency"}},
 		{"unknown key", `{"tmp":1}`, []string{p + ".tmp"}},
 		{
 			"everything together",

@@ -47,11 +47,15 @@ func (le LineErrors) Error() string {
 // around entries, names and caps is trimmed; blank lines and empty entries
 // are ignored. A model name is 1 to 128 characters with no white space,
 // control characters, '=' or ','; a cap is a whole number from 1 to 10000.
-// Every bad entry is reported with its line number, and a model named twice
-// is an error on the later line. On any error the map is nil and nothing
+// Every bad entry is reported with its line number, a model named twice
+// is an error on the later line, and text capping more than MaxModelCaps
+// models is an error on the line of the first model too many. On any error the map is nil and nothing
 // may be saved; text with no entries gives a nil map and no errors.
 func ParseModelCaps(text string) (map[string]int, []LineError) {
-	var r textReport[int]
+	var (
+		r       textReport[int]
+		tooMany bool
+	)
 	for lineNo, entry := range textEntries(text, ",") {
 		fail := func(m message) { r.fail(lineNo, entry, "", m) }
 		name, capText, ok := strings.Cut(entry, "=")
@@ -79,6 +83,15 @@ func ParseModelCaps(text string) (map[string]int, []LineError) {
 			continue
 		}
 		if nameOK {
+			if len(r.values) == MaxModelCaps {
+				// Once, on the first entry past the limit: 40 000 lines must not
+				// make 39 500 errors.
+				if !tooMany {
+					fail(newMessage(CodeTooManyModels, "at most %d models can be capped on one connection", MaxModelCaps))
+				}
+				tooMany = true
+				continue
+			}
 			r.set(name, int(n))
 		}
 	}

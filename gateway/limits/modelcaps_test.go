@@ -1,6 +1,9 @@
 package limits
 
 import (
+	"encoding/json"
+	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -130,5 +133,58 @@ func TestCapRangeMatchesConstants(t *testing.T) {
 		if (jsonErrs == nil) != tt.want || (textErrs == nil) != tt.want {
 			t.Errorf("cap %s: JSON accepted %v, text accepted %v, want %v", tt.cap, jsonErrs == nil, textErrs == nil, tt.want)
 		}
+	}
+}
+
+// TestModelCapsLimit: a connection caps at most MaxModelCaps models, in JSON
+// (one error on the map itself) and in the textarea (one error, on the line of
+// the first model too many).
+func TestModelCapsLimit(t *testing.T) {
+	t.Parallel()
+	lines := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "m%d=1\n", i)
+		}
+		return b.String()
+	}
+	doc := func(n int) []byte {
+		caps, errs := ParseModelCaps(lines(n))
+		if errs != nil {
+			t.Fatalf("ParseModelCaps(%d lines): %v", n, errs)
+		}
+		data, err := json.Marshal(Overrides{ModelConcurrency: caps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	if o, errs := DecodeOverrides(doc(MaxModelCaps), "rateLimitOverrides"); errs != nil || len(o.ModelConcurrency) != MaxModelCaps {
+		t.Fatalf("%d caps: %d kept, errors %v", MaxModelCaps, len(o.ModelConcurrency), errs)
+	}
+	caps := map[string]int{}
+	for i := range MaxModelCaps + 1 {
+		caps[fmt.Sprintf("m%d", i)] = 1
+	}
+	big, err := json.Marshal(Overrides{ModelConcurrency: caps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errs := DecodeOverrides(big, "rateLimitOverrides")
+	want := FieldErrors{{Field: "rateLimitOverrides.modelConcurrency", Message: "must have at most 500 items", Code: CodeAtMost + CodeSuffixItems, Args: []any{int64(500)}}}
+	if diff := cmp.Diff(want, errs); diff != "" {
+		t.Errorf("%d caps as JSON (-want +got):\n%s", MaxModelCaps+1, diff)
+	}
+
+	got, lineErrs := ParseModelCaps(lines(MaxModelCaps + 3))
+	wantLines := []LineError{{Line: MaxModelCaps + 1, Entry: fmt.Sprintf("m%d=1", MaxModelCaps),
+		Message: "at most 500 models can be capped on one connection", Code: CodeTooManyModels, Args: []any{MaxModelCaps}}}
+	if diff := cmp.Diff(wantLines, lineErrs); got != nil || diff != "" {
+		t.Errorf("%d lines: map %d entries, errors (-want +got):\n%s", MaxModelCaps+3, len(got), diff)
+	}
+	// The form reports it on the field, as the textarea's line error.
+	_, fe := ApplyForm(Overrides{}, url.Values{KeyModelConcurrency: {lines(MaxModelCaps + 1)}}, "rateLimitOverrides")
+	if len(fe) != 1 || fe[0].Field != "rateLimitOverrides.modelConcurrency" || fe[0].Code != CodeLine {
+		t.Errorf("ApplyForm with %d caps: %v", MaxModelCaps+1, fe)
 	}
 }

@@ -16,8 +16,10 @@ type Overrides struct {
 	MaxConcurrent *int `json:"maxConcurrent,omitempty" validate:"omitnil,between=0:10000"`
 	// ModelConcurrency caps the gate of each upstream model id (exact
 	// match after routing). Keys follow the model-name rule (see
-	// ParseModelCaps), caps are 1–10000. Never an empty, non-nil map.
-	ModelConcurrency map[string]int `json:"modelConcurrency,omitempty" validate:"omitempty,dive,keys,modelkey,endkeys,cap=1:10000"`
+	// ParseModelCaps), caps are 1–10000, at most MaxModelCaps entries (so
+	// one connection cannot bloat /metrics and the overview). Never an
+	// empty, non-nil map.
+	ModelConcurrency map[string]int `json:"modelConcurrency,omitempty" validate:"omitempty,max=500,dive,keys,modelkey,endkeys,cap=1:10000"`
 	// MaxWaitMs bounds the wait for admission; 0 or absent uses the
 	// provider's maxWaitMs, else the global defaultMaxWaitMs.
 	MaxWaitMs *int `json:"maxWaitMs,omitempty" validate:"omitnil,between=0:120000"`
@@ -118,8 +120,8 @@ func clonePtr[T any](p *T) *T {
 // means that key is absent. It rejects what is not a JSON object, unknown or
 // repeated keys, values that are not whole numbers (strings, fractions such
 // as 1.5 — 1.0 and 1e3 are whole), negatives and values out of range,
-// a modelConcurrency that is not an object, bad model names and caps
-// outside 1–10000. Every problem is reported, each with its path under
+// a modelConcurrency that is not an object or has more than MaxModelCaps
+// entries, bad model names and caps outside 1–10000. Every problem is reported, each with its path under
 // pathPrefix (e.g. "rateLimitOverrides.modelConcurrency.glm-5"), sorted by
 // path; on any problem the returned Overrides must not be stored. An empty
 // modelConcurrency is normalised to nil.

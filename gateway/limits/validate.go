@@ -33,6 +33,9 @@ const (
 	MaxModelKeyLen = 128
 	// MinCap and MaxCap bound a per-model cap.
 	MinCap, MaxCap = 1, 10000
+	// MaxModelCaps is the most per-model caps one connection may hold (the
+	// max rule on Overrides.ModelConcurrency; a test keeps them in step).
+	MaxModelCaps = 500
 
 	maxProviderKeyLen = 32
 )
