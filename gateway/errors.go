@@ -143,3 +143,20 @@ func appendSSEError(dst []byte, st style, e *apiError) []byte {
 	dst = appendErrorJSON(dst, st, e)
 	return append(dst, "\n\n"...)
 }
+
+// maxQuotedModel is the most characters of a client's model name an error
+// message quotes: a 30 MB name must not come back in a 404.
+const maxQuotedModel = 128
+
+// quoteModel quotes a client's model name for an error message, cut to
+// maxQuotedModel characters on a rune boundary ("…" marks the cut).
+func quoteModel(model string) string {
+	n := 0
+	for i := range model {
+		if n == maxQuotedModel {
+			return strconv.Quote(model[:i] + "…")
+		}
+		n++
+	}
+	return strconv.Quote(model)
+}

@@ -101,7 +101,7 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 		if rt == routeModel {
 			id := strings.TrimPrefix(r.URL.Path, modelPrefix)
 			if body = s.modelBodies[id]; body == nil {
-				return x, &apiError{status: http.StatusNotFound, code: CodeModelNotFound, message: "no enabled connection serves model " + strconv.Quote(id)}
+				return x, &apiError{status: http.StatusNotFound, code: CodeModelNotFound, message: "no enabled connection serves model " + quoteModel(id)}
 			}
 		}
 		h := w.Header()
@@ -139,7 +139,7 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 	targets := s.routes[st][info.model]
 	if len(targets) == 0 {
 		return x, &apiError{status: http.StatusNotFound, code: CodeModelNotFound,
-			message: "model " + strconv.Quote(info.model) + " is not served by any enabled " + st.String() + "-style connection"}
+			message: "model " + quoteModel(info.model) + " is not served by any enabled " + st.String() + "-style connection"}
 	}
 	if len(targets) > maxCandidates {
 		targets = targets[:maxCandidates]
