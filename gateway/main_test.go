@@ -116,7 +116,13 @@ func (r reply) errorCode(t *testing.T) string {
 // post sends body to path with the client key and extra headers.
 func (e *env) post(ctx context.Context, path, body string, hdr ...string) reply {
 	e.t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.gwURL+path, strings.NewReader(body))
+	return e.send(ctx, http.MethodPost, path, body, hdr...)
+}
+
+// send is post with any method.
+func (e *env) send(ctx context.Context, method, path, body string, hdr ...string) reply {
+	e.t.Helper()
+	req, err := http.NewRequestWithContext(ctx, method, e.gwURL+path, strings.NewReader(body))
 	if err != nil {
 		e.t.Fatalf("new request: %v", err)
 	}
@@ -127,13 +133,13 @@ func (e *env) post(ctx context.Context, path, body string, hdr ...string) reply 
 	}
 	resp, err := e.client.Do(req)
 	if err != nil {
-		e.t.Errorf("POST %s: %v", path, err)
+		e.t.Errorf("%s %s: %v", method, path, err)
 		return reply{}
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		e.t.Errorf("POST %s: read body: %v", path, err)
+		e.t.Errorf("%s %s: read body: %v", method, path, err)
 	}
 	return reply{status: resp.StatusCode, header: resp.Header, body: string(b)}
 }

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -44,21 +43,7 @@ func TestModelNameCutInErrors(t *testing.T) {
 	})
 	t.Run("path", func(t *testing.T) {
 		// A long path, not 30 MB: the HTTP server bounds the request line.
-		req, err := http.NewRequestWithContext(testCtx(t), http.MethodGet, e.gwURL+"/v1/models/"+strings.Repeat("é", 4000), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+testClientKey)
-		resp, err := e.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		check(t, reply{status: resp.StatusCode, header: resp.Header, body: string(b)})
+		check(t, e.send(testCtx(t), http.MethodGet, "/v1/models/"+strings.Repeat("é", 4000), ""))
 	})
 	// A name within the bound is quoted whole.
 	if got := quoteModel(strings.Repeat("é", 128)); got != strconv.Quote(strings.Repeat("é", 128)) {
