@@ -37,7 +37,7 @@ RETURNING ` + apiTokenColumns
 // or RoleViewer.
 func (s *Store) CreateAPIToken(ctx context.Context, actor, name, role string) (APIToken, string, error) {
 	secret := newSecret(APITokenPrefix)
-	t, created, err := s.insertAPIToken(ctx, actor, name, role, secret, tokenPreview(secret, APITokenPrefix))
+	t, created, err := s.insertAPIToken(ctx, actor, name, role, secret, secretPreview(secret))
 	if err == nil && !created {
 		err = fmt.Errorf("%w: secret collision", ErrConflict) // 256 random bits: not in practice
 	}
@@ -55,7 +55,10 @@ func (s *Store) EnsureAPIToken(ctx context.Context, name, secret, role string) (
 	if len(secret) < MinBootstrapSecretLen {
 		return false, fmt.Errorf("store: ensure api token: %w: secret shorter than %d characters", ErrInvalid, MinBootstrapSecretLen)
 	}
-	_, created, err = s.insertAPIToken(ctx, ActorSystem, name, role, secret, tokenPreview(secret, APITokenPrefix))
+	_, created, err = s.insertAPIToken(ctx, ActorSystem, name, role, secret, secretPreview(secret))
+	if err == nil && !created {
+		err = s.refreshPreview(ctx, "api_tokens", secret)
+	}
 	if err != nil {
 		return false, fmt.Errorf("store: ensure api token %q: %w", name, err)
 	}

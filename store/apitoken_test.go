@@ -4,10 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/storetest"
 )
 
 func TestAPITokens(t *testing.T) {
@@ -160,5 +162,44 @@ func assertOnlyHashesStored(t *testing.T, s *store.Store, secrets ...string) {
 		if !strings.Contains(dump, hex.EncodeToString(h[:])) {
 			t.Errorf("database lacks the SHA-256 of secret %q", secret[:6]+"…")
 		}
+	}
+}
+
+// TestEnsureRefreshesOldPreview: a bootstrap secret stored under the old preview
+// rule ("dev-…4567", 8 of 27 characters) shows the current rule's preview after the
+// next bootstrap, for API tokens and client keys alike.
+func TestEnsureRefreshesOldPreview(t *testing.T) {
+	t.Parallel()
+	pool := storetest.Pool(t)
+	s, err := store.New(pool, testSecretKey(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	const secret = "dev-bootstrap-token-1234567"
+	if _, err := s.EnsureAPIToken(ctx, "boot", secret, store.RoleAdmin); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EnsureClientKey(ctx, "boot", secret); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"api_tokens", "client_keys"} {
+		if _, err := pool.Exec(ctx, `UPDATE `+table+` SET preview = 'dev-…4567'`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if created, err := s.EnsureAPIToken(ctx, "boot", secret, store.RoleAdmin); err != nil || created {
+		t.Fatalf("EnsureAPIToken again: created %v, %v", created, err)
+	}
+	if created, err := s.EnsureClientKey(ctx, "boot", secret); err != nil || created {
+		t.Fatalf("EnsureClientKey again: created %v, %v", created, err)
+	}
+	toks, err := s.ListAPITokens(ctx)
+	if err != nil || len(toks) != 1 || toks[0].Preview != "…4567" {
+		t.Errorf("api tokens %+v (%v), want one with preview …4567", toks, err)
+	}
+	keys, err := s.ListClientKeys(ctx)
+	if err != nil || len(keys) != 1 || keys[0].Preview != "…4567" {
+		t.Errorf("client keys %+v (%v), want one with preview …4567", keys, err)
 	}
 }

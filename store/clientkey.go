@@ -116,6 +116,9 @@ func (s *Store) EnsureClientKey(ctx context.Context, name, secret string) (creat
 			break
 		}
 	}
+	if err == nil && !created {
+		err = s.refreshPreview(ctx, "client_keys", secret)
+	}
 	if err != nil {
 		return false, fmt.Errorf("store: ensure client key %q: %w", name, err)
 	}
@@ -132,7 +135,7 @@ func (s *Store) insertClientKey(ctx context.Context, db DB, actor string, in Cli
 		created bool
 	)
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		rows, _ := tx.Query(ctx, insertClientKeySQL, in.Name, hashSecret(secret), tokenPreview(secret, ClientKeyPrefix),
+		rows, _ := tx.Query(ctx, insertClientKeySQL, in.Name, hashSecret(secret), secretPreview(secret),
 			in.Enabled, in.Limits)
 		var err error
 		if k, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ClientKey]); err != nil {

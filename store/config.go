@@ -333,7 +333,7 @@ func (s *Store) writeChange(ctx context.Context, tx pgx.Tx, actor string, ch *Co
 	case EntityClientKey + "/" + ActionCreate:
 		in := desiredClientKey(want, ch.Name).normalized()
 		secret := newSecret(ClientKeyPrefix)
-		rows, _ := tx.Query(ctx, insertClientKeySQL, in.Name, hashSecret(secret), tokenPreview(secret, ClientKeyPrefix),
+		rows, _ := tx.Query(ctx, insertClientKeySQL, in.Name, hashSecret(secret), secretPreview(secret),
 			in.Enabled, in.Limits)
 		k, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ClientKey])
 		if err != nil {

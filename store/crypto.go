@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hkdf"
@@ -11,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 )
 
 // SecretKeySize is the length in bytes of GATEHOUSE_SECRET_KEY once decoded.
@@ -108,46 +108,43 @@ func (s *Store) open(sealed []byte) (string, error) {
 // previewSuffixLen is how many trailing characters of a secret a preview shows.
 const previewSuffixLen = 4
 
-// minPreviewLen is the shortest secret whose last characters are shown at all: for
-// shorter ones, four characters would give away too much.
-const minPreviewLen = 12
+// minPreviewLen is the shortest secret (in characters) that gets a preview at all:
+// four characters of a shorter one would give away too much.
+const minPreviewLen = 24
 
-// secretPreview shows a secret as "…9f2c", keeping a short well-known scheme prefix such
-// as "sk-" ("sk-…9f2c"); at most four characters of the secret itself are shown.
+// publicPrefixes are the scheme prefixes a preview may show: our own token and key
+// prefixes and OpenAI-style "sk-". They are public, so showing them reveals nothing;
+// any other start of a secret (a bootstrap token's "dev-") is part of the secret.
+var publicPrefixes = []string{APITokenPrefix, ClientKeyPrefix, "sk-"}
+
+// secretPreview is the one rule for every secret's preview (connections'
+// apiKeyPreview, API tokens' and client keys' preview): "…9f2c", the last four
+// characters, after a public scheme prefix when the secret starts with one
+// ("sk-…9f2c", "gh_at_…9f2c"); "" — no preview at all — for a secret shorter than
+// 24 characters.
 func secretPreview(secret string) string {
+	r := []rune(secret)
+	if len(r) < minPreviewLen {
+		return ""
+	}
 	prefix := ""
-	if i := strings.IndexByte(secret, '-'); i > 0 && i <= 3 && isLowerASCII(secret[:i]) {
-		prefix = secret[:i+1]
-	}
-	return prefix + tailPreview(secret[len(prefix):])
-}
-
-// tailPreview shows the last four characters of s after "…", or only "…" when s is too
-// short for that to be safe.
-func tailPreview(s string) string {
-	if utf8.RuneCountInString(s) < minPreviewLen {
-		return "…"
-	}
-	r := []rune(s)
-	return "…" + string(r[len(r)-previewSuffixLen:])
-}
-
-// tokenPreview shows one of our own secrets: its gh_xx_ prefix (not secret) and the
-// last four characters of the random part.
-func tokenPreview(secret, prefix string) string {
-	if strings.HasPrefix(secret, prefix) {
-		return prefix + tailPreview(secret[len(prefix):])
-	}
-	return secretPreview(secret)
-}
-
-func isLowerASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 'a' || s[i] > 'z' {
-			return false
+	for _, p := range publicPrefixes {
+		if strings.HasPrefix(secret, p) {
+			prefix = p
+			break
 		}
 	}
-	return true
+	return prefix + "…" + string(r[len(r)-previewSuffixLen:])
+}
+
+// refreshPreview rewrites the stored preview of a bootstrap secret that already
+// exists by the current rule, so a row written under an older rule (which showed a
+// bootstrap token's "dev-" start) does not keep showing more than the rule allows.
+// table is api_tokens or client_keys.
+func (s *Store) refreshPreview(ctx context.Context, table, secret string) error {
+	_, err := s.db.Exec(ctx, `UPDATE `+table+` SET preview = $2 WHERE secret_hash = $1 AND preview <> $2`,
+		hashSecret(secret), secretPreview(secret))
+	return translate(err)
 }
 
 // hashSecret is what api_tokens and client_keys store instead of the secret.

@@ -6,18 +6,26 @@ import (
 	"testing"
 )
 
+// TestSecretPreview: the one preview rule — the last four characters after a
+// public scheme prefix, nothing at all below 24 characters — for every kind of
+// secret (a 27-character bootstrap token once showed 8 of its characters).
 func TestSecretPreview(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, in, want string
 	}{
 		{name: "openai style", in: "sk-proj-abcdefghijkl9f2c", want: "sk-…9f2c"},
-		{name: "no prefix", in: "0123456789abcdef9f2c", want: "…9f2c"},
-		{name: "long prefix is secret", in: "abcdefgh-0123456789ab9f2c", want: "…9f2c"},
-		{name: "short key shows nothing", in: "sk-short", want: "sk-…"},
-		{name: "very short", in: "abc", want: "…"},
-		{name: "empty", in: "", want: "…"},
-		{name: "multibyte", in: "ééééééééééééé1234", want: "…1234"},
+		{name: "no prefix", in: "0123456789abcdefghij9f2c", want: "…9f2c"},
+		{name: "a prefix of its own is secret", in: "dev-0123456789abcdefghij", want: "…ghij"},
+		{name: "27-character bootstrap token", in: "dev-bootstrap-token-1234567", want: "…4567"},
+		{name: "our api token", in: "gh_at_ab-cdefghijklmnopqrstuvwxyz0123456789AB", want: "gh_at_…89AB"},
+		{name: "our client key", in: "gh_ck_ab-cdefghijklmnopqrstuvwxyz0123456789AB", want: "gh_ck_…89AB"},
+		{name: "23 characters: none", in: "0123456789abcdefghij9f2", want: ""},
+		{name: "16-character secret: none", in: "sk-0123456789abc", want: ""},
+		{name: "24 characters", in: "0123456789abcdefghij9f2c", want: "…9f2c"},
+		{name: "empty", in: "", want: ""},
+		{name: "multibyte counted as characters", in: strings.Repeat("é", 20) + "1234", want: "…1234"},
+		{name: "multibyte too short", in: strings.Repeat("é", 22), want: ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := secretPreview(tc.in); got != tc.want {
@@ -100,22 +108,5 @@ func TestIsUUID(t *testing.T) {
 		if got := isUUID(tc.in); got != tc.want {
 			t.Errorf("isUUID(%q) = %v, want %v", tc.in, got, tc.want)
 		}
-	}
-}
-
-func TestTokenPreview(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name, in, want string
-	}{
-		{name: "ours", in: "gh_at_ab-cdefghijklmnopqrstuvwxyz0123456789AB", want: "gh_at_…89AB"},
-		{name: "bootstrap", in: "bootstrap-token-0123456789", want: "…6789"},
-		{name: "bootstrap with scheme", in: "sk-bootstrap-0123456789", want: "sk-…6789"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := tokenPreview(tc.in, "gh_at_"); got != tc.want {
-				t.Errorf("tokenPreview(%q) = %q, want %q", tc.in, got, tc.want)
-			}
-		})
 	}
 }

@@ -184,6 +184,8 @@ func apiKeyInput(p Page, f ConnectionForm) input {
 	}
 	if f.editing() {
 		in.Hint = p.L.T("hint.apiKeyKeep")
+		// A key shorter than 24 characters has no preview (store's one rule).
+		in.Placeholder = p.L.T("placeholder.apiKeyStoredNoPreview")
 		if f.APIKeyPreview != "" {
 			in.Placeholder = p.L.T("placeholder.apiKeyStored", f.APIKeyPreview)
 		}

@@ -559,6 +559,21 @@ func TestLoginPage(t *testing.T) {
 	}
 }
 
+// TestNoPreview: a secret too short for a preview (store gives "") reads as "no
+// preview", in the key list and on a connection's key field.
+func TestNoPreview(t *testing.T) {
+	t.Parallel()
+	items := []KeyItem{{ID: "k1", Name: "short", Role: RoleAdmin, CreatedAt: testNow}}
+	doc := render(t, TokensPage(testPage("en", RoleAdmin), KeyList{Items: items}))
+	if got := text(byTestID(t, doc, "no-preview")); got != "no preview (too short to show any of it)" {
+		t.Errorf("empty preview shows %q", got)
+	}
+	conn := render(t, ConnectionFormPage(testPage("en", RoleAdmin), ConnectionForm{ID: "c1"}))
+	if got := byTestID(t, conn, "field-apiKey").AttrOr("placeholder", ""); got != "a key is stored (too short for a preview)" {
+		t.Errorf("apiKey placeholder without a preview = %q", got)
+	}
+}
+
 func TestKeysAndTokensPages(t *testing.T) {
 	t.Parallel()
 	items := []KeyItem{{ID: "k1", Name: "agent-1", Preview: "gh_…8e7f", Role: RoleViewer, CreatedAt: testNow.Add(-time.Hour)}}
