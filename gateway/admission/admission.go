@@ -161,6 +161,13 @@ func (c *Controller) submit(ctx context.Context, req *Request, p *Permit) (*wait
 	}
 	g := p.gates[blocked]
 	qg := c.queueGate(req, p.gates[:n])
+	// A request whose client has gone is a cancel, whatever the queue: checked
+	// before queue-full so the counters say what happened.
+	if err := ctx.Err(); err != nil {
+		g.cancels++
+		c.totals.Cancels++
+		return nil, err
+	}
 	if req.MaxQueueDepth > 0 && qg.waiting >= req.MaxQueueDepth {
 		qg.queueFull++
 		c.totals.QueueFull++
@@ -169,11 +176,6 @@ func (c *Controller) submit(ctx context.Context, req *Request, p *Permit) (*wait
 			Gate:       GateRef{Level: qg.level, Key: qg.key},
 			RetryAfter: c.pathWait(p.gates[:n]),
 		}
-	}
-	if err := ctx.Err(); err != nil {
-		g.cancels++
-		c.totals.Cancels++
-		return nil, err
 	}
 	w := c.newWaiter()
 	c.seq++

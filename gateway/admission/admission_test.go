@@ -323,6 +323,35 @@ func TestQueueFull(t *testing.T) {
 	recv(t, wb)
 }
 
+// TestCancelledBeatsQueueFull: a request whose context has already ended that
+// meets a full queue is counted as a cancel, not as SEMAPHORE_QUEUE_FULL.
+func TestCancelledBeatsQueueFull(t *testing.T) {
+	t.Parallel()
+	c := New(Options{})
+	c.SetCaps(map[string]int{"connection:c1": 1})
+	h := mustAcquire(t, c, "connection:c1")
+	defer h.Release()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	w := acquireAsync(ctx, c, Request{Gates: refs("connection:c1"), MaxQueueDepth: 1})
+	waitFor(t, "1 waiting on connection:c1", func() bool { return gateStat(t, c, "connection:c1").Waiting == 1 })
+
+	gone, stop := context.WithCancel(t.Context())
+	stop()
+	_, err := c.Acquire(gone, Request{Gates: refs("connection:c1"), MaxWait: time.Minute, MaxQueueDepth: 1})
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrQueueFull) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if s := gateStat(t, c, "connection:c1"); s.Cancels != 1 || s.QueueFull != 0 {
+		t.Errorf("cancels %d queueFull %d, want 1 and 0", s.Cancels, s.QueueFull)
+	}
+	if tot := c.Totals(); tot.Cancels != 1 || tot.QueueFull != 0 {
+		t.Errorf("totals cancels %d queueFull %d, want 1 and 0", tot.Cancels, tot.QueueFull)
+	}
+	cancel()
+	recv(t, w)
+}
+
 func TestFIFOPerGate(t *testing.T) {
 	t.Parallel()
 	c := New(Options{})

@@ -67,7 +67,7 @@ func (c *Controller) acquire(ctx context.Context, req admission.Request, start t
 	case stAdmitted:
 		return c.grant(w, 0), nil
 	case stQueueFull:
-		return nil, c.rejectFull(w, out)
+		return nil, c.rejectFull(ctx, w, out)
 	}
 	if c.queuedHook != nil {
 		c.queuedHook()
@@ -363,12 +363,18 @@ func (c *Controller) orphan(w *waiter) {
 	c.unpark(w)
 }
 
-// rejectFull builds the queue-full rejection; nothing was queued.
-func (c *Controller) rejectFull(w *waiter, out outcome) error {
+// rejectFull builds the queue-full rejection; nothing was queued. A request
+// whose ctx has already ended is a cancel instead, as in package admission.
+func (c *Controller) rejectFull(ctx context.Context, w *waiter, out outcome) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	qg, g := w.qgate, w.path[out.blocked]
 	g.count, g.queued = out.count, out.queued
+	if err := ctx.Err(); err != nil {
+		g.cancels++
+		c.totals.Cancels++
+		return err
+	}
 	qg.queueFull++
 	c.totals.QueueFull++
 	return &admission.Error{
