@@ -97,12 +97,19 @@ func TestTimeout(t *testing.T) {
 	}
 }
 
-func TestCancel(t *testing.T) {
-	t.Parallel()
+// heldGate returns a controller whose one gate, connection:c1 (cap 1), is held
+// until the test ends, so the next request on it has to wait.
+func heldGate(t *testing.T) *Controller {
+	t.Helper()
 	c := New(Options{})
 	c.SetCaps(map[string]int{"connection:c1": 1})
-	holder := mustAcquire(t, c, "connection:c1")
-	defer holder.Release()
+	t.Cleanup(mustAcquire(t, c, "connection:c1").Release)
+	return c
+}
+
+func TestCancel(t *testing.T) {
+	t.Parallel()
+	c := heldGate(t)
 
 	ctx, cancel := context.WithCancel(t.Context())
 	ch := acquireAsync(ctx, c, Request{Gates: refs("connection:c1"), MaxWait: time.Minute})
@@ -125,10 +132,7 @@ func TestCancel(t *testing.T) {
 
 func TestContextDeadlineIsACancel(t *testing.T) {
 	t.Parallel()
-	c := New(Options{})
-	c.SetCaps(map[string]int{"connection:c1": 1})
-	holder := mustAcquire(t, c, "connection:c1")
-	defer holder.Release()
+	c := heldGate(t)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
@@ -327,10 +331,7 @@ func TestQueueFull(t *testing.T) {
 // meets a full queue is counted as a cancel, not as SEMAPHORE_QUEUE_FULL.
 func TestCancelledBeatsQueueFull(t *testing.T) {
 	t.Parallel()
-	c := New(Options{})
-	c.SetCaps(map[string]int{"connection:c1": 1})
-	h := mustAcquire(t, c, "connection:c1")
-	defer h.Release()
+	c := heldGate(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	w := acquireAsync(ctx, c, Request{Gates: refs("connection:c1"), MaxQueueDepth: 1})

@@ -38,6 +38,13 @@ func TestCancelledBeatsQueueFull(t *testing.T) {
 	if n := zcard(t, a.rdb, a.keys.queue(model)); n != 1 {
 		t.Errorf("queue holds %d, want 1 (nothing enqueued for the cancelled request)", n)
 	}
+	endWaiter(t, cancel, waiting)
+}
+
+// endWaiter cancels a waiter's context and checks that it ends with
+// context.Canceled.
+func endWaiter(t *testing.T, cancel context.CancelFunc, waiting <-chan result) {
+	t.Helper()
 	cancel()
 	if r := recv(t, waiting, 5*time.Second); !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("cancelled waiter got %v, want context.Canceled", r.err)

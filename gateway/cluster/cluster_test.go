@@ -193,10 +193,7 @@ func TestTimeoutQueueFullCancel(t *testing.T) {
 		t.Errorf("queue holds %d after a rejection, want 1 (nothing enqueued)", n)
 	}
 
-	cancel()
-	if r := recv(t, waiting, 5*time.Second); !errors.Is(r.err, context.Canceled) {
-		t.Fatalf("cancelled waiter got %v, want context.Canceled", r.err)
-	}
+	endWaiter(t, cancel, waiting)
 	for _, k := range []string{a.keys.queue(model), a.keys.expiry(model), a.keys.waiting(conn)} {
 		if n := zcard(t, a.rdb, k); n != 0 {
 			t.Errorf("%s holds %d after the cancel, want 0", k, n)
