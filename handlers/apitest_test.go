@@ -263,7 +263,7 @@ func connectionBody(name string) map[string]any {
 		"provider": "zai",
 		"apiStyle": "openai",
 		"baseUrl":  "https://api.z.ai/api/paas/v4",
-		"apiKey":   "sk-test-" + name,
+		"apiKey":   "sk-test-0123456789abcdef-" + name, // long enough for a preview
 		"models":   []string{"glm-5", "glm-4.7"},
 	}
 }

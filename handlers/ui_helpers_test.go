@@ -249,7 +249,7 @@ func (d *dash) createConnection(t *testing.T, name string, overrides string) sto
 	t.Helper()
 	c, err := d.store.CreateConnection(t.Context(), store.ActorSystem, store.ConnectionInput{
 		Name: name, Provider: "zai", APIStyle: "openai", BaseURL: "https://api.z.ai/api/paas/v4",
-		APIKey: "sk-test-0123456789", Models: []string{"glm-5", "glm-4.7"}, Enabled: true,
+		APIKey: "sk-test-0123456789abcdef", Models: []string{"glm-5", "glm-4.7"}, Enabled: true,
 		RateLimitOverrides: json.RawMessage(overrides),
 	})
 	if err != nil {
