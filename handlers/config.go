@@ -382,7 +382,7 @@ func (s *Server) desiredConfig(doc []byte, cur store.ConfigState, opts ApplyOpti
 		}
 	}
 	if len(errs) > 0 {
-		return store.DesiredConfig{}, sortErrors(errs)
+		return store.DesiredConfig{}, limits.SortFieldErrors(errs)
 	}
 	return want, nil
 }

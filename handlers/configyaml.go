@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -41,7 +42,7 @@ func (e *SyntaxError) Error() string {
 func ConfigJSON(data []byte) ([]byte, error) {
 	if json.Valid(data) {
 		if dups := duplicateKeys(data); len(dups) > 0 {
-			return nil, sortErrors(dups)
+			return nil, limits.SortFieldErrors(dups)
 		}
 		return data, nil
 	}
