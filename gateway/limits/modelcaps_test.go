@@ -175,6 +175,16 @@ func TestModelCapsLimit(t *testing.T) {
 	if diff := cmp.Diff(want, errs); diff != "" {
 		t.Errorf("%d caps as JSON (-want +got):\n%s", MaxModelCaps+1, diff)
 	}
+	// Shadow caps follow the same rule.
+	shadow, err := json.Marshal(Overrides{Shadow: &ShadowCaps{ModelConcurrency: caps}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errs = DecodeOverrides(shadow, "rateLimitOverrides")
+	want[0].Field = "rateLimitOverrides.shadow.modelConcurrency"
+	if diff := cmp.Diff(want, errs); diff != "" {
+		t.Errorf("%d shadow caps as JSON (-want +got):\n%s", MaxModelCaps+1, diff)
+	}
 
 	got, lineErrs := ParseModelCaps(lines(MaxModelCaps + 3))
 	wantLines := []LineError{{Line: MaxModelCaps + 1, Entry: fmt.Sprintf("m%d=1", MaxModelCaps),

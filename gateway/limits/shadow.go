@@ -18,7 +18,7 @@ type ShadowCaps struct {
 	// MaxConcurrent is the shadow cap of the connection gate; 0 = none.
 	MaxConcurrent *int `json:"maxConcurrent,omitempty" validate:"omitnil,between=0:10000"`
 	// ModelConcurrency is the shadow cap of each upstream model's gate.
-	ModelConcurrency map[string]int `json:"modelConcurrency,omitempty" validate:"omitempty,dive,keys,modelkey,endkeys,cap=1:10000"`
+	ModelConcurrency map[string]int `json:"modelConcurrency,omitempty" validate:"omitempty,max=500,dive,keys,modelkey,endkeys,cap=1:10000"`
 }
 
 // Clone returns a deep copy of s.
