@@ -177,3 +177,61 @@ func BenchmarkParkedWaiters(b *testing.B) {
 		})
 	}
 }
+
+// parkBehind parks n waiters on path [global, connection:busy] without
+// goroutines (white-box, like the fuzz target), while hg holds the only
+// global slot and hc the only connection slot: the scenario of issue 17,
+// n requests parked on the global gate behind a full connection gate.
+// It returns the controller, the two holders and the parked requests.
+func parkBehind(tb testing.TB, n int) (c *Controller, hg, hc *Permit, parked []*waiter) {
+	tb.Helper()
+	c = New(Options{})
+	c.SetCaps(map[string]int{"global": 1, "connection:busy": 1})
+	var ok bool
+	if hg, ok = c.TryAcquire(Request{Gates: refs("global")}); !ok {
+		tb.Fatal("global holder not admitted")
+	}
+	if hc, ok = c.TryAcquire(Request{Gates: refs("connection:busy")}); !ok {
+		tb.Fatal("connection holder not admitted")
+	}
+	req := Request{Gates: refs("global", "connection:busy")}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	parked = make([]*waiter, n)
+	for i := range parked {
+		w, err := c.submit(context.Background(), &req, &Permit{})
+		if err != nil || w == nil {
+			tb.Fatalf("submit = %v, %v; want a parked waiter", w, err)
+		}
+		parked[i] = w
+	}
+	return c, hg, hc, parked
+}
+
+// BenchmarkReleaseWithParkedBehind releases one global slot while n
+// requests are parked on the global gate behind a full connection gate,
+// and then one connection slot while they are parked on the connection
+// behind the full global gate; each holder takes its slot back at once, so
+// every iteration starts from the same state and does two releases that
+// each find all n waiters blocked. ns/op is for both releases (and the two
+// TryAcquires that take the slots back).
+func BenchmarkReleaseWithParkedBehind(b *testing.B) {
+	for _, n := range []int{10, 1000, 100000} {
+		b.Run(fmt.Sprintf("parked=%d", n), func(b *testing.B) {
+			c, hg, hc, _ := parkBehind(b, n)
+			global, conn := Request{Gates: refs("global")}, Request{Gates: refs("connection:busy")}
+			var ok bool
+			b.ReportAllocs()
+			for b.Loop() {
+				hg.Release()
+				if hg, ok = c.TryAcquire(global); !ok {
+					b.Fatal("global slot not taken back")
+				}
+				hc.Release()
+				if hc, ok = c.TryAcquire(conn); !ok {
+					b.Fatal("connection slot not taken back")
+				}
+			}
+		})
+	}
+}
