@@ -59,6 +59,11 @@ type Controller struct {
 	seq         uint64
 	waiters     int // waiters parked anywhere
 	free        []*waiter
+	classes     map[gatePath]*class // the class of every path with waiters
+	freeClasses []*class
+	// moves counts class moves from one gate to another (drain), for the
+	// test that shows a release's work does not grow with the waiters.
+	moves uint64
 	totals      Totals
 	draining    bool // set by Drain: nobody is let in or parked any more
 	// scratch for ledger calls, so nothing on the hot path allocates
@@ -72,6 +77,7 @@ func New(opts Options) *Controller {
 		ledger:      opts.Ledger,
 		defaultHold: opts.DefaultHold,
 		gates:       make(map[string]*gate),
+		classes:     make(map[gatePath]*class),
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -191,9 +197,8 @@ func (c *Controller) submit(ctx context.Context, req *Request, p *Permit) (*wait
 		pg.waiting++
 	}
 	c.waiters++
-	w.on = g
-	g.queue.push(w)
-	p.blocked = g
+	c.park(w, g)
+	p.blocked = w.cls.on
 	return w, nil
 }
 
@@ -248,7 +253,7 @@ func (c *Controller) abandon(w *waiter, cause error) error {
 	if w.state == stateDrained {
 		return w.drained
 	}
-	g := w.on
+	g := w.cls.on
 	c.unpark(w)
 	w.state = stateGone
 	if cause != nil {
@@ -283,7 +288,7 @@ func (c *Controller) Drain() {
 	now := c.now()
 	for _, g := range c.gates {
 		for g.queue.len() > 0 {
-			w := g.queue.head()
+			w := g.queue.head().head
 			c.unpark(w)
 			w.state = stateDrained
 			w.drained = &Error{Code: CodeShuttingDown, Gate: GateRef{Level: g.level, Key: g.key}, Waited: now.Sub(w.start)}
@@ -318,14 +323,70 @@ func (c *Controller) collect(w *waiter, p *Permit) {
 	p.waited = w.admitted.Sub(w.start)
 }
 
-// unpark removes w from the queue it is parked on and from the depth counts.
+// park puts w, just counted in the depths of its path, in the class of its
+// path: a new class parked on g, the first full gate of the path, or the
+// existing one, wherever it is parked (a full gate of the same path).
+func (c *Controller) park(w *waiter, g *gate) {
+	var key gatePath
+	copy(key[:], w.path[:w.n])
+	k := c.classes[key]
+	if k == nil {
+		k = c.newClass()
+		k.path, k.n, k.on = key, w.n, g
+		k.append(w)
+		c.classes[key] = k
+		g.queue.push(k)
+		return
+	}
+	k.append(w)
+	k.on.queue.waiters++
+}
+
+// unpark removes w from its class (and the class from its gate's queue when
+// it was the last one) and from the depth counts.
 func (c *Controller) unpark(w *waiter) {
-	w.on.queue.remove(w)
-	w.on = nil
+	k := w.cls
+	q := &k.on.queue
+	head := k.head == w
+	k.unlink(w)
+	q.waiters--
+	switch {
+	case k.size == 0:
+		q.remove(k)
+		delete(c.classes, k.path)
+		c.freeClass(k)
+	case head:
+		q.fix(k)
+	}
 	for _, g := range w.path[:w.n] {
 		g.waiting--
 	}
 	c.waiters--
+}
+
+// move parks class k, whose gate gained room but whose path is blocked at
+// to (full), on to. Its waiters keep their arrival numbers and deadlines.
+func (c *Controller) move(k *class, to *gate) {
+	k.on.queue.remove(k)
+	k.on = to
+	to.queue.push(k)
+	c.moves++
+}
+
+func (c *Controller) newClass() *class {
+	if n := len(c.freeClasses); n > 0 {
+		k := c.freeClasses[n-1]
+		c.freeClasses = c.freeClasses[:n-1]
+		return k
+	}
+	return &class{idx: -1}
+}
+
+func (c *Controller) freeClass(k *class) {
+	*k = class{idx: -1}
+	if len(c.freeClasses) < 1024 {
+		c.freeClasses = append(c.freeClasses, k)
+	}
 }
 
 func (c *Controller) newWaiter() *waiter {
@@ -334,13 +395,13 @@ func (c *Controller) newWaiter() *waiter {
 		c.free = c.free[:n-1]
 		return w
 	}
-	return &waiter{ch: make(chan struct{}, 1), idx: -1}
+	return &waiter{ch: make(chan struct{}, 1)}
 }
 
 // recycle returns w to the free list; w must be neither parked nor signalled.
 func (c *Controller) recycle(w *waiter) {
 	timer, ch := w.timer, w.ch
-	*w = waiter{ch: ch, timer: timer, idx: -1}
+	*w = waiter{ch: ch, timer: timer}
 	if len(c.free) < 1024 {
 		c.free = append(c.free, w)
 	}
@@ -475,13 +536,16 @@ func (c *Controller) release(path []*gate, start time.Time) {
 	}
 }
 
-// drain admits or moves waiters parked on the gates in dirty, which may have
-// gained room, earliest arrival first across all of them, until every one of
-// those gates is full or has nobody parked on it. A waiter that cannot be
-// admitted moves, keeping its arrival number and deadline, to the first full
-// gate of its path; that gate is full, so nobody is left parked on a gate
-// with room (no lost wake-up), and it stays full for the rest of the drain, so
-// every waiter is looked at most once per drain.
+// drain admits or moves the classes parked on the gates in dirty, which may
+// have gained room, earliest arrival first across all of them, until every
+// one of those gates is full or has nobody parked on it. The class holding
+// the earliest waiter is checked: if its whole path has room its head is
+// admitted, else the whole class moves, keeping its order, arrival numbers
+// and deadlines, to the first full gate of its path; that gate is full, so
+// nobody is left parked on a gate with room (no lost wake-up), and it stays
+// full for the rest of the drain, so every class is moved at most once per
+// drain, and a release moves each class parked on its gates at most once,
+// however many waiters it holds (docs/ADMISSION.md, "Costs").
 func (c *Controller) drain(dirty []*gate) {
 	for {
 		var best *gate
@@ -489,20 +553,18 @@ func (c *Controller) drain(dirty []*gate) {
 			if g.queue.len() == 0 || !c.hasRoom(g) {
 				continue
 			}
-			if best == nil || g.queue.head().seq < best.queue.head().seq {
+			if best == nil || g.queue.head().head.seq < best.queue.head().head.seq {
 				best = g
 			}
 		}
 		if best == nil {
 			return
 		}
-		w := best.queue.head()
-		if blocked := c.tryTake(w.path[:w.n]); blocked >= 0 {
-			best.queue.remove(w)
-			w.on = w.path[blocked]
-			w.on.queue.push(w)
+		k := best.queue.head()
+		if blocked := c.tryTake(k.path[:k.n]); blocked >= 0 {
+			c.move(k, k.path[blocked])
 			continue
 		}
-		c.admit(w)
+		c.admit(k.head)
 	}
 }

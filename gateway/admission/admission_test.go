@@ -504,18 +504,18 @@ func TestMovedWaiterKeepsDeadlineAndPlace(t *testing.T) {
 	w := mustPark(t, c, Request{Gates: refs("connection:c1", "model:c1:a"), MaxWait: 100 * time.Millisecond}, &pw)
 	clk.advance(60 * time.Millisecond)
 	y := mustPark(t, c, Request{Gates: refs("model:c1:a")}, &py)
-	if w.on.key != "connection:c1" || y.on.key != "model:c1:a" {
-		t.Fatalf("parked on %s and %s, want connection:c1 and model:c1:a", w.on.key, y.on.key)
+	if w.cls.on.key != "connection:c1" || y.cls.on.key != "model:c1:a" {
+		t.Fatalf("parked on %s and %s, want connection:c1 and model:c1:a", w.cls.on.key, y.cls.on.key)
 	}
 	wantDeadline, wantSeq := w.deadline, w.seq
 	c.release(hc.gates[:hc.n], hc.start) // the connection frees; the model is still full
-	if w.on == nil || w.on.key != "model:c1:a" {
+	if w.cls == nil || w.cls.on.key != "model:c1:a" {
 		t.Fatalf("w not moved onto model:c1:a")
 	}
 	if !w.deadline.Equal(wantDeadline) || w.seq != wantSeq {
 		t.Fatalf("moved waiter deadline %v seq %d, want %v and %d", w.deadline, w.seq, wantDeadline, wantSeq)
 	}
-	if head := w.on.queue.head(); head != w {
+	if head := w.cls.on.queue.head().head; head != w {
 		t.Fatalf("moved waiter is not ahead of the later arrival y")
 	}
 	c.release(hm.gates[:hm.n], hm.start)

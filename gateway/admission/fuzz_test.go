@@ -116,7 +116,7 @@ func FuzzController(f *testing.F) {
 						kept = append(kept, fw)
 						continue
 					}
-					on := fw.w.on
+					on := fw.w.cls.on
 					err := c.abandon(fw.w, nil)
 					var ae *Error
 					if !errors.As(err, &ae) || ae.Code != CodeTimeout || ae.Gate.Key != on.key || ae.Waited < fw.w.deadline.Sub(fw.w.start) {

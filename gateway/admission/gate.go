@@ -60,39 +60,98 @@ const (
 	stateDrained // its wait was ended by Drain
 )
 
-// waiter is a request parked on exactly one full gate. Fields other than ch
-// and timer are guarded by Controller.mu.
+// waiter is one parked request. It sits in the queue of its class, which is
+// parked on exactly one full gate. Fields other than ch and timer are guarded
+// by Controller.mu.
 type waiter struct {
-	seq       uint64 // arrival number: the order of every queue
-	path      [maxPath]*gate
-	n         int
-	queueGate *gate // the gate whose queue depth counts this waiter
-	on        *gate // the gate it is parked on
-	idx       int   // index in on.queue
-	start     time.Time
-	deadline  time.Time // zero = none of its own (the context may still end it)
-	state     uint8
-	admitted  time.Time // set when admitted
-	drained   *Error    // set by Drain
-	ch        chan struct{}
-	timer     *time.Timer
+	seq        uint64 // arrival number: the order of every queue
+	path       [maxPath]*gate
+	n          int
+	queueGate  *gate  // the gate whose queue depth counts this waiter
+	cls        *class // the class it waits in, while it waits
+	prev, next *waiter
+	start      time.Time
+	deadline   time.Time // zero = none of its own (the context may still end it)
+	state      uint8
+	admitted   time.Time // set when admitted
+	drained    *Error    // set by Drain
+	ch         chan struct{}
+	timer      *time.Timer
 }
 
-// waitQueue is a binary min-heap of waiters by arrival number: a waiter moved
-// here from another gate keeps its place among the earlier and later ones.
-type waitQueue struct{ items []*waiter }
-
-func (q *waitQueue) len() int      { return len(q.items) }
-func (q *waitQueue) head() *waiter { return q.items[0] }
-
-func (q *waitQueue) push(w *waiter) {
-	w.idx = len(q.items)
-	q.items = append(q.items, w)
-	q.up(w.idx)
+// class holds the waiters of one path, in arrival order. Two requests on the
+// same path are admissible under exactly the same conditions (every gate of
+// the path has room), so the whole class parks on one full gate and moves as
+// one: when its gate gains room but another gate of the path is full, moving
+// the class is one heap operation however many waiters it holds. A newcomer
+// joins the tail (its arrival number is the largest), so the list stays in
+// arrival order without sorting. A class exists while it has waiters.
+type class struct {
+	path       [maxPath]*gate
+	n          int
+	on         *gate // the full gate it is parked on
+	idx        int   // index in on.queue
+	head, tail *waiter
+	size       int
 }
 
-func (q *waitQueue) remove(w *waiter) {
-	i, last := w.idx, len(q.items)-1
+// gatePath is the map key of a class: the path's gates in order.
+type gatePath = [maxPath]*gate
+
+// append adds w, the latest arrival, at the tail.
+func (k *class) append(w *waiter) {
+	w.cls, w.prev, w.next = k, k.tail, nil
+	if k.tail == nil {
+		k.head = w
+	} else {
+		k.tail.next = w
+	}
+	k.tail = w
+	k.size++
+}
+
+// unlink removes w from the list.
+func (k *class) unlink(w *waiter) {
+	if w.prev == nil {
+		k.head = w.next
+	} else {
+		w.prev.next = w.next
+	}
+	if w.next == nil {
+		k.tail = w.prev
+	} else {
+		w.next.prev = w.prev
+	}
+	w.cls, w.prev, w.next = nil, nil, nil
+	k.size--
+}
+
+// waitQueue is a gate's queue: a binary min-heap of the classes parked on it,
+// ordered by the arrival number of each class's head, so its minimum is the
+// earliest waiter parked on the gate. A class moved here from another gate
+// keeps its place among the earlier and later ones. waiters counts the
+// waiters of every class in it (GateStats.Queued).
+//
+// The order is the head's arrival number today; start-time fair queueing
+// across client keys would order the same heap by a virtual start tag
+// instead (docs/ADMISSION.md, "Fair share").
+type waitQueue struct {
+	items   []*class
+	waiters int
+}
+
+func (q *waitQueue) len() int     { return len(q.items) }
+func (q *waitQueue) head() *class { return q.items[0] }
+
+func (q *waitQueue) push(k *class) {
+	k.idx = len(q.items)
+	q.items = append(q.items, k)
+	q.waiters += k.size
+	q.up(k.idx)
+}
+
+func (q *waitQueue) remove(k *class) {
+	i, last := k.idx, len(q.items)-1
 	if i != last {
 		q.swap(i, last)
 	}
@@ -102,8 +161,14 @@ func (q *waitQueue) remove(w *waiter) {
 		q.down(i)
 		q.up(i)
 	}
-	w.idx = -1
+	q.waiters -= k.size
+	k.idx = -1
 }
+
+// fix restores the order after k's head changed (it can only get later).
+func (q *waitQueue) fix(k *class) { q.down(k.idx) }
+
+func (q *waitQueue) less(i, j int) bool { return q.items[i].head.seq < q.items[j].head.seq }
 
 func (q *waitQueue) swap(i, j int) {
 	q.items[i], q.items[j] = q.items[j], q.items[i]
@@ -114,7 +179,7 @@ func (q *waitQueue) swap(i, j int) {
 func (q *waitQueue) up(i int) {
 	for i > 0 {
 		p := (i - 1) / 2
-		if q.items[p].seq <= q.items[i].seq {
+		if !q.less(i, p) {
 			return
 		}
 		q.swap(i, p)
@@ -130,10 +195,10 @@ func (q *waitQueue) down(i int) {
 			return
 		}
 		m := l
-		if r := l + 1; r < n && q.items[r].seq < q.items[l].seq {
+		if r := l + 1; r < n && q.less(r, l) {
 			m = r
 		}
-		if q.items[i].seq <= q.items[m].seq {
+		if !q.less(m, i) {
 			return
 		}
 		q.swap(i, m)

@@ -19,26 +19,50 @@ func checkInvariants(c *Controller) error {
 			return fmt.Errorf("gate %s: ledger %d, held %d", key, inFlight, g.held)
 		}
 		if g.queue.len() > 0 && (g.cap == 0 || inFlight < g.cap) {
-			return fmt.Errorf("gate %s: %d waiters parked on a gate with room (%d/%d)", key, g.queue.len(), inFlight, g.cap)
+			return fmt.Errorf("gate %s: %d waiters parked on a gate with room (%d/%d)", key, g.queue.waiters, inFlight, g.cap)
 		}
-		for i, w := range g.queue.items {
-			if w.idx != i || w.on != g || w.state != stateWaiting {
-				return fmt.Errorf("gate %s: waiter %d misfiled (idx %d, state %d)", key, w.seq, w.idx, w.state)
+		queued := 0
+		for i, k := range g.queue.items {
+			if k.idx != i || k.on != g || k.size == 0 || c.classes[k.path] != k {
+				return fmt.Errorf("gate %s: class %d misfiled (idx %d, size %d)", key, i, k.idx, k.size)
 			}
-			if i > 0 && g.queue.items[(i-1)/2].seq > w.seq {
+			if i > 0 && g.queue.items[(i-1)/2].head.seq > k.head.seq {
 				return fmt.Errorf("gate %s: heap order broken at %d", key, i)
 			}
-			if !slices.Contains(w.path[:w.n], g) {
-				return fmt.Errorf("gate %s: waiter %d parked off its path", key, w.seq)
+			if !slices.Contains(k.path[:k.n], g) {
+				return fmt.Errorf("gate %s: class parked off its path", key)
 			}
-			// Parked on the first full gate of its path (in path order, every
-			// gate before it had room when it parked or moved), so at least
-			// this gate must be full: checked above.
-			for _, pg := range w.path[:w.n] {
-				waitingOn[pg]++
+			// Parked on a full gate of its path: checked above.
+			size := 0
+			var prev *waiter
+			for w := k.head; w != nil; prev, w = w, w.next {
+				if w.cls != k || w.prev != prev || w.state != stateWaiting || w.path != k.path && !slices.Equal(w.path[:w.n], k.path[:k.n]) || w.n != k.n {
+					return fmt.Errorf("gate %s: waiter %d misfiled (state %d)", key, w.seq, w.state)
+				}
+				if prev != nil && prev.seq >= w.seq {
+					return fmt.Errorf("gate %s: class out of arrival order at waiter %d", key, w.seq)
+				}
+				for _, pg := range w.path[:w.n] {
+					waitingOn[pg]++
+				}
+				size++
 			}
-			parked++
+			if size != k.size || prev != k.tail {
+				return fmt.Errorf("gate %s: class counts %d waiters, holds %d", key, k.size, size)
+			}
+			queued += size
+			parked += size
 		}
+		if queued != g.queue.waiters {
+			return fmt.Errorf("gate %s: queue counts %d waiters, holds %d", key, g.queue.waiters, queued)
+		}
+	}
+	classes := 0
+	for _, g := range c.gates {
+		classes += g.queue.len()
+	}
+	if classes != len(c.classes) {
+		return fmt.Errorf("%d classes parked, controller knows %d", classes, len(c.classes))
 	}
 	for _, g := range c.gates {
 		if g.waiting != waitingOn[g] {

@@ -62,7 +62,7 @@ func (c *Controller) stats(g *gate) GateStats {
 		Level:     g.level,
 		Cap:       g.cap,
 		InFlight:  c.ledger.InFlight(g.id),
-		Queued:    g.queue.len(),
+		Queued:    g.queue.waiters,
 		Waiting:   g.waiting,
 		Admitted:  g.admitted,
 		Timeouts:  g.timeouts,
