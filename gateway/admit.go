@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -10,6 +11,35 @@ import (
 // permit is an admitted request's hold on its gates, as Options.Admission
 // grants it (*admission.Permit, or a cluster lease).
 type permit = admission.Grant
+
+// tryAdmit is ctrl.TryAcquire(req). With the in-process controller the
+// exchange's first admission goes into x.slot, and its *Permit, a pointer,
+// is the Grant: nothing is allocated (through Local.TryAcquire the permit
+// escapes into the interface, one allocation per request). Later admissions of the same
+// exchange (after a failover or a re-choice) get their own permit, so a
+// permit is never reused, however its holder treats it.
+func (x *exchange) tryAdmit(req admission.Request) (permit, bool) {
+	if c := x.g.local; c != nil && !x.slotUsed {
+		if !c.TryAcquireInto(req, &x.slot) {
+			return nil, false
+		}
+		x.slotUsed = true
+		return &x.slot, true
+	}
+	return x.g.ctrl.TryAcquire(req)
+}
+
+// admit is ctrl.Acquire(ctx, req), into x.slot as tryAdmit.
+func (x *exchange) admit(ctx context.Context, req admission.Request) (permit, error) {
+	if c := x.g.local; c != nil && !x.slotUsed {
+		if err := c.AcquireInto(ctx, req, &x.slot); err != nil {
+			return nil, err
+		}
+		x.slotUsed = true
+		return &x.slot, nil
+	}
+	return x.g.ctrl.Acquire(ctx, req)
+}
 
 // errClusterUnavailable is the 503 sent while a shared admission store
 // is unreachable and the controller runs fail-closed.

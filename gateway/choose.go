@@ -205,7 +205,7 @@ func (x *exchange) admitNow(cand *candidates) (p pick, aerr *apiError, ok bool) 
 			continue
 		}
 		start := time.Now()
-		permit, ok := g.ctrl.TryAcquire(t.req)
+		permit, ok := x.tryAdmit(t.req)
 		if !ok {
 			continue
 		}
@@ -237,7 +237,7 @@ func (x *exchange) queue(cand *candidates) (pick, *apiError) {
 		if x.waited > 0 {
 			req.MaxWait = max(req.MaxWait-x.waited, time.Millisecond)
 		}
-		permit, err := g.ctrl.Acquire(x.r.Context(), req)
+		permit, err := x.admit(x.r.Context(), req)
 		if err != nil {
 			var ae *admission.Error
 			if !errors.As(err, &ae) {

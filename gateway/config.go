@@ -280,7 +280,7 @@ func (g *Gateway) newTarget(c *conn, model string) *target {
 	return &target{
 		c:     c,
 		model: model,
-		req: admission.Request{
+		req: admission.Prepare(admission.Request{
 			Gates: []admission.GateRef{
 				{Level: live.LevelGlobal, Key: gateGlobal},
 				{Level: live.LevelProvider, Key: providerGateKey(c.provider)},
@@ -290,7 +290,7 @@ func (g *Gateway) newTarget(c *conn, model string) *target {
 			MaxWait:       c.maxWait,
 			QueueKey:      c.gateKey,
 			MaxQueueDepth: c.queueDepth,
-		},
+		}),
 		stats: g.metrics.target(c.label, model),
 	}
 }

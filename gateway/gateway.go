@@ -93,7 +93,11 @@ type Gateway struct {
 	ownTransport *http.Transport
 	maxBody      int64
 	ctrl         admission.Admitter
-	metrics      *metrics
+	// local is ctrl's controller when ctrl is exactly an admission.Local
+	// (not a wrapper around one, whose own Acquire must be called): the
+	// exchange admits into its own permit through it (admit.go).
+	local   *admission.Controller
+	metrics *metrics
 
 	applyMu sync.Mutex // serialises Apply
 	state   atomic.Pointer[state]
@@ -171,7 +175,12 @@ func New(opts Options) *Gateway {
 	}
 	g.ctrl = opts.Admission
 	if g.ctrl == nil {
-		g.ctrl = admission.Local{C: admission.New(admission.Options{Now: g.now})}
+		// opts.Now, not g.now: nil lets the controller read the monotonic
+		// clock alone where it can (half the cost of time.Now).
+		g.ctrl = admission.Local{C: admission.New(admission.Options{Now: opts.Now})}
+	}
+	if l, ok := g.ctrl.(admission.Local); ok {
+		g.local = l.C
 	}
 	if opts.Registerer != nil {
 		g.metrics.register(opts.Registerer, newGatesCollector(g))

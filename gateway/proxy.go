@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 )
 
 // ServeHTTP serves the client API under /v1: the OpenAI routes
@@ -181,6 +183,11 @@ type exchange struct {
 	upstream time.Duration
 	last     *lastResponse
 	lastErr  *apiError // the latest failure without an upstream response
+	// slot is the permit of the exchange's first admission through the
+	// in-process controller (admit.go): part of the exchange, which is
+	// allocated anyway, so admission allocates nothing.
+	slot     admission.Permit
+	slotUsed bool
 }
 
 // run makes up to maxAttempts attempts and answers the client.

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
@@ -36,6 +37,34 @@ type Request struct {
 	// would have to wait when there are already that many is rejected at
 	// once with CodeQueueFull. 0 = unbounded.
 	MaxQueueDepth int
+
+	// route caches the path as a Controller resolved it (see Prepare);
+	// copies of a prepared Request share it.
+	route *routeCache
+}
+
+// Prepare returns req with a cache for its resolved path, for a request
+// that is reused many times (the gateway builds one per connection and
+// model): a Controller then looks its gates up by key once, not on every
+// acquisition, and re-resolves only after a gate was dropped (SetCaps) or
+// when used with another Controller. Gates must not change afterwards;
+// copies of the returned Request share the cache and may change the other
+// fields. Other Admitters ignore the cache.
+func Prepare(req Request) Request {
+	req.route = &routeCache{}
+	return req
+}
+
+// routeCache holds the latest resolution of a prepared Request's path.
+type routeCache struct{ r atomic.Pointer[resolvedRoute] }
+
+// resolvedRoute is immutable once stored, so several controllers and
+// goroutines may read it without a lock; it is valid for c while c.gen is gen.
+type resolvedRoute struct {
+	c     *Controller
+	gen   uint64
+	n     int
+	gates [maxPath]*gate
 }
 
 // Options configures a Controller; the zero value is ready to use.
@@ -56,6 +85,10 @@ type Controller struct {
 	ledger      Ledger
 	defaultHold time.Duration
 	gates       map[string]*gate
+	gen         uint64        // bumped when a gate is dropped: resolvedRoutes older are stale
+	mem         *memoryLedger // the ledger when it is the in-process one (direct calls)
+	epoch       time.Time     // clock origin for nanos
+	realClock   bool          // now is time.Now: nanos needs a single monotonic read
 	seq         uint64
 	waiters     int // waiters parked anywhere
 	free        []*waiter
@@ -63,9 +96,9 @@ type Controller struct {
 	freeClasses []*class
 	// moves counts class moves from one gate to another (drain), for the
 	// test that shows a release's work does not grow with the waiters.
-	moves uint64
-	totals      Totals
-	draining    bool // set by Drain: nobody is let in or parked any more
+	moves    uint64
+	totals   Totals
+	draining bool // set by Drain: nobody is let in or parked any more
 	// scratch for ledger calls, so nothing on the hot path allocates
 	ids, caps [maxPath]int
 }
@@ -81,10 +114,13 @@ func New(opts Options) *Controller {
 	}
 	if c.now == nil {
 		c.now = time.Now
+		c.realClock = true
 	}
+	c.epoch = c.now()
 	if c.ledger == nil {
 		c.ledger = NewMemoryLedger()
 	}
+	c.mem, _ = c.ledger.(*memoryLedger)
 	if c.defaultHold <= 0 {
 		c.defaultHold = time.Second
 	}
@@ -120,6 +156,32 @@ func (c *Controller) TryAcquire(req Request) (*Permit, bool) {
 	return p, true
 }
 
+// AcquireInto is Acquire into a Permit the caller owns, for a caller that
+// keeps its permit in a structure it allocates anyway (the gateway's
+// per-request exchange), so that admission allocates nothing. p is
+// overwritten; it must hold no slots, and the caller must not reuse it while
+// anybody may still call Release on its earlier grant: the controller never
+// reuses a Permit, the caller decides when its own is free. On error p
+// grants nothing (its Release does nothing).
+func (c *Controller) AcquireInto(ctx context.Context, req Request, p *Permit) error {
+	*p = Permit{}
+	err := c.acquire(ctx, &req, p)
+	if err != nil {
+		p.n = 0
+	}
+	return err
+}
+
+// TryAcquireInto is TryAcquire into a Permit the caller owns, as AcquireInto.
+func (c *Controller) TryAcquireInto(req Request, p *Permit) bool {
+	*p = Permit{}
+	if !c.tryAcquire(&req, p) {
+		p.n = 0
+		return false
+	}
+	return true
+}
+
 func (c *Controller) acquire(ctx context.Context, req *Request, p *Permit) error {
 	c.mu.Lock()
 	w, err := c.submit(ctx, req, p)
@@ -136,7 +198,7 @@ func (c *Controller) tryAcquire(req *Request, p *Permit) bool {
 	if c.draining {
 		return false
 	}
-	n, err := c.resolve(req.Gates, &p.gates)
+	n, err := c.resolve(req, &p.gates)
 	if err != nil {
 		return false
 	}
@@ -150,7 +212,7 @@ func (c *Controller) tryAcquire(req *Request, p *Permit) bool {
 // submit admits req into p at once if every gate has room, or parks it and
 // returns its waiter, or rejects it. c.mu must be held.
 func (c *Controller) submit(ctx context.Context, req *Request, p *Permit) (*waiter, error) {
-	n, err := c.resolve(req.Gates, &p.gates)
+	n, err := c.resolve(req, &p.gates)
 	if err != nil {
 		return nil, err
 	}
@@ -319,7 +381,7 @@ func (c *Controller) collect(w *waiter, p *Permit) {
 	p.c = c
 	p.n = w.n
 	p.gates = w.path
-	p.start = w.admitted
+	p.start = int64(w.admitted.Sub(c.epoch)) + 1
 	p.waited = w.admitted.Sub(w.start)
 }
 
@@ -407,8 +469,28 @@ func (c *Controller) recycle(w *waiter) {
 	}
 }
 
-// resolve looks up (creating if needed) the gates of refs into out.
-func (c *Controller) resolve(refs []GateRef, out *[maxPath]*gate) (int, error) {
+// resolve looks up (creating if needed) the gates of req's path into out,
+// through req's route cache when it is prepared and still valid.
+func (c *Controller) resolve(req *Request, out *[maxPath]*gate) (int, error) {
+	refs := req.Gates
+	if req.route != nil {
+		if r := req.route.r.Load(); r != nil && r.c == c && r.gen == c.gen && r.n == len(refs) {
+			*out = r.gates
+			return r.n, nil
+		}
+		n, err := c.resolveKeys(refs, out)
+		if err == nil {
+			r := &resolvedRoute{c: c, gen: c.gen, n: n}
+			copy(r.gates[:], out[:n])
+			req.route.r.Store(r)
+		}
+		return n, err
+	}
+	return c.resolveKeys(refs, out)
+}
+
+// resolveKeys looks up (creating if needed) the gates of refs into out.
+func (c *Controller) resolveKeys(refs []GateRef, out *[maxPath]*gate) (int, error) {
 	if len(refs) > maxPath {
 		return 0, fmt.Errorf("admission: path has %d gates, at most %d", len(refs), maxPath)
 	}
@@ -463,11 +545,30 @@ func (c *Controller) tryTake(path []*gate) int {
 		c.ids[i] = g.id
 		c.caps[i] = g.cap
 	}
+	if c.mem != nil {
+		return c.mem.TryTake(c.ids[:n], c.caps[:n])
+	}
 	return c.ledger.TryTake(c.ids[:n], c.caps[:n])
 }
 
 func (c *Controller) hasRoom(g *gate) bool {
-	return g.cap == 0 || c.ledger.InFlight(g.id) < g.cap
+	if g.cap == 0 {
+		return true
+	}
+	if c.mem != nil {
+		return c.mem.counts[g.id] < g.cap
+	}
+	return c.ledger.InFlight(g.id) < g.cap
+}
+
+// nanos reads the controller's clock as nanoseconds since New, plus one (so
+// that 0 can mean "not measured"). With the real clock it is one monotonic
+// read, half the cost of time.Now, which reads the wall clock too.
+func (c *Controller) nanos() int64 {
+	if c.realClock {
+		return int64(time.Since(c.epoch)) + 1
+	}
+	return int64(c.now().Sub(c.epoch)) + 1
 }
 
 // grant records an immediate admission of the n gates already taken into p.
@@ -488,7 +589,7 @@ func (c *Controller) grant(p *Permit, n int) {
 	// Reading the clock costs more than the rest of an admission on some
 	// machines, so only a sample of immediate admissions measures its hold.
 	if sample {
-		p.start = c.now()
+		p.start = c.nanos()
 	}
 }
 
@@ -515,22 +616,26 @@ func (c *Controller) admit(w *waiter) {
 }
 
 // release returns the slots of path and lets waiters on those gates in.
-func (c *Controller) release(path []*gate, start time.Time) {
+func (c *Controller) release(path []*gate, start int64) {
 	var hold time.Duration
-	if !start.IsZero() {
-		hold = c.now().Sub(start)
+	if start != 0 {
+		hold = time.Duration(c.nanos() - start)
 	}
 	queued := false
 	for i, g := range path {
 		c.ids[i] = g.id
 		g.held--
-		if !start.IsZero() {
+		if start != 0 {
 			g.observeHold(hold)
 			g.unsampled = 0
 		}
 		queued = queued || g.queue.len() > 0
 	}
-	c.ledger.Put(c.ids[:len(path)])
+	if c.mem != nil {
+		c.mem.Put(c.ids[:len(path)])
+	} else {
+		c.ledger.Put(c.ids[:len(path)])
+	}
 	if queued {
 		c.drain(path)
 	}

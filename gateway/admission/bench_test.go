@@ -23,7 +23,26 @@ func benchCaps() map[string]int {
 	return map[string]int{benchKeys[0]: 1000, benchKeys[1]: 500, benchKeys[2]: 100, benchKeys[3]: 50}
 }
 
+// BenchmarkAcquireRelease is the uncontended acquire+release of a 4-gate
+// path, prepared (Prepare) as the gateway prepares its per-target requests.
 func BenchmarkAcquireRelease(b *testing.B) {
+	c := New(Options{})
+	c.SetCaps(benchCaps())
+	req := Prepare(Request{Gates: refs(benchKeys...), MaxWait: 30 * time.Second})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := c.Acquire(ctx, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Release()
+	}
+}
+
+// BenchmarkAcquireReleaseByKey is BenchmarkAcquireRelease with a request
+// that is not prepared: one map lookup by key per gate.
+func BenchmarkAcquireReleaseByKey(b *testing.B) {
 	c := New(Options{})
 	c.SetCaps(benchCaps())
 	req := Request{Gates: refs(benchKeys...), MaxWait: 30 * time.Second}

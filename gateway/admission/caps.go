@@ -34,6 +34,7 @@ func (c *Controller) SetCaps(caps map[string]int) {
 		if _, named := caps[key]; !named && g.cap == 0 && g.held == 0 && g.waiting == 0 {
 			delete(c.gates, key)
 			c.ledger.Close(g.id)
+			c.gen++ // prepared requests may point at g: resolve them again
 		}
 	}
 }

@@ -9,8 +9,8 @@ type Permit struct {
 	c        *Controller
 	gates    [maxPath]*gate
 	n        int
-	released bool // guarded by c.mu
-	start    time.Time
+	released bool  // guarded by c.mu
+	start    int64 // Controller.nanos at admission; 0 = hold not measured
 	waited   time.Duration
 	blocked  *gate // the full gate the request parked on; nil when admitted at once
 }
