@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"maps"
@@ -53,8 +54,8 @@ type learner struct {
 	// changed is called, without any learner lock held, after an effective
 	// cap changed: the gateway pushes the caps to admission.
 	changed func()
-	// shared, when set (cluster mode), holds one learned value per gate for
-	// every replica (see sharedLearner in adaptive_shared.go).
+	// shared, when set (cluster mode: the sharedLimiter), holds one learned
+	// value per gate for every replica.
 	shared capStore
 
 	mu    sync.Mutex
@@ -68,9 +69,10 @@ func newLearner(now func() time.Time, log *slog.Logger) *learner {
 // learnedGate is one adaptive gate. inFlight and eff are read on the request
 // path without a lock; the rest is guarded by mu.
 type learnedGate struct {
-	key   string
-	level string
-	l     *learner
+	key    string
+	level  string
+	connID string
+	l      *learner
 
 	inFlight atomic.Int64
 	eff      atomic.Int64 // the effective cap, 1…configured
@@ -85,13 +87,20 @@ type learnedGate struct {
 	loggedCap  int          // effective cap that line reported
 }
 
-// configure sets the adaptive gates and their configured caps (gate key →
-// cap ≥ 1, level by key prefix) and returns them by key. A gate that stays
+// learnSpec is one adaptive gate a config asks for: its connection and its
+// configured cap (≥ 1).
+type learnSpec struct {
+	connID string
+	cap    int
+}
+
+// configure sets the adaptive gates and their configured caps (by gate key;
+// the level is the key's prefix) and returns them by key. A gate that stays
 // adaptive keeps its effective cap, clamped to the configured one; one whose
 // effective cap was never lowered below its configured cap follows a raised
 // cap; a new gate starts at its configured cap. Gates not named are
 // forgotten.
-func (l *learner) configure(caps map[string]int) map[string]*learnedGate {
+func (l *learner) configure(caps map[string]learnSpec) map[string]*learnedGate {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for key := range l.gates {
@@ -99,13 +108,13 @@ func (l *learner) configure(caps map[string]int) map[string]*learnedGate {
 			delete(l.gates, key)
 		}
 	}
-	for key, c := range caps {
+	for key, sp := range caps {
 		lg := l.gates[key]
 		if lg == nil {
-			lg = &learnedGate{key: key, level: levelOf(key), l: l}
+			lg = &learnedGate{key: key, level: levelOf(key), connID: sp.connID, l: l}
 			l.gates[key] = lg
 		}
-		lg.setConfigured(c)
+		lg.setConfigured(sp.cap)
 	}
 	return maps.Clone(l.gates)
 }
@@ -202,13 +211,14 @@ func cutCap(c int) int {
 }
 
 // succeeded counts a successful response at now that found the gate full
-// (or not). Only successes in a row that found the gate full count toward
-// an increase; one that did not ends the row. After raiseRunPerCap ×
-// effective cap of them, and not within quiet of the last cut, the
-// effective cap grows by 1, up to the configured cap.
+// (or not). The row is the successes since the last rejection; only those
+// that found the gate full count (one that found room proves nothing about
+// the cap, and on a busy gate such gaps come and go, so it does not end the
+// row either). After raiseRunPerCap × effective cap of them, and not within
+// quiet of the last cut, the effective cap grows by 1, up to the configured
+// cap.
 func (lg *learnedGate) succeeded(now time.Time, full bool) (from, to int, changed bool) {
 	if !full {
-		lg.endRow()
 		return 0, 0, false
 	}
 	lg.mu.Lock()
@@ -228,15 +238,6 @@ func (lg *learnedGate) succeeded(now time.Time, full bool) (from, to int, change
 	lg.eff.Store(int64(from + 1))
 	lg.lowered = from+1 < lg.configured
 	return from, from + 1, true
-}
-
-// endRow ends the row of full successes: a success found the gate with
-// room. It takes no lock when there is no row to end (the common case on a
-// gate that is not saturated).
-func (lg *learnedGate) endRow() {
-	if lg.run.Load() != 0 {
-		lg.run.Store(0)
-	}
 }
 
 // note logs a change of the effective cap, at most once per gate per
@@ -287,24 +288,21 @@ func (p learnPath) leave(start time.Time) {
 }
 
 // succeeded counts a successful response on every gate of p.
-func (p learnPath) succeeded(full uint8) {
+func (p learnPath) succeeded(ctx context.Context, full uint8) {
 	if len(p) == 0 {
 		return
 	}
 	if full == 0 {
-		for _, lg := range p {
-			lg.endRow()
-		}
-		return
+		return // found room everywhere: not a sample of any cap
 	}
 	l := p[0].l
 	now := l.now()
 	changed := false
 	for i, lg := range p {
-		if _, to, ok := lg.succeeded(now, full&(1<<i) != 0); ok {
+		if from, to, ok := lg.succeeded(now, full&(1<<i) != 0); ok {
 			changed = true
 			lg.note(now, to, "a run of successes at a full gate")
-			l.publish(lg, to, time.Time{})
+			l.publish(ctx, lg, from, to, now)
 		}
 	}
 	if changed && l.changed != nil {
@@ -313,7 +311,7 @@ func (p learnPath) succeeded(full uint8) {
 }
 
 // rejected cuts every gate of p after an upstream rejection.
-func (p learnPath) rejected(why string) {
+func (p learnPath) rejected(ctx context.Context, why string) {
 	if len(p) == 0 {
 		return
 	}
@@ -321,10 +319,10 @@ func (p learnPath) rejected(why string) {
 	now := l.now()
 	changed := false
 	for _, lg := range p {
-		if _, to, ok := lg.cut(now); ok {
+		if from, to, ok := lg.cut(now); ok {
 			changed = true
 			lg.note(now, to, why)
-			l.publish(lg, to, now)
+			l.publish(ctx, lg, from, to, now)
 		}
 	}
 	if changed && l.changed != nil {
@@ -332,16 +330,62 @@ func (p learnPath) rejected(why string) {
 	}
 }
 
-// publish tells the other replicas about a change (cluster mode).
-func (l *learner) publish(lg *learnedGate, c int, cutAt time.Time) {
-	if l.shared != nil {
-		l.shared.store(lg.key, c, cutAt)
+// publish tells the other replicas (cluster mode) that lg moved from from to
+// to; when another replica moved the shared value first, lg adopts that.
+func (l *learner) publish(ctx context.Context, lg *learnedGate, from, to int, now time.Time) {
+	if l.shared == nil {
+		return
+	}
+	if got, ok := l.shared.shareCap(ctx, lg.connID, lg.key, from, to); ok && got != to {
+		lg.adopt(got, now)
 	}
 }
 
-// capStore shares learned caps between replicas (cluster mode).
+// capStore shares learned caps between replicas (cluster mode): the value
+// after the move, and false when the store could not be asked.
 type capStore interface {
-	store(key string, c int, cutAt time.Time)
+	shareCap(ctx context.Context, connID, key string, from, to int) (int, bool)
+}
+
+// adoptShared takes the learned caps of connID's gates that the other
+// replicas share (by gate key) and pushes the caps when one changed.
+func (l *learner) adoptShared(connID string, learned map[string]int) {
+	if len(learned) == 0 {
+		return
+	}
+	now := l.now()
+	changed := false
+	l.mu.Lock()
+	for key, c := range learned {
+		if lg := l.gates[key]; lg != nil && lg.connID == connID && lg.adopt(c, now) {
+			changed = true
+		}
+	}
+	l.mu.Unlock()
+	if changed && l.changed != nil {
+		l.changed()
+	}
+}
+
+// adopt takes a learned value from the other replicas, clamped to
+// 1…configured, and reports whether it changed lg. A lower value is a cut
+// made elsewhere: the cut window and the quiet time before an increase run
+// from now here too.
+func (lg *learnedGate) adopt(c int, now time.Time) bool {
+	lg.mu.Lock()
+	defer lg.mu.Unlock()
+	c = min(max(c, 1), lg.configured)
+	cur := int(lg.eff.Load())
+	if c == cur {
+		return false
+	}
+	if c < cur {
+		lg.lastCut = now
+	}
+	lg.eff.Store(int64(c))
+	lg.lowered = c < lg.configured
+	lg.run.Store(0)
+	return true
 }
 
 // overloadWords are what an upstream's error code, type or message says
@@ -441,7 +485,7 @@ func (x *exchange) learnRejected(lp learnPath, status int, h http.Header) bool {
 	if !named && status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable && status != statusOverloaded {
 		return false
 	}
-	lp.rejected("upstream " + strconv.Itoa(status))
+	lp.rejected(x.r.Context(), "upstream "+strconv.Itoa(status))
 	return named && len(h["Retry-After"]) == 0
 }
 

@@ -12,7 +12,7 @@ import (
 // newTestLearner is a learner over clk with one adaptive gate of cap c.
 func newTestLearner(clk *fakeClock, c int) (*learner, *learnedGate) {
 	l := newLearner(clk.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	lg := l.configure(map[string]int{"connection:a": c})["connection:a"]
+	lg := l.configure(map[string]learnSpec{"connection:a": {connID: "a", cap: c}})["connection:a"]
 	return l, lg
 }
 
@@ -92,9 +92,9 @@ func TestLearnerCutWindowIsMeanHold(t *testing.T) {
 	}
 }
 
-// TestLearnerIncreaseNeedsRun: +1 needs 10 × cap successes in a row that found
-// the gate full, and never within the quiet time of the last cut; a success
-// that did not find the gate full, or a rejection, ends the row.
+// TestLearnerIncreaseNeedsRun: +1 needs 10 × cap successes that found the gate
+// full since the last rejection, and never within the quiet time of the last
+// cut; successes that found room do not count, a rejection starts the row over.
 func TestLearnerIncreaseNeedsRun(t *testing.T) {
 	t.Parallel()
 	clk := newFakeClock()
@@ -106,14 +106,15 @@ func TestLearnerIncreaseNeedsRun(t *testing.T) {
 	if lg.eff.Load() != 5 {
 		t.Fatalf("raised after 49 of 50 successes: %d", lg.eff.Load())
 	}
-	lg.succeeded(clk.Now(), false) // not full: the row ends
-	fullSuccesses(clk, lg, 49)
+	for range 100 {
+		lg.succeeded(clk.Now(), false) // found room: does not count
+	}
 	if lg.eff.Load() != 5 {
-		t.Fatalf("a row broken by a success at a gate with room still raised: %d", lg.eff.Load())
+		t.Fatalf("raised by successes that found the gate with room: %d", lg.eff.Load())
 	}
 	fullSuccesses(clk, lg, 1)
 	if lg.eff.Load() != 6 {
-		t.Fatalf("50 full successes in a row at cap 5 gave %d, want 6", lg.eff.Load())
+		t.Fatalf("50 full successes since the last cut at cap 5 gave %d, want 6", lg.eff.Load())
 	}
 	// The next step needs 60 at cap 6.
 	fullSuccesses(clk, lg, 59)
@@ -170,22 +171,22 @@ func TestLearnerCapEditClamps(t *testing.T) {
 	clk := newFakeClock()
 	l, lg := newTestLearner(clk, 8)
 	lg.cut(clk.Now()) // 5
-	l.configure(map[string]int{"connection:a": 3})
+	l.configure(map[string]learnSpec{"connection:a": {connID: "a", cap: 3}})
 	if lg.eff.Load() != 3 {
 		t.Fatalf("cap edited to 3: effective %d, want 3", lg.eff.Load())
 	}
-	l.configure(map[string]int{"connection:a": 10, "model:a:m": 4})
+	l.configure(map[string]learnSpec{"connection:a": {connID: "a", cap: 10}, "model:a:m": {connID: "a", cap: 4}})
 	if lg.eff.Load() != 3 {
 		t.Fatalf("cap raised to 10: effective %d, want the learned 3", lg.eff.Load())
 	}
 	if diff := cmp.Diff(map[string]int{"connection:a": 3, "model:a:m": 4}, l.effective()); diff != "" {
 		t.Errorf("effective caps mismatch (-want +got):\n%s", diff)
 	}
-	l.configure(map[string]int{"connection:a": 10, "model:a:m": 6})
+	l.configure(map[string]learnSpec{"connection:a": {connID: "a", cap: 10}, "model:a:m": {connID: "a", cap: 6}})
 	if c, _ := l.effectiveCap("model:a:m"); c != 6 {
 		t.Errorf("a model gate never lowered: %d after its cap went 4 → 6, want 6", c)
 	}
-	l.configure(map[string]int{})
+	l.configure(map[string]learnSpec{})
 	if _, ok := l.effectiveCap("connection:a"); ok {
 		t.Errorf("a gate no longer adaptive is still learned")
 	}

@@ -187,7 +187,7 @@ func (x *exchange) attempt(p pick) attemptResult {
 	p.done(nil)
 	if status < 300 {
 		c.health.succeeded(t.model)
-		lp.succeeded(full)
+		lp.succeeded(x.r.Context(), full)
 	}
 	var tap *usageTap
 	if (c.lim.countsTokens() || span != nil) && status < 300 {

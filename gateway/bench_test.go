@@ -90,19 +90,20 @@ func BenchmarkProxy(b *testing.B) {
 // gates and counting the success. It must not allocate.
 func BenchmarkObservedPath(b *testing.B) {
 	l := newLearner(time.Now, slog.New(slog.DiscardHandler))
-	learned := l.configure(map[string]int{"connection:c": 64, "model:c:m": 64})
+	learned := l.configure(map[string]learnSpec{"connection:c": {connID: "c", cap: 64}, "model:c:m": {connID: "c", cap: 64}})
 	sh := newShadows().configure(map[string]shadowSpec{
 		"shadow:connection:c": {connID: "c", cap: 4}, "shadow:model:c:m": {connID: "c", model: "m", cap: 2},
 	}, time.Now())
 	lp := learnPath{learned["connection:c"], learned["model:c:m"]}
 	sp := shadowPath{sh["shadow:connection:c"], sh["shadow:model:c:m"]}
+	ctx := b.Context()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			start := time.Now()
 			full := lp.enter()
 			sp.enter()
-			lp.succeeded(full)
+			lp.succeeded(ctx, full)
 			sp.leave()
 			lp.leave(start)
 		}

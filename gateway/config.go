@@ -106,7 +106,7 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 		caps:        make(map[string]int),
 		maxAttempts: max(eff.MaxAttempts, 1),
 	}
-	adaptive := make(map[string]int) // adaptive gate key → configured cap
+	adaptive := make(map[string]learnSpec)
 	shadowSpecs := make(map[string]shadowSpec)
 	var all []*target
 	s.routes[styleOpenAI] = make(map[string][]*target)
@@ -149,10 +149,10 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 			}
 		}
 		if o.IsAdaptive() && s.caps[c.gateKey] > 0 {
-			adaptive[c.gateKey] = s.caps[c.gateKey]
+			adaptive[c.gateKey] = learnSpec{connID: c.id, cap: s.caps[c.gateKey]}
 			for m, n := range o.ModelConcurrency {
 				if n > 0 {
-					adaptive[modelGateKey(c.id, m)] = n
+					adaptive[modelGateKey(c.id, m)] = learnSpec{connID: c.id, cap: n}
 				}
 			}
 		}

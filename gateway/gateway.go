@@ -170,8 +170,9 @@ func New(opts Options) *Gateway {
 		g.transport = g.ownTransport
 	}
 	if opts.SharedLimits != nil {
-		g.limiter = &sharedLimiter{store: opts.SharedLimits, now: g.now, down: &failOpen{log: g.log, retry: sharedRetry,
+		sl := &sharedLimiter{store: opts.SharedLimits, now: g.now, learn: g.learn, down: &failOpen{log: g.log, retry: sharedRetry,
 			msg: "gateway: shared rate-limit store unavailable; using this replica's own limits until it is back"}}
+		g.limiter, g.learn.shared = sl, sl
 	}
 	g.ctrl = opts.Admission
 	if g.ctrl == nil {

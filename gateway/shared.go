@@ -47,6 +47,7 @@ type sharedConn struct {
 type sharedLimiter struct {
 	local localLimiter
 	store admission.SharedLimits
+	learn *learner // adopts the learned caps the other replicas share
 	down  *failOpen
 	now   func() time.Time // Options.Now: the store's durations become these instants
 }
@@ -98,6 +99,7 @@ func (l *sharedLimiter) state(ctx context.Context, c *conn) (s *sharedConn, ok b
 	s.tpmUsed = v.TPMUsed
 	s.windowEnd = now.Add(v.TPMWindowLeft)
 	s.mu.Unlock()
+	l.learn.adoptShared(c.id, v.Learned)
 	return s, true
 }
 
@@ -276,4 +278,19 @@ func (l *sharedLimiter) reset(ctx context.Context, connID string, r *connRate) {
 	if err := l.store.Reset(ctx, connID); err != nil {
 		l.down.failed(err)
 	}
+}
+
+// shareCap implements capStore: the learned cap of key on connID moves from
+// from to to in the store, unless another replica moved it first.
+func (l *sharedLimiter) shareCap(ctx context.Context, connID, key string, from, to int) (int, bool) {
+	if !l.down.up() {
+		return 0, false
+	}
+	// The change was learned even if the client has gone.
+	got, err := l.store.ShareCap(context.WithoutCancel(ctx), connID, key, from, to)
+	if err != nil {
+		l.down.failed(err)
+		return 0, false
+	}
+	return got, true
 }

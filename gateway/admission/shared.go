@@ -35,6 +35,12 @@ type SharedLimits interface {
 	Suspend(ctx context.Context, connID string, d time.Duration) error
 	// Reset clears connID's cooldowns and suspension.
 	Reset(ctx context.Context, connID string) error
+	// ShareCap moves the learned (adaptive) cap of gate gateKey on connID
+	// from from to to, when the shared value is still from or there is none
+	// yet, and returns the shared value after: to, or what another replica
+	// set first (which the caller adopts). It holds one learned value per
+	// gate for every replica; View returns them in Learned.
+	ShareCap(ctx context.Context, connID, gateKey string, from, to int) (int, error)
 }
 
 // SharedView is one connection's shared state as SharedLimits.View reads it.
@@ -51,4 +57,7 @@ type SharedView struct {
 	TPMUsed int64
 	// TPMWindowLeft is the time until the current minute window ends.
 	TPMWindowLeft time.Duration
+	// Learned holds the learned (adaptive) caps of connID's gates shared by
+	// ShareCap, by gate key; nil when none is.
+	Learned map[string]int
 }

@@ -38,6 +38,8 @@ type LimitsOptions struct {
 //	<prefix>:{adm}:tpm:C    hash: m = window start (ms), u = tokens used
 //	<prefix>:{adm}:hl:C     hash: s = suspended until, c = every model cooling until,
 //	                        m:<model> = cooling until (ms)
+//	<prefix>:{adm}:learn:C  hash: <gate key> = learned (adaptive) cap; expires
+//	                        LearnedTTL after its last change
 type Limits struct {
 	rdb       redis.UniversalClient
 	keys      keyspace
@@ -61,6 +63,13 @@ func NewLimits(opts LimitsOptions) (*Limits, error) {
 func (k keyspace) turn(conn string) string   { return k.root + "turn:" + conn }
 func (k keyspace) tpm(conn string) string    { return k.root + "tpm:" + conn }
 func (k keyspace) health(conn string) string { return k.root + "hl:" + conn }
+func (k keyspace) learn(conn string) string  { return k.root + "learn:" + conn }
+
+// LearnedTTL is how long a connection's learned caps stay in Redis after
+// their last change: long enough for a limit that holds, short enough that
+// a gate no longer adaptive does not linger (a replica that still learns it
+// writes it again at its next change).
+const LearnedTTL = 24 * time.Hour
 
 // suspendField, connCoolField and modelField name the entries of the
 // health hash.
@@ -97,7 +106,7 @@ func (l *Limits) View(ctx context.Context, connID string, tpm int64) (admission.
 	ctx, cancel := context.WithTimeout(ctx, l.opTimeout)
 	defer cancel()
 	var v admission.SharedView
-	raw, err := peekScript.Run(ctx, l.rdb, []string{l.keys.health(connID), l.keys.tpm(connID)}, tpm).Slice()
+	raw, err := peekScript.Run(ctx, l.rdb, []string{l.keys.health(connID), l.keys.tpm(connID), l.keys.learn(connID)}, tpm).Slice()
 	if err != nil {
 		return v, fmt.Errorf("cluster: read shared limits: %w", err)
 	}
@@ -112,6 +121,11 @@ func (l *Limits) View(ctx context.Context, connID string, tpm int64) (admission.
 		ms, _ := raw[i+1].(int64)
 		d := time.Duration(ms) * time.Millisecond
 		switch {
+		case strings.HasPrefix(field, "l:"):
+			if v.Learned == nil {
+				v.Learned = make(map[string]int)
+			}
+			v.Learned[field[2:]] = int(ms)
 		case field == suspendField:
 			v.Suspended = d
 		case field == connCoolField:
@@ -172,4 +186,16 @@ func (l *Limits) Reset(ctx context.Context, connID string) error {
 		return fmt.Errorf("cluster: reset health: %w", err)
 	}
 	return nil
+}
+
+// ShareCap implements admission.SharedLimits: the learned cap of gateKey on
+// connID moves from from to to, unless another replica moved it first.
+func (l *Limits) ShareCap(ctx context.Context, connID, gateKey string, from, to int) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.opTimeout)
+	defer cancel()
+	n, err := learnScript.Run(ctx, l.rdb, []string{l.keys.learn(connID)}, gateKey, from, to, LearnedTTL.Milliseconds()).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("cluster: share learned cap: %w", err)
+	}
+	return int(n), nil
 }

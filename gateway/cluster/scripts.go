@@ -27,6 +27,8 @@ var (
 	peekLua string
 	//go:embed lua/mark.lua
 	markLua string
+	//go:embed lua/learn.lua
+	learnLua string
 )
 
 // scripts are immutable once built; one set serves every Controller.
@@ -40,4 +42,5 @@ var (
 	tokensScript  = redis.NewScript(tokensLua)
 	peekScript    = redis.NewScript(peekLua)
 	markScript    = redis.NewScript(markLua)
+	learnScript   = redis.NewScript(learnLua)
 )

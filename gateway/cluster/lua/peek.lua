@@ -3,9 +3,11 @@
 -- KEYS[1] the connection's health hash: s = suspended until (ms),
 --         c = every model cooling until (ms), m:<model> = model cooling until (ms)
 -- KEYS[2] the connection's tpm hash (see tokens.lua)
+-- KEYS[3] the connection's learned caps hash (see learn.lua)
 -- ARGV[1] the tpm limit
 -- Returns {tpm used, ms left in the window, then field, ms left, ...} for
--- the health entries still in force.
+-- the health entries still in force, then 'l:' .. gate key, cap for every
+-- learned cap.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local minute = now - now % 60000
@@ -30,5 +32,10 @@ for i = 1, #h, 2 do
     out[#out + 1] = h[i]
     out[#out + 1] = left
   end
+end
+local l = redis.call('HGETALL', KEYS[3])
+for i = 1, #l, 2 do
+  out[#out + 1] = 'l:' .. l[i]
+  out[#out + 1] = tonumber(l[i + 1])
 end
 return out
