@@ -35,7 +35,8 @@ func TestDrainAnswersQueuedAtOnce(t *testing.T) {
 	go func() { inflight <- e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)) }()
 	waitFor(t, 5*time.Second, "one in flight", func() bool { return e.gate("connection:c1").InFlight == 1 })
 	anthropicBody := `{"model":"claude-x","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`
-	go func() { e.post(ctx, "/v1/messages", anthropicBody) }()
+	inflightAn := make(chan reply, 1)
+	go func() { inflightAn <- e.post(ctx, "/v1/messages", anthropicBody) }()
 	waitFor(t, 5*time.Second, "the anthropic one in flight", func() bool { return e.gate("connection:c2").InFlight == 1 })
 
 	const queued = 10
@@ -76,6 +77,10 @@ func TestDrainAnswersQueuedAtOnce(t *testing.T) {
 	close(hold)
 	if r := <-inflight; r.status != http.StatusOK {
 		t.Errorf("in-flight request: status %d, body %s; want 200", r.status, r.body)
+	}
+	// Waited for too: left running, it would outlive the test and its context.
+	if r := <-inflightAn; r.status != http.StatusOK {
+		t.Errorf("in-flight Anthropic request: status %d, body %s; want 200", r.status, r.body)
 	}
 	waitFor(t, 5*time.Second, "every permit released", e.allGatesIdle)
 }
