@@ -46,7 +46,8 @@ const (
 // completion stream to a connection with tpm or tpd. The gateway then adds
 // stream_options.include_usage and strips the usage chunk from the stream.
 func (x *exchange) wantsUsage(c *conn) bool {
-	return (x.rt == routeChat || x.rt == routeCompletions) && x.info.stream && !x.info.includeUsage && c.lim.countsTokens()
+	return (x.rt == routeChat || x.rt == routeCompletions) && x.info.stream && !x.info.includeUsage &&
+		(c.lim.countsTokens() || x.key.lim.countsTokens())
 }
 
 // payload returns the body to send for upstream model m: the client's bytes,
@@ -72,7 +73,14 @@ func (x *exchange) payload(m string, addUsage bool) []byte {
 func (x *exchange) attempt(p pick) attemptResult {
 	defer p.permit.Release()
 	g, t, c := x.g, p.t, p.t.c
+	ks := x.key
+	ks.carry.inflight.Add(1)
+	defer ks.carry.inflight.Add(-1)
 	var used int64 // tokens the upstream reported
+	if ks.lim.any() && x.rt != routeCountTokens {
+		keyReserved := x.countKeyDispatch()
+		defer func() { x.settleKey(keyReserved, used) }()
+	}
 	if c.lim.any() && x.rt != routeCountTokens {
 		reserved, v := x.countDispatch(c)
 		switch v {
@@ -140,6 +148,7 @@ func (x *exchange) attempt(p pick) attemptResult {
 			// Cut by the shutdown bound before the upstream answered.
 			p.done(errBreakerExcluded)
 			x.setQueueHeader(c)
+			x.status = errShuttingDown.status
 			writeError(x.w, x.st, errShuttingDown)
 			return attemptAnswered
 		case x.r.Context().Err() != nil:
@@ -149,6 +158,7 @@ func (x *exchange) attempt(p pick) attemptResult {
 			p.done(err)
 			c.health.failure("execution bound reached before the upstream answered")
 			x.setQueueHeader(c)
+			x.status = http.StatusGatewayTimeout
 			writeError(x.w, x.st, &apiError{status: http.StatusGatewayTimeout, code: CodeExecutionTimeout,
 				message: "the upstream did not answer within the execution bound of " + c.execBound.String()})
 			return attemptAnswered
@@ -189,15 +199,19 @@ func (x *exchange) attempt(p pick) attemptResult {
 		c.health.succeeded(t.model)
 		lp.succeeded(x.r.Context(), full)
 	}
+	// Every successful answer is watched for usage: the client key's token
+	// metrics count it, whatever the connection's limits.
 	var tap *usageTap
-	if (c.lim.countsTokens() || span != nil) && status < 300 {
+	if status < 300 {
 		sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 		tap = newUsageTap(sse, addUsage)
 	}
+	x.status = status
 	x.relay(ctx, c, resp, tap)
 	x.observeUpstream(c, t0)
 	if tap != nil {
 		used = tap.tokens()
+		ks.metrics.tokens(tap.sum.in, tap.sum.out)
 		if span != nil {
 			x.attemptUsage(tap)
 		}
@@ -241,6 +255,7 @@ func (x *exchange) writeLast() {
 	h.Set("Content-Length", strconv.Itoa(len(l.body)))
 	h[HeaderConnection] = []string{l.label}
 	h[HeaderQueueMs] = x.queueMs()
+	x.status = l.status
 	x.w.WriteHeader(l.status)
 	_, _ = x.w.Write(l.body)
 }

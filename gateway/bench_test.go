@@ -24,7 +24,9 @@ func BenchmarkProxy(b *testing.B) {
 	upSrv := httptest.NewServer(up)
 	defer upSrv.Close()
 	defer up.Close()
-	gw := New(Options{Authenticate: func(_ context.Context, s string) bool { return s == testClientKey }})
+	gw := New(Options{Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
+		return ClientKey{ID: "test-key", Name: "test", Enabled: true}, s == testClientKey
+	}})
 	defer gw.Close()
 	observed := caps(256, map[string]int{"glm-observed": 256}, 60000)
 	observed.Adaptive = ptr(true)

@@ -205,7 +205,7 @@ func (x *exchange) admitNow(cand *candidates) (p pick, aerr *apiError, ok bool) 
 			continue
 		}
 		start := time.Now()
-		permit, ok := x.tryAdmit(t.req)
+		permit, ok := x.tryAdmit(x.request(t))
 		if !ok {
 			continue
 		}
@@ -233,11 +233,13 @@ func (x *exchange) queue(cand *candidates) (pick, *apiError) {
 		// maxWaitMs bounds the request's whole wait: a candidate tried after
 		// another one's wait (it turned unhealthy meanwhile, or an earlier
 		// attempt failed over) waits only for what is left.
-		req := t.req
+		req := x.request(t)
 		if x.waited > 0 {
 			req.MaxWait = max(req.MaxWait-x.waited, time.Millisecond)
 		}
+		x.key.carry.queued.Add(1)
 		permit, err := x.admit(x.r.Context(), req)
+		x.key.carry.queued.Add(-1)
 		if err != nil {
 			var ae *admission.Error
 			if !errors.As(err, &ae) {
@@ -297,7 +299,7 @@ func (x *exchange) orderByWait(cand *candidates) {
 	var waits [maxCandidates]time.Duration
 	for k, i := range cand.idx[:cand.n] {
 		t := x.targets[i]
-		d := x.g.ctrl.EstimateWait(t.req)
+		d := x.g.ctrl.EstimateWait(x.request(t))
 		if t.c.lim.spacing > 0 {
 			d = max(d, x.turnDelay(t.c))
 		}
@@ -311,10 +313,17 @@ func (x *exchange) orderByWait(cand *candidates) {
 // the breaker's slot are given back.
 func (x *exchange) dispatchTurn(p pick, start time.Time) (pick, *apiError) {
 	c := p.t.c
+	if x.key.lim.spacing > 0 {
+		if aerr := x.keyTurn(start, x.request(p.t).MaxWait); aerr != nil {
+			p.permit.Release()
+			p.done(errBreakerExcluded)
+			return pick{}, aerr
+		}
+	}
 	if c.lim.spacing == 0 {
 		return p, nil
 	}
-	if aerr := x.g.limiter.takeTurn(x, c, start, p.t.req.MaxWait); aerr != nil {
+	if aerr := x.g.limiter.takeTurn(x, c, start, x.request(p.t).MaxWait); aerr != nil {
 		p.permit.Release()
 		p.done(errBreakerExcluded)
 		return pick{}, aerr

@@ -18,6 +18,9 @@ import (
 type Config struct {
 	Settings    limits.Settings
 	Connections []Connection
+	// ClientKeys are every client key, with its own limits: the key gates'
+	// caps, the key rates and the live view's clients come from here.
+	ClientKeys []ClientKey
 }
 
 // Connection is one upstream account as the gateway needs it. APIKey is the
@@ -84,6 +87,8 @@ type state struct {
 	modelBodies map[string][]byte       // GET /v1/models/{id}, by id
 	caps        map[string]int
 	maxAttempts int
+	keys        map[string]*keyState // client keys by id
+	keyOrder    []*keyState          // client keys in config order
 }
 
 // msOr turns an optional millisecond override into a duration, 0 when absent.

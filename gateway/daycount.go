@@ -56,18 +56,32 @@ func (g *Gateway) LoadUsage(ctx context.Context) error {
 		return fmt.Errorf("gateway: load usage: %w", err)
 	}
 	for _, c := range s.conns {
-		u, ok := m[c.id]
-		if !ok {
-			continue
+		if u, ok := m[c.id]; ok {
+			c.rate.loadDay(&c.lim, now, u)
 		}
-		r := c.rate
-		r.mu.Lock()
-		r.rolloverLocked(&c.lim, now)
-		r.requests = max(r.requests, u.Requests+r.pendReq)
-		r.tokens = max(r.tokens, u.Tokens+r.pendTok)
-		r.mu.Unlock()
+	}
+	if g.keyUsage == nil {
+		return nil
+	}
+	km, err := g.keyUsage.DayUsage(ctx, now)
+	if err != nil {
+		return fmt.Errorf("gateway: load client key usage: %w", err)
+	}
+	for _, ks := range s.keyOrder {
+		if u, ok := km[ks.id]; ok {
+			ks.carry.rate.loadDay(&ks.lim, now, u)
+		}
 	}
 	return nil
+}
+
+// loadDay raises the day's counts in r to the store's u, never lowering them.
+func (r *connRate) loadDay(l *connLimits, now time.Time, u DayUsage) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rolloverLocked(l, now)
+	r.requests = max(r.requests, u.Requests+r.pendReq)
+	r.tokens = max(r.tokens, u.Tokens+r.pendTok)
 }
 
 // usageUp reports whether the usage store should be asked: there is one,
@@ -122,9 +136,22 @@ func (x *exchange) countRequest(c *conn, now time.Time) dispatchVerdict {
 // memory while the store was away, to the usage store. On failure the
 // amounts stay pending for the next call.
 func (g *Gateway) flushUsage(ctx context.Context, c *conn, now time.Time, requests, tokens int64) {
-	r := c.rate
+	g.flushUsageOf(ctx, g.usage, c.id, c.rate, &c.lim, now, requests, tokens)
+}
+
+// contextWithUsageTimeout bounds one write of spent tokens: it runs even if
+// the client has gone, since the tokens were spent all the same.
+func contextWithUsageTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), usageTimeout)
+}
+
+// flushUsageOf is flushUsage for the rate state r (limits l) kept under id
+// in the store u: a connection's in Usage, a client key's in KeyUsage. Both
+// stores share one fail-open switch (they are one database).
+func (g *Gateway) flushUsageOf(ctx context.Context, u UsageCounter, id string, r *connRate, l *connLimits,
+	now time.Time, requests, tokens int64) {
 	r.mu.Lock()
-	r.rolloverLocked(&c.lim, now)
+	r.rolloverLocked(l, now)
 	day := r.day
 	requests += r.pendReq
 	tokens += r.pendTok
@@ -137,8 +164,8 @@ func (g *Gateway) flushUsage(ctx context.Context, c *conn, now time.Time, reques
 		tot DayUsage
 		err error
 	)
-	if g.usageUp() {
-		tot, err = g.usage.AddUsage(ctx, c.id, now, requests, tokens)
+	if u != nil && g.usageDown.up() {
+		tot, err = u.AddUsage(ctx, id, now, requests, tokens)
 	} else {
 		err = errUsageDown
 	}

@@ -40,10 +40,12 @@ type Options struct {
 	// Registerer receives the gateway's metrics; nil registers nothing.
 	// Registering twice on one registry panics, as prometheus.MustRegister does.
 	Registerer prometheus.Registerer
-	// Authenticate reports whether secret is a valid client key; ctx is the
-	// request's. It is called once per request and must be fast and safe
-	// for concurrent use. nil refuses every key.
-	Authenticate func(ctx context.Context, secret string) bool
+	// Authenticate returns the client key whose secret this is, and false
+	// for an unknown secret; a disabled key is returned too (the gateway
+	// answers it 403 KEY_DISABLED). ctx is the request's. It is called once
+	// per request and must be fast and safe for concurrent use. nil refuses
+	// every key.
+	Authenticate func(ctx context.Context, secret string) (ClientKey, bool)
 	// Now is the clock for cooldowns, suspensions, admission bookkeeping,
 	// the UTC day of rpd/tpd and the tpm minute windows (default
 	// time.Now). Circuit breakers and the rpm/minTime spacing use the real
@@ -59,6 +61,10 @@ type Options struct {
 	// a restart forgets the day's counts. When it fails, the gateway counts
 	// in memory until it answers again (fail-open) and logs that once a minute.
 	Usage UsageCounter
+	// KeyUsage keeps the daily token counts behind a client key's tpd
+	// (Postgres in production: usage_daily_keys), keyed by client key id,
+	// with Usage's fail-open rule. nil counts in memory only.
+	KeyUsage UsageCounter
 	// Admission admits requests through the gates. nil: an in-process
 	// *admission.Controller on the Now clock, private to this gateway. Cluster
 	// mode passes gateway/cluster's *Controller here, so that caps hold
@@ -77,17 +83,13 @@ type Options struct {
 	// a client span per upstream attempt, whose context goes upstream in
 	// traceparent. nil or a no-op provider traces nothing and costs nothing.
 	TracerProvider trace.TracerProvider
-	// ClientName, when set, names the client key secret (one Authenticate
-	// accepted) for the gatehouse.client span attribute. It is called only
-	// while tracing, once per request; "" leaves the attribute out.
-	ClientName func(secret string) string
 }
 
 // Gateway is the /v1 proxy. Create it with New, give it a Config with
 // Apply, serve it as an http.Handler, and Close it when done.
 type Gateway struct {
 	log          *slog.Logger
-	auth         func(context.Context, string) bool
+	auth         func(context.Context, string) (ClientKey, bool)
 	now          func() time.Time
 	transport    http.RoundTripper
 	ownTransport *http.Transport
@@ -109,17 +111,20 @@ type Gateway struct {
 	healthMu sync.Mutex
 	health   map[string]*connHealth // by connection id
 
-	usage     UsageCounter
-	usageDown *failOpen
-	rates     map[string]*connRate // by connection id; guarded by applyMu
+	usage    UsageCounter
+	keyUsage UsageCounter
+	// keyCarries is each client key's state that outlives a config, by key
+	// id; guarded by applyMu.
+	keyCarries map[string]*keyCarry
+	usageDown  *failOpen
+	rates      map[string]*connRate // by connection id; guarded by applyMu
 	// limiter keeps spacing, tpm window, cooldowns and suspensions: in this
 	// process, or shared in cluster mode (chosen once, in New).
 	limiter limiter
 
 	copyBuf sync.Pool // *[]byte, copyBufSize
 	// tracer makes the request spans; nil when tracing is off (trace.go).
-	tracer     trace.Tracer
-	clientName func(string) string
+	tracer trace.Tracer
 
 	// learn keeps the adaptive gates' effective caps (adaptive.go); capsMu
 	// serialises pushing caps to admission, and confCaps are the caps of the
@@ -139,20 +144,20 @@ type Gateway struct {
 // proxied request gets 503 GATEWAY_NOT_READY.
 func New(opts Options) *Gateway {
 	g := &Gateway{
-		log:     cmp.Or(opts.Logger, slog.Default()),
-		auth:    opts.Authenticate,
-		now:     opts.Now,
-		maxBody: opts.MaxBodyBytes,
-		metrics: newMetrics(),
-		health:  make(map[string]*connHealth),
-		usage:   opts.Usage,
-		rates:   make(map[string]*connRate),
-		limiter: localLimiter{},
-		zeroMs:  []string{"0"},
+		log:        cmp.Or(opts.Logger, slog.Default()),
+		auth:       opts.Authenticate,
+		now:        opts.Now,
+		maxBody:    opts.MaxBodyBytes,
+		metrics:    newMetrics(),
+		health:     make(map[string]*connHealth),
+		usage:      opts.Usage,
+		keyUsage:   opts.KeyUsage,
+		keyCarries: make(map[string]*keyCarry),
+		rates:      make(map[string]*connRate),
+		limiter:    localLimiter{},
+		zeroMs:     []string{"0"},
 	}
-	if g.tracer = newTracer(opts.TracerProvider); g.tracer != nil {
-		g.clientName = opts.ClientName
-	}
+	g.tracer = newTracer(opts.TracerProvider)
 	g.usageDown = &failOpen{log: g.log, retry: usageRetry,
 		msg: "gateway: usage store unavailable; counting rpd/tpd in memory until it is back"}
 	if g.now == nil {
@@ -247,6 +252,7 @@ func (g *Gateway) Apply(cfg Config) {
 	g.healthMu.Unlock()
 	g.metrics.forget(keep)
 	g.applyRates(s)
+	g.applyKeys(s, cfg.ClientKeys)
 	g.setCaps(s.caps)
 	g.state.Store(s)
 }
@@ -344,6 +350,13 @@ func (g *Gateway) Snapshot() live.Snapshot {
 	}
 	out.Gates = g.appendShadowGates(out.Gates, s)
 	slices.SortFunc(out.Gates, func(a, b live.Gate) int { return cmp.Compare(a.Key, b.Key) })
+	byKey := make(map[string]admission.GateStats, len(s.keys))
+	for _, st := range stats {
+		if st.Level == live.LevelKey {
+			byKey[st.Key] = st
+		}
+	}
+	out.Clients = s.liveClients(byKey)
 	now := g.now()
 	for _, c := range s.conns {
 		state, until, reason := c.health.status(now)

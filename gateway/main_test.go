@@ -62,7 +62,9 @@ func newEnv(t *testing.T, upOpts upstreamtest.Options, opts ...envOption) *env {
 	t.Helper()
 	up := upstreamtest.NewServer(upOpts)
 	upSrv := httptest.NewServer(up)
-	o := Options{Authenticate: func(_ context.Context, s string) bool { return s == testClientKey }}
+	o := Options{Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
+		return ClientKey{ID: "test-key", Name: "test", Enabled: true}, s == testClientKey
+	}}
 	for _, f := range opts {
 		f(&o)
 	}

@@ -22,9 +22,65 @@ type metrics struct {
 	overhead         prometheus.Histogram
 	rateRejections   *prometheus.CounterVec
 	rateRejectBy     map[string]prometheus.Counter // by budget name, bound in advance
+	clientRequests   *prometheus.CounterVec
+	clientTokens     *prometheus.CounterVec
 
 	mu      sync.Mutex
 	targets map[[2]string]*targetMetrics
+	clients map[string]*clientMetrics // by key name
+}
+
+// clientMetrics are the pre-bound series of one client key (by name).
+type clientMetrics struct {
+	vec      *prometheus.CounterVec
+	name     string
+	ok       prometheus.Counter // status 200, bound in advance
+	in, out  prometheus.Counter
+	mu       sync.RWMutex
+	byStatus map[int]prometheus.Counter
+}
+
+// request counts one answered request of the key with its status.
+func (c *clientMetrics) request(status int) {
+	if status == 200 {
+		c.ok.Inc()
+		return
+	}
+	c.mu.RLock()
+	ctr := c.byStatus[status]
+	c.mu.RUnlock()
+	if ctr == nil {
+		ctr = c.vec.WithLabelValues(c.name, strconv.Itoa(status))
+		c.mu.Lock()
+		c.byStatus[status] = ctr
+		c.mu.Unlock()
+	}
+	ctr.Inc()
+}
+
+// tokens counts the input and output tokens an upstream reported for the key.
+func (c *clientMetrics) tokens(in, out int64) {
+	if in > 0 {
+		c.in.Add(float64(in))
+	}
+	if out > 0 {
+		c.out.Add(float64(out))
+	}
+}
+
+// client returns the pre-bound series of the key named name.
+func (m *metrics) client(name string) *clientMetrics {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.clients[name]
+	if c == nil {
+		c = &clientMetrics{vec: m.clientRequests, name: name, byStatus: make(map[int]prometheus.Counter),
+			ok:  m.clientRequests.WithLabelValues(name, "200"),
+			in:  m.clientTokens.WithLabelValues(name, "input"),
+			out: m.clientTokens.WithLabelValues(name, "output")}
+		m.clients[name] = c
+	}
+	return c
 }
 
 // targetMetrics are the pre-bound series of one (connection, model).
@@ -93,7 +149,16 @@ func newMetrics() *metrics {
 			Name: "gatehouse_ratelimit_rejections_total",
 			Help: "Requests answered 429 RATE_LIMIT_* by the gateway's own rate limits, by limit (rpm, rpd, tpm, tpd).",
 		}, []string{"limit"}),
+		clientRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatehouse_client_requests_total",
+			Help: "Requests answered per client key (by name) and HTTP status.",
+		}, []string{"client", "status"}),
+		clientTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatehouse_client_tokens_total",
+			Help: "Tokens the upstreams reported per client key (by name), by kind (input, output).",
+		}, []string{"client", "kind"}),
 		targets: make(map[[2]string]*targetMetrics),
+		clients: make(map[string]*clientMetrics),
 	}
 	m.rateRejectBy = make(map[string]prometheus.Counter, 4)
 	for _, b := range budgetNames {
@@ -150,6 +215,8 @@ type gatesCollector struct {
 	effCap, wouldQueue        *prometheus.Desc
 	health                    *prometheus.Desc
 	remaining                 *prometheus.Desc
+	clientInflight            *prometheus.Desc
+	clientQueued              *prometheus.Desc
 }
 
 func newGatesCollector(g *Gateway) *gatesCollector {
@@ -169,6 +236,10 @@ func newGatesCollector(g *Gateway) *gatesCollector {
 		remaining: prometheus.NewDesc("gatehouse_ratelimit_remaining",
 			"What is left of a connection's rate-limit window (rpm: dispatches this minute; negative tpm: debt).",
 			[]string{"connection", "limit"}, nil),
+		clientInflight: prometheus.NewDesc("gatehouse_client_inflight",
+			"Requests of the client key (by name) holding a permit on this replica.", []string{"client"}, nil),
+		clientQueued: prometheus.NewDesc("gatehouse_client_queued",
+			"Requests of the client key (by name) waiting for admission on this replica.", []string{"client"}, nil),
 	}
 }
 
@@ -181,6 +252,8 @@ func (c *gatesCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.wouldQueue
 	ch <- c.health
 	ch <- c.remaining
+	ch <- c.clientInflight
+	ch <- c.clientQueued
 }
 
 var healthStates = [...]string{live.HealthOK, live.HealthCooling, live.HealthSuspended, live.HealthBreakerOpen, live.HealthHalfOpen}
@@ -198,6 +271,10 @@ func (c *gatesCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.inflight, prometheus.GaugeValue, float64(gs.InFlight), gs.Level, gs.Key)
 		ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(gs.Queued), gs.Level, gs.Key)
 		ch <- prometheus.MustNewConstMetric(c.capDesc, prometheus.GaugeValue, float64(gs.Cap), gs.Level, gs.Key)
+	}
+	for _, cl := range snap.Clients {
+		ch <- prometheus.MustNewConstMetric(c.clientInflight, prometheus.GaugeValue, float64(cl.InFlight), cl.Name)
+		ch <- prometheus.MustNewConstMetric(c.clientQueued, prometheus.GaugeValue, float64(cl.Queued), cl.Name)
 	}
 	for _, cs := range snap.Connections {
 		label := cs.Name
@@ -222,5 +299,5 @@ func (c *gatesCollector) Collect(ch chan<- prometheus.Metric) {
 // register adds every series to reg.
 func (m *metrics) register(reg prometheus.Registerer, gates prometheus.Collector) {
 	reg.MustRegister(m.waitSeconds, m.rejections, m.attempts, m.upstreamRequests,
-		m.upstreamDuration, m.overhead, m.rateRejections, gates)
+		m.upstreamDuration, m.overhead, m.rateRejections, m.clientRequests, m.clientTokens, gates)
 }

@@ -23,18 +23,23 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	x, e := g.prepare(w, r)
 	if ss != nil {
-		ss.prepared(x, clientKey(r.Header))
+		ss.prepared(x)
 	}
 	if e != nil {
 		if e != errAnswered {
 			writeError(w, x.st, e)
+			x.status = e.status
+		} else if x.status == 0 {
+			x.status = http.StatusOK
 		}
+		x.countClient()
 		if ss != nil {
 			ss.end(x)
 		}
 		return
 	}
 	x.run()
+	x.countClient()
 	if overhead := time.Since(start) - x.waited - x.upstream; overhead > 0 {
 		g.metrics.overhead.Observe(overhead.Seconds())
 	}
@@ -67,7 +72,7 @@ var errAnswered = &apiError{status: http.StatusOK}
 // within the 3 KiB that a 4 KiB stack leaves above its guard, or every
 // waiting request carries an 8 KiB stack.
 func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, _ *apiError) {
-	x = &exchange{st: styleOpenAI}
+	x = &exchange{g: g, st: styleOpenAI}
 	rt, ok := routeOf(r.URL.Path)
 	if !ok {
 		return x, &apiError{status: http.StatusNotFound, code: CodeNotFound, message: "no such route: " + r.URL.Path}
@@ -83,12 +88,22 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 		w.Header().Set("Allow", allow)
 		return x, &apiError{status: http.StatusMethodNotAllowed, code: CodeMethodNotAllowed, message: "method " + r.Method + " is not allowed here; use " + want}
 	}
-	switch secret := clientKey(r.Header); {
-	case secret == "":
+	secret := clientKey(r.Header)
+	if secret == "" {
 		return x, &apiError{status: http.StatusUnauthorized, code: CodeMissingKey,
 			message: "missing client key: send it as Authorization: Bearer <key> or x-api-key"}
-	case g.auth == nil || !g.auth(r.Context(), secret):
+	}
+	var key ClientKey
+	if g.auth != nil {
+		key, ok = g.auth(r.Context(), secret)
+	}
+	if !ok {
 		return x, &apiError{status: http.StatusUnauthorized, code: CodeInvalidKey, message: "invalid client key"}
+	}
+	x.keyName = key.Name
+	if !key.Enabled {
+		return x, &apiError{status: http.StatusForbidden, code: CodeKeyDisabled,
+			message: "client key " + strconv.Quote(key.Name) + " is disabled"}
 	}
 	if g.draining.Load() {
 		return x, errShuttingDown
@@ -98,6 +113,7 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 		return x, &apiError{status: http.StatusServiceUnavailable, code: CodeNotReady, retryAfter: 1,
 			message: "the gateway has no configuration loaded or is shutting down"}
 	}
+	x.key = g.keyOf(s, key)
 	if listing {
 		body := s.modelsBody
 		if rt == routeModel {
@@ -142,6 +158,10 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 	if len(targets) == 0 {
 		return x, &apiError{status: http.StatusNotFound, code: CodeModelNotFound,
 			message: "model " + quoteModel(info.model) + " is not served by any enabled " + st.String() + "-style connection"}
+	}
+	if targets = x.key.allowedTargets(targets); len(targets) == 0 {
+		return x, &apiError{status: http.StatusForbidden, code: CodeModelNotAllowed,
+			message: "client key " + strconv.Quote(key.Name) + " may not use model " + quoteModel(info.model)}
 	}
 	if len(targets) > maxCandidates {
 		targets = targets[:maxCandidates]
@@ -188,10 +208,24 @@ type exchange struct {
 	// allocated anyway, so admission allocates nothing.
 	slot     admission.Permit
 	slotUsed bool
+	// key is the client key the request authenticated with (nil before);
+	// keyName its name, set as soon as it is known.
+	key     *keyState
+	keyName string
+	// path holds the gate path of a key with a cap (request); pathBuf is
+	// its storage, so building it allocates nothing.
+	path    []admission.GateRef
+	pathBuf [1 + 4]admission.GateRef
+	// status is the HTTP status answered, for the client metrics.
+	status int
 }
 
 // run makes up to maxAttempts attempts and answers the client.
 func (x *exchange) run() {
+	if aerr := x.keyBlocked(); aerr != nil && x.rt != routeCountTokens {
+		x.fail(aerr)
+		return
+	}
 	for attempts, skips := 0, 0; attempts < x.s.maxAttempts && skips <= len(x.targets); {
 		var p pick
 		var aerr *apiError
@@ -241,6 +275,7 @@ func (x *exchange) run() {
 // fail answers the client with the gateway's own error e, with the time the
 // request spent queued (X-Gatehouse-Queue-Ms) like every answer after routing.
 func (x *exchange) fail(e *apiError) {
+	x.status = e.status
 	x.w.Header()[HeaderQueueMs] = x.queueMs()
 	writeError(x.w, x.st, e)
 }

@@ -93,7 +93,9 @@ func TestShutdownCutEndsStreams(t *testing.T) {
 	t.Parallel()
 	up := upstreamtest.NewServer(upstreamtest.Options{Chunks: 1000, ChunkInterval: 20 * time.Millisecond})
 	upSrv := httptest.NewServer(up)
-	gw := New(Options{Authenticate: func(_ context.Context, s string) bool { return s == testClientKey }})
+	gw := New(Options{Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
+		return ClientKey{ID: "test-key", Name: "test", Enabled: true}, s == testClientKey
+	}})
 	base, cut := context.WithCancelCause(context.Background())
 	gwSrv := httptest.NewUnstartedServer(gw)
 	gwSrv.Config.BaseContext = func(net.Listener) context.Context { return base }

@@ -88,7 +88,9 @@ func TestStreamErrorAfterPartialEvent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			upURL := partialEventUpstream(t, tc.nl, tc.cut)
-			gw := New(Options{Authenticate: func(_ context.Context, s string) bool { return s == testClientKey }})
+			gw := New(Options{Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
+				return ClientKey{ID: "test-key", Name: "test", Enabled: true}, s == testClientKey
+			}})
 			gwSrv := httptest.NewServer(gw)
 			t.Cleanup(func() { gwSrv.Close(); gw.Close() })
 			gw.Apply(Config{Connections: []Connection{{
@@ -239,7 +241,9 @@ func TestStreamKeepAliveCommentPassesAtOnce(t *testing.T) {
 // up and returns the answer to a streaming chat request through it.
 func streamThrough(t *testing.T, up *httptest.Server) *http.Response {
 	t.Helper()
-	gw := New(Options{Authenticate: func(_ context.Context, s string) bool { return s == testClientKey }})
+	gw := New(Options{Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
+		return ClientKey{ID: "test-key", Name: "test", Enabled: true}, s == testClientKey
+	}})
 	gwSrv := httptest.NewServer(gw)
 	t.Cleanup(func() { gwSrv.Close(); gw.Close() })
 	gw.Apply(Config{Connections: []Connection{{

@@ -121,11 +121,9 @@ func (g *Gateway) startServerSpan(w http.ResponseWriter, r *http.Request) (http.
 
 // prepared names the span after the request's model, and the client, once
 // prepare has read them.
-func (ss *serverSpan) prepared(x *exchange, secret string) {
-	if x.g.clientName != nil && secret != "" {
-		if name := x.g.clientName(secret); name != "" {
-			ss.span.SetAttributes(attrClient.String(name))
-		}
+func (ss *serverSpan) prepared(x *exchange) {
+	if x.keyName != "" {
+		ss.span.SetAttributes(attrClient.String(x.keyName))
 	}
 	if x.info.model != "" {
 		ss.span.SetName(x.rt.operation() + " " + x.info.model)

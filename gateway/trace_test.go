@@ -99,7 +99,9 @@ func newEnvWrapped(t *testing.T, wrap func(http.Handler) http.Handler, opts ...e
 	t.Helper()
 	up := upstreamtest.NewServer(upstreamtest.Options{})
 	upSrv := httptest.NewServer(wrap(up))
-	o := Options{Authenticate: func(_ context.Context, s string) bool { return s == testClientKey }}
+	o := Options{Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
+		return ClientKey{ID: "test-key", Name: "test", Enabled: true}, s == testClientKey
+	}}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -151,11 +153,8 @@ func TestTraceQueuedRequest(t *testing.T) {
 		})
 	}, func(o *Options) {
 		o.TracerProvider = tp
-		o.ClientName = func(secret string) string {
-			if secret == testClientKey {
-				return "team-a"
-			}
-			return ""
+		o.Authenticate = func(_ context.Context, secret string) (ClientKey, bool) {
+			return ClientKey{ID: "k-team-a", Name: "team-a", Enabled: true}, secret == testClientKey
 		}
 	})
 	hold := make(chan struct{})
@@ -393,8 +392,10 @@ func BenchmarkProxyTraced(b *testing.B) {
 	defer up.Close()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}))
 	defer func() { _ = tp.Shutdown(context.Background()) }()
-	gw := New(Options{Authenticate: func(_ context.Context, s string) bool { return s == testClientKey },
-		TracerProvider: tp, ClientName: func(string) string { return "bench" }})
+	gw := New(Options{Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
+		return ClientKey{ID: "test-key", Name: "test", Enabled: true}, s == testClientKey
+	},
+		TracerProvider: tp})
 	defer gw.Close()
 	gw.Apply(Config{Connections: []Connection{{
 		ID: "c1", Name: "bench", Provider: "zai", APIStyle: "openai", BaseURL: upSrv.URL + "/v1",

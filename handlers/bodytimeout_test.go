@@ -37,7 +37,9 @@ func newBodyTimeoutServer(t *testing.T) (addr, admin string) {
 	}
 	up := upstreamtest.NewServer(upstreamtest.Options{Chunks: 12, ChunkInterval: 50 * time.Millisecond})
 	upSrv := httptest.NewServer(up)
-	gw := gateway.New(gateway.Options{Authenticate: func(_ context.Context, s string) bool { return s == bodyTestClientKey }})
+	gw := gateway.New(gateway.Options{Authenticate: func(_ context.Context, s string) (gateway.ClientKey, bool) {
+		return gateway.ClientKey{ID: "test-key", Name: "test", Enabled: true}, s == bodyTestClientKey
+	}})
 	gw.Apply(gateway.Config{Connections: []gateway.Connection{{
 		ID: "c1", Name: "c1", Provider: "zai", APIStyle: "openai", BaseURL: upSrv.URL + "/v1",
 		APIKey: "upstream-key", Models: []string{"glm-5"}, Enabled: true,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Usage is one connection's count for one UTC day: dispatched requests and tokens.
@@ -116,4 +118,49 @@ func (s *Store) AddUsageTotals(ctx context.Context, connID string, day time.Time
 		return Usage{}, fmt.Errorf("store: add usage %s: %w", connID, translate(err))
 	}
 	return u, nil
+}
+
+// Client keys count their day in usage_daily_keys, as connections do in usage_daily:
+// tokens for the key's tpd (and requests, for the record).
+
+const addClientKeyUsageSQL = `
+INSERT INTO usage_daily_keys (client_key_id, day, requests, tokens) VALUES ($1, $2, $3, $4)
+ON CONFLICT (client_key_id, day) DO UPDATE
+SET requests = usage_daily_keys.requests + EXCLUDED.requests,
+    tokens = usage_daily_keys.tokens + EXCLUDED.tokens
+RETURNING requests, tokens`
+
+// AddClientKeyUsage adds requests and tokens to a client key's count for the UTC day
+// containing day, in one upsert, and returns the day's counts after it. It returns
+// ErrNotFound if the key does not exist.
+func (s *Store) AddClientKeyUsage(ctx context.Context, keyID string, day time.Time, requests, tokens int64) (Usage, error) {
+	var u Usage
+	if err := checkID(keyID); err != nil {
+		return u, fmt.Errorf("store: add client key usage %s: %w", keyID, err)
+	}
+	err := s.db.QueryRow(ctx, addClientKeyUsageSQL, keyID, utcDay(day), requests, tokens).Scan(&u.Requests, &u.Tokens)
+	if err != nil {
+		return Usage{}, fmt.Errorf("store: add client key usage %s: %w", keyID, translate(err))
+	}
+	return u, nil
+}
+
+const clientKeyUsageForDaySQL = `SELECT client_key_id::text, requests, tokens FROM usage_daily_keys WHERE day = $1`
+
+// ClientKeyUsageForDay returns every client key's count for the UTC day containing day,
+// by key id; keys without usage that day are absent.
+func (s *Store) ClientKeyUsageForDay(ctx context.Context, day time.Time) (map[string]Usage, error) {
+	rows, _ := s.db.Query(ctx, clientKeyUsageForDaySQL, utcDay(day))
+	m := map[string]Usage{}
+	var (
+		id string
+		u  Usage
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&id, &u.Requests, &u.Tokens}, func() error {
+		m[id] = u
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("store: client key usage for day: %w", translate(err))
+	}
+	return m, nil
 }

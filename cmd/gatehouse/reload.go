@@ -32,7 +32,7 @@ type configLoader struct {
 	log *slog.Logger
 
 	// keys is the client-key set the gateway authenticates against.
-	keys     *store.KeyCache[store.ClientKey]
+	keys     *store.KeyCache[gateway.ClientKey]
 	loadedAt atomic.Int64 // unix nanos of the last successful load
 	failing  atomic.Bool  // the last load attempt failed
 
@@ -41,21 +41,20 @@ type configLoader struct {
 
 // newConfigLoader returns a loader over st.
 func newConfigLoader(st *store.Store, log *slog.Logger) *configLoader {
-	return &configLoader{st: st, log: log, keys: store.NewKeyCache(st, nil, func(k store.ClientKey) store.ClientKey { return k })}
+	return &configLoader{st: st, log: log, keys: store.NewKeyCache(st, nil, gatewayKey)}
 }
 
-// authenticate reports whether secret is an enabled client key (the gateway's
-// Options.Authenticate).
-func (l *configLoader) authenticate(ctx context.Context, secret string) bool {
-	k, ok := l.keys.Authenticate(ctx, secret)
-	return ok && k.Enabled
+// gatewayKey is a stored client key as the gateway needs it, its limits read
+// fail-open (the config load logs what is malformed).
+func gatewayKey(k store.ClientKey) gateway.ClientKey {
+	l, _ := limits.NormalizeClientKeyLimits(k.Limits)
+	return gateway.ClientKey{ID: k.ID, Name: k.Name, Enabled: k.Enabled, Limits: l}
 }
 
-// clientName is the name of the client key secret, for the gatehouse.client span
-// attribute (the gateway's Options.ClientName); it never reads the database.
-func (l *configLoader) clientName(secret string) string {
-	k, _ := l.keys.Cached(secret)
-	return k.Name
+// authenticate returns the client key of secret, disabled ones included (the
+// gateway's Options.Authenticate).
+func (l *configLoader) authenticate(ctx context.Context, secret string) (gateway.ClientKey, bool) {
+	return l.keys.Authenticate(ctx, secret)
 }
 
 // reload loads everything and applies it.
@@ -65,6 +64,10 @@ func (l *configLoader) reload(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	cfg, err := l.st.LoadGatewayConfig(ctx)
+	var keys []store.ClientKey
+	if err == nil {
+		keys, err = l.st.ListClientKeys(ctx)
+	}
 	if err == nil {
 		err = l.keys.Load(ctx)
 	}
@@ -72,7 +75,7 @@ func (l *configLoader) reload(ctx context.Context) error {
 		l.failing.Store(true)
 		return fmt.Errorf("reload config: %w", err)
 	}
-	l.gw.Apply(l.gatewayConfig(cfg))
+	l.gw.Apply(l.gatewayConfig(cfg, keys))
 	l.loadedAt.Store(time.Now().UnixNano())
 	l.failing.Store(false)
 	// Today's rpd/tpd counts: right after a restart, and in step with other
@@ -86,7 +89,7 @@ func (l *configLoader) reload(ctx context.Context) error {
 
 // gatewayConfig turns store rows into the gateway's snapshot. Stored overrides are read
 // fail-open: a malformed part means "no cap" and a warning, never a failed load.
-func (l *configLoader) gatewayConfig(cfg store.GatewayConfig) gateway.Config {
+func (l *configLoader) gatewayConfig(cfg store.GatewayConfig, keys []store.ClientKey) gateway.Config {
 	settings, warnings := limits.NormalizeSettings(cfg.Settings.Data)
 	for _, w := range warnings {
 		l.log.Warn("stored settings are malformed; ignoring the bad part", slog.String("problem", w))
@@ -102,6 +105,14 @@ func (l *configLoader) gatewayConfig(cfg store.GatewayConfig) gateway.Config {
 			ID: c.ID, Name: c.Name, Provider: c.Provider, APIStyle: c.APIStyle, BaseURL: c.BaseURL,
 			APIKey: c.APIKey, Models: c.Models, Priority: c.Priority, Enabled: c.Enabled, Overrides: ov,
 		})
+	}
+	for _, k := range keys {
+		lim, warnings := limits.NormalizeClientKeyLimits(k.Limits)
+		for _, w := range warnings {
+			l.log.Warn("stored client key limits are malformed; ignoring the bad part",
+				slog.String("client_key", k.Name), slog.String("problem", w))
+		}
+		out.ClientKeys = append(out.ClientKeys, gateway.ClientKey{ID: k.ID, Name: k.Name, Enabled: k.Enabled, Limits: lim})
 	}
 	return out
 }
@@ -190,6 +201,33 @@ func (u usageCounter) AddUsage(ctx context.Context, connID string, day time.Time
 
 func (u usageCounter) DayUsage(ctx context.Context, day time.Time) (map[string]gateway.DayUsage, error) {
 	m, err := u.st.UsageForDay(ctx, day)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]gateway.DayUsage, len(m))
+	for id, v := range m {
+		out[id] = gateway.DayUsage{Requests: v.Requests, Tokens: v.Tokens}
+	}
+	return out, nil
+}
+
+// keyUsageCounter adapts the store's usage_daily_keys table to gateway.UsageCounter,
+// keyed by client key id: the source of truth for a key's tpd. Keys have no rpd, so
+// CountRequest only counts.
+type keyUsageCounter struct{ st *store.Store }
+
+func (u keyUsageCounter) CountRequest(ctx context.Context, keyID string, day time.Time, _ int64) (int64, bool, error) {
+	t, err := u.st.AddClientKeyUsage(ctx, keyID, day, 1, 0)
+	return t.Requests, err == nil, err
+}
+
+func (u keyUsageCounter) AddUsage(ctx context.Context, keyID string, day time.Time, requests, tokens int64) (gateway.DayUsage, error) {
+	t, err := u.st.AddClientKeyUsage(ctx, keyID, day, requests, tokens)
+	return gateway.DayUsage{Requests: t.Requests, Tokens: t.Tokens}, err
+}
+
+func (u keyUsageCounter) DayUsage(ctx context.Context, day time.Time) (map[string]gateway.DayUsage, error) {
+	m, err := u.st.ClientKeyUsageForDay(ctx, day)
 	if err != nil {
 		return nil, err
 	}

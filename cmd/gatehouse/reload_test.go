@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -58,13 +59,13 @@ func TestNewClientKeyAuthenticatesAtOnce(t *testing.T) {
 		t.Fatalf("CreateClientKey: %v", err)
 	}
 	// No reload in between: the loader's run loop is not running in this test.
-	if !loader.authenticate(ctx, secret) {
+	if !authOK(loader, ctx, secret) {
 		t.Fatal("authenticate(new key) = false before the reload, want true")
 	}
-	if !loader.authenticate(ctx, secret) {
+	if !authOK(loader, ctx, secret) {
 		t.Fatal("authenticate(new key) = false on the second request, want true")
 	}
-	if loader.authenticate(ctx, "gh_ck_not-a-key-0123456789") {
+	if authOK(loader, ctx, "gh_ck_not-a-key-0123456789") {
 		t.Fatal("authenticate(unknown key) = true, want false")
 	}
 
@@ -74,7 +75,13 @@ func TestNewClientKeyAuthenticatesAtOnce(t *testing.T) {
 	if err := loader.reload(ctx); err != nil {
 		t.Fatalf("reload: %v", err)
 	}
-	if loader.authenticate(ctx, secret) {
+	if authOK(loader, ctx, secret) {
 		t.Fatal("authenticate(deleted key) = true after the reload, want false")
 	}
+}
+
+// authOK reports whether the loader's key cache accepts secret.
+func authOK(l *configLoader, ctx context.Context, secret string) bool {
+	_, ok := l.authenticate(ctx, secret)
+	return ok
 }

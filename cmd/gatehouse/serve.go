@@ -149,7 +149,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		}
 	}()
 	gwOpts := gateway.Options{Logger: logger, Registerer: reg, Authenticate: loader.authenticate,
-		Usage: usageCounter{st: st}, TracerProvider: tp, ClientName: loader.clientName}
+		Usage: usageCounter{st: st}, KeyUsage: keyUsageCounter{st: st}, TracerProvider: tp}
 	ready := loader.ready
 	if shared != nil {
 		gwOpts.Admission = shared.ctrl

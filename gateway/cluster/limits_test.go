@@ -49,7 +49,9 @@ func newTwoGateways(t *testing.T, upOpts upstreamtest.Options) *twoGateways {
 			t.Fatal(err)
 		}
 		e.gws[i] = gateway.New(gateway.Options{
-			Authenticate: func(_ context.Context, s string) bool { return s == testClientKey },
+			Authenticate: func(_ context.Context, s string) (gateway.ClientKey, bool) {
+				return gateway.ClientKey{ID: "test-key", Name: "test", Enabled: true}, s == testClientKey
+			},
 			Admission:    ctrl,
 			SharedLimits: lim,
 		})
@@ -296,7 +298,9 @@ func TestSharedLimitsFailOpen(t *testing.T) {
 	}
 	up := upstreamtest.NewServer(upstreamtest.Options{})
 	upSrv := httptest.NewServer(up)
-	gw := gateway.New(gateway.Options{Authenticate: func(_ context.Context, s string) bool { return s == testClientKey }, SharedLimits: lim})
+	gw := gateway.New(gateway.Options{Authenticate: func(_ context.Context, s string) (gateway.ClientKey, bool) {
+		return gateway.ClientKey{ID: "test-key", Name: "test", Enabled: true}, s == testClientKey
+	}, SharedLimits: lim})
 	srv := httptest.NewServer(gw)
 	tr := &http.Transport{}
 	t.Cleanup(func() {
@@ -379,7 +383,9 @@ func benchGateway(b *testing.B, withShared, tpm bool) {
 	prefix := uniquePrefix(b)
 	rdb := newClient(b, shared.sock)
 	ctrl := newController(b, rdb, Options{Prefix: prefix})
-	opts := gateway.Options{Authenticate: func(_ context.Context, s string) bool { return s == testClientKey }, Admission: ctrl}
+	opts := gateway.Options{Authenticate: func(_ context.Context, s string) (gateway.ClientKey, bool) {
+		return gateway.ClientKey{ID: "test-key", Name: "test", Enabled: true}, s == testClientKey
+	}, Admission: ctrl}
 	if withShared {
 		lim, err := NewLimits(LimitsOptions{Client: rdb, Prefix: prefix})
 		if err != nil {

@@ -15,9 +15,11 @@ package live
 
 import "time"
 
-// Gate levels, outermost first: every request passes the global gate, its
-// connection's provider gate, its connection gate and its model gate.
+// Gate levels, outermost first: a request of a client key with a cap passes
+// its key gate, and every request the global gate, its connection's
+// provider gate, its connection gate and its model gate.
 const (
+	LevelKey        = "key"
 	LevelGlobal     = "global"
 	LevelProvider   = "provider"
 	LevelConnection = "connection"
@@ -62,6 +64,23 @@ type Snapshot struct {
 	// Cluster is set in cluster mode only: then InFlight and Queued of every
 	// gate are cluster-wide counts, and the other counters this replica's.
 	Cluster *Cluster
+	// Clients lists every configured client key's load on this replica, by
+	// name.
+	Clients []Client
+}
+
+// Client is one client key's load: its weight and cap (0 = none), its
+// requests holding a permit and waiting for one, and, when it has a key
+// gate, that gate's admissions and timeouts.
+type Client struct {
+	ID       string
+	Name     string
+	Weight   int
+	Cap      int
+	InFlight int
+	Queued   int
+	Admitted int64
+	Timeouts int64
 }
 
 // Gate is one admission gate: who it belongs to, its cap, load and counters.

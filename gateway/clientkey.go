@@ -1,0 +1,282 @@
+package gateway
+
+import (
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
+)
+
+// Client keys as tenants (DESIGN.md, "Client keys: identity, limits and fair
+// share"): every request carries the key it authenticated with. A key may
+// be disabled (403 KEY_DISABLED), may allow only some models (403
+// MODEL_NOT_ALLOWED), may cap its requests in flight (the gate key:<id> at
+// the head of every path of that key, FIFO for now), may bound its own wait,
+// and has rates of its own: rpm as a dispatch spacing (key-rpm:<id>), a tpm
+// window (key-tpm:<id>) and tpd per UTC day in the KeyUsage store
+// (key-tpd:<id>). A key's limits are the client's, not a connection's: they
+// never fail over. They reuse the connections' machinery (connLimits,
+// connRate) and, in cluster mode, the key gate goes through the shared
+// admission like any gate; the key rates are kept per replica (see
+// docs/ARCHITECTURE.md).
+
+// Error codes of client keys.
+const (
+	CodeKeyDisabled     = "KEY_DISABLED"
+	CodeModelNotAllowed = "MODEL_NOT_ALLOWED"
+)
+
+// ClientKey is a client key as the gateway knows it: who it is and its own
+// limits. Options.Authenticate returns one per request; Config.ClientKeys
+// lists every key (the gateway's caps and live view come from there).
+type ClientKey struct {
+	ID      string
+	Name    string
+	Enabled bool
+	Limits  limits.ClientKeyLimits
+}
+
+// keyGateKey is the gate that heads every path of a key with maxConcurrent.
+func keyGateKey(id string) string { return "key:" + id }
+
+// keyCarry is what a key's state carries over from one config to the next
+// (by key id), like connRate for a connection.
+type keyCarry struct {
+	rate     connRate
+	inflight atomic.Int64 // requests of the key holding a permit
+	queued   atomic.Int64 // requests of the key waiting for admission
+}
+
+// keyState is a client key prepared for the hot path.
+type keyState struct {
+	id, name string
+	eff      limits.EffectiveClientKey
+	gate     admission.GateRef // key:<id>; Key "" when the key has no cap
+	lim      connLimits        // rpm spacing, tpm and tpd of the key, with key-* gate names
+	carry    *keyCarry
+	metrics  *clientMetrics
+}
+
+func newKeyLimits(id string, e limits.EffectiveClientKey) connLimits {
+	return connLimits{
+		spacing:     e.DispatchSpacing(),
+		spacingGate: "key-rpm:" + id,
+		rpm:         int64(e.RPM),
+		tpm:         max(e.TPM, 0),
+		tpd:         max(e.TPD, 0),
+		gateTPM:     "key-tpm:" + id,
+		gateTPD:     "key-tpd:" + id,
+	}
+}
+
+// prepareKey builds the state of k, with carry (nil: a fresh one).
+func (g *Gateway) prepareKey(k ClientKey, carry *keyCarry) *keyState {
+	if carry == nil {
+		carry = &keyCarry{}
+	}
+	ks := &keyState{id: k.ID, name: k.Name, eff: k.Limits.Effective(), carry: carry,
+		metrics: g.metrics.client(k.Name)}
+	ks.lim = newKeyLimits(k.ID, ks.eff)
+	if ks.eff.MaxConcurrent > 0 {
+		ks.gate = admission.GateRef{Level: live.LevelKey, Key: keyGateKey(k.ID)}
+	}
+	return ks
+}
+
+// applyKeys builds the key states of cfg into s, carrying rate state and
+// live counts over by id. g.applyMu must be held.
+func (g *Gateway) applyKeys(s *state, keys []ClientKey) {
+	now := time.Now()
+	s.keys = make(map[string]*keyState, len(keys))
+	seen := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		if k.ID == "" || seen[k.ID] {
+			continue
+		}
+		seen[k.ID] = true
+		ks := g.prepareKey(k, g.keyCarries[k.ID])
+		g.keyCarries[k.ID] = ks.carry
+		ks.carry.rate.setSpacing(ks.lim.spacing, now)
+		s.keys[k.ID] = ks
+		s.keyOrder = append(s.keyOrder, ks)
+		if ks.gate.Key != "" {
+			s.caps[ks.gate.Key] = ks.eff.MaxConcurrent
+		}
+	}
+	for id := range g.keyCarries {
+		if !seen[id] {
+			delete(g.keyCarries, id)
+		}
+	}
+}
+
+// keyOf returns the state of the key a request authenticated with: the
+// configured one, or, for a key created after the config in force (found by
+// Authenticate in the database), one built from what Authenticate returned
+// — its rates count from the next reload on, which follows at once.
+func (g *Gateway) keyOf(s *state, k ClientKey) *keyState {
+	if ks := s.keys[k.ID]; ks != nil {
+		return ks
+	}
+	ks := g.prepareKey(k, nil)
+	ks.carry.rate.setSpacing(ks.lim.spacing, time.Now())
+	return ks
+}
+
+// allowedTargets returns the targets the key may use: all of them without
+// a models list, else those whose provider and upstream id it allows.
+func (ks *keyState) allowedTargets(ts []*target) []*target {
+	if ks.eff.Models.All() {
+		return ts
+	}
+	var out []*target
+	for _, t := range ts {
+		if ks.eff.Models.Allows(t.c.provider, t.model) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// request is t's admission request for x's key: the key gate heads the path
+// when the key has a cap, and the key's maxWaitMs bounds the wait when it is
+// the smaller. It reuses x's path buffer: the request is handed to one
+// Acquire at a time. A key without a cap keeps t's prepared request (its
+// resolved path cached); a capped key's path is resolved per acquisition.
+func (x *exchange) request(t *target) admission.Request {
+	req := t.req
+	ks := x.key
+	if ks == nil {
+		return req
+	}
+	if w := ks.eff.MaxWait(); w > 0 && (req.MaxWait <= 0 || w < req.MaxWait) {
+		req.MaxWait = w
+	}
+	if ks.gate.Key != "" {
+		// A new path: a Request of its own, not a copy of the prepared t.req,
+		// whose cached resolution belongs to t.req's gates.
+		x.path = append(append(x.pathBuf[:0], ks.gate), t.req.Gates...)
+		req = admission.Request{Gates: x.path, MaxWait: req.MaxWait, QueueKey: req.QueueKey, MaxQueueDepth: req.MaxQueueDepth}
+	}
+	return req
+}
+
+// keyBlocked is the 429 for a key whose tpm window or tpd budget is spent
+// (no failover: the limit is the client's), or nil.
+func (x *exchange) keyBlocked() *apiError {
+	ks := x.key
+	if !ks.lim.budgeted() {
+		return nil
+	}
+	now := x.g.now()
+	b, blocked := ks.carry.rate.blocked(&ks.lim, now)
+	if !blocked {
+		return nil
+	}
+	what := "tokens per minute (tpm)"
+	x.g.metrics.rateRejected(live.BudgetTPM)
+	if b.code == CodeRateLimitTPD {
+		what = "tokens per day (tpd)"
+		x.g.metrics.rateRejected(live.BudgetTPD)
+	}
+	return &apiError{status: http.StatusTooManyRequests, code: b.code,
+		message: "client key " + strconv.Quote(ks.name) + " is out of its " + what + " budget (gate " + b.gate +
+			"); it resets at " + b.until.UTC().Format(time.RFC3339),
+		retryAfter: ceilSeconds(b.until.Sub(now)), gate: b.gate}
+}
+
+// keyTurn waits for the key's rpm dispatch turn while x holds its permit,
+// within the deadline its admission wait started at start (maxWait its
+// bound, 0 = none); a turn that cannot come in time is given back and
+// answered with 429 RATE_LIMIT_RPM (gate key-rpm:<id>).
+func (x *exchange) keyTurn(start time.Time, maxWait time.Duration) *apiError {
+	ks := x.key
+	lim := ks.carry.rate.spacer.Load()
+	if lim == nil {
+		return nil
+	}
+	now := time.Now()
+	res := lim.ReserveN(now, 1)
+	d := res.DelayFrom(now)
+	if d <= 0 {
+		return nil
+	}
+	if maxWait > 0 && now.Add(d).After(start.Add(maxWait)) {
+		res.CancelAt(now)
+		x.g.metrics.rateRejected(live.BudgetRPM)
+		return &apiError{status: http.StatusTooManyRequests, code: CodeRateLimitRPM,
+			message: "client key " + strconv.Quote(ks.name) + " may dispatch one request every " + ks.lim.spacing.String() +
+				" (rpm), and its next turn comes after the wait bound of " + maxWait.String(),
+			retryAfter: ceilSeconds(d), gate: ks.lim.spacingGate}
+	}
+	if !x.waitTurn(now, d) {
+		res.Cancel()
+		return errClientGone
+	}
+	return nil
+}
+
+// countKeyDispatch counts the request about to go upstream against its
+// key: the rpm display count and the tpm estimate it returns for settleKey.
+func (x *exchange) countKeyDispatch() (reserved int64) {
+	ks := x.key
+	l, r := &ks.lim, &ks.carry.rate
+	if !l.any() {
+		return 0
+	}
+	now := x.g.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rolloverLocked(l, now)
+	r.minuteReqs++
+	if l.tpm > 0 {
+		reserved = r.est
+		r.used += reserved
+		r.inflight += reserved
+	}
+	return reserved
+}
+
+// settleKey charges the tokens of an attempt to its key in place of the
+// estimate: the tpm window, and the day's tokens in the KeyUsage store.
+func (x *exchange) settleKey(reserved, actual int64) {
+	ks := x.key
+	l := &ks.lim
+	if !l.countsTokens() {
+		return
+	}
+	g := x.g
+	now := g.now()
+	if !ks.carry.rate.settle(l, now, reserved, actual) || g.keyUsage == nil {
+		return
+	}
+	ctx, cancel := contextWithUsageTimeout(x.r.Context())
+	defer cancel()
+	g.flushUsageOf(ctx, g.keyUsage, ks.id, &ks.carry.rate, l, now, 0, actual)
+}
+
+// liveClients lists every configured key for the live view, by name.
+func (s *state) liveClients(stats map[string]admission.GateStats) []live.Client {
+	out := make([]live.Client, 0, len(s.keyOrder))
+	for _, ks := range s.keyOrder {
+		c := live.Client{ID: ks.id, Name: ks.name, Weight: ks.eff.Weight, Cap: ks.eff.MaxConcurrent,
+			InFlight: int(ks.carry.inflight.Load()), Queued: int(ks.carry.queued.Load())}
+		if st, ok := stats[ks.gate.Key]; ok && ks.gate.Key != "" {
+			c.Admitted, c.Timeouts = st.Admitted, st.Timeouts
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// countClient counts the answered request for its key's metrics.
+func (x *exchange) countClient() {
+	if x.key == nil || x.status == 0 {
+		return
+	}
+	x.key.metrics.request(x.status)
+}
