@@ -101,10 +101,6 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 		return x, &apiError{status: http.StatusUnauthorized, code: CodeInvalidKey, message: "invalid client key"}
 	}
 	x.keyName = key.Name
-	if !key.Enabled {
-		return x, &apiError{status: http.StatusForbidden, code: CodeKeyDisabled,
-			message: "client key " + strconv.Quote(key.Name) + " is disabled"}
-	}
 	if g.draining.Load() {
 		return x, errShuttingDown
 	}
@@ -114,6 +110,10 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 			message: "the gateway has no configuration loaded or is shutting down"}
 	}
 	x.key = g.keyOf(s, key)
+	if !key.Enabled {
+		return x, &apiError{status: http.StatusForbidden, code: CodeKeyDisabled,
+			message: "client key " + strconv.Quote(key.Name) + " is disabled"}
+	}
 	if listing {
 		body := s.modelsBody
 		if rt == routeModel {

@@ -171,3 +171,100 @@ func TestRPDPersistsInPostgres(t *testing.T) {
 		t.Errorf("usage_daily counts %d requests on the next day, want 1", got)
 	}
 }
+
+// TestKeyTPDPersistsInPostgres: a client key's tpd is counted in Postgres
+// (usage_daily_keys through keyUsageCounter), wired as serve wires it: once the day's
+// tokens reach the budget the key gets 429 RATE_LIMIT_TPD naming key-tpd:<id>, and a
+// gateway started afresh on the same database refuses it too, while another key
+// passes.
+func TestKeyTPDPersistsInPostgres(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	logger := slog.New(slog.DiscardHandler)
+	st, err := store.New(storetest.Pool(t), bytes.Repeat([]byte{0x42}, store.SecretKeySize), logger)
+	if err != nil {
+		t.Fatalf("store.New: %v", err)
+	}
+	up := upstreamtest.NewServer(upstreamtest.Options{})
+	upSrv := httptest.NewServer(up)
+	t.Cleanup(func() {
+		_ = up.Close()
+		upSrv.Close()
+	})
+	if err := up.SetDefault(upstreamtest.Behavior{UsageTokens: 6}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateConnection(ctx, "tester", store.ConnectionInput{
+		Name: "open", Provider: "zai", APIStyle: "openai", BaseURL: upSrv.URL + "/v1",
+		APIKey: "sk-upstream-key-0002", Models: []string{"glm-5"}, Enabled: true,
+	}); err != nil {
+		t.Fatalf("CreateConnection: %v", err)
+	}
+	in := store.NewClientKeyInput("budgeted")
+	in.Limits = json.RawMessage(`{"tpd": 10}`)
+	budgeted, secret, err := st.CreateClientKey(ctx, "tester", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, other, err := st.CreateClientKey(ctx, "tester", store.NewClientKeyInput("other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := &testClock{t: time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)}
+	start := func() string {
+		t.Helper()
+		loader := newConfigLoader(st, logger)
+		gw := gateway.New(gateway.Options{Logger: logger, Authenticate: loader.authenticate,
+			Usage: usageCounter{st: st}, KeyUsage: keyUsageCounter{st: st}, Now: clock.Now})
+		loader.gw = gw
+		if err := loader.reload(ctx); err != nil {
+			t.Fatalf("reload: %v", err)
+		}
+		srv := httptest.NewServer(gw)
+		t.Cleanup(func() {
+			srv.Close()
+			gw.Close()
+		})
+		return srv.URL
+	}
+	post := func(url, key string) (int, string, string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/chat/completions",
+			strings.NewReader(`{"model":"glm-5","messages":[{"role":"user","content":"hi"}]}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("POST: %v", err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		var e struct {
+			Error struct{ Code string } `json:"error"`
+		}
+		_ = json.Unmarshal(body, &e)
+		return resp.StatusCode, e.Error.Code, resp.Header.Get("X-Gatehouse-Gate")
+	}
+	url := start()
+	for i := range 2 {
+		if status, code, _ := post(url, secret); status != http.StatusOK {
+			t.Fatalf("request %d: %d %s, want 200", i+1, status, code)
+		}
+	}
+	wantGate := "key-tpd:" + budgeted.ID
+	if status, code, gate := post(url, secret); status != http.StatusTooManyRequests || code != gateway.CodeRateLimitTPD || gate != wantGate {
+		t.Fatalf("3rd request: %d %s at %q, want 429 %s at %s", status, code, gate, gateway.CodeRateLimitTPD, wantGate)
+	}
+	m, err := st.ClientKeyUsageForDay(ctx, clock.Now())
+	if err != nil || m[budgeted.ID].Tokens != 12 {
+		t.Fatalf("stored key usage = %+v, %v; want 12 tokens for the key", m, err)
+	}
+
+	// A restarted gateway knows the day's tokens from Postgres.
+	url = start()
+	if status, code, gate := post(url, secret); status != http.StatusTooManyRequests || code != gateway.CodeRateLimitTPD || gate != wantGate {
+		t.Errorf("after a restart: %d %s at %q, want 429 %s at %s", status, code, gate, gateway.CodeRateLimitTPD, wantGate)
+	}
+	if status, code, _ := post(url, other); status != http.StatusOK {
+		t.Errorf("other key after the restart: %d %s, want 200", status, code)
+	}
+}
