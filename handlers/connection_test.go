@@ -323,7 +323,7 @@ func TestHealthReset(t *testing.T) {
 	id = b.createConnection(t, connectionBody("health"))["id"].(string)
 	problemOf(t, b.do(t, call{method: http.MethodPost, path: path("connections", id, "health", "reset")}), http.StatusNotFound)
 	g := b.do(t, call{method: http.MethodGet, path: path("gates")}).want(t, http.StatusOK)
-	if diff := cmp.Diff(`{"gates":[],"connections":[]}`, strings.TrimSpace(string(g.body))); diff != "" {
+	if diff := cmp.Diff(`{"gates":[],"connections":[],"clients":[]}`, strings.TrimSpace(string(g.body))); diff != "" {
 		t.Errorf("gates without a gateway (-want +got):\n%s", diff)
 	}
 }

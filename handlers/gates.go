@@ -18,6 +18,20 @@ type GatesView struct {
 	// Cluster is set in cluster mode only: then InFlight and Queued of every gate are
 	// cluster-wide counts, and the other counters this replica's.
 	Cluster *ClusterView `json:"cluster,omitempty"`
+	// Clients lists every client key's load on this replica (live.Client).
+	Clients []ClientLive `json:"clients"`
+}
+
+// ClientLive is one client key's weight, cap (0 = none) and load (live.Client).
+type ClientLive struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Weight   int    `json:"weight"`
+	Cap      int    `json:"cap"`
+	InFlight int    `json:"inFlight"`
+	Queued   int    `json:"queued"`
+	Admitted int64  `json:"admitted"`
+	Timeouts int64  `json:"timeouts"`
 }
 
 // ClusterView is cluster mode's state as this replica sees it (live.Cluster).
@@ -78,6 +92,11 @@ func newGatesView(snap live.Snapshot) GatesView {
 	v := GatesView{
 		Gates:       make([]GateView, 0, len(snap.Gates)),
 		Connections: make([]ConnectionLive, 0, len(snap.Connections)),
+		Clients:     make([]ClientLive, 0, len(snap.Clients)),
+	}
+	for _, c := range snap.Clients {
+		v.Clients = append(v.Clients, ClientLive{ID: c.ID, Name: c.Name, Weight: c.Weight, Cap: c.Cap,
+			InFlight: c.InFlight, Queued: c.Queued, Admitted: c.Admitted, Timeouts: c.Timeouts})
 	}
 	for _, g := range snap.Gates {
 		gv := GateView{

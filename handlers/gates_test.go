@@ -40,6 +40,7 @@ func TestGatesJSON(t *testing.T) {
 					{ID: "c2", Name: "two", Health: live.HealthOK},
 				},
 				Cluster: &live.Cluster{Mode: live.ClusterFailOpen, ReplicaID: "r-1", Replicas: 2, Degraded: true},
+				Clients: []live.Client{{ID: "k1", Name: "agents", Weight: 3, Cap: 2, InFlight: 2, Queued: 5, Admitted: 40, Timeouts: 1}},
 			},
 			want: `{"gates":[{"key":"connection:c1","level":"connection","cap":4,"effectiveCap":4,"inFlight":1,"queued":2,"admitted":7,"timeouts":1,"queueFull":2,"cancels":3,"waitMsTotal":12},` +
 				`{"key":"global","level":"global","cap":0,"effectiveCap":0,"inFlight":0,"queued":0,"admitted":0,"timeouts":0,"queueFull":0,"cancels":0,"waitMsTotal":0},` +
@@ -47,9 +48,10 @@ func TestGatesJSON(t *testing.T) {
 				`{"key":"shadow:connection:c1","level":"connection","cap":2,"effectiveCap":2,"shadow":true,"wouldQueue":5,"peakInFlight":6,"shadowSince":"2030-01-02T03:04:05Z","inFlight":1,"queued":0,"admitted":0,"timeouts":0,"queueFull":0,"cancels":0,"waitMsTotal":0}],` +
 				`"connections":[{"id":"c1","name":"one","health":"cooling","until":"2030-01-02T03:04:05Z","reason":"upstream 429","budgets":{"rpd":{"limit":100,"remaining":40,"resetAt":"2030-01-03T00:00:00Z"},"tpm":{"limit":10,"remaining":-3,"resetAt":"2030-01-03T00:00:00Z"}}},` +
 				`{"id":"c2","name":"two","health":"ok","until":null,"budgets":{}}],` +
-				`"cluster":{"mode":"fail-open","replicaId":"r-1","replicas":2,"degraded":true}}` + "\n",
+				`"cluster":{"mode":"fail-open","replicaId":"r-1","replicas":2,"degraded":true},` +
+				`"clients":[{"id":"k1","name":"agents","weight":3,"cap":2,"inFlight":2,"queued":5,"admitted":40,"timeouts":1}]}` + "\n",
 		},
-		{name: "nothing yet", want: `{"gates":[],"connections":[]}` + "\n"},
+		{name: "nothing yet", want: `{"gates":[],"connections":[],"clients":[]}` + "\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,7 +72,7 @@ func TestGatesJSON(t *testing.T) {
 		if err := (&Server{}).getGates(rec, httptest.NewRequest(http.MethodGet, "/api/v1/gates", nil)); err != nil {
 			t.Fatalf("getGates: %v", err)
 		}
-		if got, want := rec.Body.String(), `{"gates":[],"connections":[]}`+"\n"; got != want {
+		if got, want := rec.Body.String(), `{"gates":[],"connections":[],"clients":[]}`+"\n"; got != want {
 			t.Errorf("body %s, want %s", got, want)
 		}
 	})

@@ -90,6 +90,8 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 					Budgets: map[string]live.Budget{live.BudgetRPD: {Limit: 100, Remaining: 40, ResetAt: until}},
 				}},
 				Cluster: &live.Cluster{Mode: live.ClusterFailOpen, ReplicaID: "host-1-0a1b2c3d", Replicas: 2, Degraded: true},
+				Clients: []live.Client{{ID: "6f1c0000-0000-4000-8000-000000000001", Name: "agents", Weight: 3, Cap: 2,
+					InFlight: 2, Queued: 5, Admitted: 40, Timeouts: 1}},
 			}
 		},
 		reset: func(got string) bool { p := current.Load(); return p != nil && got == *p },
