@@ -243,43 +243,23 @@ RETURNING ` + clientKeyColumns
 // errors: ErrNotFound, ErrConflict (name taken), ErrInvalid.
 func (s *Store) UpdateClientKey(ctx context.Context, actor, id string, expectedVersion int64,
 	fn func(cur ClientKey) (ClientKeyInput, error)) (ClientKey, error) {
-	var (
-		updated ClientKey
-		fnErr   error
-	)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		cur, err := getClientKey(ctx, tx, lockClientKeySQL, id)
-		if err != nil {
-			return err
-		}
-		if expectedVersion != 0 && cur.Version != expectedVersion {
-			return fmt.Errorf("%w: version is %d, not %d", ErrStale, cur.Version, expectedVersion)
-		}
-		in, err := fn(cur)
-		if err != nil {
-			fnErr = err
-			return err
-		}
-		in = in.normalized()
-		if err := in.check(); err != nil {
-			return err
-		}
-		rows, _ := tx.Query(ctx, updateClientKeySQL, id, in.Name, in.Enabled, in.Limits)
-		if updated, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ClientKey]); err != nil {
-			return translate(err)
-		}
-		if err := audit(ctx, tx, actor, ActionUpdate, EntityClientKey, id, cur, updated); err != nil {
-			return err
-		}
-		return notifyConfig(ctx, tx, EntityClientKey+":"+id)
-	})
-	if fnErr != nil {
-		return ClientKey{}, fnErr
-	}
-	if err != nil {
-		return ClientKey{}, fmt.Errorf("store: update client key %s: %w", id, err)
-	}
-	return updated, nil
+	lock := func(tx pgx.Tx) (ClientKey, error) { return getClientKey(ctx, tx, lockClientKeySQL, id) }
+	return updateLocked(ctx, s, "update client key "+id, expectedVersion, lock, fn,
+		func(tx pgx.Tx, cur ClientKey, in ClientKeyInput) (ClientKey, error) {
+			in = in.normalized()
+			if err := in.check(); err != nil {
+				return ClientKey{}, err
+			}
+			rows, _ := tx.Query(ctx, updateClientKeySQL, id, in.Name, in.Enabled, in.Limits)
+			updated, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ClientKey])
+			if err != nil {
+				return ClientKey{}, translate(err)
+			}
+			if err := audit(ctx, tx, actor, ActionUpdate, EntityClientKey, id, cur, updated); err != nil {
+				return ClientKey{}, err
+			}
+			return updated, notifyConfig(ctx, tx, EntityClientKey+":"+id)
+		})
 }
 
 const deleteClientKeySQL = `DELETE FROM client_keys WHERE id = $1`
@@ -288,24 +268,6 @@ const deleteClientKeySQL = `DELETE FROM client_keys WHERE id = $1`
 // a config notification (so gateways drop it). It returns ErrNotFound, or ErrStale if
 // expectedVersion is not 0 and differs from the stored version.
 func (s *Store) DeleteClientKey(ctx context.Context, actor, id string, expectedVersion int64) error {
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		cur, err := getClientKey(ctx, tx, lockClientKeySQL, id)
-		if err != nil {
-			return err
-		}
-		if expectedVersion != 0 && cur.Version != expectedVersion {
-			return fmt.Errorf("%w: version is %d, not %d", ErrStale, cur.Version, expectedVersion)
-		}
-		if _, err := tx.Exec(ctx, deleteClientKeySQL, id); err != nil {
-			return translate(err)
-		}
-		if err := audit(ctx, tx, actor, ActionDelete, EntityClientKey, id, cur, nil); err != nil {
-			return err
-		}
-		return notifyConfig(ctx, tx, EntityClientKey+":"+id)
-	})
-	if err != nil {
-		return fmt.Errorf("store: delete client key %s: %w", id, err)
-	}
-	return nil
+	lock := func(tx pgx.Tx) (ClientKey, error) { return getClientKey(ctx, tx, lockClientKeySQL, id) }
+	return deleteLocked(ctx, s, "delete client key "+id, actor, EntityClientKey, id, expectedVersion, lock, deleteClientKeySQL)
 }

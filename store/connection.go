@@ -174,48 +174,28 @@ RETURNING ` + connectionColumns
 // errors: ErrNotFound, ErrConflict (name taken), ErrInvalid.
 func (s *Store) UpdateConnection(ctx context.Context, actor, id string, expectedVersion int64,
 	fn func(cur Connection) (ConnectionInput, error)) (Connection, error) {
-	var (
-		updated Connection
-		fnErr   error
-	)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		cur, err := s.getConnection(ctx, tx, lockConnectionSQL, id)
-		if err != nil {
-			return err
-		}
-		if expectedVersion != 0 && cur.Version != expectedVersion {
-			return fmt.Errorf("%w: version is %d, not %d", ErrStale, cur.Version, expectedVersion)
-		}
-		in, err := fn(cur)
-		if err != nil {
-			fnErr = err
-			return err
-		}
-		in = in.normalized()
-		if err := in.check(); err != nil {
-			return err
-		}
-		var keyEnc, preview any
-		if in.APIKey != "" {
-			keyEnc, preview = s.seal(in.APIKey), secretPreview(in.APIKey)
-		}
-		rows, _ := tx.Query(ctx, updateConnectionSQL, id, in.Name, in.Provider, in.APIStyle, in.BaseURL,
-			keyEnc, preview, in.Models, in.Priority, in.Enabled, in.RateLimitOverrides)
-		if updated, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Connection]); err != nil {
-			return translate(err)
-		}
-		if err := audit(ctx, tx, actor, ActionUpdate, EntityConnection, id, cur, updated); err != nil {
-			return err
-		}
-		return notifyConfig(ctx, tx, EntityConnection+":"+id)
-	})
-	if fnErr != nil {
-		return Connection{}, fnErr
-	}
-	if err != nil {
-		return Connection{}, fmt.Errorf("store: update connection %s: %w", id, err)
-	}
-	return updated, nil
+	lock := func(tx pgx.Tx) (Connection, error) { return s.getConnection(ctx, tx, lockConnectionSQL, id) }
+	return updateLocked(ctx, s, "update connection "+id, expectedVersion, lock, fn,
+		func(tx pgx.Tx, cur Connection, in ConnectionInput) (Connection, error) {
+			in = in.normalized()
+			if err := in.check(); err != nil {
+				return Connection{}, err
+			}
+			var keyEnc, preview any
+			if in.APIKey != "" {
+				keyEnc, preview = s.seal(in.APIKey), secretPreview(in.APIKey)
+			}
+			rows, _ := tx.Query(ctx, updateConnectionSQL, id, in.Name, in.Provider, in.APIStyle, in.BaseURL,
+				keyEnc, preview, in.Models, in.Priority, in.Enabled, in.RateLimitOverrides)
+			updated, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Connection])
+			if err != nil {
+				return Connection{}, translate(err)
+			}
+			if err := audit(ctx, tx, actor, ActionUpdate, EntityConnection, id, cur, updated); err != nil {
+				return Connection{}, err
+			}
+			return updated, notifyConfig(ctx, tx, EntityConnection+":"+id)
+		})
 }
 
 const deleteConnectionSQL = `DELETE FROM provider_connections WHERE id = $1`
@@ -224,26 +204,8 @@ const deleteConnectionSQL = `DELETE FROM provider_connections WHERE id = $1`
 // with its audit row and config notification. It returns ErrNotFound, or ErrStale if
 // expectedVersion is not 0 and differs from the stored version.
 func (s *Store) DeleteConnection(ctx context.Context, actor, id string, expectedVersion int64) error {
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		cur, err := s.getConnection(ctx, tx, lockConnectionSQL, id)
-		if err != nil {
-			return err
-		}
-		if expectedVersion != 0 && cur.Version != expectedVersion {
-			return fmt.Errorf("%w: version is %d, not %d", ErrStale, cur.Version, expectedVersion)
-		}
-		if _, err := tx.Exec(ctx, deleteConnectionSQL, id); err != nil {
-			return translate(err)
-		}
-		if err := audit(ctx, tx, actor, ActionDelete, EntityConnection, id, cur, nil); err != nil {
-			return err
-		}
-		return notifyConfig(ctx, tx, EntityConnection+":"+id)
-	})
-	if err != nil {
-		return fmt.Errorf("store: delete connection %s: %w", id, err)
-	}
-	return nil
+	lock := func(tx pgx.Tx) (Connection, error) { return s.getConnection(ctx, tx, lockConnectionSQL, id) }
+	return deleteLocked(ctx, s, "delete connection "+id, actor, EntityConnection, id, expectedVersion, lock, deleteConnectionSQL)
 }
 
 const connectionSecretsSQL = `SELECT id, api_key_enc FROM provider_connections`

@@ -50,41 +50,21 @@ RETURNING data, version, updated_at`
 // ErrInvalid means the data is not a JSON object.
 func (s *Store) UpdateSettings(ctx context.Context, actor string, expectedVersion int64,
 	fn func(cur Settings) (json.RawMessage, error)) (Settings, error) {
-	var (
-		updated Settings
-		fnErr   error
-	)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		cur, err := getSettings(ctx, tx, lockSettingsSQL)
-		if err != nil {
-			return err
-		}
-		if expectedVersion != 0 && cur.Version != expectedVersion {
-			return fmt.Errorf("%w: version is %d, not %d", ErrStale, cur.Version, expectedVersion)
-		}
-		data, err := fn(cur)
-		if err != nil {
-			fnErr = err
-			return err
-		}
-		if !json.Valid(data) {
-			return fmt.Errorf("%w: settings are not valid JSON", ErrInvalid)
-		}
-		if updated, err = getSettings(ctx, tx, updateSettingsSQL, data); err != nil {
-			return err
-		}
-		if err := audit(ctx, tx, actor, ActionUpdate, EntitySettings, "", cur.Data, updated.Data); err != nil {
-			return err
-		}
-		return notifyConfig(ctx, tx, EntitySettings)
-	})
-	if fnErr != nil {
-		return Settings{}, fnErr
-	}
-	if err != nil {
-		return Settings{}, fmt.Errorf("store: update settings: %w", err)
-	}
-	return updated, nil
+	lock := func(tx pgx.Tx) (Settings, error) { return getSettings(ctx, tx, lockSettingsSQL) }
+	return updateLocked(ctx, s, "update settings", expectedVersion, lock, fn,
+		func(tx pgx.Tx, cur Settings, data json.RawMessage) (Settings, error) {
+			if !json.Valid(data) {
+				return Settings{}, fmt.Errorf("%w: settings are not valid JSON", ErrInvalid)
+			}
+			updated, err := getSettings(ctx, tx, updateSettingsSQL, data)
+			if err != nil {
+				return Settings{}, err
+			}
+			if err := audit(ctx, tx, actor, ActionUpdate, EntitySettings, "", cur.Data, updated.Data); err != nil {
+				return Settings{}, err
+			}
+			return updated, notifyConfig(ctx, tx, EntitySettings)
+		})
 }
 
 // GatewayConnection is a connection with its decrypted upstream key, for the gateway
