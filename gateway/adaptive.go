@@ -103,11 +103,7 @@ type learnSpec struct {
 func (l *learner) configure(caps map[string]learnSpec) map[string]*learnedGate {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for key := range l.gates {
-		if _, ok := caps[key]; !ok {
-			delete(l.gates, key)
-		}
-	}
+	forgetMissing(l.gates, caps)
 	for key, sp := range caps {
 		lg := l.gates[key]
 		if lg == nil {
@@ -117,6 +113,16 @@ func (l *learner) configure(caps map[string]learnSpec) map[string]*learnedGate {
 		lg.setConfigured(sp.cap)
 	}
 	return maps.Clone(l.gates)
+}
+
+// forgetMissing deletes from m every key that keep does not name: the gates a
+// new configuration no longer has (learner and shadows alike).
+func forgetMissing[V, W any](m map[string]V, keep map[string]W) {
+	for key := range m {
+		if _, ok := keep[key]; !ok {
+			delete(m, key)
+		}
+	}
 }
 
 // levelOf is the level of a gate key: the part before the first colon.

@@ -71,11 +71,7 @@ type shadowSpec struct {
 func (s *shadows) configure(specs map[string]shadowSpec, now time.Time) map[string]*shadowGate {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for key := range s.gates {
-		if _, ok := specs[key]; !ok {
-			delete(s.gates, key)
-		}
-	}
+	forgetMissing(s.gates, specs)
 	for key, sp := range specs {
 		sg := s.gates[key]
 		if sg == nil {
