@@ -408,24 +408,5 @@ func BenchmarkProxyTraced(b *testing.B) {
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	body := chatBody("glm-5", false)
-	b.ReportAllocs()
-	b.SetParallelism(8)
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			req, _ := http.NewRequest(http.MethodPost, gwSrv.URL+"/v1/chat/completions", strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+testClientKey)
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := client.Do(req)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				b.Errorf("status %d", resp.StatusCode)
-				return
-			}
-		}
-	})
+	benchPost(b, client, gwSrv.URL+"/v1/chat/completions", testClientKey, body)
 }
