@@ -75,28 +75,7 @@ func TestSearchable(t *testing.T) {
 // its own.
 func TestLeftBehindServerIsRestarted(t *testing.T) {
 	t.Parallel()
-	dataDir, err := os.MkdirTemp("", "pglocal-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dataDir) })
-	if err := os.Chmod(dataDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	c, err := Open(t.Context(), Options{DataDir: dataDir})
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	if err := c.Close(t.Context()); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-
-	// Start the server behind pglocal's back, as a killed owner would leave it.
-	out, err := c.run(t.Context(), c.bins.pgCtl, "start", "-w", "-D", c.pgdata, "-l", filepath.Join(c.root, "orphan.log"),
-		"-o", "-c listen_addresses='' -c unix_socket_directories='"+c.socketDir+"'")
-	if err != nil {
-		t.Fatalf("pg_ctl start: %v: %s", err, out)
-	}
+	c, dataDir := leftBehindServer(t)
 	orphan, ok := readPostmasterPID(filepath.Join(c.pgdata, "postmaster.pid"))
 	if !ok || postmasterState(orphan, c.pgdata) != postmasterRunning {
 		t.Fatalf("left-behind server not running (pid %d)", orphan)
@@ -130,26 +109,7 @@ func TestLeftBehindServerIsRestarted(t *testing.T) {
 // failure to start.
 func TestLeftBehindServerExitingDuringStop(t *testing.T) {
 	t.Parallel()
-	dataDir, err := os.MkdirTemp("", "pglocal-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dataDir) })
-	if err := os.Chmod(dataDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	c, err := Open(t.Context(), Options{DataDir: dataDir})
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	if err := c.Close(t.Context()); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	out, err := c.run(t.Context(), c.bins.pgCtl, "start", "-w", "-D", c.pgdata, "-l", filepath.Join(c.root, "orphan.log"),
-		"-o", "-c listen_addresses='' -c unix_socket_directories='"+c.socketDir+"'")
-	if err != nil {
-		t.Fatalf("pg_ctl start: %v: %s", err, out)
-	}
+	c, dataDir := leftBehindServer(t)
 	t.Cleanup(func() { _, _ = c.run(context.Background(), c.bins.pgCtl, "stop", "-D", c.pgdata, "-m", "immediate") })
 
 	// A pg_ctl that loses the race: the server is gone by the time it looks.
@@ -168,4 +128,41 @@ func TestLeftBehindServerExitingDuringStop(t *testing.T) {
 	if _, ok := readPostmasterPID(filepath.Join(c.pgdata, "postmaster.pid")); ok {
 		t.Error("postmaster.pid still there after clearLeftovers")
 	}
+}
+
+// OpenDir returns a new directory every user can traverse (so a root test run keeps
+// the cluster inside it), removed at the end of the test. It is exported for the
+// package's external tests.
+func OpenDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pglocal-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// leftBehindServer opens a cluster in a new directory, closes it, and starts its
+// server again behind pglocal's back (nobody holding the lock), as a killed owner
+// would leave it. It returns the closed cluster and its data directory.
+func leftBehindServer(t *testing.T) (*Cluster, string) {
+	t.Helper()
+	dataDir := OpenDir(t)
+	c, err := Open(t.Context(), Options{DataDir: dataDir})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if err := c.Close(t.Context()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	out, err := c.run(t.Context(), c.bins.pgCtl, "start", "-w", "-D", c.pgdata, "-l", filepath.Join(c.root, "orphan.log"),
+		"-o", "-c listen_addresses='' -c unix_socket_directories='"+c.socketDir+"'")
+	if err != nil {
+		t.Fatalf("pg_ctl start: %v: %s", err, out)
+	}
+	return c, dataDir
 }

@@ -48,20 +48,8 @@ func runOwner(dir string) int {
 	return 0
 }
 
-// openDir returns a new directory every user can traverse (so a root test run keeps
-// the cluster inside it), removed at the end of the test.
-func openDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "pglocal-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
+// openDir is OpenDir (pglocal_internal_test.go).
+var openDir = pglocal.OpenDir
 
 func open(t *testing.T, opts pglocal.Options) *pglocal.Cluster {
 	t.Helper()

@@ -81,16 +81,9 @@ func (f *fakeClock) recorded() []time.Duration {
 // runs Supervise until the test ends; done closes when Supervise returns.
 func supervised(t *testing.T, fake *fakeClock) (c *Cluster, logs *syncBuffer, done <-chan struct{}) {
 	t.Helper()
-	dataDir, err := os.MkdirTemp("", "pglocal-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dataDir) })
-	if err := os.Chmod(dataDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dataDir := OpenDir(t)
 	logs = &syncBuffer{}
-	c, err = Open(t.Context(), Options{DataDir: dataDir, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	c, err := Open(t.Context(), Options{DataDir: dataDir, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
