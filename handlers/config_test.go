@@ -1,14 +1,12 @@
 package handlers
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -407,23 +405,7 @@ clientKeys:
 func TestConfigApplyNotifiesOnce(t *testing.T) {
 	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
-	ctx, cancel := context.WithCancel(t.Context())
-	changes := make(chan struct{}, 64)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = a.store.ListenConfig(ctx, func() { changes <- struct{}{} })
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	wait := func(what string) {
-		t.Helper()
-		select {
-		case <-changes:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no notification for %s", what)
-		}
-	}
-	wait("LISTEN established")
+	changes, wait := listenChanges(t, a)
 	doc := `{"settings":{"maxAttempts":2},"clientKeys":[{"name":"a"},{"name":"b"}]}`
 	a.do(t, call{method: http.MethodPost, path: path("config", "apply") + "?dryRun=true", body: doc}).want(t, http.StatusOK)
 	a.do(t, call{method: http.MethodPost, path: path("config", "apply"), body: doc}).want(t, http.StatusOK)

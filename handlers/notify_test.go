@@ -12,24 +12,7 @@ import (
 func TestWritesNotify(t *testing.T) {
 	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
-	ctx, cancel := context.WithCancel(t.Context())
-	changes := make(chan struct{}, 64)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = a.store.ListenConfig(ctx, func() { changes <- struct{}{} })
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-
-	wait := func(what string) {
-		t.Helper()
-		select {
-		case <-changes:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no notification for %s", what)
-		}
-	}
-	wait("LISTEN established") // ListenConfig reports its first LISTEN as a change
+	_, wait := listenChanges(t, a)
 
 	id := a.createConnection(t, connectionBody("notify"))["id"].(string)
 	wait("create connection")
@@ -48,4 +31,29 @@ func TestWritesNotify(t *testing.T) {
 	wait("delete client key")
 	a.do(t, call{method: http.MethodDelete, path: path("connections", id)}).want(t, http.StatusNoContent)
 	wait("delete connection")
+}
+
+// listenChanges listens for NOTIFY gatehouse_config on a's store until the test ends.
+// It returns once the LISTEN is in place, with the notifications still unread and a
+// wait for the next one, which fails the test after 10 s naming what it waited for.
+func listenChanges(t *testing.T, a *testAPI) (changes <-chan struct{}, wait func(what string)) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	ch := make(chan struct{}, 64)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = a.store.ListenConfig(ctx, func() { ch <- struct{}{} })
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	wait = func(what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no notification for %s", what)
+		}
+	}
+	wait("LISTEN established") // ListenConfig reports its first LISTEN as a change
+	return ch, wait
 }
