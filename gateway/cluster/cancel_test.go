@@ -17,10 +17,7 @@ func TestCancelledBeatsQueueFull(t *testing.T) {
 	reps := replicas(t, 2, map[string]int{model: 1}, Options{})
 	a, b := reps[0], reps[1]
 	req := admission.Request{Gates: path("provider:p", conn, model), MaxQueueDepth: 1}
-	holder, ok := a.TryAcquire(req)
-	if !ok {
-		t.Fatal("TryAcquire on an idle gate failed")
-	}
+	holder := mustTryAcquire(t, a, req)
 	defer holder.Release()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()

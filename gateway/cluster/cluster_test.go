@@ -75,10 +75,7 @@ func TestFIFOAcrossReplicas(t *testing.T) {
 	reps := replicas(t, 2, map[string]int{gate: 1}, Options{})
 	a, b := reps[0], reps[1]
 	req := admission.Request{Gates: path("connection:c1", gate), MaxWait: 10 * time.Second}
-	holder, ok := a.TryAcquire(req)
-	if !ok {
-		t.Fatal("TryAcquire on an idle gate failed")
-	}
+	holder := mustTryAcquire(t, a, req)
 
 	order := make(chan string, 4)
 	var wg sync.WaitGroup
@@ -153,10 +150,7 @@ func TestTimeoutQueueFullCancel(t *testing.T) {
 	reps := replicas(t, 2, map[string]int{model: 1}, Options{})
 	a, b := reps[0], reps[1]
 	base := admission.Request{Gates: path("provider:p", conn, model)}
-	holder, ok := a.TryAcquire(base)
-	if !ok {
-		t.Fatal("TryAcquire on an idle gate failed")
-	}
+	holder := mustTryAcquire(t, a, base)
 	defer holder.Release()
 
 	req := base
@@ -388,4 +382,15 @@ func TestReleaseWakesOtherReplica(t *testing.T) {
 		t.Errorf("Waited() = %s, want > 0 for a queued request", w)
 	}
 	r.p.Release()
+}
+
+// mustTryAcquire is c.TryAcquire(req) on gates with room, failing the test if it
+// does not admit.
+func mustTryAcquire(t *testing.T, c *Controller, req admission.Request) admission.Grant {
+	t.Helper()
+	g, ok := c.TryAcquire(req)
+	if !ok {
+		t.Fatal("TryAcquire on an idle gate failed")
+	}
+	return g
 }

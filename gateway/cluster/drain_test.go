@@ -17,10 +17,7 @@ func TestDrainEndsEveryWait(t *testing.T) {
 	reps := replicas(t, 2, map[string]int{model: 1}, Options{})
 	a, b := reps[0], reps[1]
 	req := admission.Request{Gates: path("provider:p", conn, model)}
-	holder, ok := a.TryAcquire(req)
-	if !ok {
-		t.Fatal("TryAcquire on an idle gate failed")
-	}
+	holder := mustTryAcquire(t, a, req)
 	var waiting []<-chan result
 	for range 5 {
 		waiting = append(waiting, acquireAsync(t.Context(), a, req))

@@ -67,10 +67,7 @@ func TestFailClosed(t *testing.T) {
 	c := newController(t, newClient(t, srv.sock), Options{Prefix: uniquePrefix(t), FailMode: FailClosed, Recheck: 100 * time.Millisecond})
 	c.SetCaps(map[string]int{gate: 1})
 	req := admission.Request{Gates: path(gate), MaxWait: 30 * time.Second}
-	holder, ok := c.TryAcquire(req)
-	if !ok {
-		t.Fatal("TryAcquire on an idle gate failed")
-	}
+	holder := mustTryAcquire(t, c, req)
 	waiting := acquireAsync(t.Context(), c, req)
 	waitFor(t, 5*time.Second, "waiter queued", func() bool { return zcard(t, c.rdb, c.keys.queue(gate)) == 1 })
 

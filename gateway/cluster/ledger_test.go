@@ -90,10 +90,7 @@ func TestLostLeaseCountedOnce(t *testing.T) {
 	const gate = "connection:c1"
 	c := replicas(t, 1, map[string]int{gate: 2}, Options{LeaseTTL: 300 * time.Millisecond})[0]
 	req := admission.Request{Gates: path("global", gate)}
-	p, ok := c.TryAcquire(req)
-	if !ok {
-		t.Fatal("TryAcquire on an idle gate failed")
-	}
+	p := mustTryAcquire(t, c, req)
 	// The lease on gate expires, as a pause longer than the TTL would make it.
 	member := p.(*lease).member
 	if err := c.rdb.ZAdd(t.Context(), c.keys.holders(gate), redis.Z{Score: 1, Member: member}).Err(); err != nil {
@@ -139,10 +136,7 @@ func TestPartitionedReplicaLeavesQueue(t *testing.T) {
 	rdb := b.rdb
 	req := admission.Request{Gates: path(gate), MaxWait: 30 * time.Second}
 
-	holder, ok := b.TryAcquire(req)
-	if !ok {
-		t.Fatal("TryAcquire on an idle gate failed")
-	}
+	holder := mustTryAcquire(t, b, req)
 	waiting := acquireAsync(t.Context(), a, req)
 	waitFor(t, 5*time.Second, "A's waiter queued", func() bool { return zcard(t, rdb, a.keys.queue(gate)) == 1 })
 
@@ -178,10 +172,7 @@ func TestLostClientQueueEntriesLapse(t *testing.T) {
 	a, b := reps[0], reps[1]
 	rdb := b.rdb
 	req := admission.Request{Gates: path(gate), MaxWait: 10 * time.Second}
-	holder, ok := b.TryAcquire(req)
-	if !ok {
-		t.Fatal("TryAcquire on an idle gate failed")
-	}
+	holder := mustTryAcquire(t, b, req)
 	ghost := acquireAsync(t.Context(), a, req)
 	waitFor(t, 5*time.Second, "A's waiter queued", func() bool { return zcard(t, rdb, a.keys.queue(gate)) == 1 })
 	// One heartbeat after the queueing, so the entry and the registration

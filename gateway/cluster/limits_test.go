@@ -178,28 +178,40 @@ func TestSharedSpacingTooLate(t *testing.T) {
 	}
 }
 
+// coolCase is one case of the shared-cooldown tests: while connection a cools,
+// gateway B answers wantStatus and wantCode.
+type coolCase struct {
+	name string
+	// withB adds a second, lower-priority connection b.
+	withB      bool
+	wantStatus int
+	wantCode   string
+}
+
+var coolCases = []coolCase{
+	{name: "fails over to another candidate", withB: true, wantStatus: http.StatusOK},
+	{name: "no other candidate", wantStatus: http.StatusTooManyRequests, wantCode: gateway.CodeUpstreamCooldown},
+}
+
+// newCoolingPair is two gateways with connection a (priority 10) applied and,
+// withB, connection b (priority 0) below it.
+func newCoolingPair(t *testing.T, withB bool) *twoGateways {
+	t.Helper()
+	e := newTwoGateways(t, upstreamtest.Options{})
+	conns := []gateway.Connection{e.conn("a", "ka", 10, limits.Overrides{})}
+	if withB {
+		conns = append(conns, e.conn("b", "kb", 0, limits.Overrides{}))
+	}
+	e.apply(conns...)
+	return e
+}
+
 // TestSharedCooldown: a 429 with Retry-After seen through gateway A makes
 // gateway B skip the connection until the cooldown ends.
 func TestSharedCooldown(t *testing.T) {
-	tests := []struct {
-		name string
-		// withB adds a second, lower-priority connection b.
-		withB bool
-		// wantB is what gateway B answers while a cools.
-		wantStatus int
-		wantCode   string
-	}{
-		{name: "fails over to another candidate", withB: true, wantStatus: http.StatusOK},
-		{name: "no other candidate", wantStatus: http.StatusTooManyRequests, wantCode: gateway.CodeUpstreamCooldown},
-	}
-	for _, tc := range tests {
+	for _, tc := range coolCases {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newTwoGateways(t, upstreamtest.Options{})
-			conns := []gateway.Connection{e.conn("a", "ka", 10, limits.Overrides{})}
-			if tc.withB {
-				conns = append(conns, e.conn("b", "kb", 0, limits.Overrides{}))
-			}
-			e.apply(conns...)
+			e := newCoolingPair(t, tc.withB)
 			if err := e.up.SetKeyBehavior("ka", upstreamtest.Behavior{Fail: "429", RetryAfter: 2 * time.Second, FailTimes: 1}); err != nil {
 				t.Fatal(err)
 			}

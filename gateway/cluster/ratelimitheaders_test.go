@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
-	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
 )
 
@@ -15,23 +14,9 @@ import (
 // rate-limit headers say the account is spent makes gateway B keep off the
 // connection, for every model, until the reset.
 func TestSharedRateLimitHeaderCooldown(t *testing.T) {
-	tests := []struct {
-		name       string
-		withB      bool
-		wantStatus int
-		wantCode   string
-	}{
-		{name: "fails over to another candidate", withB: true, wantStatus: http.StatusOK},
-		{name: "no other candidate", wantStatus: http.StatusTooManyRequests, wantCode: gateway.CodeUpstreamCooldown},
-	}
-	for _, tc := range tests {
+	for _, tc := range coolCases {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newTwoGateways(t, upstreamtest.Options{})
-			conns := []gateway.Connection{e.conn("a", "ka", 10, limits.Overrides{})}
-			if tc.withB {
-				conns = append(conns, e.conn("b", "kb", 0, limits.Overrides{}))
-			}
-			e.apply(conns...)
+			e := newCoolingPair(t, tc.withB)
 			// A reset long enough that B asks inside it, also on a loaded machine.
 			if err := e.up.SetKeyBehavior("ka", upstreamtest.Behavior{Header: http.Header{
 				"x-ratelimit-remaining-requests": {"0"}, "x-ratelimit-reset-requests": {"5s"}}}); err != nil {
