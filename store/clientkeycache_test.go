@@ -63,10 +63,7 @@ func TestKeyCacheHitFromMemory(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s := newStore(t)
-	_, secret, err := s.CreateClientKey(ctx, store.ActorSystem, store.NewClientKeyInput("agent"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, secret := mustCreateClientKey(t, s, "agent")
 	c := store.NewKeyCache(s, newTestClock().now, sameKey)
 	if err := c.Load(ctx); err != nil {
 		t.Fatalf("Load: %v", err)
@@ -99,10 +96,7 @@ func TestKeyCacheMissLookedUpAndAdded(t *testing.T) {
 	if err := c.Load(ctx); err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	_, secret, err := s.CreateClientKey(ctx, store.ActorSystem, store.NewClientKeyInput("fresh"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, secret := mustCreateClientKey(t, s, "fresh")
 	if !authenticated(c, ctx, secret) {
 		t.Fatal("Authenticate(new key) = false before any reload, want true")
 	}
@@ -126,10 +120,7 @@ func TestKeyCacheLookupsRateLimited(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s := newStore(t)
-	_, known, err := s.CreateClientKey(ctx, store.ActorSystem, store.NewClientKeyInput("known"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, known := mustCreateClientKey(t, s, "known")
 	clock := newTestClock()
 	c := store.NewKeyCache(s, clock.now, sameKey)
 	if err := c.Load(ctx); err != nil {
@@ -144,10 +135,7 @@ func TestKeyCacheLookupsRateLimited(t *testing.T) {
 
 	// Out of lookups: a key created meanwhile is refused until the limiter refills,
 	// while a key in memory still authenticates.
-	_, fresh, err := s.CreateClientKey(ctx, store.ActorSystem, store.NewClientKeyInput("fresh"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, fresh := mustCreateClientKey(t, s, "fresh")
 	if authenticated(c, ctx, fresh) {
 		t.Fatal("Authenticate(new key) = true with no lookups left, want false (rate-limited)")
 	}
@@ -175,10 +163,7 @@ func TestKeyCacheFullLoadWinsOverRacingLookup(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s := newStore(t)
-	k, secret, err := s.CreateClientKey(ctx, store.ActorSystem, store.NewClientKeyInput("doomed"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	k, secret := mustCreateClientKey(t, s, "doomed")
 	c := store.NewKeyCache(s, newTestClock().now, sameKey)
 	var once sync.Once
 	c.SetAfterLookup(func() {
@@ -220,10 +205,7 @@ func TestKeyCacheDatabaseErrorPausesLookups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, known, err := s.CreateClientKey(ctx, store.ActorSystem, store.NewClientKeyInput("known"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, known := mustCreateClientKey(t, s, "known")
 	clock := newTestClock()
 	c := store.NewKeyCache(s, clock.now, sameKey)
 	if err := c.Load(ctx); err != nil {

@@ -64,6 +64,17 @@ func mustCreateConnection(t *testing.T, s *store.Store, in store.ConnectionInput
 	return c
 }
 
+// mustCreateClientKey creates an enabled client key without limits named name and
+// returns it with its secret.
+func mustCreateClientKey(t *testing.T, s *store.Store, name string) (store.ClientKey, string) {
+	t.Helper()
+	k, secret, err := s.CreateClientKey(t.Context(), store.ActorSystem, store.NewClientKeyInput(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, secret
+}
+
 // jsonEqual reports whether two JSON documents are equal after normalisation.
 func jsonEqual(t *testing.T, a, b []byte) bool {
 	t.Helper()
