@@ -47,13 +47,7 @@ func TestCLIUsageErrorsStartNoDatabase(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			dataDir := filepath.Join(t.TempDir(), "data")
-			getenv := func(k string) string {
-				if k == "GATEHOUSE_DATA_DIR" {
-					return dataDir
-				}
-				return ""
-			}
+			dataDir, getenv := dataDirOnly(t)
 			var stdout, stderr bytes.Buffer
 			err := run(t.Context(), tt.args, getenv, strings.NewReader(tt.stdin), &stdout, &stderr)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -74,13 +68,7 @@ func TestCLIUsageErrorsStartNoDatabase(t *testing.T) {
 // row without the secret, and the old password no longer signs in.
 func TestUserPasswd(t *testing.T) {
 	t.Parallel()
-	dbURL := storetest.URL(t)
-	secret := store.GenerateSecretKey()
-	env := map[string]string{
-		"GATEHOUSE_DATABASE_URL": dbURL,
-		"GATEHOUSE_SECRET_KEY":   secret,
-		"GATEHOUSE_DATA_DIR":     filepath.Join(t.TempDir(), "data"),
-	}
+	dbURL, secret, env := cliDB(t)
 	cli := func(stdin string, extraEnv map[string]string, args ...string) (string, error) {
 		getenv := func(k string) string {
 			if v, ok := extraEnv[k]; ok {
@@ -97,19 +85,7 @@ func TestUserPasswd(t *testing.T) {
 		t.Fatalf("user add: %v", err)
 	}
 
-	key, err := store.ParseSecretKey(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(t.Context(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	st, err := store.New(pool, key, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openTestStore(t, dbURL, secret)
 	u, err := st.Authenticate(t.Context(), "ada@example.com", oldPassword)
 	if err != nil {
 		t.Fatalf("authenticate before: %v", err)
@@ -165,13 +141,7 @@ func TestUserPasswd(t *testing.T) {
 // the new key and prints only its secret.
 func TestKeyCreateWithLimits(t *testing.T) {
 	t.Parallel()
-	dbURL := storetest.URL(t)
-	secret := store.GenerateSecretKey()
-	env := map[string]string{
-		"GATEHOUSE_DATABASE_URL": dbURL,
-		"GATEHOUSE_SECRET_KEY":   secret,
-		"GATEHOUSE_DATA_DIR":     filepath.Join(t.TempDir(), "data"),
-	}
+	dbURL, secret, env := cliDB(t)
 	var stdout, stderr bytes.Buffer
 	if err := run(t.Context(), []string{"key", "create", "--name", "fleet", "--weight", "3", "--max-concurrent", "2"},
 		func(k string) string { return env[k] }, strings.NewReader(""), &stdout, &stderr); err != nil {
@@ -181,6 +151,45 @@ func TestKeyCreateWithLimits(t *testing.T) {
 	if !strings.HasPrefix(printed, store.ClientKeyPrefix) || strings.Contains(printed, "\n") {
 		t.Fatalf("key create printed %q, want only the secret", stdout.String())
 	}
+	st := openTestStore(t, dbURL, secret)
+	k, err := st.LookupClientKey(t.Context(), printed)
+	if err != nil {
+		t.Fatalf("the printed secret is no key: %v", err)
+	}
+	if k.Name != "fleet" || !k.Enabled || !strings.Contains(string(k.Limits), `"weight": 3`) || !strings.Contains(string(k.Limits), `"maxConcurrent": 2`) {
+		t.Errorf("created key = %+v (limits %s), want fleet with weight 3 and maxConcurrent 2", k, k.Limits)
+	}
+}
+
+// cliDB returns a fresh database's URL, a new secret key, and the environment of a
+// command run against them with a data dir of the test's own.
+func cliDB(t *testing.T) (dbURL, secret string, env map[string]string) {
+	t.Helper()
+	dbURL = storetest.URL(t)
+	secret = store.GenerateSecretKey()
+	return dbURL, secret, map[string]string{
+		"GATEHOUSE_DATABASE_URL": dbURL,
+		"GATEHOUSE_SECRET_KEY":   secret,
+		"GATEHOUSE_DATA_DIR":     filepath.Join(t.TempDir(), "data"),
+	}
+}
+
+// dataDirOnly returns a data dir that does not exist yet and an environment that
+// names only it, for commands that must fail before they start a database.
+func dataDirOnly(t *testing.T) (dataDir string, getenv func(string) string) {
+	dataDir = filepath.Join(t.TempDir(), "data")
+	return dataDir, func(k string) string {
+		if k == "GATEHOUSE_DATA_DIR" {
+			return dataDir
+		}
+		return ""
+	}
+}
+
+// openTestStore opens the store at dbURL under the secret key secret (base64), with
+// its pool closed at the end of the test.
+func openTestStore(t *testing.T, dbURL, secret string) *store.Store {
+	t.Helper()
 	key, err := store.ParseSecretKey(secret)
 	if err != nil {
 		t.Fatal(err)
@@ -189,16 +198,10 @@ func TestKeyCreateWithLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pool.Close()
-	st, err := store.New(pool, key, nil)
+	t.Cleanup(pool.Close)
+	st, err := store.New(pool, key, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := st.LookupClientKey(t.Context(), printed)
-	if err != nil {
-		t.Fatalf("the printed secret is no key: %v", err)
-	}
-	if k.Name != "fleet" || !k.Enabled || !strings.Contains(string(k.Limits), `"weight": 3`) || !strings.Contains(string(k.Limits), `"maxConcurrent": 2`) {
-		t.Errorf("created key = %+v (limits %s), want fleet with weight 3 and maxConcurrent 2", k, k.Limits)
-	}
+	return st
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -33,19 +30,7 @@ func newConfigCLI(t *testing.T) *configCLI {
 	t.Helper()
 	url := storetest.URL(t)
 	secret := store.GenerateSecretKey()
-	key, err := store.ParseSecretKey(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	st, err := store.New(pool, key, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openTestStore(t, url, secret)
 	dir := t.TempDir()
 	return &configCLI{t: t, st: st, dir: dir, env: map[string]string{
 		"GATEHOUSE_DATABASE_URL": url,
@@ -268,13 +253,7 @@ func TestConfigUsageErrors(t *testing.T) {
 		{[]string{"config", "apply", broken}, "line 1: did not find expected"},
 		{[]string{"config", "export", "--format", "toml"}, `--format must be "yaml" or "json"`},
 	} {
-		dataDir := filepath.Join(t.TempDir(), "data")
-		getenv := func(k string) string {
-			if k == "GATEHOUSE_DATA_DIR" {
-				return dataDir
-			}
-			return ""
-		}
+		dataDir, getenv := dataDirOnly(t)
 		var stdout, stderr bytes.Buffer
 		err := run(t.Context(), tt.args, getenv, strings.NewReader(""), &stdout, &stderr)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
