@@ -26,26 +26,20 @@ func benchCaps() map[string]int {
 // BenchmarkAcquireRelease is the uncontended acquire+release of a 4-gate
 // path, prepared (Prepare) as the gateway prepares its per-target requests.
 func BenchmarkAcquireRelease(b *testing.B) {
-	c := New(Options{})
-	c.SetCaps(benchCaps())
-	req := Prepare(Request{Gates: refs(benchKeys...), MaxWait: 30 * time.Second})
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		p, err := c.Acquire(ctx, req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		p.Release()
-	}
+	benchAcquireRelease(b, Prepare(Request{Gates: refs(benchKeys...), MaxWait: 30 * time.Second}))
 }
 
 // BenchmarkAcquireReleaseByKey is BenchmarkAcquireRelease with a request
 // that is not prepared: one map lookup by key per gate.
 func BenchmarkAcquireReleaseByKey(b *testing.B) {
+	benchAcquireRelease(b, Request{Gates: refs(benchKeys...), MaxWait: 30 * time.Second})
+}
+
+// benchAcquireRelease acquires and releases req on an idle controller with
+// benchCaps, one request at a time.
+func benchAcquireRelease(b *testing.B, req Request) {
 	c := New(Options{})
 	c.SetCaps(benchCaps())
-	req := Request{Gates: refs(benchKeys...), MaxWait: 30 * time.Second}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
