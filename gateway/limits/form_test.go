@@ -10,12 +10,7 @@ import (
 func TestApplyForm(t *testing.T) {
 	t.Parallel()
 	base := Overrides{MaxConcurrent: new(4), ModelConcurrency: map[string]int{"glm-5": 1}, RPD: new(500), TPD: new(int64(1e9))}
-	tests := []struct {
-		name     string
-		form     url.Values
-		want     Overrides
-		wantErrs FieldErrors
-	}{
+	tests := []formCase{
 		{name: "absent fields keep API-set keys", form: url.Values{"name": {"zai-main"}}, want: base},
 		{
 			name: "present fields set, blank fields remove",
@@ -36,6 +31,21 @@ func TestApplyForm(t *testing.T) {
 			},
 		},
 	}
+	runFormCases(t, base, tests)
+}
+
+// formCase is one dashboard form applied to a connection's overrides: the
+// overrides it leaves, or the problems it reports.
+type formCase struct {
+	name     string
+	form     url.Values
+	want     Overrides
+	wantErrs FieldErrors
+}
+
+// runFormCases applies each case's form to a copy of base and compares.
+func runFormCases(t *testing.T, base Overrides, tests []formCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

@@ -130,12 +130,7 @@ func TestMergePatchShadow(t *testing.T) {
 func TestApplyFormAdaptiveAndShadow(t *testing.T) {
 	t.Parallel()
 	base := Overrides{MaxConcurrent: new(8), Adaptive: new(true), Shadow: &ShadowCaps{MaxConcurrent: new(2), ModelConcurrency: map[string]int{"glm-5": 1}}}
-	tests := []struct {
-		name     string
-		form     url.Values
-		want     Overrides
-		wantErrs FieldErrors
-	}{
+	tests := []formCase{
 		{name: "a form without the fields keeps them", form: url.Values{"rpm": {"5"}}, want: Overrides{MaxConcurrent: new(8), Adaptive: new(true), Shadow: base.Shadow, RPM: new(5)}},
 		{name: "unchecked box (hidden marker only) clears adaptive", form: url.Values{"adaptive": {"false"}}, want: Overrides{MaxConcurrent: new(8), Shadow: base.Shadow}},
 		{name: "checked box keeps adaptive", form: url.Values{"adaptive": {"false", "true"}}, want: base},
@@ -162,16 +157,5 @@ func TestApplyFormAdaptiveAndShadow(t *testing.T) {
 			},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, errs := ApplyForm(base.Clone(), tt.form, prefix)
-			if diff := cmp.Diff(tt.wantErrs, errs, ignoreCodes); diff != "" {
-				t.Errorf("errors mismatch (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("overrides mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
+	runFormCases(t, base, tests)
 }
