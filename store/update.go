@@ -14,18 +14,23 @@ func (c Connection) rowVersion() int64 { return c.Version }
 func (k ClientKey) rowVersion() int64  { return k.Version }
 func (s Settings) rowVersion() int64   { return s.Version }
 
-// checkVersion is the optimistic-concurrency check of every versioned write:
-// ErrStale when expected is not 0 and differs from the stored version.
-func checkVersion(cur versioned, expected int64) error {
-	if v := cur.rowVersion(); expected != 0 && v != expected {
-		return fmt.Errorf("%w: version is %d, not %d", ErrStale, v, expected)
+// lockVersion reads a row with lock (FOR UPDATE) and makes the optimistic-concurrency
+// check of every versioned write: ErrStale when expected is not 0 and differs from the
+// stored version.
+func lockVersion[R versioned](tx pgx.Tx, lock func(pgx.Tx) (R, error), expected int64) (R, error) {
+	cur, err := lock(tx)
+	if err != nil {
+		return cur, err
 	}
-	return nil
+	if v := cur.rowVersion(); expected != 0 && v != expected {
+		return cur, fmt.Errorf("%w: version is %d, not %d", ErrStale, v, expected)
+	}
+	return cur, nil
 }
 
 // updateLocked is the transaction of every versioned update (UpdateConnection,
-// UpdateClientKey, UpdateSettings): lock reads the row FOR UPDATE, its version is
-// checked against expectedVersion, fn turns it into the new input, and write stores
+// UpdateClientKey, UpdateSettings): lockVersion reads the row and checks its version
+// against expectedVersion, fn turns it into the new input, and write stores
 // that (with its audit row and config notification) and returns the row as stored.
 // An error from fn aborts the update and is returned unwrapped; any other error is
 // returned as "store: <what>: <error>".
@@ -36,11 +41,8 @@ func updateLocked[R versioned, I any](ctx context.Context, s *Store, what string
 		fnErr         error
 	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		cur, err := lock(tx)
+		cur, err := lockVersion(tx, lock, expectedVersion)
 		if err != nil {
-			return err
-		}
-		if err := checkVersion(cur, expectedVersion); err != nil {
 			return err
 		}
 		in, err := fn(cur)
@@ -61,18 +63,15 @@ func updateLocked[R versioned, I any](ctx context.Context, s *Store, what string
 }
 
 // deleteLocked is the transaction of every versioned delete (DeleteConnection,
-// DeleteClientKey): lock reads the row FOR UPDATE, its version is checked against
+// DeleteClientKey): lockVersion reads the row and checks its version against
 // expectedVersion, deleteSQL (with id as $1) removes it, and the audit row and the
 // config notification for entity id are written. Errors are returned as
 // "store: <what>: <error>".
 func deleteLocked[R versioned](ctx context.Context, s *Store, what, actor, entity, id string, expectedVersion int64,
 	lock func(pgx.Tx) (R, error), deleteSQL string) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		cur, err := lock(tx)
+		cur, err := lockVersion(tx, lock, expectedVersion)
 		if err != nil {
-			return err
-		}
-		if err := checkVersion(cur, expectedVersion); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, deleteSQL, id); err != nil {
