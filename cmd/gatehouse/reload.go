@@ -196,19 +196,11 @@ func (u usageCounter) CountRequest(ctx context.Context, connID string, day time.
 
 func (u usageCounter) AddUsage(ctx context.Context, connID string, day time.Time, requests, tokens int64) (gateway.DayUsage, error) {
 	t, err := u.st.AddUsageTotals(ctx, connID, day, requests, tokens)
-	return gateway.DayUsage{Requests: t.Requests, Tokens: t.Tokens}, err
+	return dayUsage(t), err
 }
 
 func (u usageCounter) DayUsage(ctx context.Context, day time.Time) (map[string]gateway.DayUsage, error) {
-	m, err := u.st.UsageForDay(ctx, day)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]gateway.DayUsage, len(m))
-	for id, v := range m {
-		out[id] = gateway.DayUsage{Requests: v.Requests, Tokens: v.Tokens}
-	}
-	return out, nil
+	return dayUsages(u.st.UsageForDay(ctx, day))
 }
 
 // keyUsageCounter adapts the store's usage_daily_keys table to gateway.UsageCounter,
@@ -223,17 +215,26 @@ func (u keyUsageCounter) CountRequest(ctx context.Context, keyID string, day tim
 
 func (u keyUsageCounter) AddUsage(ctx context.Context, keyID string, day time.Time, requests, tokens int64) (gateway.DayUsage, error) {
 	t, err := u.st.AddClientKeyUsage(ctx, keyID, day, requests, tokens)
-	return gateway.DayUsage{Requests: t.Requests, Tokens: t.Tokens}, err
+	return dayUsage(t), err
 }
 
 func (u keyUsageCounter) DayUsage(ctx context.Context, day time.Time) (map[string]gateway.DayUsage, error) {
-	m, err := u.st.ClientKeyUsageForDay(ctx, day)
+	return dayUsages(u.st.ClientKeyUsageForDay(ctx, day))
+}
+
+// dayUsage is a store.Usage as the gateway counts it.
+func dayUsage(u store.Usage) gateway.DayUsage {
+	return gateway.DayUsage{Requests: u.Requests, Tokens: u.Tokens}
+}
+
+// dayUsages is a day's store.Usage by id as the gateway counts it.
+func dayUsages(m map[string]store.Usage, err error) (map[string]gateway.DayUsage, error) {
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]gateway.DayUsage, len(m))
 	for id, v := range m {
-		out[id] = gateway.DayUsage{Requests: v.Requests, Tokens: v.Tokens}
+		out[id] = dayUsage(v)
 	}
 	return out, nil
 }
