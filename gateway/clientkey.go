@@ -195,26 +195,14 @@ func (x *exchange) keyBlocked() *apiError {
 // answered with 429 RATE_LIMIT_RPM (gate key-rpm:<id>).
 func (x *exchange) keyTurn(start time.Time, maxWait time.Duration) *apiError {
 	ks := x.key
-	lim := ks.carry.rate.spacer.Load()
-	if lim == nil {
-		return nil
-	}
-	now := time.Now()
-	res := lim.ReserveN(now, 1)
-	d := res.DelayFrom(now)
-	if d <= 0 {
-		return nil
-	}
-	if maxWait > 0 && now.Add(d).After(start.Add(maxWait)) {
-		res.CancelAt(now)
+	switch d, v := ks.carry.rate.spacedTurn(x, start, maxWait); v {
+	case turnTooLate:
 		x.g.metrics.rateRejected(live.BudgetRPM)
 		return &apiError{status: http.StatusTooManyRequests, code: CodeRateLimitRPM,
 			message: "client key " + strconv.Quote(ks.name) + " may dispatch one request every " + ks.lim.spacing.String() +
 				" (rpm), and its next turn comes after the wait bound of " + maxWait.String(),
 			retryAfter: ceilSeconds(d), gate: ks.lim.spacingGate}
-	}
-	if !x.waitTurn(now, d) {
-		res.Cancel()
+	case turnGone:
 		return errClientGone
 	}
 	return nil
@@ -228,17 +216,7 @@ func (x *exchange) countKeyDispatch() (reserved int64) {
 	if !l.any() {
 		return 0
 	}
-	now := x.g.now()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.rolloverLocked(l, now)
-	r.minuteReqs++
-	if l.tpm > 0 {
-		reserved = r.est
-		r.used += reserved
-		r.inflight += reserved
-	}
-	return reserved
+	return r.reserveDispatch(l, x.g.now())
 }
 
 // settleKey charges the tokens of an attempt to its key in place of the

@@ -42,30 +42,51 @@ func (r *connRate) turnDelay(now time.Time) time.Duration {
 }
 
 // takeTurn waits for c's dispatch turn on the in-process spacing while x
-// holds its permit. The wait shares the request's admission deadline: start
-// is when the admission wait began and maxWait its bound (0 = none). A turn
-// that cannot come in time is given back and answered with 429
-// RATE_LIMIT_RPM at once.
+// holds its permit (spacedTurn); a turn that cannot come in time is
+// answered with 429 RATE_LIMIT_RPM at once.
 func (r *connRate) takeTurn(x *exchange, c *conn, start time.Time, maxWait time.Duration) *apiError {
-	lim := r.spacer.Load()
-	if lim == nil {
-		return nil
-	}
-	now := time.Now()
-	res := lim.ReserveN(now, 1)
-	d := res.DelayFrom(now)
-	if d <= 0 {
-		return nil
-	}
-	if maxWait > 0 && now.Add(d).After(start.Add(maxWait)) {
-		res.CancelAt(now)
+	switch d, v := r.spacedTurn(x, start, maxWait); v {
+	case turnTooLate:
 		return x.errTurnTooLate(c, d, maxWait, "")
-	}
-	if !x.waitTurn(now, d) {
-		res.Cancel()
+	case turnGone:
 		return errClientGone
 	}
 	return nil
+}
+
+// turnVerdict is how a wait for a dispatch turn ended.
+type turnVerdict uint8
+
+const (
+	turnTaken   turnVerdict = iota // the turn has come (or there is no spacing)
+	turnTooLate                    // it would come after the wait bound: given back
+	turnGone                       // the client went away while waiting: given back
+)
+
+// spacedTurn reserves r's next dispatch turn and waits for it while x holds
+// its permit: a connection's or a client key's. The wait shares the
+// request's admission deadline: start is when the admission wait began and
+// maxWait its bound (0 = none). A turn that cannot come in time is given
+// back at once, with d the time it would have taken.
+func (r *connRate) spacedTurn(x *exchange, start time.Time, maxWait time.Duration) (d time.Duration, v turnVerdict) {
+	lim := r.spacer.Load()
+	if lim == nil {
+		return 0, turnTaken
+	}
+	now := time.Now()
+	res := lim.ReserveN(now, 1)
+	if d = res.DelayFrom(now); d <= 0 {
+		return 0, turnTaken
+	}
+	if maxWait > 0 && now.Add(d).After(start.Add(maxWait)) {
+		res.CancelAt(now)
+		return d, turnTooLate
+	}
+	if !x.waitTurn(now, d) {
+		res.Cancel()
+		return d, turnGone
+	}
+	return d, turnTaken
 }
 
 // waitTurn waits d from now for a reserved turn, counting the time as

@@ -134,8 +134,15 @@ func (x *exchange) countDispatch(c *conn) (reserved int64, v dispatchVerdict) {
 			return 0, v
 		}
 	}
-	r := c.rate
+	return c.rate.reserveDispatch(l, now), dispatchOK
+}
+
+// reserveDispatch counts a dispatch in r's minute (the rpm display count)
+// and, with tpm, reserves the running estimate of tokens per request, which
+// it returns so that settle can replace it: a connection's or a client key's.
+func (r *connRate) reserveDispatch(l *connLimits, now time.Time) (reserved int64) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.rolloverLocked(l, now)
 	r.minuteReqs++
 	if l.tpm > 0 {
@@ -143,8 +150,7 @@ func (x *exchange) countDispatch(c *conn) (reserved int64, v dispatchVerdict) {
 		r.used += reserved
 		r.inflight += reserved
 	}
-	r.mu.Unlock()
-	return reserved, dispatchOK
+	return reserved
 }
 
 // settle charges the tokens an attempt on c used (actual, 0 when the
