@@ -74,36 +74,12 @@ func TestRPDPersistsInPostgres(t *testing.T) {
 	// start runs a gateway process's worth of wiring and returns its URL.
 	start := func() (*gateway.Gateway, string) {
 		t.Helper()
-		loader := newConfigLoader(st, logger)
-		gw := gateway.New(gateway.Options{Logger: logger, Authenticate: loader.authenticate,
-			Usage: usageCounter{st: st}, Now: clock.Now})
-		loader.gw = gw
-		if err := loader.reload(ctx); err != nil {
-			t.Fatalf("reload: %v", err)
-		}
-		srv := httptest.NewServer(gw)
-		t.Cleanup(func() {
-			srv.Close()
-			gw.Close()
-		})
-		return gw, srv.URL
+		return startWired(t, st, gateway.Options{Logger: logger, Usage: usageCounter{st: st}, Now: clock.Now})
 	}
 	post := func(url string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/chat/completions",
-			strings.NewReader(`{"model":"glm-5","messages":[{"role":"user","content":"hi"}]}`))
-		req.Header.Set("Authorization", "Bearer "+clientKey)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("POST: %v", err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		var e struct {
-			Error struct{ Code string } `json:"error"`
-		}
-		_ = json.Unmarshal(body, &e)
-		return resp.StatusCode, e.Error.Code
+		status, code, _ := postChat(t, url, clientKey)
+		return status, code
 	}
 	stored := func(day time.Time) int64 {
 		t.Helper()
@@ -213,36 +189,12 @@ func TestKeyTPDPersistsInPostgres(t *testing.T) {
 	clock := &testClock{t: time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)}
 	start := func() string {
 		t.Helper()
-		loader := newConfigLoader(st, logger)
-		gw := gateway.New(gateway.Options{Logger: logger, Authenticate: loader.authenticate,
-			Usage: usageCounter{st: st}, KeyUsage: keyUsageCounter{st: st}, Now: clock.Now})
-		loader.gw = gw
-		if err := loader.reload(ctx); err != nil {
-			t.Fatalf("reload: %v", err)
-		}
-		srv := httptest.NewServer(gw)
-		t.Cleanup(func() {
-			srv.Close()
-			gw.Close()
-		})
-		return srv.URL
+		_, url := startWired(t, st, gateway.Options{Logger: logger, Usage: usageCounter{st: st}, KeyUsage: keyUsageCounter{st: st}, Now: clock.Now})
+		return url
 	}
 	post := func(url, key string) (int, string, string) {
 		t.Helper()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/chat/completions",
-			strings.NewReader(`{"model":"glm-5","messages":[{"role":"user","content":"hi"}]}`))
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("POST: %v", err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		var e struct {
-			Error struct{ Code string } `json:"error"`
-		}
-		_ = json.Unmarshal(body, &e)
-		return resp.StatusCode, e.Error.Code, resp.Header.Get("X-Gatehouse-Gate")
+		return postChat(t, url, key)
 	}
 	url := start()
 	for i := range 2 {
@@ -267,4 +219,43 @@ func TestKeyTPDPersistsInPostgres(t *testing.T) {
 	if status, code, _ := post(url, other); status != http.StatusOK {
 		t.Errorf("other key after the restart: %d %s, want 200", status, code)
 	}
+}
+
+// startWired runs a gateway process's worth of wiring over st (config loader, its
+// key cache as Authenticate, one reload) with opts, and returns it with its URL.
+func startWired(t *testing.T, st *store.Store, opts gateway.Options) (*gateway.Gateway, string) {
+	t.Helper()
+	loader := newConfigLoader(st, opts.Logger)
+	opts.Authenticate = loader.authenticate
+	gw := gateway.New(opts)
+	loader.gw = gw
+	if err := loader.reload(t.Context()); err != nil {
+		t.Fatalf("reload: %v", err)
+	}
+	srv := httptest.NewServer(gw)
+	t.Cleanup(func() {
+		srv.Close()
+		gw.Close()
+	})
+	return gw, srv.URL
+}
+
+// postChat sends a small glm-5 chat completion to the gateway at url with the client
+// key key and returns the status, the error code and X-Gatehouse-Gate.
+func postChat(t *testing.T, url, key string) (status int, code, gate string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/v1/chat/completions",
+		strings.NewReader(`{"model":"glm-5","messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var e struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	_ = json.Unmarshal(body, &e)
+	return resp.StatusCode, e.Error.Code, resp.Header.Get("X-Gatehouse-Gate")
 }
