@@ -13,7 +13,7 @@ import (
 // back, as attempt does. It must not allocate.
 // Run with: go test -run '^$' -bench GatewayAdmit -benchmem ./gateway/
 func BenchmarkGatewayAdmit(b *testing.B) {
-	gw := New(Options{Authenticate: func(context.Context, string) (ClientKey, bool) { return ClientKey{}, true }})
+	gw := New(Options{Outbound: *testOutbound, Authenticate: func(context.Context, string) (ClientKey, bool) { return ClientKey{}, true }})
 	defer gw.Close()
 	gw.Apply(Config{Connections: []Connection{{
 		ID: "6f1c2a9e-5b7d-4c1e-9a3f-2d8b7e6c5a41", Name: "bench", Provider: "zai", APIStyle: "openai",

@@ -24,7 +24,7 @@ func BenchmarkProxy(b *testing.B) {
 	upSrv := httptest.NewServer(up)
 	defer upSrv.Close()
 	defer up.Close()
-	gw := New(Options{Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
+	gw := New(Options{Outbound: *testOutbound, Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
 		return ClientKey{ID: "test-key", Name: "test", Enabled: true}, s == testClientKey
 	}})
 	defer gw.Close()

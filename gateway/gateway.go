@@ -51,9 +51,13 @@ type Options struct {
 	// time.Now). Circuit breakers and the rpm/minTime spacing use the real
 	// clock.
 	Now func() time.Time
-	// Transport sends upstream requests. Default: a shared *http.Transport
-	// tuned for proxying (see NewTransport).
+	// Transport sends upstream requests. Default: the client Outbound
+	// names, made for this gateway and closed with it.
 	Transport http.RoundTripper
+	// Outbound picks the upstream client when Transport is nil:
+	// OutboundNetHTTP ("" too: net/http's Transport, see NewTransport) or
+	// OutboundFastHTTP (fasthttp's HostClient, see NewFastTransport).
+	Outbound string
 	// MaxBodyBytes bounds client request bodies (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
 	// Usage keeps the daily counts behind rpd and tpd (Postgres in
@@ -88,11 +92,14 @@ type Options struct {
 // Gateway is the /v1 proxy. Create it with New, give it a Config with
 // Apply, serve it as an http.Handler, and Close it when done.
 type Gateway struct {
-	log          *slog.Logger
-	auth         func(context.Context, string) (ClientKey, bool)
-	now          func() time.Time
-	transport    http.RoundTripper
-	ownTransport *http.Transport
+	log  *slog.Logger
+	auth func(context.Context, string) (ClientKey, bool)
+	now  func() time.Time
+	// transport is the outbound leg, chosen once in New (net/http or
+	// fasthttp, both behind http.RoundTripper).
+	transport http.RoundTripper
+	// ownTransport is the transport New made, whose idle connections Close closes.
+	ownTransport interface{ CloseIdleConnections() }
 	maxBody      int64
 	ctrl         admission.Admitter
 	// local is ctrl's controller when ctrl is exactly an admission.Local
@@ -169,10 +176,15 @@ func New(opts Options) *Gateway {
 	if g.maxBody <= 0 {
 		g.maxBody = DefaultMaxBodyBytes
 	}
-	g.transport = opts.Transport
-	if g.transport == nil {
-		g.ownTransport = NewTransport()
-		g.transport = g.ownTransport
+	switch {
+	case opts.Transport != nil:
+		g.transport = opts.Transport
+	case opts.Outbound == OutboundFastHTTP:
+		t := NewFastTransport()
+		g.transport, g.ownTransport = t, t
+	default:
+		t := NewTransport()
+		g.transport, g.ownTransport = t, t
 	}
 	if opts.SharedLimits != nil {
 		sl := &sharedLimiter{store: opts.SharedLimits, now: g.now, learn: g.learn, down: &failOpen{log: g.log, retry: sharedRetry,

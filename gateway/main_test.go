@@ -3,9 +3,12 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -18,8 +21,20 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
 )
 
+// testOutbound is the upstream client every test gateway uses: the package's
+// tests run once per client (scripts/test runs them again with
+// -outbound=fasthttp), so that each behaviour holds on both.
+var testOutbound = flag.String("outbound", OutboundNetHTTP, "upstream client of the test gateways: net/http or fasthttp")
+
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	flag.Parse()
+	if !ValidOutbound(*testOutbound) {
+		fmt.Fprintf(os.Stderr, "-outbound %q: want %s or %s\n", *testOutbound, OutboundNetHTTP, OutboundFastHTTP)
+		os.Exit(2)
+	}
+	// fasthttp's idle-connection cleaner ends on its own, up to fastIdle after
+	// a host's last connection closed.
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"))
 }
 
 const testClientKey = "client-secret-key-0123456789"
@@ -62,7 +77,7 @@ func newEnv(t *testing.T, upOpts upstreamtest.Options, opts ...envOption) *env {
 	t.Helper()
 	up := upstreamtest.NewServer(upOpts)
 	upSrv := httptest.NewServer(up)
-	o := Options{Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
+	o := Options{Outbound: *testOutbound, Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
 		return ClientKey{ID: "test-key", Name: "test", Enabled: true}, s == testClientKey
 	}}
 	for _, f := range opts {

@@ -255,7 +255,7 @@ func secondsToMidnight(now time.Time) int {
 // restarted process would, and points e at it.
 func (e *env) restart(opts ...envOption) {
 	e.t.Helper()
-	o := Options{Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
+	o := Options{Outbound: *testOutbound, Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
 		return ClientKey{ID: "test-key", Name: "test", Enabled: true}, s == testClientKey
 	}}
 	for _, f := range opts {

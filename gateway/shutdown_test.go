@@ -93,7 +93,7 @@ func TestShutdownCutEndsStreams(t *testing.T) {
 	t.Parallel()
 	up := upstreamtest.NewServer(upstreamtest.Options{Chunks: 1000, ChunkInterval: 20 * time.Millisecond})
 	upSrv := httptest.NewServer(up)
-	gw := New(Options{Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
+	gw := New(Options{Outbound: *testOutbound, Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
 		return ClientKey{ID: "test-key", Name: "test", Enabled: true}, s == testClientKey
 	}})
 	base, cut := context.WithCancelCause(context.Background())

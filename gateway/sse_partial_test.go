@@ -88,7 +88,7 @@ func TestStreamErrorAfterPartialEvent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			upURL := partialEventUpstream(t, tc.nl, tc.cut)
-			gw := New(Options{Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
+			gw := New(Options{Outbound: *testOutbound, Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
 				return ClientKey{ID: "test-key", Name: "test", Enabled: true}, s == testClientKey
 			}})
 			gwSrv := httptest.NewServer(gw)
@@ -241,7 +241,7 @@ func TestStreamKeepAliveCommentPassesAtOnce(t *testing.T) {
 // up and returns the answer to a streaming chat request through it.
 func streamThrough(t *testing.T, up *httptest.Server) *http.Response {
 	t.Helper()
-	gw := New(Options{Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
+	gw := New(Options{Outbound: *testOutbound, Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
 		return ClientKey{ID: "test-key", Name: "test", Enabled: true}, s == testClientKey
 	}})
 	gwSrv := httptest.NewServer(gw)

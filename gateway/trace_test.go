@@ -99,7 +99,7 @@ func newEnvWrapped(t *testing.T, wrap func(http.Handler) http.Handler, opts ...e
 	t.Helper()
 	up := upstreamtest.NewServer(upstreamtest.Options{})
 	upSrv := httptest.NewServer(wrap(up))
-	o := Options{Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
+	o := Options{Outbound: *testOutbound, Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
 		return ClientKey{ID: "test-key", Name: "test", Enabled: true}, s == testClientKey
 	}}
 	for _, f := range opts {
@@ -392,7 +392,7 @@ func BenchmarkProxyTraced(b *testing.B) {
 	defer up.Close()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}))
 	defer func() { _ = tp.Shutdown(context.Background()) }()
-	gw := New(Options{Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
+	gw := New(Options{Outbound: *testOutbound, Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
 		return ClientKey{ID: "test-key", Name: "test", Enabled: true}, s == testClientKey
 	},
 		TracerProvider: tp})

@@ -40,6 +40,7 @@ func TestCLIUsageErrorsStartNoDatabase(t *testing.T) {
 		{name: "user add no password", args: []string{"user", "add", "--email", "v@example.com", "--role", "viewer"}, want: "no password"},
 		{name: "user passwd without email", args: []string{"user", "passwd"}, stdin: "a-long-password\n", want: "--email is required"},
 		{name: "user passwd no password", args: []string{"user", "passwd", "--email", "v@example.com"}, want: "user passwd: no password"},
+		{name: "serve bad outbound", args: []string{"serve", "--outbound", "curl"}, want: `GATEHOUSE_OUTBOUND "curl": want net/http or fasthttp`},
 		{name: "serve bad trusted proxies", args: []string{"serve", "--trusted-proxies", "10.0.0.0/8,10.0.0.0/33"}, want: `GATEHOUSE_TRUSTED_PROXIES: entry 2 "10.0.0.0/33"`},
 		{name: "stray argument", args: []string{"migrate", "now"}, want: `unexpected argument "now"`},
 		{name: "name given without flag", args: []string{"key", "create", "agents"}, want: `unexpected argument "agents"`},

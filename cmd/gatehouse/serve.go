@@ -71,6 +71,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	if !gateway.ValidOutbound(cfg.Outbound) {
+		return fmt.Errorf("GATEHOUSE_OUTBOUND %q: want %s or %s", cfg.Outbound, gateway.OutboundNetHTTP, gateway.OutboundFastHTTP)
+	}
 	tuneGC(getenv)
 	var shared *clusterMode
 	if cfg.RedisURL != "" {
@@ -149,7 +152,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		}
 	}()
 	gwOpts := gateway.Options{Logger: logger, Registerer: reg, Authenticate: loader.authenticate,
-		Usage: usageCounter{st: st}, KeyUsage: keyUsageCounter{st: st}, TracerProvider: tp}
+		Usage: usageCounter{st: st}, KeyUsage: keyUsageCounter{st: st}, TracerProvider: tp, Outbound: cfg.Outbound}
 	ready := loader.ready
 	if shared != nil {
 		gwOpts.Admission = shared.ctrl

@@ -74,6 +74,7 @@ type report struct {
 	Duration    string            `json:"runDuration"`
 	Reps        int               `json:"reps"`
 	ChildEnv    []string          `json:"childEnv"`
+	Outbound    string            `json:"outbound"` // Gatehouse's upstream client
 	Scenarios   []scenarioSummary `json:"scenarios"`
 	RSSAfterMB  float64           `json:"rssAfterStandardRunsMB"`
 	PeakRSSMB   float64           `json:"peakRssAfterStandardRunsMB"`
@@ -150,9 +151,9 @@ func summarize(sc scenario, runs []runRecord) scenarioSummary {
 
 func mark(pass bool) string {
 	if pass {
-		return "✅ pass"
+		return "✅ met"
 	}
-	return "❌ FAIL"
+	return "❌ missed"
 }
 
 // markdown renders the report's tables.
@@ -162,8 +163,8 @@ func (r *report) markdown() string {
 	if r.Smoke {
 		kind = "SMOKE RUN (short runs, numbers indicative only)"
 	}
-	fmt.Fprintf(&b, "Gatehouse benchmark, %s — %s, commit %s, %s, %d CPUs, load average %.2f before / %.2f after; %d × %s per run and path; child env %s.\n\n",
-		kind, r.When.UTC().Format("2006-01-02 15:04 MST"), r.Commit, r.GoVersion, r.CPUs, r.LoadBefore, r.LoadAfter, r.Reps, r.Duration, strings.Join(r.ChildEnv, " "))
+	fmt.Fprintf(&b, "Gatehouse benchmark, %s — %s, commit %s, %s, %d CPUs, load average %.2f before / %.2f after; %d × %s per run and path; child env %s; outbound client %s.\n\n",
+		kind, r.When.UTC().Format("2006-01-02 15:04 MST"), r.Commit, r.GoVersion, r.CPUs, r.LoadBefore, r.LoadAfter, r.Reps, r.Duration, strings.Join(r.ChildEnv, " "), r.Outbound)
 	b.WriteString("| scenario | direct req/s | Gatehouse req/s | ratio | direct p50 | Gatehouse p50 | added p50 | direct p99 | Gatehouse p99 | Gatehouse CPU/req | target |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, s := range r.Scenarios {
@@ -178,7 +179,7 @@ func (r *report) markdown() string {
 			s.Name, s.DirectRPS, s.GatehouseRPS, s.Ratio, s.DirectP50Ms, s.GatehouseP50Ms, s.AddedP50Ms,
 			s.DirectP99Ms, s.GatehouseP99Ms, s.CPUPerReqUs, cmp.Or(strings.Join(marks, "; "), "—"))
 	}
-	b.WriteString("\n| check | want | got | |\n|---|---|---|---|\n")
+	b.WriteString("\nIssue 17 targets:\n\n| target | want | got | |\n|---|---|---|---|\n")
 	for _, t := range r.Targets {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.What, t.Want, t.Got, mark(t.Pass))
 	}

@@ -1,0 +1,397 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Outbound names the client that sends upstream requests (Options.Outbound,
+// GATEHOUSE_OUTBOUND).
+const (
+	// OutboundNetHTTP is net/http's Transport (NewTransport): the default.
+	OutboundNetHTTP = "net/http"
+	// OutboundFastHTTP is fasthttp's HostClient, doing its I/O on the
+	// handler's goroutine (NewFastTransport).
+	OutboundFastHTTP = "fasthttp"
+)
+
+// ValidOutbound reports whether name is an outbound client New knows.
+func ValidOutbound(name string) bool {
+	return name == OutboundNetHTTP || name == OutboundFastHTTP
+}
+
+// FastTransport is an http.RoundTripper on fasthttp's HostClient (one per
+// upstream scheme and host) with response body streaming. Unlike
+// net/http's Transport, which hands every request to a write-loop and a
+// read-loop goroutine per connection, it writes the request and reads the
+// response on the calling goroutine: fewer goroutine hand-offs and
+// syscalls per request (docs/BENCHMARKS.md).
+//
+// What the gateway relies on, and how it holds here:
+//   - the request context bounds the whole exchange (execution bound,
+//     client hang-up): when it ends, the connection is closed at once,
+//     which the upstream sees, and a blocked read or write returns;
+//   - the request body is streamed from Request.Body as it is (with
+//     Content-Length), headers and a small body in one write;
+//   - response bodies stream: Read returns what has arrived;
+//   - idle connections are reused (per host, most recently used first); a
+//     reused connection that the upstream had closed while idle (EOF
+//     before any answer byte) is retried once on another connection when
+//     the request has GetBody, as net/http does for a connection its
+//     background reader saw closed;
+//   - https base URLs use TLS (HTTP/1.1; net/http negotiates HTTP/2).
+//
+// Dialing is bounded by 10 s (and the context's deadline), not by the
+// context's cancellation.
+type FastTransport struct {
+	// TLSConfig, when set, is the TLS configuration for https upstreams
+	// (tests trust their own CA with it).
+	TLSConfig *tls.Config
+
+	mu    sync.Mutex // serialises adding hosts
+	hosts atomic.Pointer[map[fastHostKey]*fasthttp.HostClient]
+}
+
+type fastHostKey struct {
+	tls  bool
+	host string
+}
+
+// NewFastTransport returns the fasthttp outbound client, sized like
+// NewTransport: no limit on connections per host (the gates bound them),
+// 32 KiB read and write buffers, no transparent compression, no proxy.
+func NewFastTransport() *FastTransport { return &FastTransport{} }
+
+// fastIdle is how long an idle upstream connection is kept. It is shorter
+// than net/http's 90 s because fasthttp has no background read to notice
+// an upstream closing an idle connection.
+const fastIdle = 30 * time.Second
+
+func (t *FastTransport) host(tlsOn bool, host string) *fasthttp.HostClient {
+	k := fastHostKey{tls: tlsOn, host: host}
+	if m := t.hosts.Load(); m != nil {
+		if hc := (*m)[k]; hc != nil {
+			return hc
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.hosts.Load()
+	if old != nil {
+		if hc := (*old)[k]; hc != nil {
+			return hc
+		}
+	}
+	hc := &fasthttp.HostClient{
+		Addr:                     fasthttp.AddMissingPort(host, tlsOn),
+		IsTLS:                    tlsOn,
+		TLSConfig:                t.TLSConfig,
+		Transport:                fastConnTransport{},
+		DialTimeout:              fastDial,
+		MaxConns:                 1 << 20,
+		MaxIdleConnDuration:      fastIdle,
+		ConnPoolStrategy:         fasthttp.LIFO,
+		ReadBufferSize:           32 << 10,
+		WriteBufferSize:          32 << 10,
+		StreamResponseBody:       true,
+		DisablePathNormalizing:   true,
+		NoDefaultUserAgentHeader: true,
+	}
+	m := make(map[fastHostKey]*fasthttp.HostClient, 1)
+	if old != nil {
+		for k, v := range *old {
+			m[k] = v
+		}
+	}
+	m[k] = hc
+	t.hosts.Store(&m)
+	return hc
+}
+
+func fastDial(addr string, timeout time.Duration) (net.Conn, error) {
+	if timeout <= 0 || timeout > 10*time.Second {
+		timeout = 10 * time.Second
+	}
+	d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	return d.Dial("tcp", addr)
+}
+
+// CloseIdleConnections closes every idle upstream connection.
+func (t *FastTransport) CloseIdleConnections() {
+	if m := t.hosts.Load(); m != nil {
+		for _, hc := range *m {
+			hc.CloseIdleConnections()
+		}
+	}
+}
+
+// fastCall is one request on its way: what fastConnTransport, which runs
+// inside HostClient.Do, hands back to RoundTrip and the body.
+type fastCall struct {
+	ctx  context.Context
+	req  *fasthttp.Request
+	resp *fasthttp.Response
+	// br is the connection's read buffer while the body streams from it.
+	br *bufio.Reader
+	// chunked: the body comes in chunked transfer encoding.
+	chunked bool
+	// end gives the connection back (keep) or closes it; set once the
+	// response headers are read.
+	end func(keep bool)
+	// stale: the attempt failed on a reused connection before any byte of
+	// an answer arrived.
+	stale bool
+	eof   bool
+}
+
+// fastCallKey is the request user value that carries the *fastCall.
+var fastCallKey = &struct{ name string }{"gateway.fastCall"}
+
+// RoundTrip sends r and returns the response headers, with a body that
+// streams from the connection and gives it back when closed.
+func (t *FastTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	ctx := r.Context()
+	if err := ctx.Err(); err != nil {
+		closeBody(r)
+		return nil, err
+	}
+	u := r.URL
+	hc := t.host(u.Scheme == "https", u.Host)
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	call := &fastCall{ctx: ctx, req: req, resp: resp}
+	req.SetUserValue(fastCallKey, call)
+	req.Header.SetNoDefaultContentType(true)
+	resp.Header.SetNoDefaultContentType(true)
+	req.Header.SetMethod(r.Method)
+	req.SetRequestURI(u.RequestURI())
+	host := r.Host
+	if host == "" {
+		host = u.Host
+	}
+	req.Header.SetHost(host)
+	req.URI().SetScheme(u.Scheme)
+	for k, vv := range r.Header {
+		for _, v := range vv {
+			req.Header.Add(k, v)
+		}
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		req.SetTimeout(time.Until(dl)) // bounds the dial
+	}
+	body := r.Body
+	for try := 0; ; try++ {
+		if body != nil && body != http.NoBody {
+			req.SetBodyStream(body, int(r.ContentLength))
+		}
+		call.stale = false
+		err := hc.Do(req, resp)
+		if err == nil {
+			break
+		}
+		if call.stale && try == 0 && ctx.Err() == nil && (body == nil || r.GetBody != nil) {
+			if r.GetBody != nil {
+				if body, err = r.GetBody(); err == nil {
+					continue
+				}
+			} else {
+				continue
+			}
+		}
+		fasthttp.ReleaseRequest(req)
+		fasthttp.ReleaseResponse(resp)
+		return nil, err
+	}
+	fasthttp.ReleaseRequest(req)
+	call.req = nil
+	call.chunked = resp.Header.ContentLength() == -1
+	out := &http.Response{
+		StatusCode:    resp.StatusCode(),
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        fastResponseHeader(&resp.Header),
+		ContentLength: int64(resp.Header.ContentLength()),
+		Body:          fastBody{call},
+		Request:       r,
+	}
+	if out.ContentLength < 0 {
+		out.ContentLength = -1
+	}
+	return out, nil
+}
+
+func closeBody(r *http.Request) {
+	if r.Body != nil {
+		_ = r.Body.Close()
+	}
+}
+
+// fastResponseHeader converts the upstream's headers for the gateway's
+// header rules (copyResponseHeader), which work on http.Header.
+func fastResponseHeader(h *fasthttp.ResponseHeader) http.Header {
+	out := make(http.Header, h.Len()+2)
+	for k, v := range h.All() {
+		key, ok := commonResponseKeys[string(k)]
+		if !ok {
+			key = string(k)
+		}
+		out[key] = append(out[key], string(v))
+	}
+	return out
+}
+
+// commonResponseKeys saves allocating the names most upstream answers carry.
+var commonResponseKeys = func() map[string]string {
+	m := make(map[string]string)
+	for _, k := range []string{"Content-Type", "Content-Length", "Content-Encoding", "Date", "Server",
+		"Cache-Control", "Connection", "Transfer-Encoding", "Vary", "Retry-After", "X-Request-Id",
+		"Openai-Processing-Ms", "Openai-Version", "Request-Id", "Access-Control-Allow-Origin",
+		"Strict-Transport-Security", "Cf-Ray", "Alt-Svc", "X-Content-Type-Options"} {
+		m[k] = k
+	}
+	return m
+}()
+
+// fastBody is a response body streaming from its upstream connection.
+type fastBody struct{ c *fastCall }
+
+func (b fastBody) Read(p []byte) (int, error) {
+	c := b.c
+	if c.resp == nil {
+		return 0, io.ErrClosedPipe
+	}
+	if c.eof {
+		return 0, io.EOF
+	}
+	s := c.resp.BodyStream()
+	if s == nil {
+		c.eof = true
+		return 0, io.EOF
+	}
+	n, err := s.Read(p)
+	// fasthttp returns one chunk per Read. Like net/http's chunked reader,
+	// go on with the chunks that are already whole in the read buffer (never
+	// waiting for the network), so that a burst of events is relayed with one
+	// write and flush rather than one per chunk.
+	for err == nil && c.chunked && n < len(p) && chunkBuffered(c.br) {
+		var m int
+		m, err = s.Read(p[n:])
+		n += m
+	}
+	if err == io.EOF {
+		c.eof = true
+	}
+	return n, err
+}
+
+// chunkBuffered reports whether br, at the start of a chunk, holds all of
+// it: the size line, the data and its CRLF (for the last chunk, the empty
+// line after it). It only peeks; fasthttp does the parsing.
+func chunkBuffered(br *bufio.Reader) bool {
+	b, _ := br.Peek(br.Buffered())
+	line := bytes.IndexByte(b, '\n')
+	if line < 0 {
+		return false
+	}
+	size := 0
+	for _, ch := range b[:line] {
+		var d byte
+		switch {
+		case '0' <= ch && ch <= '9':
+			d = ch - '0'
+		case 'a' <= ch && ch <= 'f':
+			d = ch - 'a' + 10
+		case 'A' <= ch && ch <= 'F':
+			d = ch - 'A' + 10
+		default: // an extension, CR or a malformed line: fasthttp will tell
+			return len(b) >= line+1+size+2
+		}
+		if size > len(b) {
+			return false
+		}
+		size = size<<4 | int(d)
+	}
+	return len(b) >= line+1+size+2
+}
+
+// Close gives the connection back for reuse when the body was read to its
+// end, and closes it otherwise (the upstream then stops sending).
+func (b fastBody) Close() error {
+	c := b.c
+	if c.resp == nil {
+		return nil
+	}
+	keep := c.eof && !c.resp.ConnectionClose()
+	_ = c.resp.CloseBodyStream()
+	c.end(keep)
+	fasthttp.ReleaseResponse(c.resp)
+	c.resp = nil
+	return nil
+}
+
+// fastConnTransport is the HostClient's transport: fasthttp's own sequence
+// (take a pooled connection, write the request, read the response headers
+// and leave the body streaming), with the request's context watching the
+// connection from the moment it is taken, so that a cancelled or expired
+// request closes it whatever it is blocked on.
+type fastConnTransport struct{}
+
+func (fastConnTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response) (bool, error) {
+	call, _ := req.UserValue(fastCallKey).(*fastCall)
+	if call == nil {
+		return false, errors.New("gateway: fasthttp request without its call")
+	}
+	cc, err := hc.AcquireConn(req.GetTimeOut(), false)
+	if err != nil {
+		return false, err
+	}
+	conn := cc.Conn()
+	reused := !cc.LastUseTime().IsZero()
+	stop := context.AfterFunc(call.ctx, func() { _ = conn.Close() })
+	end := func(keep bool) {
+		// stop reports false once the context has fired: the connection is
+		// (being) closed and must not go back to the pool.
+		if stop() && keep {
+			hc.ReleaseConn(cc)
+		} else {
+			hc.CloseConn(cc)
+		}
+	}
+	bw := hc.AcquireWriter(conn)
+	err = req.Write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	hc.ReleaseWriter(bw)
+	if err != nil {
+		end(false)
+		call.stale = reused
+		return false, err
+	}
+	br := hc.AcquireReader(conn)
+	if err := resp.ReadLimitBody(br, 0); err != nil {
+		hc.ReleaseReader(br)
+		end(false)
+		call.stale = reused && errors.Is(err, io.EOF)
+		return false, err
+	}
+	closeAfter := req.ConnectionClose()
+	call.br = br
+	call.end = func(keep bool) {
+		hc.ReleaseReader(br)
+		end(keep && !closeAfter)
+	}
+	return false, nil
+}
