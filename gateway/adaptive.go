@@ -2,12 +2,8 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"maps"
-	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,7 +103,7 @@ func (l *learner) configure(caps map[string]learnSpec) map[string]*learnedGate {
 	for key, sp := range caps {
 		lg := l.gates[key]
 		if lg == nil {
-			lg = &learnedGate{key: key, level: levelOf(key), connID: sp.connID, l: l}
+			lg = &learnedGate{key: key, level: admission.LevelOf(key), connID: sp.connID, l: l}
 			l.gates[key] = lg
 		}
 		lg.setConfigured(sp.cap)
@@ -123,12 +119,6 @@ func forgetMissing[V, W any](m map[string]V, keep map[string]W) {
 			delete(m, key)
 		}
 	}
-}
-
-// levelOf is the level of a gate key: the part before the first colon.
-func levelOf(key string) string {
-	level, _, _ := strings.Cut(key, ":")
-	return level
 }
 
 // effective returns the effective cap of every adaptive gate, by key.
@@ -398,122 +388,5 @@ func (lg *learnedGate) adopt(c int, now time.Time) bool {
 // when the account has too many requests at once or is overloaded.
 var overloadWords = []string{"concurrency", "too many concurrent", "overloaded"}
 
-// namesOverload reports whether an upstream error body's code, type or
-// message (OpenAI {"error":{…}}, Anthropic {"type":"error","error":{…}}, or
-// the same keys at the top level) says concurrency or overload.
-func namesOverload(body []byte) bool {
-	if len(body) == 0 {
-		return false
-	}
-	type fields struct {
-		Code    json.RawMessage `json:"code"`
-		Type    json.RawMessage `json:"type"`
-		Message json.RawMessage `json:"message"`
-	}
-	var doc struct {
-		fields
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(body, &doc) != nil {
-		return false
-	}
-	check := func(f fields) bool {
-		for _, raw := range []json.RawMessage{f.Code, f.Type, f.Message} {
-			var s string
-			if json.Unmarshal(raw, &s) != nil {
-				s = string(raw) // a number code, say
-			}
-			s = strings.ToLower(s)
-			for _, w := range overloadWords {
-				if strings.Contains(s, w) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	if check(doc.fields) {
-		return true
-	}
-	var inner fields
-	if json.Unmarshal(doc.Error, &inner) == nil && check(inner) {
-		return true
-	}
-	// "error" as a plain string.
-	return check(fields{Message: doc.Error})
-}
-
-// setCaps pushes caps (a config snapshot's, by gate key) to admission with
-// every adaptive gate's effective cap in place of its configured one, and
-// keeps them for later pushes by the learner.
-func (g *Gateway) setCaps(caps map[string]int) {
-	g.capsMu.Lock()
-	defer g.capsMu.Unlock()
-	g.confCaps = caps
-	g.pushCapsLocked()
-}
-
-// pushCaps pushes the caps again after the learner changed an effective cap.
-func (g *Gateway) pushCaps() {
-	g.capsMu.Lock()
-	defer g.capsMu.Unlock()
-	if g.confCaps != nil {
-		g.pushCapsLocked()
-	}
-}
-
-func (g *Gateway) pushCapsLocked() {
-	eff := g.learn.effective()
-	if len(eff) == 0 {
-		g.ctrl.SetCaps(g.confCaps)
-		return
-	}
-	caps := maps.Clone(g.confCaps)
-	for key, c := range eff {
-		if _, ok := caps[key]; ok {
-			caps[key] = c
-		}
-	}
-	g.ctrl.SetCaps(caps)
-}
-
-// learnRejected cuts the adaptive gates of lp when an upstream answer (its
-// body kept in x.last) is a rejection the learner counts: 429, 503, 529, or
-// an error body naming concurrency or overload. It reports whether that
-// cut stands instead of a cooldown: the body named concurrency or overload
-// and no Retry-After came with it (too many at once is not "stop for a
-// while"); with a Retry-After the connection cools as well.
-func (x *exchange) learnRejected(lp learnPath, status int, h http.Header) bool {
-	if len(lp) == 0 {
-		return false
-	}
-	named := x.last != nil && namesOverload(x.last.body)
-	if !named && status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable && status != statusOverloaded {
-		return false
-	}
-	lp.rejected(x.r.Context(), "upstream "+strconv.Itoa(status))
-	return named && len(h["Retry-After"]) == 0
-}
-
 // statusOverloaded is Anthropic's 529 "overloaded".
 const statusOverloaded = 529
-
-// configuredCaps returns the configured cap of every adaptive gate in
-// stats (admission reports the effective cap in force), by key.
-func (g *Gateway) configuredCaps(stats []admission.GateStats) map[string]int {
-	eff := g.learn.effective()
-	if len(eff) == 0 {
-		return nil
-	}
-	g.capsMu.Lock()
-	defer g.capsMu.Unlock()
-	out := make(map[string]int, len(eff))
-	for _, st := range stats {
-		if _, ok := eff[st.Key]; ok {
-			if c, ok := g.confCaps[st.Key]; ok {
-				out[st.Key] = c
-			}
-		}
-	}
-	return out
-}

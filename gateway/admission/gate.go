@@ -14,8 +14,10 @@ type GateRef struct {
 	Key   string
 }
 
-// levelOf is the level a key starts with: the text before its first colon.
-func levelOf(key string) string {
+// LevelOf is the level a gate key starts with: the text before its first colon
+// (the key of a gate that names no level is its own level). Gate keys are
+// written by the gateway; LevelOf is the one reader of their level.
+func LevelOf(key string) string {
 	if i := strings.IndexByte(key, ':'); i >= 0 {
 		return key[:i]
 	}

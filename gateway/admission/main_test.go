@@ -17,7 +17,7 @@ func TestMain(m *testing.M) {
 func refs(keys ...string) []GateRef {
 	out := make([]GateRef, len(keys))
 	for i, k := range keys {
-		out[i] = GateRef{Level: levelOf(k), Key: k}
+		out[i] = GateRef{Level: LevelOf(k), Key: k}
 	}
 	return out
 }

@@ -2,9 +2,9 @@ package cluster
 
 import (
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
@@ -41,21 +41,13 @@ type gateState struct {
 
 func (c *Controller) newGate(level, key string) *gateState {
 	if level == "" {
-		level = levelOf(key)
+		level = admission.LevelOf(key)
 	}
 	return &gateState{
 		key: key, level: level,
 		hKey: c.keys.holders(key), qKey: c.keys.queue(key), xKey: c.keys.expiry(key),
 		wKey: c.keys.waiting(key), channel: c.keys.channel(key),
 	}
-}
-
-// levelOf is the level a key starts with: the text before its first colon.
-func levelOf(key string) string {
-	if i := strings.IndexByte(key, ':'); i >= 0 {
-		return key[:i]
-	}
-	return key
 }
 
 const holdAlpha = 0.125

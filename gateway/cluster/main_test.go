@@ -213,7 +213,7 @@ func replicas(t *testing.T, n int, caps map[string]int, opts Options) []*Control
 func path(keys ...string) []admission.GateRef {
 	out := make([]admission.GateRef, len(keys))
 	for i, k := range keys {
-		out[i] = admission.GateRef{Level: levelOf(k), Key: k}
+		out[i] = admission.GateRef{Level: admission.LevelOf(k), Key: k}
 	}
 	return out
 }

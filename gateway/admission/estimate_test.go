@@ -1,0 +1,46 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestEstimateWaitAndRetryAfter(t *testing.T) {
+	t.Parallel()
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	c := New(Options{Now: clk.now})
+	c.SetCaps(map[string]int{"connection:c1": 2})
+	req := Request{Gates: refs("connection:c1")}
+	if got := c.EstimateWait(req); got != 0 {
+		t.Fatalf("EstimateWait on an idle gate = %v, want 0", got)
+	}
+	// Hold times of 4 s teach the gate its mean hold.
+	for range 2 {
+		p := mustAcquire(t, c, "connection:c1")
+		clk.advance(4 * time.Second)
+		p.Release()
+	}
+	a := mustAcquire(t, c, "connection:c1")
+	b := mustAcquire(t, c, "connection:c1")
+	// Nobody queued: (0+1) × 4s ÷ 2.
+	if got := c.EstimateWait(req); got != 2*time.Second {
+		t.Errorf("EstimateWait = %v, want 2s", got)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	w := acquireAsync(ctx, c, Request{Gates: refs("connection:c1")})
+	waitQueued(t, c, "connection:c1", 1)
+	if got := c.EstimateWait(req); got != 4*time.Second {
+		t.Errorf("EstimateWait with one queued = %v, want 4s", got)
+	}
+	_, err := c.Acquire(t.Context(), Request{Gates: refs("connection:c1"), MaxQueueDepth: 1})
+	var ae *Error
+	if !errors.As(err, &ae) || ae.RetryAfter != 4*time.Second || ae.RetryAfterSeconds() != 4 {
+		t.Errorf("queue full error %v, want RetryAfter 4s", err)
+	}
+	cancel()
+	recv(t, w)
+	a.Release()
+	b.Release()
+}

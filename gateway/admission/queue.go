@@ -1,0 +1,146 @@
+package admission
+
+import "time"
+
+// park puts w, just counted in the depths of its path, in the class of its
+// path: a new class parked on g, the first full gate of the path, or the
+// existing one, wherever it is parked (a full gate of the same path).
+func (c *Controller) park(w *waiter, g *gate) {
+	var key gatePath
+	copy(key[:], w.path[:w.n])
+	k := c.classes[key]
+	if k == nil {
+		k = c.newClass()
+		k.path, k.n, k.on = key, w.n, g
+		k.append(w)
+		c.classes[key] = k
+		g.queue.push(k)
+		return
+	}
+	k.append(w)
+	k.on.queue.waiters++
+}
+
+// unpark removes w from its class (and the class from its gate's queue when
+// it was the last one) and from the depth counts.
+func (c *Controller) unpark(w *waiter) {
+	k := w.cls
+	q := &k.on.queue
+	head := k.head == w
+	k.unlink(w)
+	q.waiters--
+	switch {
+	case k.size == 0:
+		q.remove(k)
+		delete(c.classes, k.path)
+		c.freeClass(k)
+	case head:
+		q.fix(k)
+	}
+	for _, g := range w.path[:w.n] {
+		g.waiting--
+	}
+	c.waiters--
+}
+
+// move parks class k, whose gate gained room but whose path is blocked at
+// to (full), on to. Its waiters keep their arrival numbers and deadlines.
+func (c *Controller) move(k *class, to *gate) {
+	k.on.queue.remove(k)
+	k.on = to
+	to.queue.push(k)
+	c.moves++
+}
+
+func (c *Controller) newClass() *class {
+	if n := len(c.freeClasses); n > 0 {
+		k := c.freeClasses[n-1]
+		c.freeClasses = c.freeClasses[:n-1]
+		return k
+	}
+	return &class{idx: -1}
+}
+
+func (c *Controller) freeClass(k *class) {
+	*k = class{idx: -1}
+	if len(c.freeClasses) < 1024 {
+		c.freeClasses = append(c.freeClasses, k)
+	}
+}
+
+func (c *Controller) newWaiter() *waiter {
+	if n := len(c.free); n > 0 {
+		w := c.free[n-1]
+		c.free = c.free[:n-1]
+		return w
+	}
+	return &waiter{ch: make(chan struct{}, 1)}
+}
+
+// recycle returns w to the free list; w must be neither parked nor signalled.
+func (c *Controller) recycle(w *waiter) {
+	timer, ch := w.timer, w.ch
+	*w = waiter{ch: ch, timer: timer}
+	if len(c.free) < 1024 {
+		c.free = append(c.free, w)
+	}
+}
+
+// release returns the slots of path and lets waiters on those gates in.
+func (c *Controller) release(path []*gate, start int64) {
+	var hold time.Duration
+	if start != 0 {
+		hold = time.Duration(c.nanos() - start)
+	}
+	queued := false
+	for i, g := range path {
+		c.ids[i] = g.id
+		g.held--
+		if start != 0 {
+			g.observeHold(hold)
+			g.unsampled = 0
+		}
+		queued = queued || g.queue.len() > 0
+	}
+	if c.mem != nil {
+		c.mem.Put(c.ids[:len(path)])
+	} else {
+		c.ledger.Put(c.ids[:len(path)])
+	}
+	if queued {
+		c.drain(path)
+	}
+}
+
+// drain admits or moves the classes parked on the gates in dirty, which may
+// have gained room, earliest arrival first across all of them, until every
+// one of those gates is full or has nobody parked on it. The class holding
+// the earliest waiter is checked: if its whole path has room its head is
+// admitted, else the whole class moves, keeping its order, arrival numbers
+// and deadlines, to the first full gate of its path; that gate is full, so
+// nobody is left parked on a gate with room (no lost wake-up), and it stays
+// full for the rest of the drain, so every class is moved at most once per
+// drain, and a release moves each class parked on its gates at most once,
+// however many waiters it holds (docs/ADMISSION.md, "Costs").
+func (c *Controller) drain(dirty []*gate) {
+	for {
+		var best *gate
+		for _, g := range dirty {
+			if g.queue.len() == 0 || !c.hasRoom(g) {
+				continue
+			}
+			if best == nil || g.queue.head().head.seq < best.queue.head().head.seq {
+				best = g
+			}
+		}
+		if best == nil {
+			return
+		}
+		k := best.queue.head()
+		if blocked := c.tryTake(k.path[:k.n]); blocked >= 0 {
+			c.move(k, k.path[blocked])
+			continue
+		}
+		c.admit(k.head)
+	}
+}
