@@ -47,16 +47,7 @@ func TestRPDPersistsInPostgres(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	logger := slog.New(slog.DiscardHandler)
-	st, err := store.New(storetest.Pool(t), bytes.Repeat([]byte{0x42}, store.SecretKeySize), logger)
-	if err != nil {
-		t.Fatalf("store.New: %v", err)
-	}
-	up := upstreamtest.NewServer(upstreamtest.Options{})
-	upSrv := httptest.NewServer(up)
-	t.Cleanup(func() {
-		_ = up.Close()
-		upSrv.Close()
-	})
+	st, up, upSrv := storeAndUpstream(t, logger)
 	conn, err := st.CreateConnection(ctx, "tester", store.ConnectionInput{
 		Name: "limited", Provider: "zai", APIStyle: "openai", BaseURL: upSrv.URL + "/v1",
 		APIKey: "sk-upstream-key-0001", Models: []string{"glm-5"}, Enabled: true,
@@ -157,16 +148,7 @@ func TestKeyTPDPersistsInPostgres(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	logger := slog.New(slog.DiscardHandler)
-	st, err := store.New(storetest.Pool(t), bytes.Repeat([]byte{0x42}, store.SecretKeySize), logger)
-	if err != nil {
-		t.Fatalf("store.New: %v", err)
-	}
-	up := upstreamtest.NewServer(upstreamtest.Options{})
-	upSrv := httptest.NewServer(up)
-	t.Cleanup(func() {
-		_ = up.Close()
-		upSrv.Close()
-	})
+	st, up, upSrv := storeAndUpstream(t, logger)
 	if err := up.SetDefault(upstreamtest.Behavior{UsageTokens: 6}); err != nil {
 		t.Fatal(err)
 	}
@@ -258,4 +240,21 @@ func postChat(t *testing.T, url, key string) (status int, code, gate string) {
 	}
 	_ = json.Unmarshal(body, &e)
 	return resp.StatusCode, e.Error.Code, resp.Header.Get("X-Gatehouse-Gate")
+}
+
+// storeAndUpstream returns a store on a fresh test database and a fake upstream
+// served over HTTP, both closed when t ends.
+func storeAndUpstream(t *testing.T, logger *slog.Logger) (*store.Store, *upstreamtest.Server, *httptest.Server) {
+	t.Helper()
+	st, err := store.New(storetest.Pool(t), bytes.Repeat([]byte{0x42}, store.SecretKeySize), logger)
+	if err != nil {
+		t.Fatalf("store.New: %v", err)
+	}
+	up := upstreamtest.NewServer(upstreamtest.Options{})
+	upSrv := httptest.NewServer(up)
+	t.Cleanup(func() {
+		_ = up.Close()
+		upSrv.Close()
+	})
+	return st, up, upSrv
 }

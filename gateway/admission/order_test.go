@@ -44,18 +44,7 @@ func TestNewcomerDoesNotOvertake(t *testing.T) {
 	}
 	n := acquireAsync(t.Context(), c, Request{Gates: refs("connection:c1", "model:c1:b")})
 	waitQueued(t, c, "connection:c1", 2)
-	holder.Release()
-	r := recv(t, w)
-	if r.err != nil {
-		t.Fatalf("earlier waiter: %v", r.err)
-	}
-	pending(t, n, "newcomer")
-	r.p.Release()
-	r = recv(t, n)
-	if r.err != nil {
-		t.Fatalf("newcomer: %v", r.err)
-	}
-	r.p.Release()
+	admittedInTurn(t, holder, w, "earlier waiter", n, "newcomer")
 }
 
 // A waiter parked on a full G1 whose path also includes G2 cannot use G2's
@@ -193,16 +182,23 @@ func TestReleaseAdmitsEarliestAcrossGates(t *testing.T) {
 	waitQueued(t, c, "model:g:f", 1)
 	w2 := acquireAsync(ctx, c, Request{Gates: refs("connection:g")})
 	waitQueued(t, c, "connection:g", 1)
+	admittedInTurn(t, holder, w1, "earliest waiter", w2, "later waiter")
+}
+
+// admittedInTurn releases holder and checks that first is admitted while second
+// still waits, then that second is admitted once first releases.
+func admittedInTurn(t *testing.T, holder *Permit, first <-chan result, firstName string, second <-chan result, secondName string) {
+	t.Helper()
 	holder.Release()
-	r := recv(t, w1)
+	r := recv(t, first)
 	if r.err != nil {
-		t.Fatalf("earliest waiter: %v", r.err)
+		t.Fatalf("%s: %v", firstName, r.err)
 	}
-	pending(t, w2, "later waiter")
+	pending(t, second, secondName)
 	r.p.Release()
-	r = recv(t, w2)
+	r = recv(t, second)
 	if r.err != nil {
-		t.Fatalf("later waiter: %v", r.err)
+		t.Fatalf("%s: %v", secondName, r.err)
 	}
 	r.p.Release()
 }
