@@ -162,6 +162,7 @@ func (x *exchange) request(t *target) admission.Request {
 		x.path = append(append(x.pathBuf[:0], ks.gate), t.req.Gates...)
 		req = admission.Request{Gates: x.path, MaxWait: req.MaxWait, QueueKey: req.QueueKey, MaxQueueDepth: req.MaxQueueDepth}
 	}
+	req.Client, req.Weight = ks.id, ks.eff.Weight
 	return req
 }
 

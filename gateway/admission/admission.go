@@ -34,6 +34,14 @@ type Request struct {
 	// would have to wait when there are already that many is rejected at
 	// once with CodeQueueFull. 0 = unbounded.
 	MaxQueueDepth int
+	// Client names the client key the request is made for (its id; "" for
+	// none, which is one client of its own). Waiters of one client are
+	// admitted in arrival order; across clients a saturated gate's slots
+	// are shared by Weight (docs/ADMISSION.md, "Fair share").
+	Client string
+	// Weight is the client's share of a saturated gate, relative to the
+	// other clients waiting there: 1–1000; 0 (or less) means 1.
+	Weight int
 
 	// route caches the path as a Controller resolved it (see Prepare);
 	// copies of a prepared Request share it.

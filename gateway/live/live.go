@@ -116,6 +116,9 @@ type Gate struct {
 	// InFlight is the requests holding the gate; Queued those it blocks.
 	InFlight int
 	Queued   int
+	// QueuedByClient splits Queued by client key id (nil when nobody waits;
+	// waiters of no key count under "").
+	QueuedByClient map[string]int
 	// Admitted counts admissions through the gate; Timeouts, QueueFull and
 	// Cancels the requests that ended waiting on it.
 	Admitted  int64
