@@ -86,6 +86,9 @@ const (
 	// CodeDuplicateModel: a model capped twice in the text. Args: the model,
 	// the line it was first capped on.
 	CodeDuplicateModel = "duplicateModel"
+	// CodeDuplicateListed: a model listed twice in a client key's models
+	// text. Args: the model, the line it was first listed on.
+	CodeDuplicateListed = "duplicateListed"
 	// CodeTooManyModels: a model=cap text capping more models than one
 	// connection may. Args: the most allowed.
 	CodeTooManyModels = "tooManyModels"
@@ -111,7 +114,7 @@ func Codes() []string {
 		CodeOneOf, CodeURL, CodeEmail, CodeUUID, CodeAlphanumeric, CodeUnique, CodeExcludes,
 		CodeUnknownField, CodeDuplicateField, CodeNotJSON, CodeNotObject, CodeNotModelMap,
 		CodeNotProviderMap, CodeNotModelList, CodeNotWhole, CodeNotBool, CodeAdaptiveNeedsCap,
-		CodeLineShape, CodeModelMissing, CodeDuplicateModel, CodeTooManyModels, CodeProviderLineShape, CodeDuplicateProvider, CodeLine,
+		CodeLineShape, CodeModelMissing, CodeDuplicateModel, CodeDuplicateListed, CodeTooManyModels, CodeProviderLineShape, CodeDuplicateProvider, CodeLine,
 	}
 	for _, bound := range []string{CodeAtLeast, CodeAtMost, CodeMoreThan, CodeLessThan, CodeExactly} {
 		codes = append(codes, bound, bound+CodeSuffixChars, bound+CodeSuffixItems)

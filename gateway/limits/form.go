@@ -2,7 +2,6 @@ package limits
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/url"
 	"strings"
 )
@@ -62,12 +61,7 @@ func ApplyForm(base Overrides, form url.Values, pathPrefix string) (Overrides, F
 			members[key] = raw
 			continue
 		}
-		if _, res := parseWhole(text); res == wholeNotNum {
-			// Not a number literal: pass it on as a string, which the
-			// decoder rejects with the field's own range message.
-			text = fmt.Sprintf("%q", text)
-		}
-		members[key] = json.RawMessage(text)
+		members[key] = formNumber(text)
 	}
 	merged, err := json.Marshal(members)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -100,10 +99,7 @@ func applyExtraForm(members map[string]json.RawMessage, form url.Values, pathPre
 		if text := strings.TrimSpace(form.Get(FormShadowMaxConcurrent)); text == "" {
 			delete(shadow, KeyMaxConcurrent)
 		} else {
-			if _, res := parseWhole(text); res == wholeNotNum {
-				text = strconv.Quote(text) // rejected by the decoder with the range message
-			}
-			shadow[KeyMaxConcurrent] = json.RawMessage(text)
+			shadow[KeyMaxConcurrent] = formNumber(text)
 		}
 	}
 	if hasModels {
