@@ -48,6 +48,8 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("POST /settings", s.ui(uiWrite, s.uiSaveSettings))
 	mux.Handle("GET /keys", s.ui(uiRead, s.uiKeys(kindKeys)))
 	mux.Handle("POST /keys", s.ui(uiWrite, s.uiCreateKey(kindKeys)))
+	mux.Handle("GET /keys/{id}", s.ui(uiRead, s.uiEditKey))
+	mux.Handle("POST /keys/{id}", s.ui(uiWrite, s.uiSaveKey))
 	mux.Handle("GET /keys/{id}/revoke", s.ui(uiWrite, s.uiConfirmRevoke(kindKeys)))
 	mux.Handle("POST /keys/{id}/revoke", s.ui(uiWrite, s.uiRevoke(kindKeys)))
 	mux.Handle("GET /tokens", s.ui(uiRead, s.uiKeys(kindTokens)))

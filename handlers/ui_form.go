@@ -117,7 +117,8 @@ func (s *Server) uiLatestChange(ctx context.Context, entity, id string) (*store.
 }
 
 // uiChangeSummary words what a save changed ("glm-5 cap 1 → 2, maxWaitMs 30000 →
-// 20000"); "" when nothing did. Bookkeeping fields are left out.
+// 20000", or for a client key "weight 1 → 3"); "" when nothing did. Bookkeeping
+// fields are left out.
 func uiChangeSummary(l *web.Localizer, before, after any) string {
 	b, errB := json.Marshal(before)
 	a, errA := json.Marshal(after)
@@ -127,10 +128,10 @@ func uiChangeSummary(l *web.Localizer, before, after any) string {
 	var parts []string
 	for _, d := range web.DiffJSON(b, a) {
 		switch d.Path {
-		case "version", "updatedAt", "createdAt", "apiKeyPreview":
+		case "version", "updatedAt", "createdAt", "apiKeyPreview", "preview", "lastUsedAt":
 			continue
 		}
-		label := strings.TrimPrefix(d.Path, "rateLimitOverrides.")
+		label := strings.TrimPrefix(strings.TrimPrefix(d.Path, "rateLimitOverrides."), "limits.")
 		if m, ok := modelCapPath(label); ok {
 			label = l.T("change.modelCap", m)
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/web"
 )
@@ -50,11 +52,23 @@ func (s *Server) keyItems(r *http.Request, kind keyKind) ([]web.KeyItem, error) 
 	if err != nil {
 		return nil, err
 	}
+	load := clientLoads(s.liveSnapshot())
 	for _, k := range keys {
+		lim, _ := limits.NormalizeClientKeyLimits(k.Limits)
 		items = append(items, web.KeyItem{ID: k.ID, Name: k.Name, Preview: k.Preview,
-			CreatedAt: k.CreatedAt, LastUsedAt: derefTime(k.LastUsedAt)})
+			CreatedAt: k.CreatedAt, LastUsedAt: derefTime(k.LastUsedAt),
+			Enabled: k.Enabled, Limits: lim, Live: load[k.ID]})
 	}
 	return items, nil
+}
+
+// clientLoads indexes the live view's client keys by id.
+func clientLoads(snap live.Snapshot) map[string]live.Client {
+	m := make(map[string]live.Client, len(snap.Clients))
+	for _, c := range snap.Clients {
+		m[c.ID] = c
+	}
+	return m
 }
 
 func derefTime(t *time.Time) time.Time {
@@ -75,6 +89,7 @@ func (s *Server) renderKeys(w http.ResponseWriter, r *http.Request, rq *uiReques
 	if kind.tokens {
 		return s.uiRender(w, r, rq, status, web.TokensPage(page, v))
 	}
+	v.LiveURL, v.LiveIntervalMs = "/live", liveInterval
 	return s.uiRender(w, r, rq, status, web.KeysPage(page, v))
 }
 

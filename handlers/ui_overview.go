@@ -63,7 +63,7 @@ func (s *Server) uiOverview(w http.ResponseWriter, r *http.Request, rq *uiReques
 	}
 	in := web.OverviewInput{
 		Now: rq.now, Gates: snap.Gates, History: history,
-		LiveURL: "/live", LiveIntervalMs: liveInterval, Cluster: snap.Cluster,
+		LiveURL: "/live", LiveIntervalMs: liveInterval, Cluster: snap.Cluster, Clients: snap.Clients,
 	}
 	for _, c := range conns {
 		in.Connections = append(in.Connections, connectionStatus(c, health[c.ID]))

@@ -1,4 +1,5 @@
-// Gatehouse dashboard: live refresh of the overview and the connections list.
+// Gatehouse dashboard: live refresh of the overview, the connections list and the
+// client keys list.
 // Everything works without this script; it only keeps the numbers, bars and
 // sparklines current by polling the JSON endpoint named in data-live-url (same shape
 // as GET /api/v1/gates).
@@ -170,6 +171,18 @@
       var inF = load.inFlight || 0, q = load.queued || 0;
       setText(row.querySelector('[data-live-conn="inflight"]'), String(inF));
       var qc = row.querySelector('[data-live-conn="queued"]');
+      setText(qc, String(q));
+      if (qc) qc.classList.toggle("tone-warn", q > 0);
+    });
+
+    // The client keys list: each key's load on this replica, as the server renders it.
+    var clients = {};
+    (data.clients || []).forEach(function (c) { clients[c.id] = c; });
+    root.querySelectorAll("tr[data-client]").forEach(function (row) {
+      var c = clients[row.getAttribute("data-client")] || {};
+      var q = c.queued || 0;
+      setText(row.querySelector('[data-live-client="inflight"]'), ratio(c.inFlight || 0, c.cap || 0));
+      var qc = row.querySelector('[data-live-client="queued"]');
       setText(qc, String(q));
       if (qc) qc.classList.toggle("tone-warn", q > 0);
     });

@@ -2,11 +2,13 @@ package web
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
@@ -42,6 +44,9 @@ type OverviewInput struct {
 	LiveIntervalMs int
 	// Cluster is set in cluster mode only; then in-flight and queued counts are cluster-wide.
 	Cluster *live.Cluster
+	// Clients are the client keys' loads (live.Snapshot.Clients): the names and
+	// weights of the keys waiting at a bottleneck.
+	Clients []live.Client
 }
 
 // Overview is the overview page's view model. Build it with BuildOverview, or fill it
@@ -52,9 +57,11 @@ type Overview struct {
 	Global []GateBar
 	// GlobalBottleneck is the global gate's key when requests wait on it.
 	GlobalBottleneck string
-	Connections      []ConnectionBlock
-	LiveURL          string
-	LiveIntervalMs   int
+	// GlobalWaiting are the client keys waiting at the global gate.
+	GlobalWaiting  []WaitingKey
+	Connections    []ConnectionBlock
+	LiveURL        string
+	LiveIntervalMs int
 	// Cluster is set in cluster mode only; the summary's counts are then cluster-wide.
 	Cluster *live.Cluster
 }
@@ -81,6 +88,85 @@ type ConnectionBlock struct {
 	Shadows []GateBar
 	// Bottleneck is the key of the gate blocking the most waiters, "" when none waits.
 	Bottleneck string
+	// Waiting are the client keys waiting at the bottleneck, largest share first
+	// (empty when the gateway does not split its queue by key).
+	Waiting []WaitingKey
+}
+
+// WaitingKey is one client key waiting at a bottleneck gate and its share of the
+// gate's slots while the waiting keys stay backlogged: its weight over the total
+// weight of the keys waiting there.
+type WaitingKey struct {
+	// ID is the key's id; "" for requests of no key (counted together).
+	ID     string
+	Name   string // the key's name; "" when the gateway does not know the key
+	Weight int
+	Queued int
+	// Share is Weight ÷ the total weight of the keys waiting at the gate (0–1).
+	Share float64
+}
+
+// waitingKeys lists the keys waiting at g from its QueuedByClient, named and
+// weighed from clients (a key the live view does not list weighs
+// limits.DefaultWeight), largest share first, then by name and id, requests
+// of no key after the keys of their share.
+func waitingKeys(g live.Gate, clients map[string]live.Client) []WaitingKey {
+	var (
+		out   []WaitingKey
+		total int
+	)
+	for id, n := range g.QueuedByClient {
+		if n <= 0 {
+			continue
+		}
+		w := WaitingKey{ID: id, Queued: n, Weight: limits.DefaultWeight}
+		if c, ok := clients[id]; ok {
+			w.Name = c.Name
+			if c.Weight > 0 {
+				w.Weight = c.Weight
+			}
+		}
+		total += w.Weight
+		out = append(out, w)
+	}
+	for i := range out {
+		out[i].Share = float64(out[i].Weight) / float64(total)
+	}
+	slices.SortFunc(out, func(a, b WaitingKey) int {
+		return cmp.Or(cmp.Compare(b.Weight, a.Weight), cmp.Compare(noKey(a), noKey(b)), cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
+	})
+	return out
+}
+
+// noKey is 1 for the requests of no key, which are listed after the keys.
+func noKey(w WaitingKey) int {
+	if w.ID == "" {
+		return 1
+	}
+	return 0
+}
+
+// waitingAt lists the keys waiting at the gate keyed bottleneck among gates.
+func waitingAt(gates []GateBar, bottleneck string, clients map[string]live.Client) []WaitingKey {
+	if bottleneck == "" {
+		return nil
+	}
+	for _, g := range gates {
+		if g.Key == bottleneck {
+			return waitingKeys(g.Gate, clients)
+		}
+	}
+	return nil
+}
+
+// shareText writes a share as a whole percentage ("75%"); a share that rounds
+// to 0 but is not 0 is "<1%".
+func shareText(s float64) string {
+	p := math.Round(s * 100)
+	if p == 0 && s > 0 {
+		return "<1%"
+	}
+	return strconv.FormatFloat(p, 'f', 0, 64) + "%"
 }
 
 // GateBar is one gate drawn as a bar.
@@ -216,6 +302,11 @@ func BuildOverview(in OverviewInput) Overview {
 		}
 	}
 	out.GlobalBottleneck = bottleneck(out.Global)
+	clients := make(map[string]live.Client, len(in.Clients))
+	for _, c := range in.Clients {
+		clients[c.ID] = c
+	}
+	out.GlobalWaiting = waitingAt(out.Global, out.GlobalBottleneck, clients)
 	for _, c := range in.Connections {
 		blk := ConnectionBlock{ConnectionStatus: c}
 		if !c.Enabled {
@@ -253,6 +344,7 @@ func BuildOverview(in OverviewInput) Overview {
 		slices.SortFunc(blk.Shadows, func(a, b GateBar) int { return cmp.Compare(a.Label, b.Label) })
 		blk.Gates = append(blk.Gates, models...)
 		blk.Bottleneck = bottleneck(blk.Gates)
+		blk.Waiting = waitingAt(blk.Gates, blk.Bottleneck, clients)
 		out.Connections = append(out.Connections, blk)
 	}
 	return out

@@ -149,10 +149,11 @@ func (e FieldErrors) Except(known []string) []string {
 }
 
 // FormField maps an API error path onto the name of the form field that edits it: the
-// "rateLimitOverrides." prefix is dropped and only the first remaining segment is kept
-// (a map key or list index belongs to its field).
+// "rateLimitOverrides." prefix (a connection's) or "limits." prefix (a client key's)
+// is dropped and only the first remaining segment is kept (a map key or list index
+// belongs to its field).
 func FormField(path string) string {
-	p := strings.TrimPrefix(path, "rateLimitOverrides.")
+	p := strings.TrimPrefix(strings.TrimPrefix(path, "rateLimitOverrides."), "limits.")
 	// The shadow caps are two fields of their own, named by their dotted path.
 	for _, f := range []string{"shadow.maxConcurrent", "shadow.modelConcurrency"} {
 		if p == f || strings.HasPrefix(p, f+".") {

@@ -731,6 +731,10 @@ func allPages(tag string) map[string]templ.Component {
 	f.Warnings = []string{"w"}
 	keys := KeyList{Items: []KeyItem{{ID: "k", Name: "n", Preview: "p", Role: RoleAdmin, CreatedAt: testNow, LastUsedAt: testNow}}, Created: &CreatedSecret{Name: "n", Secret: "s"}, Errors: FieldErrors{"x": {"y"}}}
 	ov := sampleOverview()
+	ov.Connections[0].Waiting = []WaitingKey{{ID: "k", Name: "n", Weight: 3, Queued: 2, Share: 0.75}, {Weight: 1, Queued: 1, Share: 0.25}}
+	ov.GlobalWaiting = ov.Connections[0].Waiting
+	kf := keyFormWithErrors()
+	kf.Conflict, kf.LastChange, kf.Warnings = f.Conflict, f.LastChange, []string{"w"}
 	ov.Connections = append(ov.Connections, ConnectionBlock{ConnectionStatus: ConnectionStatus{Connection: live.Connection{ID: "c9", Name: "n", Health: live.HealthBreakerOpen, Budgets: map[string]live.Budget{live.BudgetTPD: {Limit: 1, Remaining: 0, ResetAt: testNow.Add(time.Hour)}}}}})
 	return map[string]templ.Component{
 		"overview":    OverviewPage(p, ov),
@@ -741,6 +745,9 @@ func allPages(tag string) map[string]templ.Component {
 		"read-only":   ConnectionFormPage(testPage(tag, RoleViewer), ConnectionForm{ID: "c", ReadOnly: true}),
 		"settings":    SettingsPage(p, SettingsForm{Errors: FieldErrors{"providers": {"x"}}, Conflict: &Conflict{By: "a", At: testNow}, LastChange: &Change{By: "a", At: testNow}}),
 		"keys":        KeysPage(p, keys),
+		"key-form":    KeyFormPage(p, kf),
+		"key-unseen":  KeyFormPage(p, KeyForm{ID: "k", Name: "n"}),
+		"key-limits":  KeysPage(p, KeyList{Items: []KeyItem{{ID: "k", Name: "n", Limits: limits.ClientKeyLimits{Models: []string{"a", "b", "c", "d"}}}}}),
 		"tokens":      TokensPage(p, keys),
 		"audit":       AuditPage(p, AuditList{Entries: []AuditEntry{{Action: "update", Entity: "connection", Diff: []DiffLine{{Path: "a", Op: DiffAdded, After: "1"}, {Path: "b", Op: DiffRemoved, Before: "1"}, {Path: "c", Op: DiffChanged, Before: "1", After: "2"}}}}, OlderURL: "/o", NewestURL: "/n"}),
 		"users":       UsersPage(p, UserList{Items: []UserItem{{ID: "u", Email: "e", Role: RoleAdmin}, {ID: "v", Email: "f", Role: RoleViewer}}, ResetID: "v", ResetErrors: []string{"x"}}),
