@@ -165,14 +165,17 @@ func TestOverviewWaitingKeys(t *testing.T) {
 
 	doc := render(t, OverviewPage(testPage("en", RoleViewer), ov))
 	block := byTestID(t, doc, "conn-c1").Find(`[data-testid="waiting-keys"]`)
+	if got := text(block.Find(".waiting-label")); got != "Waiting at glm-5:" {
+		t.Errorf("waiting label %q, want it to name the bottleneck gate", got)
+	}
 	var got []string
 	block.Find(`[data-testid="waiting-key"]`).Each(func(_ int, s *goquery.Selection) {
 		got = append(got, text(s)+" → "+s.Find("a").AttrOr("href", "-"))
 	})
 	wantRows := []string{
-		"team-b 60% 2 queued, weight 3 → /keys/kb",
-		"team-a 20% 6 queued, weight 1 → /keys/ka",
-		"no key 20% 1 queued, weight 1 → -",
+		"team-b 60% share · 2 queued · weight 3 → /keys/kb",
+		"team-a 20% share · 6 queued · weight 1 → /keys/ka",
+		"no key 20% share · 1 queued · weight 1 → -",
 	}
 	if diff := cmp.Diff(wantRows, got); diff != "" {
 		t.Errorf("waiting keys block mismatch (-want +got):\n%s", diff)

@@ -146,6 +146,16 @@ func noKey(w WaitingKey) int {
 	return 0
 }
 
+// bottleneckName is the name of the block's bottleneck gate, as its row shows it.
+func (c ConnectionBlock) bottleneckName(p Page) string {
+	for _, g := range c.Gates {
+		if g.Key == c.Bottleneck {
+			return gateName(p, g)
+		}
+	}
+	return ""
+}
+
 // waitingAt lists the keys waiting at the gate keyed bottleneck among gates.
 func waitingAt(gates []GateBar, bottleneck string, clients map[string]live.Client) []WaitingKey {
 	if bottleneck == "" {

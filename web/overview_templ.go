@@ -337,7 +337,7 @@ func overviewBody(page Page, v Overview) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = waitingKeysBlock(page, v.GlobalWaiting).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = waitingKeysBlock(page, v.GlobalWaiting, page.L.T("gate.global")).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -758,7 +758,7 @@ func connectionBlock(page Page, c ConnectionBlock) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = waitingKeysBlock(page, c.Waiting).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = waitingKeysBlock(page, c.Waiting, c.bottleneckName(page)).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1696,7 +1696,7 @@ func emptyConnections(page Page) templ.Component {
 // waitingKeysBlock names the client keys waiting at a block's bottleneck, each with
 // how many of its requests wait and its share of the gate (weight over the waiting
 // keys' total weight), linked to the key's limits.
-func waitingKeysBlock(page Page, keys []WaitingKey) templ.Component {
+func waitingKeysBlock(page Page, keys []WaitingKey, gate string) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1719,9 +1719,9 @@ func waitingKeysBlock(page Page, keys []WaitingKey) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var103 string
-			templ_7745c5c3_Var103, templ_7745c5c3_Err = templ.JoinStringErrs(page.L.T("overview.waitingKeys"))
+			templ_7745c5c3_Var103, templ_7745c5c3_Err = templ.JoinStringErrs(page.L.T("overview.waitingKeys", gate))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/overview.templ`, Line: 217, Col: 65}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/overview.templ`, Line: 217, Col: 71}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var103))
 			if templ_7745c5c3_Err != nil {
@@ -1820,14 +1820,14 @@ func waitingKeysBlock(page Page, keys []WaitingKey) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 141, " <span class=\"num\" data-testid=\"waiting-share\">")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 141, " <span data-testid=\"waiting-share\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var110 string
-				templ_7745c5c3_Var110, templ_7745c5c3_Err = templ.JoinStringErrs(shareText(k.Share))
+				templ_7745c5c3_Var110, templ_7745c5c3_Err = templ.JoinStringErrs(page.L.T("overview.share", shareText(k.Share)))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/overview.templ`, Line: 233, Col: 72}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/overview.templ`, Line: 233, Col: 88}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var110))
 				if templ_7745c5c3_Err != nil {
