@@ -20,9 +20,9 @@ import (
 // window (key-tpm:<id>) and tpd per UTC day in the KeyUsage store
 // (key-tpd:<id>). A key's limits are the client's, not a connection's: they
 // never fail over. They reuse the connections' machinery (connLimits,
-// connRate) and, in cluster mode, the key gate goes through the shared
-// admission like any gate; the key rates are kept per replica (see
-// docs/ARCHITECTURE.md).
+// connRate, the limiter) and, in cluster mode, the key gate goes through
+// the shared admission like any gate and the key's rpm and tpm through the
+// shared limits, under the store id key:<id> (see docs/ARCHITECTURE.md).
 
 // Error codes of client keys.
 const (
@@ -174,7 +174,7 @@ func (x *exchange) keyBlocked() *apiError {
 		return nil
 	}
 	now := x.g.now()
-	b, blocked := ks.carry.rate.blocked(&ks.lim, now)
+	b, blocked := x.g.limiter.keyBlocked(x.r.Context(), ks, now)
 	if !blocked {
 		return nil
 	}
@@ -195,18 +195,18 @@ func (x *exchange) keyBlocked() *apiError {
 // bound, 0 = none); a turn that cannot come in time is given back and
 // answered with 429 RATE_LIMIT_RPM (gate key-rpm:<id>).
 func (x *exchange) keyTurn(start time.Time, maxWait time.Duration) *apiError {
-	ks := x.key
-	switch d, v := ks.carry.rate.spacedTurn(x, start, maxWait); v {
-	case turnTooLate:
-		x.g.metrics.rateRejected(live.BudgetRPM)
-		return &apiError{status: http.StatusTooManyRequests, code: CodeRateLimitRPM,
-			message: "client key " + strconv.Quote(ks.name) + " may dispatch one request every " + ks.lim.spacing.String() +
-				" (rpm), and its next turn comes after the wait bound of " + maxWait.String(),
-			retryAfter: ceilSeconds(d), gate: ks.lim.spacingGate}
-	case turnGone:
-		return errClientGone
-	}
-	return nil
+	return x.g.limiter.keyTurn(x, x.key, start, maxWait)
+}
+
+// errKeyTurnTooLate is the 429 RATE_LIMIT_RPM for ks's dispatch turn that
+// comes d from now, after the request's wait bound maxWait; where says
+// whose spacing it is ("" or " across all replicas").
+func (x *exchange) errKeyTurnTooLate(ks *keyState, d, maxWait time.Duration, where string) *apiError {
+	x.g.metrics.rateRejected(live.BudgetRPM)
+	return &apiError{status: http.StatusTooManyRequests, code: CodeRateLimitRPM,
+		message: "client key " + strconv.Quote(ks.name) + " may dispatch one request every " + ks.lim.spacing.String() +
+			" (rpm)" + where + ", and its next turn comes after the wait bound of " + maxWait.String(),
+		retryAfter: ceilSeconds(d), gate: ks.lim.spacingGate}
 }
 
 // countKeyDispatch counts the request about to go upstream against its
@@ -230,7 +230,11 @@ func (x *exchange) settleKey(reserved, actual int64) {
 	}
 	g := x.g
 	now := g.now()
-	if !ks.carry.rate.settle(l, now, reserved, actual) || g.keyUsage == nil {
+	record := ks.carry.rate.settle(l, now, reserved, actual)
+	if l.tpm > 0 {
+		g.limiter.addKeyTokens(x.r.Context(), ks, actual)
+	}
+	if !record || g.keyUsage == nil {
 		return
 	}
 	ctx, cancel := contextWithUsageTimeout(x.r.Context())

@@ -15,7 +15,9 @@ import (
 // The daily budgets (rpd, tpd) are not here: the UsageCounter makes them
 // exact in either mode. The connection's in-process state (connRate,
 // connHealth) stays in the connection; a limiter holds no per-connection
-// state of its own.
+// state of its own. A client key's rpm spacing and tpm window go through it
+// too (the key* methods), so cluster mode shares them like a connection's;
+// their in-process state stays in the key's keyCarry.
 type limiter interface {
 	// check reports whether model on c may be tried at now, and if not why
 	// and until when.
@@ -45,6 +47,15 @@ type limiter interface {
 	// suspension (the caller resets its connHealth); r is its rate state,
 	// nil when unknown.
 	reset(ctx context.Context, connID string, r *connRate)
+	// keyTurn waits for client key ks's rpm dispatch turn while x holds
+	// its permit, as takeTurn does for a connection.
+	keyTurn(x *exchange, ks *keyState, start time.Time, maxWait time.Duration) *apiError
+	// keyBlocked reports whether ks's tpm window or tpd budget keeps it out
+	// at now.
+	keyBlocked(ctx context.Context, ks *keyState, now time.Time) (rateBlock, bool)
+	// addKeyTokens charges tokens, already settled in ks's in-process
+	// window, to the window other replicas see.
+	addKeyTokens(ctx context.Context, ks *keyState, tokens int64)
 }
 
 // localLimiter keeps every limit in this process.
@@ -79,3 +90,19 @@ func (localLimiter) suspend(_ context.Context, c *conn, now time.Time, d time.Du
 }
 
 func (localLimiter) reset(context.Context, string, *connRate) {}
+
+func (localLimiter) keyTurn(x *exchange, ks *keyState, start time.Time, maxWait time.Duration) *apiError {
+	switch d, v := ks.carry.rate.spacedTurn(x, start, maxWait); v {
+	case turnTooLate:
+		return x.errKeyTurnTooLate(ks, d, maxWait, "")
+	case turnGone:
+		return errClientGone
+	}
+	return nil
+}
+
+func (localLimiter) keyBlocked(_ context.Context, ks *keyState, now time.Time) (rateBlock, bool) {
+	return ks.carry.rate.blocked(&ks.lim, now)
+}
+
+func (localLimiter) addKeyTokens(context.Context, *keyState, int64) {}

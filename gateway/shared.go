@@ -56,7 +56,18 @@ type sharedLimiter struct {
 // is older than sharedCacheFor; ok is false when there is none to go by
 // (store away). The caller must not modify the result's map.
 func (l *sharedLimiter) state(ctx context.Context, c *conn) (s *sharedConn, ok bool) {
-	s = &c.rate.shared
+	return l.stateOf(ctx, c.id, c.rate, c.lim.tpm, true)
+}
+
+// keyStoreID names client key id in the store, apart from connection ids
+// (the store keeps its state per id: turn:key:<id>, tpm:key:<id>).
+func keyStoreID(id string) string { return "key:" + id }
+
+// stateOf is state for the rate state r kept in the store under id, with
+// tpm limit tpm; adopt takes the learned caps the view carries
+// (connections only).
+func (l *sharedLimiter) stateOf(ctx context.Context, id string, r *connRate, tpm int64, adopt bool) (s *sharedConn, ok bool) {
+	s = &r.shared
 	s.mu.Lock()
 	fresh := !s.fetchedAt.IsZero() && time.Since(s.fetchedAt) < sharedCacheFor
 	s.mu.Unlock()
@@ -74,7 +85,7 @@ func (l *sharedLimiter) state(ctx context.Context, c *conn) (s *sharedConn, ok b
 	if fresh {
 		return s, true // another request read it meanwhile
 	}
-	v, err := l.store.View(ctx, c.id, c.lim.tpm)
+	v, err := l.store.View(ctx, id, tpm)
 	if err != nil {
 		if ctx.Err() == nil {
 			l.down.failed(err)
@@ -99,7 +110,9 @@ func (l *sharedLimiter) state(ctx context.Context, c *conn) (s *sharedConn, ok b
 	s.tpmUsed = v.TPMUsed
 	s.windowEnd = now.Add(v.TPMWindowLeft)
 	s.mu.Unlock()
-	l.learn.adoptShared(c.id, v.Learned)
+	if adopt {
+		l.learn.adoptShared(id, v.Learned)
+	}
 	return s, true
 }
 
@@ -134,17 +147,17 @@ func (l *sharedLimiter) check(ctx context.Context, c *conn, model string, now ti
 // tpm returns the shared tpm window of c, with this replica's estimates of
 // requests in flight added: used tokens and when the window ends. ok is
 // false when the store is away.
-func (l *sharedLimiter) tpm(ctx context.Context, c *conn) (used int64, windowEnd time.Time, ok bool) {
-	s, ok := l.state(ctx, c)
+func (l *sharedLimiter) tpm(ctx context.Context, id string, r *connRate, tpm int64, adopt bool) (used int64, windowEnd time.Time, ok bool) {
+	s, ok := l.stateOf(ctx, id, r, tpm, adopt)
 	if !ok {
 		return 0, time.Time{}, false
 	}
 	s.mu.Lock()
 	used, windowEnd = s.tpmUsed, s.windowEnd
 	s.mu.Unlock()
-	c.rate.mu.Lock()
-	used += c.rate.inflight
-	c.rate.mu.Unlock()
+	r.mu.Lock()
+	used += r.inflight
+	r.mu.Unlock()
 	return used, windowEnd, true
 }
 
@@ -152,9 +165,19 @@ func (l *sharedLimiter) tpm(ctx context.Context, c *conn) (used int64, windowEnd
 // budgets are checked in memory as always (they are exact through the
 // UsageCounter).
 func (l *sharedLimiter) blocked(ctx context.Context, c *conn, now time.Time) (rateBlock, bool) {
-	lim, r := &c.lim, c.rate
+	return l.blockedOf(ctx, c.id, &c.lim, c.rate, now, true)
+}
+
+// keyBlocked is blocked for a client key's tpm window and tpd budget.
+func (l *sharedLimiter) keyBlocked(ctx context.Context, ks *keyState, now time.Time) (rateBlock, bool) {
+	return l.blockedOf(ctx, keyStoreID(ks.id), &ks.lim, &ks.carry.rate, now, false)
+}
+
+// blockedOf is blocked for the limits lim and rate state r kept in the
+// store under id.
+func (l *sharedLimiter) blockedOf(ctx context.Context, id string, lim *connLimits, r *connRate, now time.Time, adopt bool) (rateBlock, bool) {
 	if lim.tpm == 0 {
-		return l.local.blocked(ctx, c, now)
+		return r.blocked(lim, now)
 	}
 	r.mu.Lock()
 	r.rolloverLocked(lim, now)
@@ -164,9 +187,9 @@ func (l *sharedLimiter) blocked(ctx context.Context, c *conn, now time.Time) (ra
 	if day {
 		return b, true
 	}
-	used, end, ok := l.tpm(ctx, c)
+	used, end, ok := l.tpm(ctx, id, r, lim.tpm, adopt)
 	if !ok {
-		return l.local.blocked(ctx, c, now)
+		return r.blocked(lim, now)
 	}
 	return tpmBlocked(lim, used, est, end)
 }
@@ -212,18 +235,56 @@ func (l *sharedLimiter) takeTurn(x *exchange, c *conn, start time.Time, maxWait 
 	return nil
 }
 
+// keyTurn reserves client key ks's rpm turn in the store, as takeTurn does
+// a connection's; the in-process spacing decides when the store is down or
+// fails.
+func (l *sharedLimiter) keyTurn(x *exchange, ks *keyState, start time.Time, maxWait time.Duration) *apiError {
+	if !l.down.up() || ks.lim.spacing <= 0 {
+		return l.local.keyTurn(x, ks, start, maxWait)
+	}
+	budget := time.Duration(-1)
+	now := time.Now()
+	if maxWait > 0 {
+		budget = max(start.Add(maxWait).Sub(now), 0)
+	}
+	d, reserved, err := l.store.ReserveTurn(x.r.Context(), keyStoreID(ks.id), ks.lim.spacing, budget)
+	if err != nil {
+		if x.r.Context().Err() != nil {
+			return errClientGone
+		}
+		l.down.failed(err)
+		return l.local.keyTurn(x, ks, start, maxWait)
+	}
+	if !reserved {
+		return x.errKeyTurnTooLate(ks, d, maxWait, " across all replicas")
+	}
+	if d > 0 && !x.waitTurn(now, d) {
+		return errClientGone
+	}
+	return nil
+}
+
 // addTokens charges tokens to c's shared tpm window and to the cached
 // copy, so this replica sees its own charge at once.
 func (l *sharedLimiter) addTokens(ctx context.Context, c *conn, tokens int64) {
+	l.addTokensOf(ctx, c.id, c.rate, c.lim.tpm, tokens)
+}
+
+// addKeyTokens is addTokens for a client key's tpm window.
+func (l *sharedLimiter) addKeyTokens(ctx context.Context, ks *keyState, tokens int64) {
+	l.addTokensOf(ctx, keyStoreID(ks.id), &ks.carry.rate, ks.lim.tpm, tokens)
+}
+
+func (l *sharedLimiter) addTokensOf(ctx context.Context, id string, r *connRate, tpm, tokens int64) {
 	if tokens <= 0 || !l.down.up() {
 		return
 	}
-	s := &c.rate.shared
+	s := &r.shared
 	s.mu.Lock()
 	s.tpmUsed += tokens
 	s.mu.Unlock()
 	// The tokens were spent even if the client has gone.
-	if err := l.store.AddTokens(context.WithoutCancel(ctx), c.id, c.lim.tpm, tokens); err != nil {
+	if err := l.store.AddTokens(context.WithoutCancel(ctx), id, tpm, tokens); err != nil {
 		l.down.failed(err)
 	}
 }

@@ -25,7 +25,7 @@ const (
 type outcome struct {
 	status  int64
 	blocked int   // 0-based index of the blocking gate
-	ticket  int64 // ticket when queued; waiters counted when the queue is full
+	tag     int64 // fair tag when queued; waiters counted when the queue is full
 	count   int   // holders of the blocking gate
 	queued  int   // queue length of the blocking gate
 }
@@ -78,8 +78,9 @@ func (c *Controller) acquire(ctx context.Context, req admission.Request, start t
 }
 
 // TryAcquire admits req only if it can be admitted right now: every gate on
-// its path has room and no waiter anywhere in the cluster queues on those
-// gates. It never waits or queues, and counts nothing when it fails. While
+// its path has room beyond the waiters anywhere in the cluster whose fair
+// turn there comes before req's. It never waits or queues, and counts
+// nothing when it fails. While
 // Redis is away it asks the fallback (FailOpen) or fails (FailClosed).
 func (c *Controller) TryAcquire(req admission.Request) (admission.Grant, bool) {
 	if c.down.Load() {
@@ -149,6 +150,7 @@ func (c *Controller) beginLocked(req admission.Request) (*waiter, error) {
 	c.seq++
 	w := &waiter{
 		member: c.replica + ":" + strconv.FormatUint(c.seq, 10),
+		client: "c:" + req.Client,
 		path:   path,
 		on:     -1,
 		kickCh: make(chan struct{}, 1),
@@ -178,17 +180,18 @@ func queueGate(req admission.Request, path []*gateState) *gateState {
 // attempt runs the acquire script once for w.
 func (c *Controller) attempt(w *waiter, req admission.Request, try bool) (outcome, error) {
 	n := len(w.path)
-	keys := make([]string, 0, 2+3*n)
-	args := make([]any, 0, 7+2*n)
+	keys := make([]string, 0, 1+4*n)
+	args := make([]any, 0, 9+2*n)
 	c.mu.Lock()
-	keys = append(keys, c.keys.seq, w.qgate.wKey)
+	keys = append(keys, w.qgate.wKey)
 	tryArg := "0"
 	if try {
 		tryArg = "1"
 	}
-	args = append(args, w.member, w.ticket, c.ttl.Milliseconds(), max(req.MaxQueueDepth, 0), w.on+1, tryArg, n)
+	args = append(args, w.member, w.tag, c.ttl.Milliseconds(), max(req.MaxQueueDepth, 0), w.on+1, tryArg,
+		w.client, tagCost(req.Weight), n)
 	for _, g := range w.path {
-		keys = append(keys, g.hKey, g.qKey, g.xKey)
+		keys = append(keys, g.hKey, g.qKey, g.xKey, g.fKey)
 		args = append(args, g.cap, g.channel)
 	}
 	w.markWakes()
@@ -203,7 +206,7 @@ func (c *Controller) attempt(w *waiter, req admission.Request, try bool) (outcom
 	if len(vals) != 5 {
 		return outcome{}, fmt.Errorf("cluster: acquire: script answered %d values, want 5", len(vals))
 	}
-	out := outcome{status: vals[0], blocked: int(vals[1]) - 1, ticket: vals[2], count: int(vals[3]), queued: int(vals[4])}
+	out := outcome{status: vals[0], blocked: int(vals[1]) - 1, tag: vals[2], count: int(vals[3]), queued: int(vals[4])}
 	if out.status != stAdmitted && (out.blocked < 0 || out.blocked >= n) {
 		return outcome{}, fmt.Errorf("cluster: acquire: script named gate %d of %d", out.blocked+1, n)
 	}
@@ -213,7 +216,7 @@ func (c *Controller) attempt(w *waiter, req admission.Request, try bool) (outcom
 // park records w, just queued in Redis, as parked on its blocking gate.
 // c.mu must be held.
 func (c *Controller) park(w *waiter, out outcome) {
-	w.ticket = out.ticket
+	w.tag = out.tag
 	w.on = out.blocked
 	g := w.path[out.blocked]
 	g.count, g.queued = out.count, out.queued
@@ -285,9 +288,10 @@ func (c *Controller) wait(ctx context.Context, req admission.Request, w *waiter,
 			c.mu.Unlock()
 			return c.grant(w, time.Since(start)), nil
 		}
-		if out.blocked != w.on {
+		if out.blocked != w.on || out.tag != w.tag {
+			// Moved, or queued afresh where its entry had lapsed: a new tag.
 			prev.unpark(w)
-			w.on = out.blocked
+			w.on, w.tag = out.blocked, out.tag
 			w.path[w.on].park(w)
 			prev.kickHead()
 		}
@@ -305,7 +309,7 @@ func (c *Controller) wait(ctx context.Context, req admission.Request, w *waiter,
 func (c *Controller) giveUp(w *waiter, cause error, start time.Time) error {
 	c.mu.Lock()
 	g := w.path[w.on]
-	keys := []string{g.hKey, g.qKey, g.xKey, w.qgate.wKey}
+	keys := []string{g.hKey, g.qKey, g.xKey, g.fKey, w.qgate.wKey}
 	args := []any{w.member, g.cap, g.channel}
 	c.unpark(w)
 	var err error
@@ -378,7 +382,7 @@ func (c *Controller) rejectFull(ctx context.Context, w *waiter, out outcome) err
 	return &admission.Error{
 		Code:       admission.CodeQueueFull,
 		Gate:       admission.GateRef{Level: qg.level, Key: qg.key},
-		RetryAfter: c.retryAfter(g, int(out.ticket)),
+		RetryAfter: c.retryAfter(g, int(out.tag)),
 	}
 }
 

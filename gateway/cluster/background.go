@@ -154,7 +154,7 @@ func (c *Controller) rejoinArgs(orphans []orphan, adds []*lease) ([]string, []an
 		if time.Since(o.at) > lapse {
 			continue
 		}
-		keys = append(keys, o.gate.hKey, o.gate.qKey, o.gate.xKey, o.qgate.wKey)
+		keys = append(keys, o.gate.hKey, o.gate.qKey, o.gate.xKey, o.gate.fKey, o.qgate.wKey)
 		args = append(args, o.member, o.gate.cap, o.gate.channel)
 		n++
 	}
@@ -281,7 +281,7 @@ func (c *Controller) renew(ctx context.Context) error {
 				lostLeases++
 			}
 		case e.w != nil && e.w.on >= 0:
-			e.w.kick() // its next attempt queues it again, keeping its ticket
+			e.w.kick() // its next attempt queues it again, with the tag it gets then
 		}
 	}
 	if lostLeases > 0 {

@@ -13,10 +13,12 @@
 //     sorted set, scored by its expiry. The replica renews its leases every
 //     TTL/3; a replica that dies loses them within the TTL.
 //   - One Lua script per attempt takes a slot in every gate of the path, or
-//     none. A request that cannot be admitted gets a ticket (one counter for
-//     the whole cluster) and is queued, by ticket, on the first gate that
-//     blocked it. A gate admits a request only if its free slots exceed the
-//     waiters queued on it with a smaller ticket: FIFO across replicas.
+//     none. A request that cannot be admitted is queued on the first gate
+//     that blocked it, ordered by a fair tag (start-time fair queueing, per
+//     gate: a virtual time and each client key's finish tag, in Redis), so
+//     the gate's slots are shared by the keys' weights and each key's
+//     waiters keep their arrival order. A gate admits a request only if its
+//     free slots exceed the waiters ahead of it there, across replicas.
 //   - Releases publish on the gate's channel when somebody queues there; each
 //     replica wakes its own earliest waiter on that gate, and re-checks its
 //     waiters periodically so a lost message only delays a wake-up.
@@ -291,17 +293,18 @@ func (c *Controller) op() (context.Context, context.CancelFunc) {
 // keyspace names the Redis keys and channels. The "{adm}" hash tag keeps
 // them in one Redis Cluster slot, as a multi-key script requires.
 type keyspace struct {
-	root, seq, replicas string
+	root, replicas string
 }
 
 func newKeyspace(prefix string) keyspace {
 	root := prefix + ":{adm}:"
-	return keyspace{root: root, seq: root + "seq", replicas: root + "replicas"}
+	return keyspace{root: root, replicas: root + "replicas"}
 }
 
 func (k keyspace) holders(gate string) string { return k.root + "h:" + gate }
 func (k keyspace) queue(gate string) string   { return k.root + "q:" + gate }
 func (k keyspace) expiry(gate string) string  { return k.root + "x:" + gate }
 func (k keyspace) waiting(gate string) string { return k.root + "w:" + gate }
+func (k keyspace) fair(gate string) string    { return k.root + "f:" + gate }
 func (k keyspace) channel(gate string) string { return k.root + "free:" + gate }
 func (k keyspace) channelPrefix() string      { return k.root + "free:" }

@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"cmp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
@@ -12,10 +14,10 @@ import (
 type gateState struct {
 	key, level string
 	// Redis names, computed once.
-	hKey, qKey, xKey, wKey, channel string
+	hKey, qKey, xKey, wKey, fKey, channel string
 
 	cap    int
-	parked []*waiter // local waiters parked here, by ticket
+	parked []*waiter // local waiters parked here, in queue order (tag, member)
 	held   int       // slots held by this replica's permits
 	// pending counts fail-open permits through g not yet in the ledger.
 	pending int
@@ -46,7 +48,7 @@ func (c *Controller) newGate(level, key string) *gateState {
 	return &gateState{
 		key: key, level: level,
 		hKey: c.keys.holders(key), qKey: c.keys.queue(key), xKey: c.keys.expiry(key),
-		wKey: c.keys.waiting(key), channel: c.keys.channel(key),
+		wKey: c.keys.waiting(key), fKey: c.keys.fair(key), channel: c.keys.channel(key),
 	}
 }
 
@@ -60,18 +62,27 @@ func (g *gateState) observeHold(d time.Duration) {
 	g.holdMean += holdAlpha * (float64(d) - g.holdMean)
 }
 
-// park inserts w in ticket order.
+// park inserts w in the order of the gate's queue in Redis: by tag, ties
+// by member (bytewise, as Redis orders equal scores), so the local head is
+// the waiter first in line there.
 func (g *gateState) park(w *waiter) {
-	i, _ := slices.BinarySearchFunc(g.parked, w.ticket, func(x *waiter, t int64) int {
-		switch {
-		case x.ticket < t:
-			return -1
-		case x.ticket > t:
-			return 1
+	i, _ := slices.BinarySearchFunc(g.parked, w, func(x, w *waiter) int {
+		if c := cmp.Compare(x.tag, w.tag); c != 0 {
+			return c
 		}
-		return 0
+		return strings.Compare(x.member, w.member)
 	})
 	g.parked = slices.Insert(g.parked, i, w)
+}
+
+// fairUnit is the span of virtual time one admission of weight 1 takes;
+// weight w takes fairUnit/w (admission's fair share uses the same unit).
+const fairUnit = 1_000_000
+
+// tagCost is the tag span of one admission at weight (1–1000; ≤0 is 1),
+// an integer so tags stay exact in Redis's scores.
+func tagCost(weight int) int64 {
+	return fairUnit / int64(min(max(weight, 1), 1000))
 }
 
 func (g *gateState) unpark(w *waiter) {
@@ -91,7 +102,8 @@ func (g *gateState) kickHead() {
 // kickCh are guarded by Controller.mu.
 type waiter struct {
 	member string
-	ticket int64
+	client string // the fair-state field of its client key, "c:<id>"
+	tag    int64  // its fair tag on the gate it is parked on
 	path   []*gateState
 	qgate  *gateState // its queue gate (Request.QueueKey)
 	on     int        // index in path of the gate it is parked on; -1 none

@@ -40,6 +40,9 @@ type LimitsOptions struct {
 //	                        m:<model> = cooling until (ms)
 //	<prefix>:{adm}:learn:C  hash: <gate key> = learned (adaptive) cap; expires
 //	                        LearnedTTL after its last change
+//
+// The gateway keeps a client key's rpm turn and tpm window the same way,
+// under the id "key:<key id>" (no clash with connection ids).
 type Limits struct {
 	rdb       redis.UniversalClient
 	keys      keyspace

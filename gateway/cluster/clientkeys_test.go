@@ -1,0 +1,329 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
+)
+
+// keyGateways is n gateway replicas in one process, each with its own Redis
+// client, cluster controller and shared limits on one Redis and prefix, in
+// front of one fake upstream, with client keys: key k authenticates with
+// the secret "secret-" + k.ID.
+type keyGateways struct {
+	t      *testing.T
+	prefix string
+	up     *upstreamtest.Server
+	upURL  string
+	keys   []gateway.ClientKey
+	gws    []*gateway.Gateway
+	urls   []string
+	hc     *http.Client
+}
+
+func newKeyGateways(t *testing.T, n int, upOpts upstreamtest.Options, keys ...gateway.ClientKey) *keyGateways {
+	t.Helper()
+	up := upstreamtest.NewServer(upOpts)
+	upSrv := httptest.NewServer(up)
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	e := &keyGateways{t: t, prefix: uniquePrefix(t), up: up, upURL: upSrv.URL, keys: keys, hc: &http.Client{Transport: tr}}
+	byID := make(map[string]gateway.ClientKey, len(keys))
+	for _, k := range keys {
+		byID["secret-"+k.ID] = k
+	}
+	srvs := make([]*httptest.Server, n)
+	for i := range n {
+		rdb := newClient(t, shared.sock)
+		ctrl := newController(t, rdb, Options{Prefix: e.prefix, ReplicaID: fmt.Sprintf("g%d", i)})
+		lim, err := NewLimits(LimitsOptions{Client: rdb, Prefix: e.prefix, OpTimeout: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gw := gateway.New(gateway.Options{
+			Authenticate: func(_ context.Context, s string) (gateway.ClientKey, bool) {
+				k, ok := byID[s]
+				return k, ok
+			},
+			Admission:    ctrl,
+			SharedLimits: lim,
+		})
+		e.gws = append(e.gws, gw)
+		srvs[i] = httptest.NewServer(gw)
+		e.urls = append(e.urls, srvs[i].URL)
+	}
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		_ = up.Close()
+		for i := range srvs {
+			srvs[i].Close()
+			e.gws[i].Close()
+		}
+		upSrv.Close()
+	})
+	return e
+}
+
+// apply gives every replica one connection "a" (upstream key "ka") serving
+// models, with overrides o, and the client keys.
+func (e *keyGateways) apply(o limits.Overrides, models ...string) {
+	c := gateway.Connection{ID: "a", Name: "conn-a", Provider: "zai", APIStyle: "openai",
+		BaseURL: e.upURL + "/v1", APIKey: "ka", Models: models, Enabled: true, Overrides: o}
+	for _, gw := range e.gws {
+		gw.Apply(gateway.Config{Connections: []gateway.Connection{c}, ClientKeys: e.keys})
+	}
+}
+
+// post sends a chat completion for model through replica i as client key id.
+func (e *keyGateways) post(ctx context.Context, i int, id, model string) reply {
+	body := `{"model":"` + model + `","messages":[{"role":"user","content":"hi"}]}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.urls[i]+"/v1/chat/completions", strings.NewReader(body))
+	if err != nil {
+		e.t.Error(err)
+		return reply{}
+	}
+	req.Header.Set("Authorization", "Bearer secret-"+id)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := e.hc.Do(req)
+	if err != nil {
+		e.t.Errorf("POST via gateway %d: %v", i, err)
+		return reply{}
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return reply{status: resp.StatusCode, header: resp.Header}
+}
+
+func clientKey(id string, l limits.ClientKeyLimits) gateway.ClientKey {
+	return gateway.ClientKey{ID: id, Name: "key-" + id, Enabled: true, Limits: l}
+}
+
+// TestKeyGateHoldsAcrossReplicas: a client key with maxConcurrent 2 sends
+// 30 requests round-robin through three replicas; the upstream never has
+// more than 2 of them at once (and has 2: the key gate, not something
+// stricter, is what holds them), and every request is served.
+func TestKeyGateHoldsAcrossReplicas(t *testing.T) {
+	e := newKeyGateways(t, 3, upstreamtest.Options{Latency: 100 * time.Millisecond},
+		clientKey("k2", limits.ClientKeyLimits{MaxConcurrent: ptr(2)}))
+	e.apply(limits.Overrides{MaxWaitMs: ptr(60000)}, "m")
+	const n = 30
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if r := e.post(t.Context(), i%3, "k2", "m"); r.status != http.StatusOK {
+				t.Errorf("request %d via replica %d: status %d, want 200", i, i%3, r.status)
+			}
+		})
+	}
+	wg.Wait()
+	if got := e.up.Requests("ka", "m"); got != n {
+		t.Errorf("upstream served %d requests, want %d", got, n)
+	}
+	if got := e.up.Peak("ka", "m"); got != 2 {
+		t.Errorf("peak in flight at the upstream = %d, want 2 (key:k2 cap 2 across three replicas)", got)
+	}
+}
+
+// TestKeyRPMAcrossReplicas: a key with rpm 60 sends five requests at once,
+// alternating between two replicas: they reach the upstream on the
+// schedule of one spacing (arrival i at least i s after the first, less
+// the loopback's slack), because the turn lives in Redis. Another key,
+// with no rpm, sent five requests meanwhile: all are served while the
+// first key's next turn has not come (it is not spaced by the first key).
+func TestKeyRPMAcrossReplicas(t *testing.T) {
+	e := newKeyGateways(t, 2, upstreamtest.Options{},
+		clientKey("slow", limits.ClientKeyLimits{RPM: ptr(60), MaxWaitMs: ptr(20000)}),
+		clientKey("free", limits.ClientKeyLimits{}))
+	e.apply(limits.Overrides{MaxWaitMs: ptr(20000)}, "m", "n")
+	const n = 5
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if r := e.post(t.Context(), i%2, "slow", "m"); r.status != http.StatusOK {
+				t.Errorf("slow request %d: status %d, want 200", i, r.status)
+			}
+		})
+	}
+	waitFor(t, 10*time.Second, "the slow key's first dispatch", func() bool { return e.up.Requests("ka", "m") >= 1 })
+	before := e.up.Requests("ka", "m")
+	var free sync.WaitGroup
+	for i := range n {
+		free.Go(func() {
+			if r := e.post(t.Context(), i%2, "free", "n"); r.status != http.StatusOK {
+				t.Errorf("free request %d: status %d, want 200", i, r.status)
+			}
+		})
+	}
+	free.Wait()
+	if after := e.up.Requests("ka", "m"); after > before+1 {
+		t.Errorf("the slow key dispatched %d more requests while the free key's %d were served, want ≤ 1: "+
+			"the free key is being spaced", after-before, n)
+	}
+	wg.Wait()
+	arr := e.up.Arrivals("ka", "m")
+	if len(arr) != n {
+		t.Fatalf("upstream saw %d slow-key requests, want %d", len(arr), n)
+	}
+	slices.SortFunc(arr, func(a, b time.Time) int { return a.Compare(b) })
+	const slack = 500 * time.Millisecond
+	for i := 1; i < len(arr); i++ {
+		if since := arr[i].Sub(arr[0]); since < time.Duration(i)*time.Second-slack {
+			t.Errorf("slow request %d arrived %s after the first, want ≥ %s (key rpm 60 across both replicas)",
+				i+1, since, time.Duration(i)*time.Second-slack)
+		}
+	}
+	if got := e.up.Requests("ka", "n"); got != n {
+		t.Errorf("free key: upstream served %d, want %d", got, n)
+	}
+	rdb := newClient(t, shared.sock)
+	if n, err := rdb.Exists(t.Context(), newKeyspace(e.prefix).turn("key:slow")).Result(); err != nil || n != 1 {
+		t.Errorf("the slow key's turn in Redis: EXISTS = %d, %v; want 1 (the spacing is shared)", n, err)
+	}
+}
+
+// TestFairShareAcrossReplicas: keys A (weight 1) and B (weight 3), twelve
+// clients each, spread over two replicas, all backlogged on one cap-4
+// gate. Of the first 200 admissions B gets 3 for each of A's, within 20%;
+// when the queue has emptied the gate keeps no fair state in Redis.
+func TestFairShareAcrossReplicas(t *testing.T) {
+	const gate = "model:c1:m"
+	const total = 200
+	reps := replicas(t, 2, map[string]int{gate: 4}, Options{})
+	base := admission.Request{Gates: path("connection:c1", gate), MaxWait: 60 * time.Second}
+	var held []admission.Grant
+	for range 4 {
+		held = append(held, mustTryAcquire(t, reps[0], base))
+	}
+
+	var seq atomic.Int64
+	var got [2]atomic.Int64 // admissions of A, B among the first total
+	var wg sync.WaitGroup
+	for i := range 24 {
+		key, weight := "A", 1
+		if i%2 == 1 {
+			key, weight = "B", 3
+		}
+		req := base
+		req.Client, req.Weight = key, weight
+		c := reps[(i/2)%2]
+		wg.Go(func() {
+			for {
+				p, err := c.Acquire(t.Context(), req)
+				if err != nil {
+					t.Errorf("key %s: %v", key, err)
+					return
+				}
+				n := seq.Add(1)
+				if n <= total {
+					got[weight/3].Add(1)
+				}
+				p.Release()
+				if n >= total {
+					return
+				}
+			}
+		})
+	}
+	waitFor(t, 10*time.Second, "24 waiters queued", func() bool { return zcard(t, reps[0].rdb, reps[0].keys.queue(gate)) == 24 })
+	for _, p := range held {
+		p.Release()
+	}
+	wg.Wait()
+	a, b := got[0].Load(), got[1].Load()
+	t.Logf("first %d admissions: A (weight 1) %d, B (weight 3) %d, B/A = %.2f", total, a, b, float64(b)/float64(max(a, 1)))
+	if a == 0 || float64(b)/float64(a) < 2.4 || float64(b)/float64(a) > 3.6 {
+		t.Errorf("B/A = %d/%d, want 3 ± 20%% (weights 1:3)", b, a)
+	}
+	waitFor(t, 10*time.Second, "the queue to empty", func() bool { return zcard(t, reps[0].rdb, reps[0].keys.queue(gate)) == 0 })
+	if n, err := reps[0].rdb.Exists(t.Context(), reps[0].keys.fair(gate)).Result(); err != nil || n != 0 {
+		t.Errorf("fair state of %s after its queue emptied: EXISTS = %d, %v; want 0", gate, n, err)
+	}
+}
+
+// TestFairTagOrder: on a cap-1 gate held by one request, key A (weight 1)
+// queues four waiters and then key B (weight 3) six, alternating between
+// two replicas. Start-time fair queueing admits by tag: A's are 0, 1, 2, 3
+// (in units of one weight-1 admission) and B's 0, ⅓, ⅔, 1-, 1⅓-, 1⅔- (B
+// starts at the gate's virtual time: its idle past earns it nothing, and
+// costs it nothing). So the first five admitted are A1 and B1–B4, and then
+// A2, B5, B6, A3, A4; within each key, arrival order.
+func TestFairTagOrder(t *testing.T) {
+	const gate = "model:c1:m"
+	reps := replicas(t, 2, map[string]int{gate: 1}, Options{})
+	base := admission.Request{Gates: path("connection:c1", gate), MaxWait: 20 * time.Second}
+	holder := mustTryAcquire(t, reps[0], base)
+
+	order := make(chan string, 10)
+	var wg sync.WaitGroup
+	var names []string
+	for i := range 10 {
+		req := base
+		name := fmt.Sprintf("A%d", i+1)
+		req.Client, req.Weight = "A", 1
+		if i >= 4 {
+			name = fmt.Sprintf("B%d", i-3)
+			req.Client, req.Weight = "B", 3
+		}
+		names = append(names, name)
+		c := reps[i%2]
+		wg.Go(func() {
+			p, err := c.Acquire(t.Context(), req)
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+				order <- name + " failed"
+				return
+			}
+			order <- name
+			p.Release()
+		})
+		waitFor(t, 5*time.Second, name+" queued", func() bool { return zcard(t, reps[0].rdb, reps[0].keys.queue(gate)) == i+1 })
+	}
+	// A newcomer of a third key would get tag 0 too, but ties go to the
+	// earlier waiters: it may not take the slot they are waiting for.
+	if _, ok := reps[1].TryAcquire(admission.Request{Gates: base.Gates, Client: "C", Weight: 1000}); ok {
+		t.Fatal("a newcomer was admitted on a full gate past ten waiters")
+	}
+	holder.Release()
+	wg.Wait()
+	close(order)
+	var got []string
+	for name := range order {
+		got = append(got, name)
+	}
+	if len(got) != 10 {
+		t.Fatalf("admitted %v, want all of %v", got, names)
+	}
+	first := slices.Clone(got[:5])
+	slices.Sort(first)
+	if diff := cmp.Diff([]string{"A1", "B1", "B2", "B3", "B4"}, first); diff != "" {
+		t.Errorf("first five admitted (sorted) mismatch (-want +got):\n%s\n(order %v)", diff, got)
+	}
+	if diff := cmp.Diff([]string{"A2", "B5", "B6", "A3", "A4"}, got[5:]); diff != "" {
+		t.Errorf("admissions 6–10 mismatch (-want +got):\n%s\n(order %v)", diff, got)
+	}
+	for _, key := range []string{"A", "B"} {
+		var mine []string
+		for _, name := range got {
+			if strings.HasPrefix(name, key) {
+				mine = append(mine, name)
+			}
+		}
+		if !slices.IsSortedFunc(mine, func(x, y string) int { return strings.Compare(x, y) }) {
+			t.Errorf("key %s admitted out of arrival order: %v", key, mine)
+		}
+	}
+}
