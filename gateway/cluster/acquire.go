@@ -150,7 +150,7 @@ func (c *Controller) beginLocked(req admission.Request) (*waiter, error) {
 	c.seq++
 	w := &waiter{
 		member: c.replica + ":" + strconv.FormatUint(c.seq, 10),
-		client: "c:" + req.Client,
+		client: c.clientField(req.Client),
 		path:   path,
 		on:     -1,
 		kickCh: make(chan struct{}, 1),
@@ -160,6 +160,27 @@ func (c *Controller) beginLocked(req admission.Request) (*waiter, error) {
 	}
 	return w, nil
 }
+
+// clientField is the fair-state field of client key id, "c:<id>", boxed
+// once per key (so a script's arguments do not allocate for it). c.mu must
+// be held.
+func (c *Controller) clientField(id string) any {
+	if id == "" {
+		return "c:"
+	}
+	f, ok := c.clientFields[id]
+	if !ok {
+		if len(c.clientFields) >= maxClientFields {
+			clear(c.clientFields) // keys come and go: start over rather than grow
+		}
+		f = "c:" + id
+		c.clientFields[id] = f
+	}
+	return f
+}
+
+// maxClientFields bounds clientField's cache.
+const maxClientFields = 4096
 
 func queueGate(req admission.Request, path []*gateState) *gateState {
 	if req.QueueKey != "" {
@@ -189,7 +210,7 @@ func (c *Controller) attempt(w *waiter, req admission.Request, try bool) (outcom
 		tryArg = "1"
 	}
 	args = append(args, w.member, w.tag, c.ttl.Milliseconds(), max(req.MaxQueueDepth, 0), w.on+1, tryArg,
-		w.client, tagCost(req.Weight), n)
+		w.client, costArg(req.Weight), n)
 	for _, g := range w.path {
 		keys = append(keys, g.hKey, g.qKey, g.xKey, g.fKey)
 		args = append(args, g.cap, g.channel)

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -104,8 +106,18 @@ func (e *keyGateways) post(ctx context.Context, i int, id, model string) reply {
 		return reply{}
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return reply{status: resp.StatusCode, header: resp.Header}
+	b, _ := io.ReadAll(resp.Body)
+	r := reply{status: resp.StatusCode, header: resp.Header}
+	if resp.StatusCode != http.StatusOK {
+		var eb struct {
+			Error struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(b, &eb)
+		r.code = eb.Error.Code
+	}
+	return r
 }
 
 func clientKey(id string, l limits.ClientKeyLimits) gateway.ClientKey {
@@ -192,6 +204,40 @@ func TestKeyRPMAcrossReplicas(t *testing.T) {
 	rdb := newClient(t, shared.sock)
 	if n, err := rdb.Exists(t.Context(), newKeyspace(e.prefix).turn("key:slow")).Result(); err != nil || n != 1 {
 		t.Errorf("the slow key's turn in Redis: EXISTS = %d, %v; want 1 (the spacing is shared)", n, err)
+	}
+}
+
+// TestKeyTPMAcrossReplicas: the tokens a key spends through one replica
+// exhaust its tpm window on the other (429 RATE_LIMIT_TPM naming
+// key-tpm:<id>), while another key is served there.
+func TestKeyTPMAcrossReplicas(t *testing.T) {
+	// 350 tokens against tpm 100: the debt outlasts any minute boundary
+	// the test may cross.
+	e := newKeyGateways(t, 2, upstreamtest.Options{UsageTokens: 350},
+		clientKey("thrifty", limits.ClientKeyLimits{TPM: ptr(int64(100))}),
+		clientKey("free", limits.ClientKeyLimits{}))
+	e.apply(limits.Overrides{}, "m")
+	if r := e.post(t.Context(), 0, "thrifty", "m"); r.status != http.StatusOK {
+		t.Fatalf("replica 0: status %d (%s), want 200", r.status, r.code)
+	}
+	rdb := newClient(t, shared.sock)
+	window := newKeyspace(e.prefix).tpm("key:thrifty")
+	waitFor(t, 5*time.Second, "the key's tokens charged in Redis", func() bool {
+		u, err := rdb.HGet(t.Context(), window, "u").Int64()
+		return err == nil && u >= 350
+	})
+	r := e.post(t.Context(), 1, "thrifty", "m")
+	if r.status != http.StatusTooManyRequests || r.code != gateway.CodeRateLimitTPM {
+		t.Fatalf("replica 1: status %d code %q, want 429 %s", r.status, r.code, gateway.CodeRateLimitTPM)
+	}
+	if got := r.header.Get("X-Gatehouse-Gate"); got != "key-tpm:thrifty" {
+		t.Errorf("gate = %q, want key-tpm:thrifty", got)
+	}
+	if r := e.post(t.Context(), 1, "free", "m"); r.status != http.StatusOK {
+		t.Errorf("another key on replica 1: status %d (%s), want 200", r.status, r.code)
+	}
+	if got := e.up.Requests("ka", "m"); got != 2 {
+		t.Errorf("upstream saw %d requests, want 2", got)
 	}
 }
 
@@ -325,5 +371,49 @@ func TestFairTagOrder(t *testing.T) {
 		if !slices.IsSortedFunc(mine, func(x, y string) int { return strings.Compare(x, y) }) {
 			t.Errorf("key %s admitted out of arrival order: %v", key, mine)
 		}
+	}
+}
+
+// TestFairStateDroppedWithQueue: a waiter that times out, leaving its
+// gate's queue empty, takes the gate's fair state with it; while one still
+// waits the state is there, with an expiry as a backstop.
+func TestFairStateDroppedWithQueue(t *testing.T) {
+	const gate = "connection:c1"
+	c := replicas(t, 1, map[string]int{gate: 1}, Options{})[0]
+	holder := mustTryAcquire(t, c, admission.Request{Gates: path(gate)})
+	long := acquireAsync(t.Context(), c, admission.Request{Gates: path(gate), MaxWait: 30 * time.Second, Client: "A", Weight: 2})
+	waitFor(t, 5*time.Second, "the waiter queued", func() bool { return zcard(t, c.rdb, c.keys.queue(gate)) == 1 })
+	fin, err := c.rdb.HGet(t.Context(), c.keys.fair(gate), "c:A").Int64()
+	if err != nil || fin != fairUnit/2 {
+		t.Errorf("finish tag of A = %d, %v; want %d (tag 0 + 1e6/weight 2)", fin, err, fairUnit/2)
+	}
+	if ttl, err := c.rdb.PTTL(t.Context(), c.keys.fair(gate)).Result(); err != nil || ttl <= 0 {
+		t.Errorf("fair state PTTL = %s, %v; want an expiry", ttl, err)
+	}
+	short := acquireAsync(t.Context(), c, admission.Request{Gates: path(gate), MaxWait: 50 * time.Millisecond, Client: "B"})
+	var ae *admission.Error
+	if r := recv(t, short, 5*time.Second); !errors.As(r.err, &ae) || ae.Code != admission.CodeTimeout {
+		t.Fatalf("short waiter: %v, want a timeout", r.err)
+	}
+	if n, _ := c.rdb.Exists(t.Context(), c.keys.fair(gate)).Result(); n != 1 {
+		t.Errorf("fair state gone while A still waits")
+	}
+	holder.Release()
+	if r := recv(t, long, 5*time.Second); r.err != nil {
+		t.Fatalf("long waiter: %v", r.err)
+	} else {
+		r.p.Release()
+	}
+	if n, err := c.rdb.Exists(t.Context(), c.keys.fair(gate)).Result(); err != nil || n != 0 {
+		t.Errorf("fair state after the queue emptied: EXISTS = %d, %v; want 0", n, err)
+	}
+	// A timeout that empties the queue drops it too.
+	holder = mustTryAcquire(t, c, admission.Request{Gates: path(gate)})
+	defer holder.Release()
+	if r := recv(t, acquireAsync(t.Context(), c, admission.Request{Gates: path(gate), MaxWait: 50 * time.Millisecond, Client: "B"}), 5*time.Second); !errors.As(r.err, &ae) {
+		t.Fatalf("waiter: %v, want a timeout", r.err)
+	}
+	if n, err := c.rdb.Exists(t.Context(), c.keys.fair(gate)).Result(); err != nil || n != 0 {
+		t.Errorf("fair state after the last waiter timed out: EXISTS = %d, %v; want 0", n, err)
 	}
 }

@@ -155,11 +155,13 @@ type Controller struct {
 	seq        uint64
 	replicas   int // live replicas last seen, at least 1
 	subscribed map[string]bool
-	totals     admission.Totals
-	lostLeases int64
-	downErr    error // why Redis was last found unreachable
-	closed     bool
-	draining   bool // set by Drain
+	// clientFields caches clientField's boxed fields by client key id.
+	clientFields map[string]any
+	totals       admission.Totals
+	lostLeases   int64
+	downErr      error // why Redis was last found unreachable
+	closed       bool
+	draining     bool // set by Drain
 
 	// queuedHook, when set (tests only), runs after Acquire's first script
 	// queued a request and before the request is parked locally.
@@ -182,26 +184,27 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 		id = hex.EncodeToString(b[:])
 	}
 	c := &Controller{
-		rdb:         opts.Client,
-		replica:     id,
-		ttl:         cmp.Or(opts.LeaseTTL, DefaultLeaseTTL),
-		recheck:     cmp.Or(opts.Recheck, DefaultRecheck),
-		opTimeout:   cmp.Or(opts.OpTimeout, DefaultOpTimeout),
-		mode:        opts.FailMode,
-		defaultHold: cmp.Or(opts.DefaultHold, time.Second),
-		log:         cmp.Or(opts.Logger, slog.Default()),
-		keys:        newKeyspace(cmp.Or(opts.Prefix, DefaultPrefix)),
-		closing:     make(chan struct{}),
-		drained:     make(chan struct{}),
-		subSync:     make(chan struct{}, 1),
-		fallback:    admission.New(admission.Options{DefaultHold: opts.DefaultHold}),
-		caps:        make(map[string]int),
-		gates:       make(map[string]*gateState),
-		leases:      make(map[*lease]struct{}),
-		pending:     make(map[*lease]struct{}),
-		waiters:     make(map[*waiter]struct{}),
-		replicas:    1,
-		subscribed:  make(map[string]bool),
+		rdb:          opts.Client,
+		replica:      id,
+		ttl:          cmp.Or(opts.LeaseTTL, DefaultLeaseTTL),
+		recheck:      cmp.Or(opts.Recheck, DefaultRecheck),
+		opTimeout:    cmp.Or(opts.OpTimeout, DefaultOpTimeout),
+		mode:         opts.FailMode,
+		defaultHold:  cmp.Or(opts.DefaultHold, time.Second),
+		log:          cmp.Or(opts.Logger, slog.Default()),
+		keys:         newKeyspace(cmp.Or(opts.Prefix, DefaultPrefix)),
+		closing:      make(chan struct{}),
+		drained:      make(chan struct{}),
+		subSync:      make(chan struct{}, 1),
+		fallback:     admission.New(admission.Options{DefaultHold: opts.DefaultHold}),
+		caps:         make(map[string]int),
+		gates:        make(map[string]*gateState),
+		leases:       make(map[*lease]struct{}),
+		pending:      make(map[*lease]struct{}),
+		waiters:      make(map[*waiter]struct{}),
+		replicas:     1,
+		subscribed:   make(map[string]bool),
+		clientFields: make(map[string]any),
 	}
 	if c.ttl < 3*time.Millisecond {
 		return nil, fmt.Errorf("cluster: lease TTL %s is too short", c.ttl)

@@ -59,6 +59,9 @@ func TestCapHoldsAcrossReplicas(t *testing.T) {
 			t.Errorf("%s has %d members after every release, want 0", k, n)
 		}
 	}
+	if n, err := reps[0].rdb.Exists(t.Context(), keys.fair(gate)).Result(); err != nil || n != 0 {
+		t.Errorf("fair state %s after every release: EXISTS = %d, %v; want 0 (dropped with the queue)", keys.fair(gate), n, err)
+	}
 	var admitted int64
 	for _, r := range reps {
 		admitted += r.Totals().Admitted

@@ -85,6 +85,17 @@ func tagCost(weight int) int64 {
 	return fairUnit / int64(min(max(weight, 1), 1000))
 }
 
+// costArgs holds tagCost of every weight boxed once, so a script's
+// arguments do not allocate for it.
+var costArgs = func() (a [1001]any) {
+	for w := range a {
+		a[w] = tagCost(w)
+	}
+	return a
+}()
+
+func costArg(weight int) any { return costArgs[min(max(weight, 1), 1000)] }
+
 func (g *gateState) unpark(w *waiter) {
 	if i := slices.Index(g.parked, w); i >= 0 {
 		g.parked = slices.Delete(g.parked, i, i+1)
@@ -102,8 +113,8 @@ func (g *gateState) kickHead() {
 // kickCh are guarded by Controller.mu.
 type waiter struct {
 	member string
-	client string // the fair-state field of its client key, "c:<id>"
-	tag    int64  // its fair tag on the gate it is parked on
+	client any   // the fair-state field of its client key, "c:<id>" (clientField)
+	tag    int64 // its fair tag on the gate it is parked on
 	path   []*gateState
 	qgate  *gateState // its queue gate (Request.QueueKey)
 	on     int        // index in path of the gate it is parked on; -1 none
