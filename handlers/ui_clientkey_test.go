@@ -44,13 +44,15 @@ func (d *dash) keyLimits(t *testing.T, id string) (map[string]any, store.ClientK
 func keyVersion(k store.ClientKey) string { return strconv.FormatInt(k.Version, 10) }
 
 // TestDashKeysListsLimitsAndLiveLoad: /keys shows every key's limits and its live
-// in-flight and queued counts from the snapshot's clients (by id), and each row
+// in-flight and queued counts from the snapshot's clients (by id; a key the gateway
+// has not loaded yet shows nothing running against its stored cap), and each row
 // links to the key's page.
 func TestDashKeysListsLimitsAndLiveLoad(t *testing.T) {
 	t.Parallel()
 	d := newDash(t)
 	a := d.createKey(t, "team-a", `{"weight":1,"maxConcurrent":8,"rpm":120,"models":["zai/*"]}`)
 	b := d.createKey(t, "team-b", `{"weight":3,"tpd":5000000}`)
+	n := d.createKey(t, "team-new", `{"maxConcurrent":2}`) // not in the live view yet
 	d.gates.set(live.Snapshot{Clients: []live.Client{
 		{ID: b.ID, Name: "team-b", Weight: 3, InFlight: 4, Queued: 7},
 		{ID: a.ID, Name: "team-a", Weight: 1, Cap: 8, InFlight: 8, Queued: 12},
@@ -68,6 +70,7 @@ func TestDashKeysListsLimitsAndLiveLoad(t *testing.T) {
 	want := []string{
 		"/keys/" + a.ID + " | team-a | 1 | 8 | 120 /min | – | zai/* | 8 / 8 | 12",
 		"/keys/" + b.ID + " | team-b | 3 | – | – | 5,000,000 tokens/day | all models | 4 / – | 7",
+		"/keys/" + n.ID + " | team-new | 1 (default) | 2 | – | – | all models | 0 / 2 | 0",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("key rows mismatch (-want +got):\n%s", diff)

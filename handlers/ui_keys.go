@@ -55,9 +55,15 @@ func (s *Server) keyItems(r *http.Request, kind keyKind) ([]web.KeyItem, error) 
 	load := clientLoads(s.liveSnapshot())
 	for _, k := range keys {
 		lim, _ := limits.NormalizeClientKeyLimits(k.Limits)
+		l, seen := load[k.ID]
+		if !seen {
+			// Not in the gateway's config yet (just created): nothing of it runs,
+			// and its cap is the stored one.
+			l = live.Client{ID: k.ID, Name: k.Name, Cap: lim.Effective().MaxConcurrent}
+		}
 		items = append(items, web.KeyItem{ID: k.ID, Name: k.Name, Preview: k.Preview,
 			CreatedAt: k.CreatedAt, LastUsedAt: derefTime(k.LastUsedAt),
-			Enabled: k.Enabled, Limits: lim, Live: load[k.ID]})
+			Enabled: k.Enabled, Limits: lim, Live: l})
 	}
 	return items, nil
 }

@@ -179,7 +179,8 @@
     var clients = {};
     (data.clients || []).forEach(function (c) { clients[c.id] = c; });
     root.querySelectorAll("tr[data-client]").forEach(function (row) {
-      var c = clients[row.getAttribute("data-client")] || {};
+      var c = clients[row.getAttribute("data-client")];
+      if (!c) return; // not in the gateway's config yet: keep what the server drew
       var q = c.queued || 0;
       setText(row.querySelector('[data-live-client="inflight"]'), ratio(c.inFlight || 0, c.cap || 0));
       var qc = row.querySelector('[data-live-client="queued"]');
