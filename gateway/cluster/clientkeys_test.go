@@ -417,3 +417,36 @@ func TestFairStateDroppedWithQueue(t *testing.T) {
 		t.Errorf("fair state after the last waiter timed out: EXISTS = %d, %v; want 0", n, err)
 	}
 }
+
+// TestRetriedAdmissionIsAdmitted: an acquire script run twice for one
+// attempt (go-redis retries a call whose reply was lost) admits it once:
+// the second run finds its own leases and does not queue it behind itself
+// on the gate it fills.
+func TestRetriedAdmissionIsAdmitted(t *testing.T) {
+	const gate = "connection:c1"
+	c := replicas(t, 1, map[string]int{gate: 1}, Options{})[0]
+	req := admission.Request{Gates: path("global", gate), Client: "A"}
+	w, err := c.begin(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for run := range 2 {
+		out, err := c.attempt(w, req, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.status != stAdmitted {
+			t.Fatalf("run %d: status %d, want admitted", run+1, out.status)
+		}
+	}
+	if n := zcard(t, c.rdb, c.keys.holders(gate)); n != 1 {
+		t.Errorf("holders of %s = %d, want 1", gate, n)
+	}
+	if n := zcard(t, c.rdb, c.keys.queue(gate)); n != 0 {
+		t.Errorf("queue of %s = %d, want 0", gate, n)
+	}
+	c.grant(w, 0).Release()
+	if n := zcard(t, c.rdb, c.keys.holders(gate)); n != 0 {
+		t.Errorf("holders of %s after release = %d, want 0", gate, n)
+	}
+}

@@ -105,6 +105,21 @@ local function purge(i)
   end
 end
 
+-- A retry of an attempt that was admitted (its reply was lost) finds its
+-- own leases: it is admitted, not queued behind itself.
+if n > 0 and redis.call('ZSCORE', key(1, 1), member) then
+  for i = 1, n do
+    redis.call('ZADD', key(i, 1), exp, member)
+  end
+  if parked > 0 then
+    redis.call('ZREM', key(parked, 2), member)
+    redis.call('ZREM', key(parked, 3), member)
+    tidy(parked)
+  end
+  redis.call('ZREM', KEYS[1], member)
+  return {1, 0, 0, 0, 0}
+end
+
 local blocked = 0
 local present = false -- the waiter's entry is still in its parked gate's queue
 local tags = {} -- gate -> the tag the request would get there (queue not empty)
