@@ -450,3 +450,48 @@ func TestRetriedAdmissionIsAdmitted(t *testing.T) {
 		t.Errorf("holders of %s after release = %d, want 0", gate, n)
 	}
 }
+
+// TestFairShareThroughGateways: the same shares end to end, through real
+// HTTP: keys A (weight 1) and B (weight 3), twelve clients each on each of
+// two replicas, sending requests in a loop at one cap-4 model gate whose
+// upstream answers after a fixed latency. Of 200 completions B has 3 ± 20%
+// times A's. Counted, not timed: the run stops after a number of
+// completions. The first few completions are left out: they were admitted
+// before any queue formed, whoever came first (up to the cap, 4), and with
+// 200 in all that start alone moves the share by up to 8%.
+func TestFairShareThroughGateways(t *testing.T) {
+	const warm, total = 8, 200
+	e := newKeyGateways(t, 2, upstreamtest.Options{Latency: 5 * time.Millisecond},
+		clientKey("A", limits.ClientKeyLimits{Weight: ptr(1)}),
+		clientKey("B", limits.ClientKeyLimits{Weight: ptr(3)}))
+	e.apply(limits.Overrides{ModelConcurrency: map[string]int{"m": 4}, MaxWaitMs: ptr(60000)}, "m")
+	var done atomic.Int64
+	var got [2]atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 24 {
+		for k, id := range []string{"A", "B"} {
+			wg.Go(func() {
+				for done.Load() < warm+total {
+					if r := e.post(t.Context(), i%2, id, "m"); r.status != http.StatusOK {
+						t.Errorf("key %s via replica %d: status %d (%s), want 200", id, i%2, r.status, r.code)
+						return
+					}
+					// Completions warm+1 … warm+total count; every client
+					// has one more request out when they are done.
+					if n := done.Add(1); n > warm && n <= warm+total {
+						got[k].Add(1)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	a, b := got[0].Load(), got[1].Load()
+	t.Logf("%d completions through two replicas: A (weight 1) %d, B (weight 3) %d, B/A = %.2f", total, a, b, float64(b)/float64(max(a, 1)))
+	if a == 0 || float64(b)/float64(a) < 2.4 || float64(b)/float64(a) > 3.6 {
+		t.Errorf("B/A = %d/%d, want 3 ± 20%% (weights 1:3)", b, a)
+	}
+	if peak := e.up.Peak("ka", "m"); peak > 4 {
+		t.Errorf("peak in flight at the upstream = %d, want ≤ 4 (model cap across both replicas)", peak)
+	}
+}
