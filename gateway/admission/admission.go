@@ -73,8 +73,9 @@ type Controller struct {
 	seq         uint64
 	waiters     int // waiters parked anywhere
 	free        []*waiter
-	classes     map[gatePath]*class // the class of every path with waiters
+	classes     map[classKey]*class // the class of every path and client with waiters
 	freeClasses []*class
+	freeFlows   []*flow
 	// moves counts class moves from one gate to another (drain), for the
 	// test that shows a release's work does not grow with the waiters.
 	moves    uint64
@@ -91,7 +92,7 @@ func New(opts Options) *Controller {
 		ledger:      opts.Ledger,
 		defaultHold: opts.DefaultHold,
 		gates:       make(map[string]*gate),
-		classes:     make(map[gatePath]*class),
+		classes:     make(map[classKey]*class),
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -240,7 +241,7 @@ func (c *Controller) submit(ctx context.Context, req *Request, p *Permit) (*wait
 		pg.waiting++
 	}
 	c.waiters++
-	c.park(w, g)
+	c.park(w, g, req.Client, turnOf(req.Weight))
 	p.blocked = w.cls.on
 	return w, nil
 }
@@ -445,6 +446,7 @@ const holdSampleEvery = 8
 // admit records the admission of a parked waiter whose slots drain took,
 // and wakes it.
 func (c *Controller) admit(w *waiter) {
+	w.cls.on.queue.served(w.cls.fl)
 	c.unpark(w)
 	w.state = stateAdmitted
 	c.totals.Admitted++

@@ -19,10 +19,13 @@ var fuzzPaths = [][]string{
 
 var fuzzGates = []string{"global", "connection:a", "connection:b", "model:a:x", "model:a:y", "model:b:x"}
 
+var fuzzClients = []string{"", "k1", "k2", "k3"}
+
 // fuzzWaiter is a parked request and the permit it will land in.
 type fuzzWaiter struct {
-	w *waiter
-	p *Permit
+	w      *waiter
+	p      *Permit
+	client string
 }
 
 // FuzzController drives a deterministic single-threaded sequence of
@@ -54,11 +57,17 @@ func FuzzController(f *testing.F) {
 			for key, g := range c.gates {
 				before[key] = c.ledger.InFlight(g.id)
 			}
+			parkedOn := make(map[*waiter]*gate, len(waiters))
+			for _, fw := range waiters {
+				parkedOn[fw.w] = fw.w.cls.on
+			}
 			var what string
 			switch op {
 			case 0: // acquire
 				path := fuzzPaths[int(arg)%len(fuzzPaths)]
-				req := Request{Gates: refs(path...), MaxWait: time.Duration(arg%4) * 10 * time.Millisecond, MaxQueueDepth: int(arg/4) % 3}
+				cw := next(&i) // client key and weight (0 means 1)
+				req := Request{Gates: refs(path...), MaxWait: time.Duration(arg%4) * 10 * time.Millisecond, MaxQueueDepth: int(arg/4) % 3,
+					Client: fuzzClients[int(cw)%len(fuzzClients)], Weight: int(cw/4) % 5}
 				what = fmt.Sprintf("acquire %v", req)
 				p := &Permit{}
 				w, err := c.submit(context.Background(), &req, p)
@@ -68,7 +77,7 @@ func FuzzController(f *testing.F) {
 						t.Fatalf("%s: %v", what, err)
 					}
 				case w != nil:
-					waiters = append(waiters, fuzzWaiter{w, p})
+					waiters = append(waiters, fuzzWaiter{w, p, req.Client})
 				default:
 					permits = append(permits, p)
 				}
@@ -148,16 +157,32 @@ func FuzzController(f *testing.F) {
 			}
 			// Collect waiters admitted by this step.
 			kept := waiters[:0]
+			type admittedFrom struct {
+				client string
+				seq    uint64
+				on     *gate
+			}
+			var admitted []admittedFrom
 			for _, fw := range waiters {
 				if fw.w.state != stateAdmitted {
 					kept = append(kept, fw)
 					continue
 				}
+				admitted = append(admitted, admittedFrom{fw.client, fw.w.seq, parkedOn[fw.w]})
 				c.collect(fw.w, fw.p)
 				c.recycle(fw.w)
 				permits = append(permits, fw.p)
 			}
 			waiters = kept
+			// FIFO within a key at a gate: a waiter admitted from a gate
+			// leaves no earlier waiter of its key parked there all along.
+			for _, a := range admitted {
+				for _, fw := range waiters {
+					if on := fw.w.cls.on; fw.client == a.client && on == a.on && parkedOn[fw.w] == on && fw.w.seq < a.seq {
+						t.Fatalf("after %s: key %q waiter %d admitted from %s before %d, still parked there", what, a.client, a.seq, on.key, fw.w.seq)
+					}
+				}
+			}
 			if err := checkInvariants(c); err != nil {
 				t.Fatalf("after %s: %v", what, err)
 			}

@@ -81,24 +81,35 @@ type waiter struct {
 	timer      *time.Timer
 }
 
-// class holds the waiters of one path, in arrival order. Two requests on the
-// same path are admissible under exactly the same conditions (every gate of
-// the path has room), so the whole class parks on one full gate and moves as
-// one: when its gate gains room but another gate of the path is full, moving
-// the class is one heap operation however many waiters it holds. A newcomer
-// joins the tail (its arrival number is the largest), so the list stays in
-// arrival order without sorting. A class exists while it has waiters.
+// class holds the waiters of one client key on one path, in arrival order.
+// Two requests on the same path are admissible under exactly the same
+// conditions (every gate of the path has room), so the whole class parks on
+// one full gate and moves as one: when its gate gains room but another gate
+// of the path is full, moving the class is one heap operation however many
+// waiters it holds. A newcomer joins the tail (its arrival number is the
+// largest), so the list stays in arrival order without sorting. On its gate
+// the class sits in the flow of its client (fair.go). A class exists while
+// it has waiters.
 type class struct {
 	path       [maxPath]*gate
 	n          int
-	on         *gate // the full gate it is parked on
-	idx        int   // index in on.queue
+	client     string
+	inc        uint64 // turn length of its latest waiter: fairUnit / weight
+	on         *gate  // the full gate it is parked on
+	fl         *flow  // its client's flow on that gate
+	idx        int    // index in fl.classes
 	head, tail *waiter
 	size       int
 }
 
-// gatePath is the map key of a class: the path's gates in order.
+// gatePath is a path's gates in order.
 type gatePath = [maxPath]*gate
+
+// classKey is the map key of a class: its path and client key.
+type classKey struct {
+	path   gatePath
+	client string
+}
 
 // append adds w, the latest arrival, at the tail.
 func (k *class) append(w *waiter) {
@@ -126,84 +137,4 @@ func (k *class) unlink(w *waiter) {
 	}
 	w.cls, w.prev, w.next = nil, nil, nil
 	k.size--
-}
-
-// waitQueue is a gate's queue: a binary min-heap of the classes parked on it,
-// ordered by the arrival number of each class's head, so its minimum is the
-// earliest waiter parked on the gate. A class moved here from another gate
-// keeps its place among the earlier and later ones. waiters counts the
-// waiters of every class in it (GateStats.Queued).
-//
-// The order is the head's arrival number today; start-time fair queueing
-// across client keys would order the same heap by a virtual start tag
-// instead (docs/ADMISSION.md, "Fair share").
-type waitQueue struct {
-	items   []*class
-	waiters int
-}
-
-func (q *waitQueue) len() int     { return len(q.items) }
-func (q *waitQueue) head() *class { return q.items[0] }
-
-func (q *waitQueue) push(k *class) {
-	k.idx = len(q.items)
-	q.items = append(q.items, k)
-	q.waiters += k.size
-	q.up(k.idx)
-}
-
-func (q *waitQueue) remove(k *class) {
-	i, last := k.idx, len(q.items)-1
-	if i != last {
-		q.swap(i, last)
-	}
-	q.items[last] = nil
-	q.items = q.items[:last]
-	if i != last {
-		q.down(i)
-		q.up(i)
-	}
-	q.waiters -= k.size
-	k.idx = -1
-}
-
-// fix restores the order after k's head changed (it can only get later).
-func (q *waitQueue) fix(k *class) { q.down(k.idx) }
-
-func (q *waitQueue) less(i, j int) bool { return q.items[i].head.seq < q.items[j].head.seq }
-
-func (q *waitQueue) swap(i, j int) {
-	q.items[i], q.items[j] = q.items[j], q.items[i]
-	q.items[i].idx = i
-	q.items[j].idx = j
-}
-
-func (q *waitQueue) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !q.less(i, p) {
-			return
-		}
-		q.swap(i, p)
-		i = p
-	}
-}
-
-func (q *waitQueue) down(i int) {
-	n := len(q.items)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		m := l
-		if r := l + 1; r < n && q.less(r, l) {
-			m = r
-		}
-		if !q.less(m, i) {
-			return
-		}
-		q.swap(i, m)
-		i = m
-	}
 }

@@ -3,26 +3,31 @@ package admission
 import "time"
 
 // park puts w, just counted in the depths of its path, in the class of its
-// path: a new class parked on g, the first full gate of the path, or the
-// existing one, wherever it is parked (a full gate of the same path).
-func (c *Controller) park(w *waiter, g *gate) {
-	var key gatePath
-	copy(key[:], w.path[:w.n])
+// path and client: a new class parked on g, the first full gate of the path,
+// or the existing one, wherever it is parked (a full gate of the same path).
+// inc is the turn length of w's client (turnOf its weight); the client's
+// latest waiter sets it.
+func (c *Controller) park(w *waiter, g *gate, client string, inc uint64) {
+	key := classKey{client: client}
+	copy(key.path[:], w.path[:w.n])
 	k := c.classes[key]
 	if k == nil {
 		k = c.newClass()
-		k.path, k.n, k.on = key, w.n, g
+		k.path, k.n, k.client, k.inc = key.path, w.n, client, inc
 		k.append(w)
 		c.classes[key] = k
-		g.queue.push(k)
+		c.attach(k, g)
 		return
 	}
 	k.append(w)
+	k.inc = inc
+	k.fl.inc = inc
 	k.on.queue.waiters++
 }
 
-// unpark removes w from its class (and the class from its gate's queue when
-// it was the last one) and from the depth counts.
+// unpark removes w from its class (and the class from its gate when it was
+// the last one) and from the depth counts. A head that leaves hands its
+// flow's turn to the next waiter: the tag does not move.
 func (c *Controller) unpark(w *waiter) {
 	k := w.cls
 	q := &k.on.queue
@@ -31,11 +36,12 @@ func (c *Controller) unpark(w *waiter) {
 	q.waiters--
 	switch {
 	case k.size == 0:
-		q.remove(k)
-		delete(c.classes, k.path)
+		c.detach(k)
+		delete(c.classes, classKey{k.path, k.client})
 		c.freeClass(k)
 	case head:
-		q.fix(k)
+		k.fl.fixClass(k)
+		q.fix(k.fl)
 	}
 	for _, g := range w.path[:w.n] {
 		g.waiting--
@@ -44,11 +50,11 @@ func (c *Controller) unpark(w *waiter) {
 }
 
 // move parks class k, whose gate gained room but whose path is blocked at
-// to (full), on to. Its waiters keep their arrival numbers and deadlines.
+// to (full), on to. Its waiters keep their arrival numbers and deadlines; on
+// to it joins its client's flow, or starts one as a newcomer would.
 func (c *Controller) move(k *class, to *gate) {
-	k.on.queue.remove(k)
-	k.on = to
-	to.queue.push(k)
+	c.detach(k)
+	c.attach(k, to)
 	c.moves++
 }
 

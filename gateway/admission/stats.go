@@ -19,6 +19,9 @@ type GateStats struct {
 	// Queued is the waiters parked on this gate: those it blocks right now.
 	// Each waiter is parked on exactly one gate, so Queued sums to the total.
 	Queued int
+	// QueuedByClient splits Queued by client key id (Request.Client; waiters
+	// of no key count under ""); nil when nobody is parked on the gate.
+	QueuedByClient map[string]int
 	// Waiting is the waiters whose path includes this gate, wherever they are
 	// parked: what Request.MaxQueueDepth counts for the gate.
 	Waiting int
@@ -57,20 +60,30 @@ func (c *Controller) stats(g *gate) GateStats {
 	// Immediate admissions skip the histogram to keep the fast path lean: they
 	// are every admission the waiting ones do not account for.
 	waits[0] += g.admitted - waits.Count()
+	var byClient map[string]int
+	if g.queue.len() > 0 {
+		byClient = make(map[string]int, g.queue.len())
+		for _, f := range g.queue.items {
+			for _, k := range f.classes {
+				byClient[f.client] += k.size
+			}
+		}
+	}
 	return GateStats{
-		Key:       g.key,
-		Level:     g.level,
-		Cap:       g.cap,
-		InFlight:  c.ledger.InFlight(g.id),
-		Queued:    g.queue.waiters,
-		Waiting:   g.waiting,
-		Admitted:  g.admitted,
-		Timeouts:  g.timeouts,
-		QueueFull: g.queueFull,
-		Cancels:   g.cancels,
-		WaitTotal: g.waitTotal,
-		Waits:     waits,
-		MeanHold:  time.Duration(g.holdMean),
+		Key:            g.key,
+		Level:          g.level,
+		Cap:            g.cap,
+		InFlight:       c.ledger.InFlight(g.id),
+		Queued:         g.queue.waiters,
+		QueuedByClient: byClient,
+		Waiting:        g.waiting,
+		Admitted:       g.admitted,
+		Timeouts:       g.timeouts,
+		QueueFull:      g.queueFull,
+		Cancels:        g.cancels,
+		WaitTotal:      g.waitTotal,
+		Waits:          waits,
+		MeanHold:       time.Duration(g.holdMean),
 	}
 }
 

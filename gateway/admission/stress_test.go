@@ -107,7 +107,8 @@ func TestStress(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, uint64(i)+2))
 			for range opsEach {
 				keys := stressPaths[r.IntN(len(stressPaths))]
-				req := Request{Gates: refs(keys...), MaxQueueDepth: []int{0, 0, 50, 300}[r.IntN(4)]}
+				req := Request{Gates: refs(keys...), MaxQueueDepth: []int{0, 0, 50, 300}[r.IntN(4)],
+					Client: []string{"", "k1", "k2", "k3"}[r.IntN(4)], Weight: r.IntN(6)}
 				if r.IntN(3) > 0 {
 					req.MaxWait = time.Duration(1+r.IntN(50)) * time.Millisecond
 				}

@@ -1,0 +1,302 @@
+package admission
+
+// Weighted fair share across client keys at each gate: start-time fair
+// queueing on a virtual time per gate (docs/ADMISSION.md, "Fair share").
+//
+// The classes parked on a gate are grouped by client key into flows. A flow
+// holds the start tag of its client's current turn at the gate; the gate's
+// queue is a min-heap of flows by (tag, turn end, earliest head), and a
+// flow is a min-heap of its classes by head arrival number, so a gate serves
+// the client whose turn comes first, and within that client its earliest
+// waiter (FIFO within a key, across the key's paths too). All of it runs only
+// when a request has to wait: the uncontended path never touches it.
+
+// fairUnit is the virtual length of one turn of weight 1; a turn of weight w
+// lasts fairUnit / w. Integers: weights are 1–1000, so a turn is at least
+// 1000 units and rounding costs at most a millionth of a share.
+const fairUnit = 1_000_000
+
+// turnOf is the length of one turn of a client of weight w (≤ 0 means 1).
+func turnOf(w int) uint64 {
+	if w <= 1 {
+		return fairUnit
+	}
+	return max(fairUnit/uint64(w), 1)
+}
+
+// flow is the waiters of one client key parked on one gate.
+type flow struct {
+	client string
+	idx    int    // index in the gate's queue; -1 when not in one
+	tag    uint64 // virtual start of the client's current turn at the gate
+	fin    uint64 // virtual end of that turn: where its next one starts
+	inc    uint64 // turn length, from the client's latest waiter here
+	// classes is a min-heap of the client's classes on the gate by their
+	// heads' arrival numbers.
+	classes []*class
+}
+
+// waitQueue is a gate's queue: a binary min-heap of the flows parked on it
+// by (tag, fin, earliest head), with the gate's virtual time vt (the largest
+// tag admitted from it) and the ends of the turns of clients with no waiters
+// left (fin; a client that comes back starts no earlier than that, so it
+// cannot save up turns by leaving). Both maps are allocated the first time
+// somebody waits on the gate; flows is emptied as flows leave and fin when
+// the queue empties (with vt), or pruned of entries vt has passed, so memory
+// follows the clients waiting, not the clients seen. waiters counts the
+// waiters of every class in it (GateStats.Queued).
+type waitQueue struct {
+	items   []*flow
+	waiters int
+	vt      uint64
+	flows   map[string]*flow
+	fin     map[string]uint64
+	finMax  int // len(fin) beyond which it is pruned
+}
+
+func (q *waitQueue) len() int { return len(q.items) }
+
+// head is the class the gate serves next: its first flow's earliest class.
+func (q *waitQueue) head() *class { return q.items[0].classes[0] }
+
+// attach parks class k on g, in its client's flow there: a new flow starts
+// its client's turn at max(vt, end of the client's last turn here), so an
+// idle client earns no credit and a returning one cannot skip its turn.
+func (c *Controller) attach(k *class, g *gate) {
+	q := &g.queue
+	f := q.flows[k.client]
+	if f == nil {
+		f = c.newFlow()
+		f.client, f.inc = k.client, k.inc
+		f.tag = max(q.vt, q.fin[k.client])
+		f.fin = f.tag + f.inc
+		if q.flows == nil {
+			q.flows = make(map[string]*flow)
+		}
+		q.flows[k.client] = f
+		f.pushClass(k)
+		q.push(f)
+	} else {
+		f.inc = k.inc
+		f.pushClass(k)
+		q.fix(f) // a moved class may hold the flow's earliest waiter
+	}
+	k.on, k.fl = g, f
+	q.waiters += k.size
+}
+
+// detach takes class k off its gate. A flow left empty leaves the queue and
+// files where its client's next turn at the gate starts: its tag, the start
+// of a turn it has not used (admit advances it before the last waiter goes).
+func (c *Controller) detach(k *class) {
+	f, q := k.fl, &k.on.queue
+	f.removeClass(k)
+	q.waiters -= k.size
+	k.on, k.fl = nil, nil
+	if len(f.classes) > 0 {
+		q.fix(f)
+		return
+	}
+	q.remove(f)
+	delete(q.flows, f.client)
+	if q.len() == 0 {
+		q.vt = 0
+		clear(q.fin)
+	} else {
+		q.keepTurn(f.client, f.tag)
+	}
+	c.freeFlow(f)
+}
+
+// keepTurn files that client's next turn starts at tag. A turn vt has
+// reached is no different from none; such entries are dropped, and pruned
+// when the map has doubled since the last pruning.
+func (q *waitQueue) keepTurn(client string, tag uint64) {
+	if tag <= q.vt {
+		if q.fin != nil {
+			delete(q.fin, client)
+		}
+		return
+	}
+	if q.fin == nil {
+		q.fin = make(map[string]uint64)
+	}
+	q.fin[client] = tag
+	if len(q.fin) > q.finMax {
+		for cl, t := range q.fin {
+			if t <= q.vt {
+				delete(q.fin, cl)
+			}
+		}
+		q.finMax = max(64, 2*len(q.fin))
+	}
+}
+
+// served records that the head of f's earliest class is admitted from the
+// gate: virtual time reaches the turn's start and the client's next turn
+// begins where this one ends.
+func (q *waitQueue) served(f *flow) {
+	q.vt = max(q.vt, f.tag)
+	f.tag = max(q.vt, f.fin)
+	f.fin = f.tag + f.inc
+}
+
+func (c *Controller) newFlow() *flow {
+	if n := len(c.freeFlows); n > 0 {
+		f := c.freeFlows[n-1]
+		c.freeFlows = c.freeFlows[:n-1]
+		return f
+	}
+	return &flow{idx: -1}
+}
+
+func (c *Controller) freeFlow(f *flow) {
+	classes := f.classes[:0]
+	*f = flow{idx: -1, classes: classes}
+	if len(c.freeFlows) < 1024 {
+		c.freeFlows = append(c.freeFlows, f)
+	}
+}
+
+// The gate's heap of flows.
+
+func (q *waitQueue) push(f *flow) {
+	f.idx = len(q.items)
+	q.items = append(q.items, f)
+	q.up(f.idx)
+}
+
+func (q *waitQueue) remove(f *flow) {
+	i, last := f.idx, len(q.items)-1
+	if i != last {
+		q.swap(i, last)
+	}
+	q.items[last] = nil
+	q.items = q.items[:last]
+	if i != last {
+		q.down(i)
+		q.up(i)
+	}
+	f.idx = -1
+}
+
+// fix restores the order after f's tag or earliest head changed.
+func (q *waitQueue) fix(f *flow) {
+	q.down(f.idx)
+	q.up(f.idx)
+}
+
+// flowBefore is the gate's order: the earlier turn; of turns starting
+// together the one that ends first (the heavier client's: a turn's length
+// is fixed when it starts, so a later weight changes no order); then the
+// earlier waiter.
+func flowBefore(a, b *flow) bool {
+	if a.tag != b.tag {
+		return a.tag < b.tag
+	}
+	if a.fin != b.fin {
+		return a.fin < b.fin
+	}
+	return a.classes[0].head.seq < b.classes[0].head.seq
+}
+
+func (q *waitQueue) less(i, j int) bool { return flowBefore(q.items[i], q.items[j]) }
+
+func (q *waitQueue) swap(i, j int) {
+	q.items[i], q.items[j] = q.items[j], q.items[i]
+	q.items[i].idx = i
+	q.items[j].idx = j
+}
+
+func (q *waitQueue) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			return
+		}
+		q.swap(i, p)
+		i = p
+	}
+}
+
+func (q *waitQueue) down(i int) {
+	n := len(q.items)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && q.less(r, l) {
+			m = r
+		}
+		if !q.less(m, i) {
+			return
+		}
+		q.swap(i, m)
+		i = m
+	}
+}
+
+// A flow's heap of classes, by head arrival number.
+
+func (f *flow) pushClass(k *class) {
+	k.idx = len(f.classes)
+	f.classes = append(f.classes, k)
+	f.upClass(k.idx)
+}
+
+func (f *flow) removeClass(k *class) {
+	i, last := k.idx, len(f.classes)-1
+	if i != last {
+		f.swapClass(i, last)
+	}
+	f.classes[last] = nil
+	f.classes = f.classes[:last]
+	if i != last {
+		f.downClass(i)
+		f.upClass(i)
+	}
+	k.idx = -1
+}
+
+// fixClass restores the order after k's head changed (it can only get later).
+func (f *flow) fixClass(k *class) { f.downClass(k.idx) }
+
+func (f *flow) lessClass(i, j int) bool { return f.classes[i].head.seq < f.classes[j].head.seq }
+
+func (f *flow) swapClass(i, j int) {
+	f.classes[i], f.classes[j] = f.classes[j], f.classes[i]
+	f.classes[i].idx = i
+	f.classes[j].idx = j
+}
+
+func (f *flow) upClass(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !f.lessClass(i, p) {
+			return
+		}
+		f.swapClass(i, p)
+		i = p
+	}
+}
+
+func (f *flow) downClass(i int) {
+	n := len(f.classes)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && f.lessClass(r, l) {
+			m = r
+		}
+		if !f.lessClass(m, i) {
+			return
+		}
+		f.swapClass(i, m)
+		i = m
+	}
+}
