@@ -341,6 +341,7 @@ func (g *Gateway) Snapshot() live.Snapshot {
 		}
 		gs := gateIdentity(s, st.Key, st.Level)
 		gs.Cap, gs.EffectiveCap, gs.InFlight, gs.Queued = st.Cap, st.Cap, st.InFlight, st.Queued
+		gs.QueuedByClient = st.QueuedByClient
 		if c, ok := configured[st.Key]; ok {
 			gs.Cap, gs.Adaptive = c, true
 		}

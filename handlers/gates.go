@@ -67,6 +67,10 @@ type GateView struct {
 	QueueFull    int64      `json:"queueFull"`
 	Cancels      int64      `json:"cancels"`
 	WaitMsTotal  int64      `json:"waitMsTotal"`
+
+	// QueuedByClient splits Queued by client key id ("" for requests of no
+	// key); absent when nobody is queued on the gate.
+	QueuedByClient map[string]int `json:"queuedByClient,omitempty"`
 }
 
 // ConnectionLive is one connection's health and remaining rate-limit budgets. Until is
@@ -101,7 +105,7 @@ func newGatesView(snap live.Snapshot) GatesView {
 	for _, g := range snap.Gates {
 		gv := GateView{
 			Key: g.Key, Level: g.Level, Cap: g.Cap, EffectiveCap: g.EffectiveCap, Adaptive: g.Adaptive,
-			InFlight: g.InFlight, Queued: g.Queued,
+			InFlight: g.InFlight, Queued: g.Queued, QueuedByClient: g.QueuedByClient,
 			Admitted: g.Admitted, Timeouts: g.Timeouts, QueueFull: g.QueueFull, Cancels: g.Cancels,
 			WaitMsTotal: g.WaitTotal.Milliseconds(),
 		}

@@ -81,7 +81,8 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 				Gates: []live.Gate{
 					{Key: "global", Level: live.LevelGlobal},
 					withLoad(connGate(id), live.Gate{Cap: 4, InFlight: 1, Admitted: 7, WaitTotal: 12 * time.Millisecond}),
-					withLoad(modelGate(id, "glm-5"), live.Gate{Cap: 4, EffectiveCap: 2, Adaptive: true, Queued: 2}),
+					withLoad(modelGate(id, "glm-5"), live.Gate{Cap: 4, EffectiveCap: 2, Adaptive: true, Queued: 2,
+						QueuedByClient: map[string]int{"6f1c0000-0000-4000-8000-000000000001": 2}}),
 					{Key: "shadow:connection:" + id, Level: live.LevelConnection, ConnectionID: id, Cap: 2, EffectiveCap: 2,
 						Shadow: true, InFlight: 1, WouldQueue: 3, PeakInFlight: 4, ShadowSince: until},
 				},

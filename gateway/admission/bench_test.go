@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,26 +89,87 @@ func BenchmarkChan4(b *testing.B) {
 	}
 }
 
-// BenchmarkContended runs 64 goroutines per P over a path whose connection
-// and model caps are far below the goroutine count.
+// BenchmarkContended keeps a backlog of about n waiters (n+4 goroutines,
+// each acquiring and releasing in a loop) on a 4-gate path whose model cap
+// is 4, all of one client: an op is one acquire+release, most of them
+// parked and admitted by a release. BenchmarkFairShare is the same with the
+// goroutines spread over client keys of mixed weights.
 func BenchmarkContended(b *testing.B) {
+	for _, n := range []int{10, 10000} {
+		b.Run(fmt.Sprintf("waiters=%d", n), func(b *testing.B) { benchBacklog(b, n, []int{1}) })
+	}
+}
+
+// BenchmarkFairShare is BenchmarkContended with four client keys of weights
+// 1, 2, 3 and 5 backlogged on the same gate: every admission from the queue
+// goes through the fair-share tags.
+func BenchmarkFairShare(b *testing.B) {
+	for _, n := range []int{10, 10000} {
+		b.Run(fmt.Sprintf("waiters=%d", n), func(b *testing.B) { benchBacklog(b, n, []int{1, 2, 3, 5}) })
+	}
+}
+
+// benchBacklog runs n+4 goroutines over benchKeys with caps 64/32/8/4, the
+// i-th of them for client key i mod len(weights) with that weight, until
+// b.N acquire+release pairs are done. The goroutines start parked behind
+// four holders, so the backlog is full from the first op; when b.N ops are
+// done the timer stops and the rest are cancelled.
+func benchBacklog(b *testing.B, n int, weights []int) {
 	c := New(Options{})
 	c.SetCaps(map[string]int{benchKeys[0]: 64, benchKeys[1]: 32, benchKeys[2]: 8, benchKeys[3]: 4})
-	req := Request{Gates: refs(benchKeys...), MaxWait: time.Minute}
-	b.ReportAllocs()
-	b.SetParallelism(64)
-	b.RunParallel(func(pb *testing.PB) {
-		ctx := context.Background()
-		for pb.Next() {
-			p, err := c.Acquire(ctx, req)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			runtime.Gosched()
-			p.Release()
+	path := Prepare(Request{Gates: refs(benchKeys...), MaxWait: time.Minute})
+	var holders []*Permit
+	for range 4 {
+		p, ok := c.TryAcquire(path)
+		if !ok {
+			b.Fatal("holder not admitted")
 		}
-	})
+		holders = append(holders, p)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var done atomic.Int64
+	reached := make(chan struct{})
+	target := int64(b.N)
+	var wg sync.WaitGroup
+	for i := range n + 4 {
+		req := path
+		req.Client, req.Weight = fmt.Sprintf("key-%d", i%len(weights)), weights[i%len(weights)]
+		if len(weights) == 1 {
+			req.Client = ""
+		}
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				p, err := c.Acquire(ctx, req)
+				if err != nil {
+					return
+				}
+				runtime.Gosched()
+				p.Release()
+				if done.Add(1) == target {
+					close(reached)
+				}
+			}
+		})
+	}
+	for {
+		c.mu.Lock()
+		parked := c.waiters
+		c.mu.Unlock()
+		if parked == n+4 {
+			break
+		}
+		runtime.Gosched()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for _, p := range holders {
+		p.Release()
+	}
+	<-reached
+	b.StopTimer()
+	cancel()
+	wg.Wait()
 }
 
 // BenchmarkContendedWeighted4 is the baseline for BenchmarkContended.
