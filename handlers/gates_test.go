@@ -28,8 +28,8 @@ func TestGatesJSON(t *testing.T) {
 				LoadedAt: until,
 				Gates: []live.Gate{
 					{Key: "connection:c1", Level: live.LevelConnection, ConnectionID: "c1", Provider: "zai", Cap: 4, EffectiveCap: 4, InFlight: 1, Queued: 2,
-						QueuedByClient: map[string]int{"k1": 1, "": 1},
-						Admitted:       7, Timeouts: 1, QueueFull: 2, Cancels: 3, WaitTotal: 12*time.Millisecond + 900*time.Microsecond, Waits: live.WaitHistogram{0: 7}},
+						Admitted: 7, Timeouts: 1, QueueFull: 2, Cancels: 3, WaitTotal: 12*time.Millisecond + 900*time.Microsecond, Waits: live.WaitHistogram{0: 7},
+						QueuedByClient: map[string]int{"k1": 1, "": 1}},
 					{Key: "global", Level: live.LevelGlobal},
 					{Key: "model:c1:glm-5", Level: live.LevelModel, ConnectionID: "c1", Model: "glm-5", Cap: 8, EffectiveCap: 3, Adaptive: true, InFlight: 3},
 					{Key: "shadow:connection:c1", Level: live.LevelConnection, ConnectionID: "c1", Cap: 2, EffectiveCap: 2, Shadow: true,
