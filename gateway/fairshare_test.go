@@ -135,7 +135,9 @@ func TestClientKeyFIFOWithinKeyEndToEnd(t *testing.T) {
 	}
 	done := make(chan reply, 64)
 	ctx := testCtx(t)
-	go func() { done <- e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false), append(as("sk-b"), "Idempotency-Key", "blocker")...) }()
+	go func() {
+		done <- e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false), append(as("sk-b"), "Idempotency-Key", "blocker")...)
+	}()
 	waitFor(t, 10*time.Second, "the blocker in flight", func() bool { return e.up.InFlight() == 1 })
 	var secrets []string
 	for i := range 40 {
@@ -194,7 +196,9 @@ func TestClientKeyNewcomerEndToEnd(t *testing.T) {
 	}
 	done := make(chan reply, 128)
 	ctx := testCtx(t)
-	go func() { done <- e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false), append(as("sk-a"), "Idempotency-Key", "blocker")...) }()
+	go func() {
+		done <- e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false), append(as("sk-a"), "Idempotency-Key", "blocker")...)
+	}()
 	waitFor(t, 10*time.Second, "the blocker in flight", func() bool { return e.up.InFlight() == 1 })
 	for i := range 100 {
 		go func() {
