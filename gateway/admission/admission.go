@@ -1,7 +1,8 @@
 // Package admission holds Gatehouse's concurrency gates: a Controller admits a
 // request only when every gate on its path has room, takes one slot in each
-// at once, and queues the rest fairly (FIFO per gate, no head-of-line
-// blocking across keys) until they are admitted, time out, or are cancelled.
+// at once, and queues the rest fairly (at each gate FIFO within a client key
+// and shared by weight across keys, no head-of-line blocking across gate
+// keys) until they are admitted, time out, or are cancelled.
 //
 // docs/ADMISSION.md describes the algorithm and why it is correct.
 package admission

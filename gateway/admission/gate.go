@@ -66,7 +66,7 @@ const (
 // parked on exactly one full gate. Fields other than ch and timer are guarded
 // by Controller.mu.
 type waiter struct {
-	seq        uint64 // arrival number: the order of every queue
+	seq        uint64 // arrival number: the order within a client key
 	path       [maxPath]*gate
 	n          int
 	queueGate  *gate  // the gate whose queue depth counts this waiter

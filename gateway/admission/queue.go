@@ -119,10 +119,11 @@ func (c *Controller) release(path []*gate, start int64) {
 }
 
 // drain admits or moves the classes parked on the gates in dirty, which may
-// have gained room, earliest arrival first across all of them, until every
-// one of those gates is full or has nobody parked on it. The class holding
-// the earliest waiter is checked: if its whole path has room its head is
-// admitted, else the whole class moves, keeping its order, arrival numbers
+// have gained room, until every one of those gates is full or has nobody
+// parked on it. Each gate's next class is the one its fair-share order
+// serves next (fair.go); across the gates, the one whose next waiter
+// arrived first goes first. That class is checked: if its whole path has
+// room its head is admitted, else the whole class moves, keeping its order, arrival numbers
 // and deadlines, to the first full gate of its path; that gate is full, so
 // nobody is left parked on a gate with room (no lost wake-up), and it stays
 // full for the rest of the drain, so every class is moved at most once per
