@@ -15,10 +15,12 @@ import (
 // share"): every request carries the key it authenticated with. A key may
 // be disabled (403 KEY_DISABLED), may allow only some models (403
 // MODEL_NOT_ALLOWED), may cap its requests in flight (the gate key:<id> at
-// the head of every path of that key, FIFO for now), may bound its own wait,
-// and has rates of its own: rpm as a dispatch spacing (key-rpm:<id>), a tpm
-// window (key-tpm:<id>) and tpd per UTC day in the KeyUsage store
-// (key-tpd:<id>). A key's limits are the client's, not a connection's: they
+// the head of every path of that key), may bound its own wait, and has rates
+// of its own: rpm as a dispatch spacing (key-rpm:<id>), a tpm window
+// (key-tpm:<id>) and tpd per UTC day in the KeyUsage store (key-tpd:<id>).
+// Its weight is its share of every saturated gate against the other keys
+// waiting there, FIFO within the key (admission.Request's Client and Weight;
+// docs/ADMISSION.md, "Fair share across client keys"). A key's limits are the client's, not a connection's: they
 // never fail over. They reuse the connections' machinery (connLimits,
 // connRate, the limiter) and, in cluster mode, the key gate goes through
 // the shared admission like any gate and the key's rpm and tpm through the
