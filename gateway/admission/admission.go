@@ -38,7 +38,8 @@ type Request struct {
 	// Client names the client key the request is made for (its id; "" for
 	// none, which is one client of its own). Waiters of one client are
 	// admitted in arrival order; across clients a saturated gate's slots
-	// are shared by Weight (docs/ADMISSION.md, "Fair share").
+	// are shared by Weight (docs/ADMISSION.md, "Fair share across client
+	// keys").
 	Client string
 	// Weight is the client's share of a saturated gate, relative to the
 	// other clients waiting there: 1–1000; 0 (or less) means 1.

@@ -1,7 +1,8 @@
 package admission
 
 // Weighted fair share across client keys at each gate: start-time fair
-// queueing on a virtual time per gate (docs/ADMISSION.md, "Fair share").
+// queueing on a virtual time per gate (docs/ADMISSION.md, "Fair share across
+// client keys").
 //
 // The classes parked on a gate are grouped by client key into flows. A flow
 // holds the start tag of its client's current turn at the gate; the gate's
