@@ -311,3 +311,76 @@ func BenchmarkReleaseWithParkedBehind(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkQueueCycle is the queue's own cost under a backlog, without
+// goroutines or scheduling (white-box, like parkBehind): n waiters of keys
+// client keys (weights 1, 2, 3, 5) are parked on a cap-4 model gate; an op
+// releases the oldest permit, which admits the gate's next waiter, collects
+// it, and parks a new waiter of the same key, so the backlog stays at n.
+// keys=1 is the queue before fair share in effect (one flow, arrival
+// order); keys=4 goes through the fair-share tags on every admission.
+func BenchmarkQueueCycle(b *testing.B) {
+	for _, keys := range []int{1, 4} {
+		for _, n := range []int{10, 10000} {
+			b.Run(fmt.Sprintf("keys=%d/waiters=%d", keys, n), func(b *testing.B) { benchQueueCycle(b, keys, n) })
+		}
+	}
+}
+
+func benchQueueCycle(b *testing.B, keys, n int) {
+	c := New(Options{})
+	c.SetCaps(map[string]int{benchKeys[0]: 64, benchKeys[1]: 32, benchKeys[2]: 8, benchKeys[3]: 4})
+	base := Prepare(Request{Gates: refs(benchKeys...)})
+	reqs := make([]Request, keys)
+	for i := range reqs {
+		reqs[i] = base
+		if keys > 1 {
+			reqs[i].Client, reqs[i].Weight = fmt.Sprintf("key-%d", i), []int{1, 2, 3, 5}[i]
+		}
+	}
+	held := make([]*Permit, 0, 4) // a ring: oldest first
+	for range 4 {
+		p, ok := c.TryAcquire(base)
+		if !ok {
+			b.Fatal("holder not admitted")
+		}
+		held = append(held, p)
+	}
+	client := make(map[*waiter]int, n)
+	var scratch Permit
+	c.mu.Lock()
+	for i := range n {
+		w, err := c.submit(context.Background(), &reqs[i%keys], &scratch)
+		if err != nil || w == nil {
+			b.Fatalf("submit = %v, %v; want a parked waiter", w, err)
+		}
+		client[w] = i % keys
+	}
+	c.mu.Unlock()
+	g := c.gates[benchKeys[3]]
+	b.ReportAllocs()
+	for b.Loop() {
+		c.mu.Lock()
+		w := g.queue.head().head
+		c.mu.Unlock()
+		p := held[0]
+		copy(held, held[1:])
+		p.Release()
+		c.mu.Lock()
+		if w.state != stateAdmitted {
+			b.Fatal("the gate's next waiter was not admitted")
+		}
+		*p = Permit{} // p is free once released: the admission lands in it
+		c.collect(w, p)
+		k := client[w]
+		delete(client, w)
+		c.recycle(w)
+		nw, err := c.submit(context.Background(), &reqs[k], &scratch)
+		if err != nil || nw == nil {
+			b.Fatalf("submit = %v, %v; want a parked waiter", nw, err)
+		}
+		client[nw] = k
+		c.mu.Unlock()
+		held[3] = p
+	}
+}
