@@ -20,11 +20,12 @@ import (
 // (key-tpm:<id>) and tpd per UTC day in the KeyUsage store (key-tpd:<id>).
 // Its weight is its share of every saturated gate against the other keys
 // waiting there, FIFO within the key (admission.Request's Client and Weight;
-// docs/ADMISSION.md, "Fair share across client keys"). A key's limits are the client's, not a connection's: they
-// never fail over. They reuse the connections' machinery (connLimits,
-// connRate, the limiter) and, in cluster mode, the key gate goes through
-// the shared admission like any gate and the key's rpm and tpm through the
-// shared limits, under the store id key:<id> (see docs/ARCHITECTURE.md).
+// docs/ADMISSION.md, "Fair share across client keys"). A key's limits are
+// the client's, not a connection's: they never fail over. They reuse the
+// connections' machinery (connLimits, connRate, the limiter) and, in
+// cluster mode, the key gate goes through the shared admission like any
+// gate and the key's rpm and tpm through the shared limits, under the store
+// id key:<id> (see docs/ARCHITECTURE.md).
 
 // Error codes of client keys.
 const (
