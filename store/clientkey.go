@@ -169,6 +169,17 @@ func (s *Store) LookupClientKey(ctx context.Context, secret string) (ClientKey, 
 	return k, nil
 }
 
+const touchClientKeysSQL = `UPDATE client_keys SET last_used_at = now() WHERE secret_hash = ANY($1)`
+
+// TouchClientKeys records now as the last use of the client keys whose secrets hash to
+// hashes (ClientKeyHash); unknown hashes are ignored.
+func (s *Store) TouchClientKeys(ctx context.Context, hashes [][]byte) error {
+	if _, err := s.db.Exec(ctx, touchClientKeysSQL, hashes); err != nil {
+		return fmt.Errorf("store: record client key use: %w", translate(err))
+	}
+	return nil
+}
+
 // ClientKeyHash is the hash under which a client key's secret is stored.
 func ClientKeyHash(secret string) [32]byte { return [32]byte(hashSecret(secret)) }
 

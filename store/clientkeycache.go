@@ -39,7 +39,7 @@ type KeyCache[T any] struct {
 	now     func() time.Time
 	convert func(ClientKey) T
 
-	keys atomic.Pointer[map[[32]byte]T]
+	keys atomic.Pointer[map[[32]byte]cacheEntry[T]]
 	// misses rate-limits the lookups of secrets missing from keys.
 	misses *rate.Limiter
 	// pausedUntil (unix nanos) skips lookups for a while after a database error.
@@ -64,9 +64,24 @@ func NewKeyCache[T any](st *Store, now func() time.Time, convert func(ClientKey)
 	}
 	c := &KeyCache[T]{st: st, log: st.logger, now: now, convert: convert,
 		misses: rate.NewLimiter(keyLookupsPerSecond, keyLookupBurst)}
-	empty := map[[32]byte]T{}
+	empty := map[[32]byte]cacheEntry[T]{}
 	c.keys.Store(&empty)
 	return c
+}
+
+// cacheEntry is one key in a KeyCache: the converted key, and whether it has
+// authenticated a request since the last FlushUsed.
+type cacheEntry[T any] struct {
+	key  T
+	used *atomic.Bool
+}
+
+// markUsed notes a request of e's key. A key in use is already marked, so
+// the common case is one shared read, no write.
+func (e cacheEntry[T]) markUsed() {
+	if !e.used.Load() {
+		e.used.Store(true)
+	}
 }
 
 // Load replaces the set with every client key in the database. On error the set in
@@ -76,9 +91,9 @@ func (c *KeyCache[T]) Load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	set := make(map[[32]byte]T, len(keys))
+	set := make(map[[32]byte]cacheEntry[T], len(keys))
 	for h, k := range keys {
-		set[h] = c.convert(k)
+		set[h] = cacheEntry[T]{key: c.convert(k)}
 	}
 	c.replace(set)
 	return nil
@@ -86,12 +101,47 @@ func (c *KeyCache[T]) Load(ctx context.Context) error {
 
 // replace installs set as the result of a full load: lookups that started before it
 // no longer add to the set (the full load is authoritative: the key they found may have
-// been deleted since).
-func (c *KeyCache[T]) replace(set map[[32]byte]T) {
+// been deleted since). A key that stays keeps its use mark, so a load between two
+// FlushUsed calls loses no use.
+func (c *KeyCache[T]) replace(set map[[32]byte]cacheEntry[T]) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	cur := *c.keys.Load()
+	for h, e := range set {
+		if old, ok := cur[h]; ok {
+			e.used = old.used
+		} else {
+			e.used = new(atomic.Bool)
+		}
+		set[h] = e
+	}
 	c.keys.Store(&set)
 	c.gen++
+}
+
+// FlushUsed records now as the last use of every key that authenticated a
+// request since the previous call (Authenticate from memory writes nothing to
+// the database, so lastUsedAt moves only here, and on a key's first lookup).
+// On error the marks are restored, for the next call to try again.
+func (c *KeyCache[T]) FlushUsed(ctx context.Context) error {
+	var used []*atomic.Bool
+	var hashes [][]byte
+	for h, e := range *c.keys.Load() {
+		if e.used.Swap(false) {
+			used = append(used, e.used)
+			hashes = append(hashes, h[:])
+		}
+	}
+	if len(hashes) == 0 {
+		return nil
+	}
+	if err := c.st.TouchClientKeys(ctx, hashes); err != nil {
+		for _, u := range used {
+			u.Store(true)
+		}
+		return err
+	}
+	return nil
 }
 
 // Authenticate returns the client key whose secret this is, and false for an unknown
@@ -104,8 +154,9 @@ func (c *KeyCache[T]) Authenticate(ctx context.Context, secret string) (T, bool)
 		return zero, false
 	}
 	h := sha256.Sum256([]byte(secret)) // ClientKeyHash, without a slice on the heap
-	if k, ok := (*c.keys.Load())[h]; ok {
-		return k, true
+	if e, ok := (*c.keys.Load())[h]; ok {
+		e.markUsed()
+		return e.key, true
 	}
 	return c.lookup(ctx, secret, h)
 }
@@ -118,8 +169,8 @@ func (c *KeyCache[T]) Cached(secret string) (T, bool) {
 		var zero T
 		return zero, false
 	}
-	k, ok := (*c.keys.Load())[sha256.Sum256([]byte(secret))]
-	return k, ok
+	e, ok := (*c.keys.Load())[sha256.Sum256([]byte(secret))]
+	return e.key, ok
 }
 
 // lookup asks the database whether secret is a client key the set does not hold yet,
@@ -154,11 +205,12 @@ func (c *KeyCache[T]) lookup(ctx context.Context, secret string, h [32]byte) (T,
 	defer c.mu.Unlock()
 	if c.gen == gen {
 		cur := *c.keys.Load()
-		set := make(map[[32]byte]T, len(cur)+1)
+		set := make(map[[32]byte]cacheEntry[T], len(cur)+1)
 		for hk, v := range cur {
 			set[hk] = v
 		}
-		set[h] = k
+		// The lookup itself recorded this use (LookupClientKey).
+		set[h] = cacheEntry[T]{key: k, used: new(atomic.Bool)}
 		c.keys.Store(&set)
 	}
 	return k, true

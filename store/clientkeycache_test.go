@@ -239,3 +239,88 @@ func TestKeyCacheDatabaseErrorPausesLookups(t *testing.T) {
 	authenticated(c, ctx, "gh_ck_unknown-003")
 	wantLookups(t, c, 3, "once the pause is over")
 }
+
+// lastUsed is the stored lastUsedAt of key id (nil: never used).
+func lastUsed(t *testing.T, s *store.Store, id string) *time.Time {
+	t.Helper()
+	k, err := s.GetClientKey(t.Context(), id)
+	if err != nil {
+		t.Fatalf("GetClientKey(%s): %v", id, err)
+	}
+	return k.LastUsedAt
+}
+
+// TestKeyCacheFlushUsedRecordsLastUse: requests served from memory write nothing, and
+// FlushUsed records the last use of exactly the keys that authenticated since the
+// previous flush — across a full load in between, and again after a flush that failed.
+func TestKeyCacheFlushUsedRecordsLastUse(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := newStore(t)
+	used, secret := mustCreateClientKey(t, s, "used")
+	idle, _ := mustCreateClientKey(t, s, "idle")
+	c := store.NewKeyCache(s, newTestClock().now, sameKey)
+	if err := c.Load(ctx); err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	for range 3 {
+		if !authenticated(c, ctx, secret) {
+			t.Fatal("Authenticate(loaded key) = false, want true")
+		}
+	}
+	if got := lastUsed(t, s, used.ID); got != nil {
+		t.Fatalf("lastUsedAt before any flush = %v, want none (memory hits write nothing)", got)
+	}
+	if err := c.FlushUsed(ctx); err != nil {
+		t.Fatalf("FlushUsed: %v", err)
+	}
+	first := lastUsed(t, s, used.ID)
+	if first == nil {
+		t.Fatal("lastUsedAt after a flush = none, want the flush's time")
+	}
+	if got := lastUsed(t, s, idle.ID); got != nil {
+		t.Errorf("lastUsedAt of a key with no request = %v, want none", got)
+	}
+
+	// No request since: nothing to write.
+	if err := c.FlushUsed(ctx); err != nil {
+		t.Fatalf("FlushUsed: %v", err)
+	}
+	if got := lastUsed(t, s, used.ID); !got.Equal(*first) {
+		t.Errorf("lastUsedAt after a flush with no use = %v, want it unchanged at %v", got, first)
+	}
+
+	// A use, then a full load, then a flush: the mark survives the load.
+	if !authenticated(c, ctx, secret) {
+		t.Fatal("Authenticate = false, want true")
+	}
+	if err := c.Load(ctx); err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if err := c.FlushUsed(ctx); err != nil {
+		t.Fatalf("FlushUsed: %v", err)
+	}
+	second := lastUsed(t, s, used.ID)
+	if !second.After(*first) {
+		t.Fatalf("lastUsedAt after a use across a load = %v, want later than %v", second, first)
+	}
+
+	// A flush that fails keeps the mark for the next one.
+	if !authenticated(c, ctx, secret) {
+		t.Fatal("Authenticate = false, want true")
+	}
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := c.FlushUsed(done); err == nil {
+		t.Fatal("FlushUsed with a cancelled context = nil, want an error")
+	}
+	if got := lastUsed(t, s, used.ID); !got.Equal(*second) {
+		t.Fatalf("lastUsedAt after a failed flush = %v, want it unchanged at %v", got, second)
+	}
+	if err := c.FlushUsed(ctx); err != nil {
+		t.Fatalf("FlushUsed: %v", err)
+	}
+	if got := lastUsed(t, s, used.ID); !got.After(*second) {
+		t.Errorf("lastUsedAt after the retry = %v, want later than %v", got, second)
+	}
+}

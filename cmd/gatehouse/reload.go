@@ -132,6 +132,9 @@ func (l *configLoader) run(ctx context.Context) {
 
 	ticker := time.NewTicker(fullReloadEvery)
 	defer ticker.Stop()
+	// The keys' last use is written with every reload and once more on the way
+	// out, so lastUsedAt lags a request by at most fullReloadEvery.
+	defer l.flushKeyUse(context.WithoutCancel(ctx))
 	for {
 		select {
 		case <-ctx.Done():
@@ -147,9 +150,20 @@ func (l *configLoader) run(ctx context.Context) {
 			case <-t.C:
 			}
 		}
+		l.flushKeyUse(ctx)
 		if err := l.reload(ctx); err != nil && ctx.Err() == nil {
 			l.log.Warn("config reload failed; serving the last good config", slog.Any("error", err))
 		}
+	}
+}
+
+// flushKeyUse writes the last use of the client keys that authenticated since
+// the previous flush (store.KeyCache.FlushUsed); a failure keeps them for the next.
+func (l *configLoader) flushKeyUse(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := l.keys.FlushUsed(ctx); err != nil && ctx.Err() == nil {
+		l.log.Warn("record the client keys' last use", slog.Any("error", err))
 	}
 }
 
