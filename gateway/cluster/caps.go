@@ -35,6 +35,9 @@ func (c *Controller) SetCaps(caps map[string]int) {
 		resubscribe = resubscribe || next == 0 || g.cap == 0
 		g.cap = next
 		if raised {
+			// Counted as a wake-up: a waiter whose acquire script ran under
+			// the old cap and that parks only after this sees it missed one.
+			g.wakes++
 			g.kickHead()
 		}
 	}

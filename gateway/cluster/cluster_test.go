@@ -369,6 +369,22 @@ func TestWakeBetweenQueueAndParkIsNotLost(t *testing.T) {
 	r.p.Release()
 }
 
+// A cap raised on a replica between its acquire script (which queued a request
+// under the old cap) and the request's local park must still let the request in at
+// once, not at the next periodic re-check (a minute here): the raise counts as a
+// wake-up the parking waiter sees it missed.
+func TestRaisedCapBetweenQueueAndParkIsNotLost(t *testing.T) {
+	const gate = "connection:c1"
+	_, b, req, holder := heldOnOneReplica(t, gate)
+	defer holder.Release()
+	b.queuedHook = func() { b.SetCaps(map[string]int{gate: 2}) }
+	r := recv(t, acquireAsync(t.Context(), b, req), 10*time.Second) // far below the one-minute re-check
+	if r.err != nil {
+		t.Fatalf("waiter after a raised cap: %v", r.err)
+	}
+	r.p.Release()
+}
+
 // TestReleaseWakesOtherReplica: with periodic re-checks out of the picture,
 // a release on one replica wakes a waiter on another through pub/sub.
 func TestReleaseWakesOtherReplica(t *testing.T) {
