@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"errors"
 	"net/http"
 
@@ -27,18 +26,6 @@ func (x *exchange) tryAdmit(req admission.Request) (permit, bool) {
 		return &x.slot, true
 	}
 	return x.g.ctrl.TryAcquire(req)
-}
-
-// admit is ctrl.Acquire(ctx, req), into x.slot as tryAdmit.
-func (x *exchange) admit(ctx context.Context, req admission.Request) (permit, error) {
-	if c := x.g.local; c != nil && !x.slotUsed {
-		if err := c.AcquireInto(ctx, req, &x.slot); err != nil {
-			return nil, err
-		}
-		x.slotUsed = true
-		return &x.slot, nil
-	}
-	return x.g.ctrl.Acquire(ctx, req)
 }
 
 // errClusterUnavailable is the 503 sent while a shared admission store

@@ -45,16 +45,18 @@ func BenchmarkGatewayAdmit(b *testing.B) {
 		}
 	})
 	b.Run("admit", func(b *testing.B) {
-		// The same through the waiting entry point (Acquire), admitted at once.
+		// The same through the waiting entry point, as queue calls it
+		// (waitRequest, AcquireInto), admitted at once.
 		ctx := x.r.Context()
 		b.ReportAllocs()
 		for b.Loop() {
 			x.slotUsed = false
-			pm, err := x.admit(ctx, t.req)
-			if err != nil {
+			x.waitRequest(0)
+			if err := gw.local.AcquireInto(ctx, x.qReq, &x.slot); err != nil {
 				b.Fatal(err)
 			}
-			p := pick{t: t, permit: pm, done: noBreaker}
+			x.key.carry.queued.Add(-1)
+			p := pick{t: t, permit: &x.slot, done: noBreaker}
 			p.permit.Release()
 		}
 	})

@@ -48,18 +48,27 @@ var errClientGone = &apiError{status: 499, code: "CLIENT_GONE", message: "client
 // queued requests never reach an upstream that is cooling down or suspended.
 func (x *exchange) choose() (pick, *apiError) {
 	for range maxRechoose {
-		cand, aerr := x.healthy()
-		if cand.n == 0 {
+		if aerr := x.healthy(); x.cand.n == 0 {
 			return pick{}, aerr
 		}
-		if p, aerr, ok := x.admitNow(&cand); ok {
-			return p, aerr
+		if aerr, ok := x.admitNow(); ok {
+			return x.queued(), aerr
 		}
-		if p, aerr := x.queue(&cand); aerr != errRechoose {
-			return p, aerr
+		if aerr := x.queue(); aerr != errRechoose {
+			return x.queued(), aerr
 		}
 	}
 	return pick{}, errNoHealthyNow(x.info.model)
+}
+
+// queued hands over the pick admitNow or queue admitted (zero if none).
+// Not inlined: its temporaries would land in choose's frame, under the wait.
+//
+//go:noinline
+func (x *exchange) queued() pick {
+	p := x.qPick
+	x.qPick = pick{}
+	return p
 }
 
 // maxRechoose bounds how often one choice starts over after its admitted
@@ -72,7 +81,10 @@ var errRechoose = &apiError{status: http.StatusServiceUnavailable, code: CodeNoH
 
 // errNoHealthyNow is the 503 for a request whose candidates all turned
 // unhealthy or busy probing while it was being placed; their state may
-// change any moment, hence Retry-After 1.
+// change any moment, hence Retry-After 1. Not inlined, to keep its
+// temporaries out of choose's frame.
+//
+//go:noinline
 func errNoHealthyNow(model string) *apiError {
 	return &apiError{status: http.StatusServiceUnavailable, code: CodeNoHealthy,
 		message: "no healthy connection serves " + model + " right now", retryAfter: 1}
@@ -102,10 +114,12 @@ type candidates struct {
 	n   int
 }
 
-// healthy returns the untried candidates that are healthy for the model and
-// within their budgets, highest priority first (equal priorities rotated),
-// or, when there are none, the error to send (nil: all have been tried).
-func (x *exchange) healthy() (candidates, *apiError) {
+// healthy sets x.cand to the untried candidates that are healthy for the
+// model and within their budgets, highest priority first (equal priorities
+// rotated), and when there are none returns the error to send (nil: all have
+// been tried).
+func (x *exchange) healthy() *apiError {
+	x.cand.n = 0
 	g := x.g
 	now := g.now()
 	n := len(x.targets)
@@ -165,22 +179,20 @@ func (x *exchange) healthy() (candidates, *apiError) {
 			if nCooling > 0 && coolFor < retry {
 				retry = coolFor
 			}
-			return candidates{}, x.rateError(rateBlk, retry)
+			return x.rateError(rateBlk, retry)
 		case nCooling == n:
-			return candidates{}, &apiError{status: http.StatusTooManyRequests, code: CodeUpstreamCooldown,
+			return &apiError{status: http.StatusTooManyRequests, code: CodeUpstreamCooldown,
 				message:    "every connection serving " + x.info.model + " is cooling down after upstream rate limits",
 				retryAfter: ceilSeconds(coolFor), gate: coolGate}
 		case nOK == 0:
-			return candidates{}, &apiError{status: http.StatusServiceUnavailable, code: CodeNoHealthy,
+			return &apiError{status: http.StatusServiceUnavailable, code: CodeNoHealthy,
 				message:    "no healthy connection serves " + x.info.model + " right now",
 				retryAfter: ceilSeconds(recoverIn)}
 		}
-		return candidates{}, nil
+		return nil
 	}
-
-	var cand candidates
-	cand.n = copy(cand.idx[:], healthy)
-	return cand, nil
+	x.cand.n = copy(x.cand.idx[:], healthy)
+	return nil
 }
 
 // budgetBlocked reports whether an exhausted budget keeps c out at now:
@@ -195,11 +207,11 @@ func (x *exchange) turnDelay(c *conn) time.Duration {
 	return x.g.limiter.turnDelay(c, time.Now())
 }
 
-// admitNow takes the first candidate that can admit and dispatch at once;
-// ok is false when none can.
-func (x *exchange) admitNow(cand *candidates) (p pick, aerr *apiError, ok bool) {
+// admitNow takes the first candidate that can admit and dispatch at once
+// (the pick in x.qPick); ok is false when none can.
+func (x *exchange) admitNow() (aerr *apiError, ok bool) {
 	g := x.g
-	for _, i := range cand.idx[:cand.n] {
+	for _, i := range x.cand.idx[:x.cand.n] {
 		t := x.targets[i]
 		if t.c.lim.spacing > 0 && x.turnDelay(t.c) > 0 {
 			continue
@@ -212,87 +224,133 @@ func (x *exchange) admitNow(cand *candidates) (p pick, aerr *apiError, ok bool) 
 		g.metrics.attempts.Inc()
 		g.metrics.waitSeconds.Observe(0)
 		if p, ok := admitted(t, int(i), permit); ok {
-			p, aerr := x.dispatchTurn(p, start)
-			return p, aerr, true
+			x.qPick, aerr = x.dispatchTurn(p, start)
+			return aerr, true
 		}
 	}
-	return pick{}, nil, false
+	return nil, false
 }
 
 // queue waits for a permit on the candidate where the wait looks shortest,
 // moving on to the next when a queue is full.
-func (x *exchange) queue(cand *candidates) (pick, *apiError) {
-	g := x.g
-	x.orderByWait(cand)
-	var full *admission.Error
-	rechoose := false
-	for _, i := range cand.idx[:cand.n] {
-		t := x.targets[i]
-		g.metrics.attempts.Inc()
-		start := time.Now()
-		// maxWaitMs bounds the request's whole wait: a candidate tried after
-		// another one's wait (it turned unhealthy meanwhile, or an earlier
-		// attempt failed over) waits only for what is left.
-		req := x.request(t)
-		if x.waited > 0 {
-			req.MaxWait = max(req.MaxWait-x.waited, time.Millisecond)
-		}
-		x.key.carry.queued.Add(1)
-		permit, err := x.admit(x.r.Context(), req)
-		x.key.carry.queued.Add(-1)
-		if err != nil {
-			var ae *admission.Error
-			if !errors.As(err, &ae) {
-				// The time queued is admission wait, not overhead, however the wait ended.
-				x.waited += time.Since(start)
-				if clusterUnavailable(err) {
-					return pick{}, errClusterUnavailable
-				}
-				return pick{}, errClientGone
+//
+// queue, choose and run are the frames under admission's wait, so they hold
+// as little as possible: the wait's state lives in the exchange (on the
+// heap), its start is in waitRequest and what follows it in awaited. With
+// them small, a request queued on a fresh connection keeps the 4 KiB
+// goroutine stack net/http started it with, instead of 8 KiB for the whole
+// wait (docs/BENCHMARKS.md, "Waiter memory").
+func (x *exchange) queue() *apiError {
+	x.orderByWait()
+	x.qFull, x.qRechoose = nil, false
+	for k := 0; k < x.cand.n; k++ {
+		i := x.cand.idx[k]
+		x.waitRequest(i)
+		if c := x.g.local; c != nil && !x.slotUsed {
+			// Into the exchange's own permit, as tryAdmit.
+			if x.qErr = c.AcquireInto(x.r.Context(), x.qReq, &x.slot); x.qErr == nil {
+				x.slotUsed = true
+				x.qPermit = &x.slot
 			}
-			if ae.Code == admission.CodeShuttingDown {
-				x.waited += ae.Waited
-				return pick{}, errShuttingDown
-			}
-			if ae.Code == admission.CodeQueueFull {
-				g.metrics.rejectQueueFull.Inc()
-				if full == nil {
-					full = ae
-				}
-				continue
-			}
-			g.metrics.rejectTimeout.Inc()
-			x.waited += ae.Waited
-			return pick{}, admissionError(ae)
+		} else {
+			x.awaitGrant()
 		}
-		w := permit.Waited()
-		x.waited += w
-		g.metrics.waitSeconds.Observe(w.Seconds())
-		if !x.stillHealthy(t) {
-			// It cooled down, was suspended or broke while we waited.
-			permit.Release()
-			rechoose = true
-			continue
-		}
-		if p, ok := admitted(t, int(i), permit); ok {
-			return x.dispatchTurn(p, start)
+		if aerr, done := x.awaited(i); done {
+			return aerr
 		}
 	}
+	return x.queueEnd()
+}
+
+// awaitGrant is queue's wait through Options.Admission's Acquire: a permit of its
+// own (a shared controller's lease, or a later admission of this exchange).
+func (x *exchange) awaitGrant() {
+	x.qPermit, x.qErr = x.g.ctrl.Acquire(x.r.Context(), x.qReq)
+}
+
+// waitRequest starts a wait on targets[i]: the admission request (x.qReq),
+// its start and the counters.
+func (x *exchange) waitRequest(i uint8) {
+	x.g.metrics.attempts.Inc()
+	x.qStart = time.Now()
+	x.qPermit, x.qErr = nil, nil
+	// maxWaitMs bounds the request's whole wait: a candidate tried after
+	// another one's wait (it turned unhealthy meanwhile, or an earlier
+	// attempt failed over) waits only for what is left.
+	req := x.request(x.targets[i])
+	if x.waited > 0 {
+		req.MaxWait = max(req.MaxWait-x.waited, time.Millisecond)
+	}
+	x.key.carry.queued.Add(1)
+	x.qReq = req
+}
+
+// awaited handles the outcome of the wait on targets[i] (x.qPermit, x.qErr): done with the pick
+// (x.qPick) or the error to send, or not done to try the next candidate.
+func (x *exchange) awaited(i uint8) (aerr *apiError, done bool) {
+	g, t := x.g, x.targets[i]
+	x.key.carry.queued.Add(-1)
+	permit, err := x.qPermit, x.qErr
+	x.qPermit, x.qErr = nil, nil
+	if err != nil {
+		var ae *admission.Error
+		if !errors.As(err, &ae) {
+			// The time queued is admission wait, not overhead, however the wait ended.
+			x.waited += time.Since(x.qStart)
+			if clusterUnavailable(err) {
+				return errClusterUnavailable, true
+			}
+			return errClientGone, true
+		}
+		if ae.Code == admission.CodeShuttingDown {
+			x.waited += ae.Waited
+			return errShuttingDown, true
+		}
+		if ae.Code == admission.CodeQueueFull {
+			g.metrics.rejectQueueFull.Inc()
+			if x.qFull == nil {
+				x.qFull = ae
+			}
+			return nil, false
+		}
+		g.metrics.rejectTimeout.Inc()
+		x.waited += ae.Waited
+		return admissionError(ae), true
+	}
+	w := permit.Waited()
+	x.waited += w
+	g.metrics.waitSeconds.Observe(w.Seconds())
+	if !x.stillHealthy(t) {
+		// It cooled down, was suspended or broke while we waited.
+		permit.Release()
+		x.qRechoose = true
+		return nil, false
+	}
+	if p, ok := admitted(t, int(i), permit); ok {
+		x.qPick, aerr = x.dispatchTurn(p, x.qStart)
+		return aerr, true
+	}
+	return nil, false
+}
+
+// queueEnd is queue's answer when no candidate admitted the request.
+func (x *exchange) queueEnd() *apiError {
 	switch {
-	case rechoose:
+	case x.qRechoose:
 		// Start over: the candidates' health has changed.
-		return pick{}, errRechoose
-	case full != nil:
-		return pick{}, admissionError(full)
+		return errRechoose
+	case x.qFull != nil:
+		return admissionError(x.qFull)
 	}
 	// Every candidate's breaker refused the attempt: a half-open breaker's
 	// one probe was taken meanwhile. Its outcome may come any moment.
-	return pick{}, errNoHealthyNow(x.info.model)
+	return errNoHealthyNow(x.info.model)
 }
 
 // orderByWait sorts the candidates by expected wait, shortest first; the
 // sort is stable, so priority order breaks ties.
-func (x *exchange) orderByWait(cand *candidates) {
+func (x *exchange) orderByWait() {
+	cand := &x.cand
 	if cand.n < 2 {
 		return
 	}

@@ -66,19 +66,44 @@ var errAnswered = &apiError{status: http.StatusOK}
 // set) or errAnswered when it has answered.
 //
 // It is kept out of ServeHTTP, its errors are returned (so allocated on the
-// heap, only when they happen) rather than written here, and the exchange
-// lives on the heap, to keep the goroutine stack of a queued request small:
-// everything on it, net/http's conn.serve (1.1 KiB) included, must stay
-// within the 3 KiB that a 4 KiB stack leaves above its guard, or every
-// waiting request carries an 8 KiB stack.
+// heap, only when they happen) rather than written here, its steps run in
+// frames of their own (side by side, not nested), and the exchange lives on
+// the heap, to keep the goroutine stack of a queued request small:
+// everything a request does before it queues, net/http's conn.serve
+// (1.1 KiB) included, must stay within the 3 KiB that a 4 KiB stack leaves
+// above its guard, or every waiting request carries an 8 KiB stack (a stack
+// never shrinks while conn.serve's frame is on it).
 func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, _ *apiError) {
 	x = &exchange{g: g, st: styleOpenAI}
+	rt, aerr := x.checkRoute(w, r)
+	if aerr != nil {
+		return x, aerr
+	}
+	s, ks, aerr := g.authenticate(x, r)
+	if aerr != nil {
+		return x, aerr
+	}
+	if rt == routeModels || rt == routeModel {
+		return x, listModels(w, r, s, rt)
+	}
+	if aerr := x.readBody(w, r); aerr != nil {
+		return x, aerr
+	}
+	if aerr := x.route(s, rt); aerr != nil {
+		return x, aerr
+	}
+	x.g, x.w, x.r, x.s, x.rt, x.key = g, w, r, s, rt, ks
+	return x, nil
+}
+
+// checkRoute finds the route of r and checks its method; x.st is the
+// route's style from then on.
+func (x *exchange) checkRoute(w http.ResponseWriter, r *http.Request) (route, *apiError) {
 	rt, ok := routeOf(r.URL.Path)
 	if !ok {
-		return x, &apiError{status: http.StatusNotFound, code: CodeNotFound, message: "no such route: " + r.URL.Path}
+		return rt, &apiError{status: http.StatusNotFound, code: CodeNotFound, message: "no such route: " + r.URL.Path}
 	}
-	st := rt.style()
-	x.st = st
+	x.st = rt.style()
 	want, allow := http.MethodPost, "POST"
 	listing := rt == routeModels || rt == routeModel
 	if listing {
@@ -86,88 +111,125 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 	}
 	if r.Method != want && !(listing && r.Method == http.MethodHead) {
 		w.Header().Set("Allow", allow)
-		return x, &apiError{status: http.StatusMethodNotAllowed, code: CodeMethodNotAllowed, message: "method " + r.Method + " is not allowed here; use " + want}
+		return rt, &apiError{status: http.StatusMethodNotAllowed, code: CodeMethodNotAllowed, message: "method " + r.Method + " is not allowed here; use " + want}
 	}
+	return rt, nil
+}
+
+// authenticate checks r's client key and the gateway's state: the config in
+// force and the key's state, or the error to send. x.keyName and x.key are
+// set as soon as they are known (x.key only for an enabled key).
+func (g *Gateway) authenticate(x *exchange, r *http.Request) (*state, *keyState, *apiError) {
 	secret := clientKey(r.Header)
 	if secret == "" {
-		return x, &apiError{status: http.StatusUnauthorized, code: CodeMissingKey,
+		return nil, nil, &apiError{status: http.StatusUnauthorized, code: CodeMissingKey,
 			message: "missing client key: send it as Authorization: Bearer <key> or x-api-key"}
 	}
 	var key ClientKey
+	ok := false
 	if g.auth != nil {
 		key, ok = g.auth(r.Context(), secret)
 	}
 	if !ok {
-		return x, &apiError{status: http.StatusUnauthorized, code: CodeInvalidKey, message: "invalid client key"}
+		return nil, nil, &apiError{status: http.StatusUnauthorized, code: CodeInvalidKey, message: "invalid client key"}
 	}
 	x.keyName = key.Name
 	if g.draining.Load() {
-		return x, errShuttingDown
+		return nil, nil, errShuttingDown
 	}
 	s := g.state.Load()
 	if s == nil || g.closed.Load() {
-		return x, &apiError{status: http.StatusServiceUnavailable, code: CodeNotReady, retryAfter: 1,
+		return nil, nil, &apiError{status: http.StatusServiceUnavailable, code: CodeNotReady, retryAfter: 1,
 			message: "the gateway has no configuration loaded or is shutting down"}
 	}
 	x.key = g.keyOf(s, key)
 	if !key.Enabled {
-		return x, &apiError{status: http.StatusForbidden, code: CodeKeyDisabled,
-			message: "client key " + strconv.Quote(key.Name) + " is disabled"}
+		return nil, nil, errKeyDisabled(key.Name)
 	}
-	if listing {
-		body := s.modelsBody
-		if rt == routeModel {
-			id := strings.TrimPrefix(r.URL.Path, modelPrefix)
-			if body = s.modelBodies[id]; body == nil {
-				return x, &apiError{status: http.StatusNotFound, code: CodeModelNotFound, message: "no enabled connection serves model " + quoteModel(id)}
-			}
-		}
-		h := w.Header()
-		h.Set("Content-Type", "application/json")
-		h.Set("Content-Length", strconv.Itoa(len(body)))
-		w.WriteHeader(http.StatusOK)
-		if r.Method == http.MethodGet {
-			_, _ = w.Write(body)
-		}
-		return x, errAnswered
-	}
+	return s, x.key, nil
+}
 
-	if err := readBody(r.Body, &x.body, r.ContentLength, g.maxBody); err != nil {
-		if errors.Is(err, errBodyTooLarge) {
-			return x, &apiError{status: http.StatusRequestEntityTooLarge, code: CodeBodyTooLarge,
-				message: "request body exceeds " + strconv.FormatInt(g.maxBody, 10) + " bytes"}
+// errKeyDisabled is the 403 for a disabled key. Not inlined: Quote's
+// temporaries would sit in authenticate's frame.
+//
+//go:noinline
+func errKeyDisabled(name string) *apiError {
+	return &apiError{status: http.StatusForbidden, code: CodeKeyDisabled,
+		message: "client key " + strconv.Quote(name) + " is disabled"}
+}
+
+// listModels answers GET /v1/models and /v1/models/{id} from s, returning
+// errAnswered, or the error to send.
+func listModels(w http.ResponseWriter, r *http.Request, s *state, rt route) *apiError {
+	body := s.modelsBody
+	if rt == routeModel {
+		id := strings.TrimPrefix(r.URL.Path, modelPrefix)
+		if body = s.modelBodies[id]; body == nil {
+			return &apiError{status: http.StatusNotFound, code: CodeModelNotFound, message: "no enabled connection serves model " + quoteModel(id)}
 		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			// The server's body read bound (a read deadline) ran out; the
-			// connection is closed after this answer (a half-read body
-			// cannot be skipped).
-			w.Header().Set("Connection", "close")
-			return x, &apiError{status: http.StatusRequestTimeout, code: CodeRequestTimeout,
-				message: "the request body did not arrive in time"}
-		}
-		if r.Context().Err() == nil {
-			return x, &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: "could not read the request body"}
-		}
-		return x, errAnswered
 	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		_, _ = w.Write(body)
+	}
+	return errAnswered
+}
+
+// readBody reads r's body into x.body, or returns the error to send
+// (errAnswered when the client has gone).
+func (x *exchange) readBody(w http.ResponseWriter, r *http.Request) *apiError {
+	err := readBody(r.Body, &x.body, r.ContentLength, x.g.maxBody)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, errBodyTooLarge) {
+		return &apiError{status: http.StatusRequestEntityTooLarge, code: CodeBodyTooLarge,
+			message: "request body exceeds " + strconv.FormatInt(x.g.maxBody, 10) + " bytes"}
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The server's body read bound (a read deadline) ran out; the
+		// connection is closed after this answer (a half-read body
+		// cannot be skipped).
+		w.Header().Set("Connection", "close")
+		return errBodyTimeout
+	}
+	if r.Context().Err() == nil {
+		return &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: "could not read the request body"}
+	}
+	return errAnswered
+}
+
+// errBodyTimeout answers a body that did not arrive within the server's
+// read bound.
+var errBodyTimeout = &apiError{status: http.StatusRequestTimeout, code: CodeRequestTimeout,
+	message: "the request body did not arrive in time"}
+
+// route scans the body for its model and sets x.info and x.targets, the
+// connections of style x.st serving it that the key may use, or returns the
+// error to send.
+func (x *exchange) route(s *state, rt route) *apiError {
 	info, err := scanBody(x.body.raw)
 	if err != nil {
-		return x, &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: describeScanError(err)}
+		return &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: describeScanError(err)}
 	}
+	st := x.st
 	targets := s.routes[st][info.model]
 	if len(targets) == 0 {
-		return x, &apiError{status: http.StatusNotFound, code: CodeModelNotFound,
+		return &apiError{status: http.StatusNotFound, code: CodeModelNotFound,
 			message: "model " + quoteModel(info.model) + " is not served by any enabled " + st.String() + "-style connection"}
 	}
 	if targets = x.key.allowedTargets(targets); len(targets) == 0 {
-		return x, &apiError{status: http.StatusForbidden, code: CodeModelNotAllowed,
-			message: "client key " + strconv.Quote(key.Name) + " may not use model " + quoteModel(info.model)}
+		return &apiError{status: http.StatusForbidden, code: CodeModelNotAllowed,
+			message: "client key " + strconv.Quote(x.keyName) + " may not use model " + quoteModel(info.model)}
 	}
 	if len(targets) > maxCandidates {
 		targets = targets[:maxCandidates]
 	}
-	x.g, x.w, x.r, x.s, x.rt, x.info, x.targets = g, w, r, s, rt, info, targets
-	return x, nil
+	x.info, x.targets = info, targets
+	return nil
 }
 
 // maxCandidates bounds the connections considered for one model.
@@ -218,9 +280,22 @@ type exchange struct {
 	pathBuf [1 + 4]admission.GateRef
 	// status is the HTTP status answered, for the client metrics.
 	status int
+
+	// cand is the candidates of the current choice (choose); the q fields
+	// are the state of a queue wait (queue, awaited), kept here
+	// rather than on the stack of the waiting goroutine.
+	cand      candidates
+	qReq      admission.Request
+	qPick     pick
+	qStart    time.Time
+	qPermit   permit
+	qErr      error
+	qFull     *admission.Error
+	qRechoose bool
 }
 
-// run makes up to maxAttempts attempts and answers the client.
+// run makes up to maxAttempts attempts and answers the client. Its frame is
+// under a queued request's wait (see queue): kept small.
 func (x *exchange) run() {
 	if aerr := x.keyBlocked(); aerr != nil && x.rt != routeCountTokens {
 		x.fail(aerr)
@@ -262,6 +337,11 @@ func (x *exchange) run() {
 			skips++
 		}
 	}
+	x.answerFailed()
+}
+
+// answerFailed answers a request that no attempt answered.
+func (x *exchange) answerFailed() {
 	switch {
 	case x.last != nil:
 		x.writeLast()

@@ -1,6 +1,9 @@
 package gateway
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // Token usage is read from upstream responses while they are copied to the
 // client, never by buffering a whole response: a byte-at-a-time JSON scanner
@@ -93,9 +96,52 @@ func (j *jsonUsage) reset() {
 }
 
 func (j *jsonUsage) feed(p []byte) {
-	for _, c := range p {
-		j.feedByte(c)
+	for i := 0; i < len(p); i++ {
+		if j.skippable() {
+			// Inside a string that can no longer be the key "usage" only a
+			// quote or a backslash changes the state: skip to it.
+			k := stringStop(p[i:], false)
+			if k < 0 {
+				return
+			}
+			i += k
+		}
+		j.feedByte(p[i])
 	}
+}
+
+// skippable reports whether the scanner is inside a string that is not
+// being captured and can no longer be the key "usage": every byte but a
+// quote or a backslash leaves its state as it is. Most of a response (its
+// text) is such strings, so feed and scanSSE skip them with IndexAny instead
+// of going byte by byte.
+func (j *jsonUsage) skippable() bool {
+	return j.inStr && !j.esc && !j.capturing && j.keyN >= 6
+}
+
+// stringStop returns the index of the first quote or backslash in b (with
+// lines, also of the first CR or LF), -1 if there is none. IndexByte is
+// vectorised; each later search only looks before the earliest stop so far.
+func stringStop(b []byte, lines bool) int {
+	k := bytes.IndexByte(b, '"')
+	if k < 0 {
+		k = len(b)
+	}
+	if e := bytes.IndexByte(b[:k], '\\'); e >= 0 {
+		k = e
+	}
+	if lines {
+		if e := bytes.IndexByte(b[:k], '\n'); e >= 0 {
+			k = e
+		}
+		if e := bytes.IndexByte(b[:k], '\r'); e >= 0 {
+			k = e
+		}
+	}
+	if k == len(b) {
+		return -1
+	}
+	return k
 }
 
 func (j *jsonUsage) feedByte(c byte) {
@@ -238,7 +284,23 @@ func (t *usageTap) flushed() []byte {
 // scanSSE follows the event stream's lines, feeding data payloads to the
 // JSON scanner; a blank line ends an event.
 func (t *usageTap) scanSSE(p []byte) {
-	for _, c := range p {
+	for i := 0; i < len(p); i++ {
+		if t.inData && t.js.skippable() {
+			// As in jsonUsage.feed; a line end matters here too. The skipped
+			// bytes only lengthen the line.
+			k := stringStop(p[i:], true)
+			if k < 0 {
+				k = len(p) - i
+			}
+			if t.strip {
+				t.ev = append(t.ev, p[i:i+k]...)
+			}
+			t.lineLen += k
+			if i += k; i == len(p) {
+				return
+			}
+		}
+		c := p[i]
 		if t.strip {
 			t.ev = append(t.ev, c)
 		}

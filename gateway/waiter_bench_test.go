@@ -112,5 +112,6 @@ func measureWaiters(b *testing.B, h http.Handler, n int, queued func() int) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(after.StackInuse-before.StackInuse)/float64(n), "stack-B/waiter")
+	b.ReportMetric(float64(runtime.NumGoroutine())/float64(n), "goroutines/waiter")
 	b.ReportMetric(float64(int64(after.HeapInuse)-int64(before.HeapInuse))/float64(n), "heap-B/waiter")
 }

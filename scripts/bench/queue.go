@@ -40,6 +40,8 @@ type queueResult struct {
 	AtPeak runtimeView `json:"runtimeAtPeak"`
 	// HeapProfile says where the heap profile taken with 80% queued went.
 	HeapProfile string `json:"heapProfile,omitempty"`
+	// HeapTop is the top of that profile (inuse_space).
+	HeapTop []string `json:"heapTop,omitempty"`
 }
 
 // runtimeView is a few Go runtime gauges scraped from /metrics, MB and counts.

@@ -224,7 +224,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	rep.ProfileNote = "not requested (-profile=false)"
 	if o.profile && o.standard {
-		rep.ProfileNote = e.profile(ctx, o, out, stderr)
+		rep.ProfileNote, rep.TopCPU = e.profile(ctx, o, out, stderr)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("bench: interrupted: %w", err)
@@ -236,12 +236,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer tr.CloseIdleConnections()
 		t := newTarget(e.gatehouseURL+"/v1", e.clientKey, queueModel, false, nil)
 		var heap func(context.Context) string
+		var heapTop []string
 		if o.queueHeap {
 			heap = func(ctx context.Context) string {
 				// The live heap of the waiters, for go tool pprof -sample_index=inuse_space.
 				path := filepath.Join(out, "gatehouse-heap-queued.pprof")
 				if err := fetchTo(ctx, e.gatehouseURL+"/debug/pprof/heap?gc=1", e.apiToken, path, 30*time.Second); err != nil {
 					return "not taken: " + err.Error()
+				}
+				if top, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-sample_index=inuse_space", "-top", "-nodecount=12", e.bin, path).CombinedOutput(); err == nil {
+					heapTop = topLines(top, 12)
 				}
 				return path + " (taken with -queue-heap: its forced GC lowered the RSS peak above)"
 			}
@@ -254,6 +258,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return err
 		}
+		q.HeapTop = heapTop
 		rep.Queue = &q
 		rep.Targets = append(rep.Targets,
 			targetCheck{
@@ -401,15 +406,16 @@ func (e *env) measure(ctx context.Context, sc scenario, path string, rep int, o 
 
 // profile runs an extra, unmeasured non-streaming c=16 run through Gatehouse
 // while fetching /debug/pprof/profile, and summarises it with go tool pprof.
-// It returns a note for the report; a missing endpoint is not an error.
-func (e *env) profile(ctx context.Context, o options, out string, stderr io.Writer) string {
+// It returns a note for the report and the top functions of the profile; a
+// missing endpoint is not an error.
+func (e *env) profile(ctx context.Context, o options, out string, stderr io.Writer) (string, []string) {
 	client, tr := newClient(2, 30*time.Second)
 	defer tr.CloseIdleConnections()
 	probeCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	err := expectStatus(probeCtx, client, http.MethodGet, e.gatehouseURL+"/debug/pprof/", e.apiToken, nil, http.StatusOK)
 	cancel()
 	if err != nil {
-		return "skipped: Gatehouse does not serve /debug/pprof/ (" + err.Error() + ")"
+		return "skipped: Gatehouse does not serve /debug/pprof/ (" + err.Error() + ")", nil
 	}
 	secs := max(1, int(o.duration.Seconds()))
 	fmt.Fprintf(stderr, "bench: profiling Gatehouse for %ds during non-streaming c=16 ...\n", secs)
@@ -422,22 +428,39 @@ func (e *env) profile(ctx context.Context, o options, out string, stderr io.Writ
 	t := newTarget(e.gatehouseURL+"/v1", e.clientKey, benchModel, false, nil)
 	closedLoop(ctx, t, sc.conc, time.Duration(secs)*time.Second+time.Second, nil)
 	if err := <-done; err != nil {
-		return "failed: " + err.Error()
+		return "failed: " + err.Error(), nil
 	}
 	top, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=40", e.bin, prof).CombinedOutput()
 	if err != nil {
-		return fmt.Sprintf("saved %s; go tool pprof failed: %v", prof, err)
+		return fmt.Sprintf("saved %s; go tool pprof failed: %v", prof, err), nil
 	}
 	topPath := filepath.Join(out, "gatehouse-cpu-top.txt")
 	if err := os.WriteFile(topPath, top, 0o644); err != nil {
-		return fmt.Sprintf("saved %s; writing %s failed: %v", prof, topPath, err)
+		return fmt.Sprintf("saved %s; writing %s failed: %v", prof, topPath, err), nil
 	}
 	// Allocations since start (every run so far), for go tool pprof -sample_index=alloc_space.
 	allocs := filepath.Join(out, "gatehouse-allocs.pprof")
 	if err := fetchTo(ctx, e.gatehouseURL+"/debug/pprof/allocs", e.apiToken, allocs, 30*time.Second); err != nil {
-		return fmt.Sprintf("%s (top functions in %s); allocation profile failed: %v", prof, topPath, err)
+		return fmt.Sprintf("%s (top functions in %s); allocation profile failed: %v", prof, topPath, err), topLines(top, 12)
 	}
-	return fmt.Sprintf("%s (top functions in %s; allocations since start in %s)", prof, topPath, allocs)
+	return fmt.Sprintf("%s (top functions in %s; allocations since start in %s)", prof, topPath, allocs), topLines(top, 12)
+}
+
+// topLines returns the first n entries of go tool pprof -top output (the
+// lines after its "flat  flat%" header), spaces squeezed.
+func topLines(top []byte, n int) []string {
+	var out []string
+	started := false
+	for _, l := range strings.Split(string(top), "\n") {
+		if !started {
+			started = strings.Contains(l, "flat%")
+			continue
+		}
+		if f := strings.Fields(l); len(f) > 0 && len(out) < n {
+			out = append(out, strings.Join(f, " "))
+		}
+	}
+	return out
 }
 
 // fetchTo saves the body of GET url, sent with the API token apiToken, to path.
