@@ -66,11 +66,12 @@ func (x *exchange) payload(m string, addUsage bool) []byte {
 	return x.body.alt
 }
 
-// attempt dispatches the request to p's connection, holding p's permit until
-// the response (or stream) is over. Right before dispatch it counts the
-// request against the connection's rate budgets; after the response it
-// charges the tokens the upstream reported.
-func (x *exchange) attempt(p pick) attemptResult {
+// attempt dispatches the request to the connection of x.cur, the pick,
+// holding its permit until the response (or stream) is over. Right before
+// dispatch it counts the request against the connection's rate budgets;
+// after the response it charges the tokens the upstream reported.
+func (x *exchange) attempt() attemptResult {
+	p := x.cur
 	defer p.permit.Release()
 	g, t, c := x.g, p.t, p.t.c
 	ks := x.key

@@ -21,14 +21,14 @@ type pick struct {
 var errClientGone = &apiError{status: 499, code: "CLIENT_GONE", message: "client went away"}
 
 // choose finds the connection for the next attempt and admits the request
-// there. Candidates are the targets not yet tried whose connection is
+// there, setting x.cur to the pick. Candidates are the targets not yet tried whose connection is
 // healthy for the model. The first of them, highest priority first (equal
 // priorities rotated so they share the load), that admits at once wins;
 // when none can, the request queues on the one with the shortest expected
 // wait, higher priority first among equals. A full queue moves on to the
 // next; a timeout ends the request with 429.
 //
-// It returns a zero pick and an error to send when nothing can be tried:
+// It leaves x.cur zero and returns an error to send when nothing can be tried:
 // UPSTREAM_COOLDOWN when every candidate is cooling down (Retry-After the
 // shortest cooldown), NO_HEALTHY_CONNECTION when none is healthy (suspended,
 // breaker open, or cooling; Retry-After the earliest recovery), a
@@ -40,35 +40,26 @@ var errClientGone = &apiError{status: 499, code: "CLIENT_GONE", message: "client
 // candidates have all been tried. Connections out of budget are skipped like cooling ones.
 //
 // Each step runs in a frame of its own below this small one, so the
-// goroutine stack of a queued request stays within 4 KiB.
+// goroutine stack of a queued request can stay within 4 KiB (see queue).
 //
 // A request that queued re-checks its connection's health once admitted:
 // when the connection answered 429 or 401/403 (or its breaker opened) while
 // the request waited, the permit goes back and the choice starts over, so
 // queued requests never reach an upstream that is cooling down or suspended.
-func (x *exchange) choose() (pick, *apiError) {
+func (x *exchange) choose() *apiError {
+	x.cur = pick{}
 	for range maxRechoose {
 		if aerr := x.healthy(); x.cand.n == 0 {
-			return pick{}, aerr
+			return aerr
 		}
 		if aerr, ok := x.admitNow(); ok {
-			return x.queued(), aerr
+			return aerr
 		}
 		if aerr := x.queue(); aerr != errRechoose {
-			return x.queued(), aerr
+			return aerr
 		}
 	}
-	return pick{}, errNoHealthyNow(x.info.model)
-}
-
-// queued hands over the pick admitNow or queue admitted (zero if none).
-// Not inlined: its temporaries would land in choose's frame, under the wait.
-//
-//go:noinline
-func (x *exchange) queued() pick {
-	p := x.qPick
-	x.qPick = pick{}
-	return p
+	return errNoHealthyNow(x.info.model)
 }
 
 // maxRechoose bounds how often one choice starts over after its admitted
@@ -208,7 +199,7 @@ func (x *exchange) turnDelay(c *conn) time.Duration {
 }
 
 // admitNow takes the first candidate that can admit and dispatch at once
-// (the pick in x.qPick); ok is false when none can.
+// (the pick in x.cur); ok is false when none can.
 func (x *exchange) admitNow() (aerr *apiError, ok bool) {
 	g := x.g
 	for _, i := range x.cand.idx[:x.cand.n] {
@@ -224,7 +215,7 @@ func (x *exchange) admitNow() (aerr *apiError, ok bool) {
 		g.metrics.attempts.Inc()
 		g.metrics.waitSeconds.Observe(0)
 		if p, ok := admitted(t, int(i), permit); ok {
-			x.qPick, aerr = x.dispatchTurn(p, start)
+			x.cur, aerr = x.dispatchTurn(p, start)
 			return aerr, true
 		}
 	}
@@ -286,7 +277,7 @@ func (x *exchange) waitRequest(i uint8) {
 }
 
 // awaited handles the outcome of the wait on targets[i] (x.qPermit, x.qErr): done with the pick
-// (x.qPick) or the error to send, or not done to try the next candidate.
+// (x.cur) or the error to send, or not done to try the next candidate.
 func (x *exchange) awaited(i uint8) (aerr *apiError, done bool) {
 	g, t := x.g, x.targets[i]
 	x.key.carry.queued.Add(-1)
@@ -327,7 +318,7 @@ func (x *exchange) awaited(i uint8) (aerr *apiError, done bool) {
 		return nil, false
 	}
 	if p, ok := admitted(t, int(i), permit); ok {
-		x.qPick, aerr = x.dispatchTurn(p, x.qStart)
+		x.cur, aerr = x.dispatchTurn(p, x.qStart)
 		return aerr, true
 	}
 	return nil, false

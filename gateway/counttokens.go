@@ -21,9 +21,10 @@ func noBreaker(error) {}
 
 // chooseFree picks the connection for a count_tokens attempt: the first
 // untried target, highest priority first (equal priorities rotated), that
-// is healthy for the model. With none it returns a zero pick and, when
-// nothing was tried yet, NO_HEALTHY_CONNECTION.
-func (x *exchange) chooseFree() (pick, *apiError) {
+// is healthy for the model, into x.cur. With none it leaves x.cur zero and
+// returns, when nothing was tried yet, NO_HEALTHY_CONNECTION.
+func (x *exchange) chooseFree() *apiError {
+	x.cur = pick{}
 	var orderBuf [maxCandidates]uint8
 	order := priorityOrder(orderBuf[:0], x.targets, targetPriority, x.g.rotate.Add(1))
 	now := x.g.now()
@@ -35,10 +36,11 @@ func (x *exchange) chooseFree() (pick, *apiError) {
 		if why, _ := x.g.limiter.check(x.r.Context(), t.c, t.model, now); why != availableNow {
 			continue
 		}
-		return pick{t: t, idx: int(i), permit: freePermit{}, done: noBreaker}, nil
+		x.cur = pick{t: t, idx: int(i), permit: freePermit{}, done: noBreaker}
+		return nil
 	}
 	if x.tried != 0 {
-		return pick{}, nil
+		return nil
 	}
-	return pick{}, errNoHealthyNow(x.info.model)
+	return errNoHealthyNow(x.info.model)
 }

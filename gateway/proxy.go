@@ -16,35 +16,53 @@ import (
 // (chat/completions, completions, embeddings, responses), Anthropic's
 // /v1/messages, and GET /v1/models.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Three calls side by side, so that only this small frame sits under a
+	// queued request's wait (see queue).
+	if x := g.begin(w, r); x != nil {
+		x.run()
+		x.end()
+	}
+}
+
+// begin starts serving r: the server span, prepare, and the answer to a
+// request prepare refused or answered itself. It returns the exchange to
+// run, or nil when r has its answer.
+func (g *Gateway) begin(w http.ResponseWriter, r *http.Request) *exchange {
 	start := time.Now()
 	var ss *serverSpan
 	if g.tracer != nil {
 		w, r, ss = g.startServerSpan(w, r)
 	}
 	x, e := g.prepare(w, r)
+	x.start, x.span = start, ss
 	if ss != nil {
 		ss.prepared(x)
 	}
-	if e != nil {
-		if e != errAnswered {
-			writeError(w, x.st, e)
-			x.status = e.status
-		} else if x.status == 0 {
-			x.status = http.StatusOK
-		}
-		x.countClient()
-		if ss != nil {
-			ss.end(x)
-		}
-		return
+	if e == nil {
+		return x
 	}
-	x.run()
+	if e != errAnswered {
+		writeError(w, x.st, e)
+		x.status = e.status
+	} else if x.status == 0 {
+		x.status = http.StatusOK
+	}
 	x.countClient()
-	if overhead := time.Since(start) - x.waited - x.upstream; overhead > 0 {
-		g.metrics.overhead.Observe(overhead.Seconds())
-	}
 	if ss != nil {
 		ss.end(x)
+	}
+	return nil
+}
+
+// end closes an exchange that ran: the client metrics, the overhead metric
+// and the server span.
+func (x *exchange) end() {
+	x.countClient()
+	if overhead := time.Since(x.start) - x.waited - x.upstream; overhead > 0 {
+		x.g.metrics.overhead.Observe(overhead.Seconds())
+	}
+	if x.span != nil {
+		x.span.end(x)
 	}
 }
 
@@ -280,13 +298,20 @@ type exchange struct {
 	pathBuf [1 + 4]admission.GateRef
 	// status is the HTTP status answered, for the client metrics.
 	status int
+	// cur is the pick of the current attempt, set by the choice (zero when
+	// nothing can be tried); kept here, not on run's frame, which is under
+	// a queued request's wait.
+	cur pick
+	// start is when ServeHTTP began, for the overhead metric; span is the
+	// server span (nil without tracing).
+	start time.Time
+	span  *serverSpan
 
 	// cand is the candidates of the current choice (choose); the q fields
 	// are the state of a queue wait (queue, awaited), kept here
 	// rather than on the stack of the waiting goroutine.
 	cand      candidates
 	qReq      admission.Request
-	qPick     pick
 	qStart    time.Time
 	qPermit   permit
 	qErr      error
@@ -302,20 +327,19 @@ func (x *exchange) run() {
 		return
 	}
 	for attempts, skips := 0, 0; attempts < x.s.maxAttempts && skips <= len(x.targets); {
-		var p pick
 		var aerr *apiError
 		switch {
 		case x.rt == routeCountTokens:
-			p, aerr = x.chooseFree()
+			aerr = x.chooseFree()
 		case x.g.tracer != nil:
-			p, aerr = x.chooseTraced()
+			aerr = x.chooseTraced()
 		default:
-			p, aerr = x.choose()
+			aerr = x.choose()
 		}
 		if aerr == errClientGone {
 			return
 		}
-		if p.t == nil {
+		if x.cur.t == nil {
 			// Nothing left to try. An admission rejection or a cooldown is
 			// the reason to report; when the remaining connections are merely
 			// unhealthy, the last upstream failure says more.
@@ -325,11 +349,11 @@ func (x *exchange) run() {
 			}
 			break
 		}
-		switch x.attempt(p) {
+		switch x.attempt() {
 		case attemptAnswered:
 			return
 		case attemptFailed:
-			x.tried |= 1 << p.idx
+			x.tried |= 1 << x.cur.idx
 			attempts++
 		case attemptSkipped:
 			// The connection's budget shows as exhausted now, so choose

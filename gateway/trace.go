@@ -146,12 +146,12 @@ func (ss *serverSpan) end(x *exchange) {
 }
 
 // chooseTraced is choose inside a gatehouse.admission span.
-func (x *exchange) chooseTraced() (pick, *apiError) {
+func (x *exchange) chooseTraced() *apiError {
 	_, span := x.g.tracer.Start(x.r.Context(), "gatehouse.admission")
 	before := x.waited
-	p, aerr := x.choose()
-	x.endAdmission(span, p, aerr, x.waited-before)
-	return p, aerr
+	aerr := x.choose()
+	x.endAdmission(span, x.cur, aerr, x.waited-before)
+	return aerr
 }
 
 // endAdmission records which gate held the request back, if any, and how long.

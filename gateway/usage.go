@@ -87,6 +87,9 @@ type jsonUsage struct {
 	capDepth   int
 	overflow   bool
 	buf        []byte
+	// small is buf's first storage: a usage object is about 100 bytes, so
+	// capturing one allocates nothing beyond the tap.
+	small [192]byte
 }
 
 func (j *jsonUsage) reset() {
@@ -236,6 +239,7 @@ func newUsageTap(sse, strip bool) *usageTap {
 		t.js.maxKeyDepth = 2
 	}
 	t.js.onUsage = t.found
+	t.js.buf = t.js.small[:0]
 	return t
 }
 

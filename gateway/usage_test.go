@@ -44,6 +44,14 @@ func TestUsageTap(t *testing.T) {
 			`data: {"type":"response.created","response":{"id":"r","usage":null}}` + "\n\n" +
 			"event: response.completed\n" +
 			`data: {"type":"response.completed","response":{"id":"r","usage":{"input_tokens":4,"output_tokens":5,"total_tokens":9}}}` + "\n\n"},
+		// Long strings go through the skipping fast path (IndexByte to the
+		// next quote, backslash or line end): escapes inside them, and a
+		// "usage" key right after one, must still be seen.
+		{name: "long strings with escapes", want: 7, body: `{"choices":[{"message":{"content":"` + strings.Repeat("lorem ipsum ", 40) +
+			`\"usage\":{\"total_tokens\":99} \\"}}],"usage":{"prompt_tokens":3,"completion_tokens":4}}`},
+		{name: "long stream strings stripped", sse: true, strip: true, want: 12,
+			body:    `data: {"choices":[{"delta":{"content":"` + strings.Repeat("dolor sit ", 50) + `\n\"x\""}}]}` + "\n\n" + usageChunk,
+			wantOut: `data: {"choices":[{"delta":{"content":"` + strings.Repeat("dolor sit ", 50) + `\n\"x\""}}]}` + "\n\n"},
 		{name: "stripping keeps an unterminated last event", body: "data: {\"a\":1}\n\ndata: [DONE]", sse: true, strip: true,
 			wantOut: "data: {\"a\":1}\n\ndata: [DONE]"},
 	}
