@@ -247,6 +247,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 				if top, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-sample_index=inuse_space", "-top", "-nodecount=12", e.bin, path).CombinedOutput(); err == nil {
 					heapTop = topLines(top, 12)
 				}
+				// The waiters' stacks, to see which frames sit under the wait.
+				_ = fetchTo(ctx, e.gatehouseURL+"/debug/pprof/goroutine?debug=2", e.apiToken, filepath.Join(out, "gatehouse-goroutines-queued.txt"), 30*time.Second)
 				return path + " (taken with -queue-heap: its forced GC lowered the RSS peak above)"
 			}
 		}
