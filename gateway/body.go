@@ -5,8 +5,11 @@ import (
 	"io"
 )
 
-// copyBufSize is the buffer the response body is copied through.
-const copyBufSize = 32 << 10
+// copyBufSize is the buffer the response body is copied through, one per
+// answer being relayed (pooled). A read returns what has arrived, and an SSE
+// event or a chat answer is well under it; the pool of them is live heap,
+// which GOGC=400 multiplies in RSS, so it is not larger.
+const copyBufSize = 16 << 10
 
 // maxErrorBody bounds how much of an upstream error response is kept to
 // decide on failover and, if no other connection succeeds, to send back.

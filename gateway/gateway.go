@@ -215,7 +215,7 @@ func New(opts Options) *Gateway {
 //
 // Its read and write buffers are net/http's 4 KiB defaults: a pooled
 // connection holds both for as long as it is idle, and the relay reads the
-// body into its own 32 KiB buffer, which bufio passes straight through. With
+// body into its own 16 KiB buffer, which bufio passes straight through. With
 // 32 KiB each, 64 idle connections held 4 MiB, which GOGC=400 turns into
 // about 20 MB more RSS (docs/BENCHMARKS.md, issue 17).
 func NewTransport() *http.Transport {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 )
 
 // Token usage is read from upstream responses while they are copied to the
@@ -28,13 +29,115 @@ const maxUsageObject = 4 << 10
 // event ends stripping for the rest of the stream.
 const maxEventStrip = 1 << 20
 
-// usageFields is one decoded usage object.
+// usageFields is one decoded usage object: each field's value and whether
+// the object had it (as an integer; null counts as absent).
 type usageFields struct {
-	TotalTokens      *int64 `json:"total_tokens"`
-	PromptTokens     *int64 `json:"prompt_tokens"`
-	CompletionTokens *int64 `json:"completion_tokens"`
-	InputTokens      *int64 `json:"input_tokens"`
-	OutputTokens     *int64 `json:"output_tokens"`
+	v   [nUsageFields]int64
+	has [nUsageFields]bool
+}
+
+// The fields of usageFields, by their JSON names in usageNames.
+const (
+	fieldTotal = iota
+	fieldPrompt
+	fieldCompletion
+	fieldInput
+	fieldOutput
+	nUsageFields
+)
+
+var usageNames = [nUsageFields]string{"total_tokens", "prompt_tokens", "completion_tokens", "input_tokens", "output_tokens"}
+
+// decodeUsage reads the members of the usage object obj that usageFields
+// names, as json.Unmarshal into *int64 fields did, without its reflection
+// and allocations (it ran for every successful answer): an integer sets its
+// field, null leaves it absent, any other value of a named member — a
+// string, a fraction, an exponent — or malformed JSON rejects the whole
+// object; other members (the *_details objects) are skipped. Names match
+// exactly (json.Unmarshal also took other letter cases, which no upstream
+// sends); a name with escapes is unescaped first.
+func decodeUsage(obj []byte) (f usageFields, ok bool) {
+	s := scanner{b: obj}
+	s.ws()
+	if !s.eat('{') {
+		return f, false
+	}
+	s.ws()
+	if s.eat('}') {
+		return f, true
+	}
+	for {
+		s.ws()
+		ks, ke, esc, ok := s.str()
+		if !ok {
+			return f, false
+		}
+		s.ws()
+		if !s.eat(':') {
+			return f, false
+		}
+		s.ws()
+		key := obj[ks+1 : ke-1]
+		if esc {
+			var k string
+			if json.Unmarshal(obj[ks:ke], &k) != nil {
+				return f, false
+			}
+			key = []byte(k)
+		}
+		field := -1
+		for i, name := range usageNames {
+			if string(key) == name {
+				field = i
+				break
+			}
+		}
+		vs := s.i
+		if !s.value(0) {
+			return f, false
+		}
+		if field >= 0 {
+			v := obj[vs:s.i]
+			switch {
+			case string(v) == "null":
+				f.has[field] = false
+			case !jsonInteger(v):
+				return f, false
+			default:
+				n, err := strconv.ParseInt(string(v), 10, 64)
+				if err != nil {
+					return f, false
+				}
+				f.v[field], f.has[field] = n, true
+			}
+		}
+		s.ws()
+		if s.eat(',') {
+			continue
+		}
+		if !s.eat('}') {
+			return f, false
+		}
+		s.ws()
+		return f, s.i == len(obj)
+	}
+}
+
+// jsonInteger reports whether v is a JSON number without fraction or
+// exponent: an optional minus, then 0 or digits not starting with 0.
+func jsonInteger(v []byte) bool {
+	if len(v) > 0 && v[0] == '-' {
+		v = v[1:]
+	}
+	if len(v) == 0 || (v[0] == '0' && len(v) > 1) {
+		return false
+	}
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // usageSum merges the usage objects of one response.
@@ -46,20 +149,20 @@ type usageSum struct {
 
 func (u *usageSum) merge(f usageFields) {
 	u.found = true
-	if f.TotalTokens != nil {
-		u.total, u.hasTotal = *f.TotalTokens, true
+	if f.has[fieldTotal] {
+		u.total, u.hasTotal = f.v[fieldTotal], true
 	}
-	if f.PromptTokens != nil {
-		u.in = *f.PromptTokens
+	if f.has[fieldPrompt] {
+		u.in = f.v[fieldPrompt]
 	}
-	if f.InputTokens != nil {
-		u.in = *f.InputTokens
+	if f.has[fieldInput] {
+		u.in = f.v[fieldInput]
 	}
-	if f.CompletionTokens != nil {
-		u.out = *f.CompletionTokens
+	if f.has[fieldCompletion] {
+		u.out = f.v[fieldCompletion]
 	}
-	if f.OutputTokens != nil {
-		u.out = *f.OutputTokens
+	if f.has[fieldOutput] {
+		u.out = f.v[fieldOutput]
 	}
 }
 
@@ -244,8 +347,8 @@ func newUsageTap(sse, strip bool) *usageTap {
 }
 
 func (t *usageTap) found(obj []byte, keyDepth int) {
-	var f usageFields
-	if json.Unmarshal(obj, &f) != nil {
+	f, ok := decodeUsage(obj)
+	if !ok {
 		return
 	}
 	t.sum.merge(f)
@@ -289,6 +392,18 @@ func (t *usageTap) flushed() []byte {
 // JSON scanner; a blank line ends an event.
 func (t *usageTap) scanSSE(p []byte) {
 	for i := 0; i < len(p); i++ {
+		if t.atEventStart() && p[i] != '\n' && p[i] != '\r' {
+			// A whole event in p that does not mention "usage" anywhere
+			// cannot carry a usage object: pass it on without scanning it.
+			if e := sseEventEnd(p[i:]); e > 0 && bytes.Index(p[i:i+e], usageKey) < 0 {
+				if t.strip {
+					t.ev = append(t.ev, p[i:i+e]...)
+				}
+				t.endEvent()
+				i += e - 1
+				continue
+			}
+		}
 		if t.inData && t.js.skippable() {
 			// As in jsonUsage.feed; a line end matters here too. The skipped
 			// bytes only lengthen the line.
@@ -336,6 +451,40 @@ func (t *usageTap) scanSSE(p []byte) {
 				t.prefix = -1
 			}
 		}
+	}
+}
+
+// usageKey is what every usage member has in it.
+var usageKey = []byte("usage")
+
+// atEventStart reports whether the scan stands at the start of an event:
+// a new line, no data seen, nothing held, the JSON scanner reset.
+func (t *usageTap) atEventStart() bool {
+	return t.lineLen == 0 && t.prefix == 0 && !t.inData && !t.dataSeen && len(t.ev) == 0 && !t.dropEv &&
+		t.js.depth == 0 && !t.js.inStr && !t.js.capturing && t.js.afterKey == 0
+}
+
+// sseEventEnd returns the length of b's first event, up to and including
+// the line end of the blank line that ends it (lines end with LF; a CR
+// before it does not count, as in scanSSE), or -1 when b holds no whole
+// event. b starts a line that is not blank.
+func sseEventEnd(b []byte) int {
+	for i := 0; ; {
+		k := bytes.IndexByte(b[i:], '\n')
+		if k < 0 {
+			return -1
+		}
+		j := i + k + 1
+		for j < len(b) && b[j] == '\r' {
+			j++
+		}
+		if j >= len(b) {
+			return -1
+		}
+		if b[j] == '\n' {
+			return j + 1
+		}
+		i = j
 	}
 }
 

@@ -188,3 +188,55 @@ func TestTokenUsageEveryRoute(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeUsage: the usage decoder reads what json.Unmarshal into *int64
+// fields read, and rejects what it rejected, for the shapes upstreams send
+// and the malformed ones around them.
+func TestDecodeUsage(t *testing.T) {
+	t.Parallel()
+	type ref struct {
+		TotalTokens      *int64 `json:"total_tokens"`
+		PromptTokens     *int64 `json:"prompt_tokens"`
+		CompletionTokens *int64 `json:"completion_tokens"`
+		InputTokens      *int64 `json:"input_tokens"`
+		OutputTokens     *int64 `json:"output_tokens"`
+	}
+	for _, in := range []string{
+		`{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12}`,
+		`{"prompt_tokens":19,"completion_tokens":10,"total_tokens":29,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"accepted_prediction_tokens":0}}`,
+		`{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":20,"service_tier":"standard"}`,
+		`{"output_tokens":5}`,
+		`{ "total_tokens" : 3 , "total_tokens" : null }`,
+		`{"total_tokens":null}`,
+		`{}`,
+		`{"total_tokens":-4}`,
+		`{"total_tokens":0}`,
+		`{"tot\u0061l_tokens":8}`,
+		`{"total_tokens":"12"}`,
+		`{"total_tokens":12.0}`,
+		`{"total_tokens":1e3}`,
+		`{"total_tokens":01}`,
+		`{"total_tokens":99999999999999999999}`,
+		`{"total_tokens":true}`,
+		`{"total_tokens":[1]}`,
+		`{"total_tokens":12,}`,
+		`{"total_tokens" 12}`,
+		`{"other":[1,{"a":"b"}],"total_tokens":6}`,
+	} {
+		var r ref
+		refOK := json.Unmarshal([]byte(in), &r) == nil
+		f, ok := decodeUsage([]byte(in))
+		if ok != refOK {
+			t.Errorf("%s: ok = %v, json.Unmarshal ok = %v", in, ok, refOK)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		for i, p := range []*int64{r.TotalTokens, r.PromptTokens, r.CompletionTokens, r.InputTokens, r.OutputTokens} {
+			if f.has[i] != (p != nil) || (p != nil && f.v[i] != *p) {
+				t.Errorf("%s: %s = %v/%d, json.Unmarshal %v", in, usageNames[i], f.has[i], f.v[i], p)
+			}
+		}
+	}
+}

@@ -1,0 +1,62 @@
+package gateway
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
+)
+
+// BenchmarkUsageTap measures the usage scan every successful answer goes
+// through (newUsageTap, feed in copyBufSize reads, tokens), on the fake
+// upstream's own answers with 20 content pieces, as in the end-to-end
+// benchmark: one JSON chat completion and one 20-event stream. Run with:
+//
+//	go test -run '^$' -bench UsageTap -benchmem ./gateway/
+func BenchmarkUsageTap(b *testing.B) {
+	up := upstreamtest.NewServer(upstreamtest.Options{})
+	srv := httptest.NewServer(up)
+	defer srv.Close()
+	defer up.Close()
+	fetch := func(stream bool) []byte {
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(chatBody("glm-5", stream)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer k1")
+		req.Header.Set(upstreamtest.HeaderChunks, "20")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatalf("status %d, %v", resp.StatusCode, err)
+		}
+		return body
+	}
+	for _, tc := range []struct {
+		name string
+		sse  bool
+	}{{"json", false}, {"sse", true}} {
+		body := fetch(tc.sse)
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				tap := newUsageTap(tc.sse, false)
+				for p := body; len(p) > 0; {
+					n := min(len(p), copyBufSize)
+					tap.feed(p[:n])
+					p = p[n:]
+				}
+				_ = tap.tokens() // the fake's stream reports none unless asked
+
+			}
+		})
+	}
+}
