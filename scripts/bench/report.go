@@ -247,15 +247,15 @@ func (r *report) writeMissed(b *strings.Builder) {
 func standsInTheWay(what string) string {
 	switch {
 	case strings.Contains(what, "queued") && strings.Contains(what, "RSS"):
-		return "net/http's server keeps about 21 KB per waiting connection (4 KiB reader, 4 + 2 KiB writers, the request, a 4 KiB connection-goroutine stack and the 2 KiB background reader), about 210 MB for 10 000 before the gateway holds anything; DESIGN keeps net/http inbound (per-request cancellation, HTTP/2). The gateway's own share is its exchange (~0.8 KB) and the stack its frames add under the wait (8 KiB instead of 4 KiB when handlers' frames and a malloc slow path land on the wait)."
+		return "net/http's server keeps about 21 KB per waiting connection (4 KiB reader, 4 + 2 KiB writers, the request, a 4 KiB connection-goroutine stack and the 2 KiB background reader), about 210 MB for 10 000 before the gateway holds anything, and DESIGN keeps net/http inbound (per-request cancellation, HTTP/2); in a burst the connection goroutine's stack still reaches 8 KiB when an allocation inside admission's wait takes the allocator's slow path; the drain's garbage adds the rest at GOGC=400."
 	case strings.Contains(what, "queued"):
 		return "some answers were neither 200 nor a typed 429: see the JSON's other samples and the Gatehouse log."
 	case strings.Contains(what, "RSS"):
-		return "GOGC=400 lets the heap grow to five times what is live between collections (live state: upstream connections, the inbound server's buffers, metrics); the binary's text and the runtime are about 25 MB of it."
+		return "Gatehouse is about 30 MB before any request (binary, runtime, database pool, templates); the rest is the heap's growth between collections at GOGC=400, five times what is live."
 	case strings.Contains(what, "streaming c=16") && !strings.Contains(what, "non-streaming"):
-		return "every SSE event is written and flushed on its own (DESIGN: flush per event), one inbound write syscall per event, against the direct path's client reading the upstream's coalesced writes."
+		return "each SSE event is written and flushed to the client on its own (DESIGN: flush per event), after a hand-off from the outbound Transport's read loop; the direct path has neither."
 	default:
-		return "net/http on the inbound side (conn.serve, the answer's write, its background read) and the outbound client's syscalls and goroutine hand-offs top the CPU profile; the gateway's own work (prepare, choose, admission, the usage scan) is a few percent of it."
+		return "net/http on both legs tops the CPU profile: the inbound conn.serve (the answer's write, the background read), syscalls, and the outbound Transport's read and write loops with their goroutine hand-offs; the gateway's own work (prepare, choose, admission, the usage scan) is a few percent of it. The fasthttp client (-outbound fasthttp) takes about a fifth off the CPU but streams slower."
 	}
 }
 
