@@ -21,14 +21,15 @@ type pick struct {
 var errClientGone = &apiError{status: 499, code: "CLIENT_GONE", message: "client went away"}
 
 // choose finds the connection for the next attempt and admits the request
-// there, setting x.cur to the pick. Candidates are the targets not yet tried whose connection is
-// healthy for the model. The first of them, highest priority first (equal
-// priorities rotated so they share the load), that admits at once wins;
-// when none can, the request queues on the one with the shortest expected
-// wait, higher priority first among equals. A full queue moves on to the
-// next; a timeout ends the request with 429.
+// there, setting x.cur to the pick. Candidates are the targets not yet
+// tried whose connection is healthy for the model. The first of them,
+// highest priority first (equal priorities rotated so they share the load),
+// that admits at once wins; when none can, the request queues on the one
+// with the shortest expected wait, higher priority first among equals. A
+// full queue moves on to the next; a timeout ends the request with 429.
 //
-// It leaves x.cur zero and returns an error to send when nothing can be tried:
+// It leaves x.cur zero and returns an error to send when nothing can be
+// tried:
 // UPSTREAM_COOLDOWN when every candidate is cooling down (Retry-After the
 // shortest cooldown), NO_HEALTHY_CONNECTION when none is healthy (suspended,
 // breaker open, or cooling; Retry-After the earliest recovery), a
