@@ -395,7 +395,7 @@ func (t *usageTap) scanSSE(p []byte) {
 		if t.atEventStart() && p[i] != '\n' && p[i] != '\r' {
 			// A whole event in p that does not mention "usage" anywhere
 			// cannot carry a usage object: pass it on without scanning it.
-			if e := sseEventEnd(p[i:]); e > 0 && bytes.Index(p[i:i+e], usageKey) < 0 {
+			if e := sseEventEnd(p[i:]); e > 0 && !bytes.Contains(p[i:i+e], usageKey) {
 				if t.strip {
 					t.ev = append(t.ev, p[i:i+e]...)
 				}
