@@ -151,6 +151,7 @@ func (c *Controller) beginLocked(req admission.Request) (*waiter, error) {
 	w := &waiter{
 		member: c.replica + ":" + strconv.FormatUint(c.seq, 10),
 		client: c.clientField(req.Client),
+		key:    req.Client,
 		path:   path,
 		on:     -1,
 		kickCh: make(chan struct{}, 1),

@@ -117,8 +117,9 @@ func (c *Controller) EstimateWait(req admission.Request) time.Duration {
 // Stats returns a snapshot of every gate this replica knows, sorted by key,
 // without calling Redis. InFlight and Queued are cluster-wide as last seen
 // (heartbeat every TTL/3, every attempt), and never below this replica's
-// own; Waiting and the counters are this replica's. Requests admitted by the
-// fallback while Redis was away are added in.
+// own; Waiting, QueuedByClient (this replica's waiters parked on the gate,
+// by client key) and the counters are this replica's. Requests admitted by
+// the fallback while Redis was away are added in.
 func (c *Controller) Stats() []admission.GateStats {
 	c.mu.Lock()
 	byKey := make(map[string]*admission.GateStats, len(c.gates))
@@ -128,6 +129,13 @@ func (c *Controller) Stats() []admission.GateStats {
 			InFlight: max(g.count, g.held), Queued: max(g.queued, len(g.parked)), Waiting: g.waiting,
 			Admitted: g.admitted, Timeouts: g.timeouts, QueueFull: g.queueFull, Cancels: g.cancels,
 			WaitTotal: g.waitTotal, Waits: g.waits, MeanHold: time.Duration(g.holdMean),
+		}
+		if len(g.parked) > 0 {
+			by := make(map[string]int, 4)
+			for _, w := range g.parked {
+				by[w.key]++
+			}
+			byKey[g.key].QueuedByClient = by
 		}
 	}
 	caps := c.caps
@@ -140,6 +148,12 @@ func (c *Controller) Stats() []admission.GateStats {
 		}
 		s.InFlight += f.InFlight
 		s.Queued += f.Queued
+		for id, n := range f.QueuedByClient {
+			if s.QueuedByClient == nil {
+				s.QueuedByClient = make(map[string]int, len(f.QueuedByClient))
+			}
+			s.QueuedByClient[id] += n
+		}
 		s.Waiting += f.Waiting
 		s.Admitted += f.Admitted
 		s.Timeouts += f.Timeouts

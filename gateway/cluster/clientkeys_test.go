@@ -495,3 +495,47 @@ func TestFairShareThroughGateways(t *testing.T) {
 		t.Errorf("peak in flight at the upstream = %d, want ≤ 4 (model cap across both replicas)", peak)
 	}
 }
+
+// TestQueuedByClient: each replica's Stats split the waiters it has parked
+// on a gate by client key (its own waiters only; Queued stays the
+// cluster-wide count).
+func TestQueuedByClient(t *testing.T) {
+	const gate = "connection:c1"
+	reps := replicas(t, 2, map[string]int{gate: 1}, Options{})
+	holder := mustTryAcquire(t, reps[0], admission.Request{Gates: path(gate)})
+	defer holder.Release()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var chans []<-chan result
+	for i, w := range []struct {
+		rep    int
+		client string
+	}{{0, "A"}, {0, "A"}, {0, "B"}, {1, "C"}} {
+		chans = append(chans, acquireAsync(ctx, reps[w.rep], admission.Request{Gates: path(gate), MaxWait: 30 * time.Second, Client: w.client}))
+		waitFor(t, 5*time.Second, "waiter queued", func() bool { return zcard(t, reps[0].rdb, reps[0].keys.queue(gate)) == i+1 })
+	}
+	byClient := func(c *Controller) map[string]int {
+		for _, s := range c.Stats() {
+			if s.Key == gate {
+				return s.QueuedByClient
+			}
+		}
+		return nil
+	}
+	if diff := cmp.Diff(map[string]int{"A": 2, "B": 1}, byClient(reps[0])); diff != "" {
+		t.Errorf("replica 0 QueuedByClient mismatch (-want +got):\n%s", diff)
+	}
+	waitFor(t, 5*time.Second, "replica 1's waiter parked", func() bool { return byClient(reps[1])["C"] == 1 })
+	if diff := cmp.Diff(map[string]int{"C": 1}, byClient(reps[1])); diff != "" {
+		t.Errorf("replica 1 QueuedByClient mismatch (-want +got):\n%s", diff)
+	}
+	cancel()
+	for _, ch := range chans {
+		if r := recv(t, ch, 5*time.Second); !errors.Is(r.err, context.Canceled) {
+			t.Errorf("waiter: %v, want context.Canceled", r.err)
+		}
+	}
+	if got := byClient(reps[0]); got != nil {
+		t.Errorf("replica 0 QueuedByClient after every waiter left = %v, want nil", got)
+	}
+}

@@ -113,8 +113,9 @@ func (g *gateState) kickHead() {
 // kickCh are guarded by Controller.mu.
 type waiter struct {
 	member string
-	client any   // the fair-state field of its client key, "c:<id>" (clientField)
-	tag    int64 // its fair tag on the gate it is parked on
+	client any    // the fair-state field of its client key, "c:<id>" (clientField)
+	key    string // its client key id (Request.Client), for Stats
+	tag    int64  // its fair tag on the gate it is parked on
 	path   []*gateState
 	qgate  *gateState // its queue gate (Request.QueueKey)
 	on     int        // index in path of the gate it is parked on; -1 none
