@@ -539,3 +539,77 @@ func TestQueuedByClient(t *testing.T) {
 		t.Errorf("replica 0 QueuedByClient after every waiter left = %v, want nil", got)
 	}
 }
+
+// TestNewcomerBoundAcrossReplicas: key A has 100 waiters, spread over two
+// replicas, on a cap-1 gate; each admitted request holds the slot until the
+// test lets it go. After a few admissions a request of key C (no waiters)
+// arrives: it is admitted within the next ⌈1 ÷ 1⌉ + 1 = 2 admissions of
+// the gate (DESIGN's bound; counted, not timed).
+func TestNewcomerBoundAcrossReplicas(t *testing.T) {
+	const gate = "model:c1:m"
+	reps := replicas(t, 2, map[string]int{gate: 1}, Options{})
+	base := admission.Request{Gates: path("connection:c1", gate), MaxWait: 60 * time.Second}
+	holder := mustTryAcquire(t, reps[0], base)
+
+	type admitted struct {
+		name string
+		p    admission.Grant
+	}
+	admits := make(chan admitted, 101)
+	acquire := func(c *Controller, name string, req admission.Request) {
+		p, err := c.Acquire(t.Context(), req)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			return
+		}
+		admits <- admitted{name, p}
+	}
+	var wg sync.WaitGroup
+	for i := range 100 {
+		req := base
+		req.Client = "A"
+		wg.Go(func() { acquire(reps[i%2], fmt.Sprintf("A%d", i), req) })
+	}
+	waitFor(t, 10*time.Second, "100 waiters queued", func() bool { return zcard(t, reps[0].rdb, reps[0].keys.queue(gate)) == 100 })
+	next := func() admitted {
+		select {
+		case a := <-admits:
+			return a
+		case <-time.After(10 * time.Second):
+			t.Fatal("no admission within 10s")
+			return admitted{}
+		}
+	}
+	holder.Release()
+	for range 5 {
+		next().p.Release()
+	}
+	// The 6th admission holds the gate; 94 of A wait when C arrives.
+	sixth := next()
+	reqC := base
+	reqC.Client = "C"
+	wg.Go(func() { acquire(reps[1], "C", reqC) })
+	waitFor(t, 10*time.Second, "C queued", func() bool { return zcard(t, reps[0].rdb, reps[0].keys.queue(gate)) == 95 })
+	sixth.p.Release()
+	after := 0
+	for {
+		a := next()
+		after++
+		a.p.Release()
+		if a.name == "C" {
+			break
+		}
+		if after > 10 {
+			t.Fatalf("C not admitted within 10 admissions after its arrival")
+		}
+	}
+	if after > 2 {
+		t.Errorf("C admitted as the %d. admission after its arrival, want ≤ 2 (⌈1 ÷ 1⌉ + 1)", after)
+	}
+	t.Logf("C admitted as admission %d after its arrival", after)
+	// Let the rest of A through.
+	for range 100 - 6 - (after - 1) {
+		next().p.Release()
+	}
+	wg.Wait()
+}
