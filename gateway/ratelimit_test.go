@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -53,6 +54,12 @@ func TestRPMSpacesDispatches(t *testing.T) {
 	c.Overrides = limits.Overrides{RPM: ptr(60), MaxWaitMs: ptr(10000)} // one a second
 	e.gw.Apply(Config{Connections: []Connection{c}})
 
+	// Anchored before any dispatch: the first turn is taken no earlier than
+	// sent and turn i comes i seconds after it, so arrival i (sorted) is at
+	// least i seconds after sent however late the loopback delivers any of
+	// them, and a loaded machine can only make the gaps longer. Without
+	// spacing all five arrive within a few ms of sent.
+	sent := time.Now()
 	for i, r := range e.postAll(testCtx(t), 5, "glm-5") {
 		if r.status != http.StatusOK {
 			t.Errorf("request %d: status %d, want 200: %s", i, r.status, r.body)
@@ -62,19 +69,14 @@ func TestRPMSpacesDispatches(t *testing.T) {
 	if len(arr) != 5 {
 		t.Fatalf("upstream saw %d requests, want 5", len(arr))
 	}
-	// Dispatches are 1 s apart; arrivals at the upstream add the loopback's
-	// jitter, which on a loaded 2-core machine reached 340 ms for one arrival
-	// (so a pairwise gap may shrink while the schedule holds). Without spacing
-	// all five arrive within a few ms: arrival i is never earlier than i
-	// seconds after the first, less the slack.
-	for i := 1; i < len(arr); i++ {
-		if since := arr[i].Sub(arr[0]); since < time.Duration(i)*time.Second-500*time.Millisecond {
-			t.Errorf("request %d arrived %s after the first, want ≥ %s (rpm 60 spaces dispatches 1s apart)",
-				i+1, since, time.Duration(i)*time.Second-500*time.Millisecond)
+	slices.SortFunc(arr, time.Time.Compare)
+	for i, at := range arr {
+		since := at.Sub(sent)
+		t.Logf("request %d arrived %s after the requests were sent", i+1, since.Round(time.Millisecond))
+		// The millisecond covers the limiter's float arithmetic.
+		if want := time.Duration(i)*time.Second - time.Millisecond; since < want {
+			t.Errorf("request %d arrived %s after the requests were sent, want ≥ %s (rpm 60 spaces dispatches 1s apart)", i+1, since, want)
 		}
-	}
-	if span := arr[4].Sub(arr[0]); span < 3700*time.Millisecond {
-		t.Errorf("5 requests arrived within %s, want ≥ 3.7s (4 × 1s)", span)
 	}
 }
 
@@ -123,18 +125,22 @@ func TestConcurrencyAndSpacingShareOneDeadline(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, upstreamtest.Options{})
 	c := e.conn("c1", "k1", "glm-5")
-	// Cap 1, a dispatch every 800 ms, 600 ms to wait in all. The first
-	// request holds the permit for 200 ms; the second gets it then, and its
-	// turn would come 600 ms later: each wait fits in 600 ms, both do not.
-	// (The margins leave room for a loaded machine's jitter.)
-	c.Overrides = limits.Overrides{MaxConcurrent: ptr(1), RPM: ptr(75), MaxWaitMs: ptr(600)}
+	// Cap 1, a dispatch every 1500 ms, 1000 ms to wait in all. The first
+	// request holds the permit for 500 ms; the second gets it then, and its
+	// turn comes 1500 ms after the first's dispatch, so at most 1000 ms after
+	// its permit. Each wait fits in 1000 ms (the turn one whatever the
+	// permit's delay), both together do not: with separate deadlines it is
+	// served, with one it is refused as soon as it holds the permit. (The
+	// second request's own arrival may lag the first's dispatch by up to
+	// 500 ms, and the permit come 500 ms late, before the outcome changes.)
+	c.Overrides = limits.Overrides{MaxConcurrent: ptr(1), RPM: ptr(40), MaxWaitMs: ptr(1000)}
 	e.gw.Apply(Config{Connections: []Connection{c}})
 	ctx := testCtx(t)
 
 	// The X-Mock-* headers never pass the gateway (the header allowlist):
 	// the latency is set for the connection's key instead. The second
 	// request never reaches the upstream.
-	if err := e.up.SetKeyBehavior("k1", upstreamtest.Behavior{Latency: 200 * time.Millisecond}); err != nil {
+	if err := e.up.SetKeyBehavior("k1", upstreamtest.Behavior{Latency: 500 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	first := make(chan reply, 1)
@@ -144,15 +150,18 @@ func TestConcurrencyAndSpacingShareOneDeadline(t *testing.T) {
 	if err := e.up.WaitInFlight(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
 	r := e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false))
-	took := time.Since(start)
 	expectRateLimited(t, r, CodeRateLimitRPM, "rpm:c1", 0)
-	if took >= 800*time.Millisecond {
-		t.Errorf("rejected after %s; separate deadlines would give that, one deadline ends it before 800ms", took)
+	// It was refused after waiting for the permit, not before: the gate
+	// admitted it (after a wait), and its answer says it queued.
+	t.Logf("refused after queueing %s ms", r.header.Get(HeaderQueueMs))
+	if ms, err := strconv.Atoi(r.header.Get(HeaderQueueMs)); err != nil || ms < 1 {
+		t.Errorf("%s = %q, want the milliseconds it waited for the permit", HeaderQueueMs, r.header.Get(HeaderQueueMs))
 	}
-	if took < 150*time.Millisecond {
-		t.Errorf("rejected after %s, before the permit could be had (~200ms)", took)
+	g := e.gate("connection:c1")
+	if waited := g.Waits.Count() - g.Waits[0]; g.Admitted != 2 || waited != 1 || g.Timeouts != 0 {
+		t.Errorf("connection:c1 admitted %d (%d after a wait), timeouts %d; want 2 (1), 0: the turn is checked once the permit is held",
+			g.Admitted, waited, g.Timeouts)
 	}
 	if fr := <-first; fr.status != http.StatusOK {
 		t.Errorf("first request: status %d", fr.status)

@@ -3,7 +3,9 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,12 +96,31 @@ func TestFailoverQueuedWaiterSkipsUnhealthy(t *testing.T) {
 	}
 }
 
+// offsetClock is the real clock plus an offset a test can move forward: the
+// gateway's waits still run on real timers, but the time they count (a
+// permit's Waited, cooldowns) includes the jumps.
+type offsetClock struct{ off atomic.Int64 }
+
+func (c *offsetClock) Now() time.Time { return time.Now().Add(time.Duration(c.off.Load())) }
+
+func (c *offsetClock) Advance(d time.Duration) { c.off.Add(int64(d)) }
+
 // A queued request whose connection turned unhealthy while it waited starts its choice
 // over, but not its clock: maxWaitMs bounds its whole wait.
+//
+// The first wait is made to count 59 of the 60 s (the gateway's clock jumps
+// while the request is queued on a), so on b only about a second is left.
+// Restarting the wait would give it a fresh minute there: it would still be
+// queued on b long after the guard below. The guard is a hang guard (20×
+// the expected wait, a third of the wrong one), not a timing.
 func TestRechooseKeepsTheWaitBound(t *testing.T) {
 	t.Parallel()
-	const maxWait = time.Second
-	e := newEnv(t, upstreamtest.Options{})
+	const (
+		maxWait = time.Minute
+		jump    = 59 * time.Second
+	)
+	clock := &offsetClock{}
+	e := newEnv(t, upstreamtest.Options{}, func(o *Options) { o.Now = clock.Now })
 	a := e.conn("a", "ka", "glm-5")
 	a.Priority = 10
 	a.Overrides = caps(0, map[string]int{"glm-5": 1}, int(maxWait.Milliseconds()))
@@ -123,22 +144,34 @@ func TestRechooseKeepsTheWaitBound(t *testing.T) {
 	queued := make(chan reply, 1)
 	go func() { queued <- e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)) }()
 	waitFor(t, 2*time.Second, "a waiter queued on a", func() bool { return e.gate("model:a:glm-5").Queued == 1 })
-	// The scenario: after 600 ms of waiting, a answers its request with a 429, so the
+	// The scenario: after 59 s of waiting, a answers its request with a 429, so the
 	// waiter is admitted on a connection now cooling down and must start over on b,
-	// which stays busy: it may wait there only what is left of its second.
-	stay := time.NewTimer(600 * time.Millisecond)
-	<-stay.C
+	// which stays busy: it may wait there only what is left of its minute.
+	clock.Advance(jump)
 	close(holdA)
-	r := <-queued
-	took := time.Since(start)
+	var r reply
+	select {
+	case r = <-queued:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the queued request is still waiting 20 s after a's 429, with %s of its %s left: starting over restarted the wait", maxWait-jump, maxWait)
+	}
+	t.Logf("the queued request answered %s after it was sent (%s of its wait left after a)", time.Since(start), maxWait-jump)
 	if r.status != http.StatusTooManyRequests {
 		t.Fatalf("queued request: status %d %s, want 429", r.status, r.body)
 	}
 	checkShape(t, r, "openai", admission.CodeTimeout)
-	if took >= maxWait+350*time.Millisecond {
-		t.Errorf("the queued request answered after %s; its maxWaitMs is %s (starting over must not restart the wait)", took, maxWait)
+	if got := r.header.Get(HeaderGate); got != "connection:b" {
+		t.Errorf("%s = %q, want connection:b (it timed out on b, after starting over)", HeaderGate, got)
+	}
+	// The whole bound was waited, counted once: a's 59 s and the rest on b.
+	if ms, err := strconv.Atoi(r.header.Get(HeaderQueueMs)); err != nil || ms < int(maxWait.Milliseconds()) || ms >= int((maxWait + jump).Milliseconds()) {
+		t.Errorf("%s = %q, want from %d up to %d (the bound, a's wait and b's rest)", HeaderQueueMs, r.header.Get(HeaderQueueMs),
+			maxWait.Milliseconds(), (maxWait + jump).Milliseconds())
 	}
 	if got := e.up.Requests("ka", "glm-5"); got != 1 {
 		t.Errorf("a got %d requests, want 1", got)
+	}
+	if g := e.gate("connection:b"); g.Timeouts != 1 || g.Admitted != 1 {
+		t.Errorf("connection:b timeouts %d admitted %d, want 1 and 1 (the holder)", g.Timeouts, g.Admitted)
 	}
 }

@@ -85,6 +85,9 @@ func TestTimeout(t *testing.T) {
 	if diff := cmp.Diff(GateRef{Level: "model", Key: "model:c1:m"}, ae.Gate); diff != "" {
 		t.Errorf("blocking gate mismatch (-want +got):\n%s", diff)
 	}
+	// A lower bound the controller enforces (a timer never fires early), so a
+	// slow machine cannot break it; how much later it fired is load, logged.
+	t.Logf("gave up after %v", elapsed)
 	if elapsed < 100*time.Millisecond || ae.Waited < 100*time.Millisecond {
 		t.Errorf("gave up after %v (error says %v), want >= 100ms", elapsed, ae.Waited)
 	}
@@ -305,20 +308,25 @@ func TestQueueFull(t *testing.T) {
 	wb := acquireAsync(ctx, c, Request{Gates: refs("connection:c1", "model:c1:b"), MaxQueueDepth: 2})
 	waitFor(t, "2 waiting on connection:c1", func() bool { return gateStat(t, c, "connection:c1").Waiting == 2 })
 
-	start := time.Now()
+	// Refused at once: the request is never parked. A parked one could only
+	// end by admission, cancel or its minute-long MaxWait (a timeout, not a
+	// full queue), and the counters would show it waiting.
 	_, err := c.Acquire(t.Context(), Request{Gates: refs("connection:c1", "model:c1:a"), MaxWait: time.Minute, MaxQueueDepth: 2})
 	var ae *Error
 	if !errors.As(err, &ae) || !errors.Is(err, ErrQueueFull) {
 		t.Fatalf("err = %v, want SEMAPHORE_QUEUE_FULL", err)
 	}
-	if elapsed := time.Since(start); elapsed > time.Second {
-		t.Errorf("queue full took %v, want at once", elapsed)
+	if ae.Waited != 0 {
+		t.Errorf("queue full after waiting %v, want it refused without a wait", ae.Waited)
 	}
 	if diff := cmp.Diff(GateRef{Level: "connection", Key: "connection:c1"}, ae.Gate); diff != "" {
 		t.Errorf("gate mismatch (-want +got):\n%s", diff)
 	}
-	if s := gateStat(t, c, "connection:c1"); s.Waiting != 2 || s.QueueFull != 1 {
-		t.Errorf("connection waiting %d queueFull %d, want 2 and 1 (nothing enqueued)", s.Waiting, s.QueueFull)
+	if s := gateStat(t, c, "connection:c1"); s.Waiting != 2 || s.QueueFull != 1 || s.Timeouts != 0 || s.Cancels != 0 {
+		t.Errorf("connection waiting %d queueFull %d timeouts %d cancels %d, want 2, 1, 0, 0 (nothing enqueued)", s.Waiting, s.QueueFull, s.Timeouts, s.Cancels)
+	}
+	if s := gateStat(t, c, "model:c1:a"); s.Queued != 1 || s.Timeouts != 0 {
+		t.Errorf("model:c1:a queued %d timeouts %d, want 1 (wa alone) and 0", s.Queued, s.Timeouts)
 	}
 	// A request that can be admitted at once is never refused for the queue.
 	mustAcquire(t, c, "connection:c1", "model:c1:c").Release()
