@@ -164,7 +164,7 @@ func TestRechooseKeepsTheWaitBound(t *testing.T) {
 		t.Errorf("%s = %q, want connection:b (it timed out on b, after starting over)", HeaderGate, got)
 	}
 	// The whole bound was waited, counted once: a's 59 s and the rest on b.
-	if ms, err := strconv.Atoi(r.header.Get(HeaderQueueMs)); err != nil || ms < int(maxWait.Milliseconds()) || ms >= int((maxWait + jump).Milliseconds()) {
+	if ms, err := strconv.Atoi(r.header.Get(HeaderQueueMs)); err != nil || ms < int(maxWait.Milliseconds()) || ms >= int((maxWait+jump).Milliseconds()) {
 		t.Errorf("%s = %q, want from %d up to %d (the bound, a's wait and b's rest)", HeaderQueueMs, r.header.Get(HeaderQueueMs),
 			maxWait.Milliseconds(), (maxWait + jump).Milliseconds())
 	}
