@@ -55,8 +55,9 @@ type Options struct {
 	// names, made for this gateway and closed with it.
 	Transport http.RoundTripper
 	// Outbound picks the upstream client when Transport is nil:
-	// OutboundNetHTTP ("" too: net/http's Transport, see NewTransport) or
-	// OutboundFastHTTP (fasthttp's HostClient, see NewFastTransport).
+	// OutboundFastHTTP ("" too: fasthttp's HostClient, see
+	// NewFastTransport) or OutboundNetHTTP (net/http's Transport, see
+	// NewTransport).
 	Outbound string
 	// MaxBodyBytes bounds client request bodies (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
@@ -179,11 +180,11 @@ func New(opts Options) *Gateway {
 	switch {
 	case opts.Transport != nil:
 		g.transport = opts.Transport
-	case opts.Outbound == OutboundFastHTTP:
-		t := NewFastTransport()
+	case opts.Outbound == OutboundNetHTTP:
+		t := NewTransport()
 		g.transport, g.ownTransport = t, t
 	default:
-		t := NewTransport()
+		t := NewFastTransport()
 		g.transport, g.ownTransport = t, t
 	}
 	if opts.SharedLimits != nil {

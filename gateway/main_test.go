@@ -23,8 +23,8 @@ import (
 
 // testOutbound is the upstream client every test gateway uses: the package's
 // tests run once per client (scripts/test runs them again with
-// -outbound=fasthttp), so that each behaviour holds on both.
-var testOutbound = flag.String("outbound", OutboundNetHTTP, "upstream client of the test gateways: net/http or fasthttp")
+// -outbound=net/http), so that each behaviour holds on both.
+var testOutbound = flag.String("outbound", OutboundFastHTTP, "upstream client of the test gateways: net/http or fasthttp")
 
 func TestMain(m *testing.M) {
 	flag.Parse()

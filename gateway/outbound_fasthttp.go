@@ -19,10 +19,12 @@ import (
 // Outbound names the client that sends upstream requests (Options.Outbound,
 // GATEHOUSE_OUTBOUND).
 const (
-	// OutboundNetHTTP is net/http's Transport (NewTransport): the default.
+	// OutboundNetHTTP is net/http's Transport (NewTransport).
 	OutboundNetHTTP = "net/http"
 	// OutboundFastHTTP is fasthttp's HostClient, doing its I/O on the
-	// handler's goroutine (NewFastTransport).
+	// handler's goroutine (NewFastTransport): the default, less CPU per
+	// request than net/http's in both plain and streaming answers
+	// (docs/BENCHMARKS.md, "Outbound default").
 	OutboundFastHTTP = "fasthttp"
 )
 
@@ -70,8 +72,19 @@ type fastHostKey struct {
 
 // NewFastTransport returns the fasthttp outbound client, sized like
 // NewTransport: no limit on connections per host (the gates bound them),
-// 32 KiB read and write buffers, no transparent compression, no proxy.
+// small buffers (fastReadBuf, fastWriteBuf), no transparent compression,
+// no proxy.
 func NewFastTransport() *FastTransport { return &FastTransport{} }
+
+// fastReadBuf and fastWriteBuf size a connection's buffers, which a pooled
+// connection holds while idle (GOGC multiplies them in RSS, as with
+// NewTransport's). The read buffer also bounds an answer's header block:
+// 8 KiB, as common proxies allow, above what providers send (2–4 KiB with
+// their rate-limit headers). Bodies stream through the relay's own buffer.
+const (
+	fastReadBuf  = 8 << 10
+	fastWriteBuf = 4 << 10
+)
 
 // fastIdle is how long an idle upstream connection is kept. It is shorter
 // than net/http's 90 s because fasthttp has no background read to notice
@@ -102,8 +115,8 @@ func (t *FastTransport) host(tlsOn bool, host string) *fasthttp.HostClient {
 		MaxConns:                 1 << 20,
 		MaxIdleConnDuration:      fastIdle,
 		ConnPoolStrategy:         fasthttp.LIFO,
-		ReadBufferSize:           32 << 10,
-		WriteBufferSize:          32 << 10,
+		ReadBufferSize:           fastReadBuf,
+		WriteBufferSize:          fastWriteBuf,
 		StreamResponseBody:       true,
 		DisablePathNormalizing:   true,
 		NoDefaultUserAgentHeader: true,

@@ -316,3 +316,27 @@ func TestFastTransportStreamsWithoutWaiting(t *testing.T) {
 	resp.Body.Close()
 	<-served
 }
+
+// TestOutboundLargeResponseHeaders: an answer whose header block is 6 KiB (a
+// provider's rate-limit and tracing headers, well above what they send) is
+// relayed on either client: fasthttp's read buffer, which bounds the header
+// block, is sized above it (fastReadBuf).
+func TestOutboundLargeResponseHeaders(t *testing.T) {
+	t.Parallel()
+	const total = 6 << 10
+	e := newOutboundEnv(t, false, func(up http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			for i := 0; i < total/100; i++ {
+				w.Header().Set("X-Upstream-Trace-"+strings.Repeat("t", 10)+string(rune('a'+i%26))+string(rune('a'+i/26)), strings.Repeat("v", 80))
+			}
+			up.ServeHTTP(w, r)
+		})
+	})
+	r := e.post(testCtx(t), "/v1/chat/completions", `{"model":"glm-5","messages":[{"role":"user","content":"hi"}]}`)
+	if r.status != http.StatusOK {
+		t.Fatalf("status %d, body %s; want 200 with a %d-byte header block upstream", r.status, r.body, total)
+	}
+	if !strings.Contains(string(r.body), "choices") {
+		t.Errorf("body %s, want the upstream's completion", r.body)
+	}
+}

@@ -73,7 +73,7 @@ func addServeFlags(fs *flag.FlagSet, cfg *config, getenv func(string) string) {
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", env("GATEHOUSE_METRICS_ADDR", ""), "a second listener serving only /metrics, without auth (GATEHOUSE_METRICS_ADDR); unset = none")
 	fs.StringVar(&cfg.ShutdownTimeout, "shutdown-timeout", env("GATEHOUSE_SHUTDOWN_TIMEOUT", "30s"), "after SIGTERM/SIGINT, how long in-flight requests and streams may finish (GATEHOUSE_SHUTDOWN_TIMEOUT)")
 	fs.StringVar(&cfg.BodyReadTimeout, "body-read-timeout", env("GATEHOUSE_BODY_READ_TIMEOUT", "30s"), "a request body not fully arrived by then gets 408 (GATEHOUSE_BODY_READ_TIMEOUT)")
-	fs.StringVar(&cfg.Outbound, "outbound", env("GATEHOUSE_OUTBOUND", gateway.OutboundNetHTTP), "upstream client: net/http or fasthttp (GATEHOUSE_OUTBOUND)")
+	fs.StringVar(&cfg.Outbound, "outbound", env("GATEHOUSE_OUTBOUND", gateway.OutboundFastHTTP), "upstream client: fasthttp or net/http (GATEHOUSE_OUTBOUND)")
 	fs.BoolVar(&cfg.Demo, "demo", false, "managed Postgres, an admin, a client key, a fake upstream with demo connections")
 }
 

@@ -82,7 +82,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.standard, "standard", true, "run the standard scenarios (false: only the queueing scenario, for iterating on memory)")
 	fs.StringVar(&o.gogc, "gogc", "400", "GOGC of Gatehouse and the fake upstream (as in production)")
 	fs.StringVar(&o.gomemlimit, "gomemlimit", "512MiB", "GOMEMLIMIT of Gatehouse and the fake upstream (as in production)")
-	fs.StringVar(&o.outbound, "outbound", "net/http", "Gatehouse's upstream client (GATEHOUSE_OUTBOUND): net/http or fasthttp")
+	fs.StringVar(&o.outbound, "outbound", "fasthttp", "Gatehouse's upstream client (GATEHOUSE_OUTBOUND): fasthttp or net/http")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
