@@ -130,22 +130,12 @@ func (s *Server) uiSaveKey(w http.ResponseWriter, r *http.Request, rq *uiRequest
 	if err != nil {
 		return err
 	}
-	var (
-		before store.ClientKey
-		errs   web.FieldErrors
-	)
-	after, err := s.store.UpdateClientKey(r.Context(), uiActor(rq), id, version,
-		func(cur store.ClientKey) (store.ClientKeyInput, error) {
-			before = cur
-			in, fe, err := s.clientKeyInput(rq.l, form, cur)
-			if err != nil {
-				return in, err
-			}
-			if fe != nil {
-				errs = fe
-				return in, errUIInvalid
-			}
-			return in, nil
+	before, after, errs, err := uiApply(
+		func(fn func(store.ClientKey) (store.ClientKeyInput, error)) (store.ClientKey, error) {
+			return s.store.UpdateClientKey(r.Context(), uiActor(rq), id, version, fn)
+		},
+		func(cur store.ClientKey) (store.ClientKeyInput, web.FieldErrors, error) {
+			return s.clientKeyInput(rq.l, form, cur)
 		})
 	status := http.StatusUnprocessableEntity
 	switch {

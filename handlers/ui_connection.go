@@ -285,22 +285,12 @@ func (s *Server) uiSaveConnection(w http.ResponseWriter, r *http.Request, rq *ui
 	if err != nil {
 		return err
 	}
-	var (
-		before store.Connection
-		errs   web.FieldErrors
-	)
-	after, err := s.store.UpdateConnection(r.Context(), uiActor(rq), id, version,
-		func(cur store.Connection) (store.ConnectionInput, error) {
-			before = cur
-			in, fe, err := s.connectionInput(rq.l, form, &cur)
-			if err != nil {
-				return in, err
-			}
-			if fe != nil {
-				errs = fe
-				return in, errUIInvalid
-			}
-			return in, nil
+	before, after, errs, err := uiApply(
+		func(fn func(store.Connection) (store.ConnectionInput, error)) (store.Connection, error) {
+			return s.store.UpdateConnection(r.Context(), uiActor(rq), id, version, fn)
+		},
+		func(cur store.Connection) (store.ConnectionInput, web.FieldErrors, error) {
+			return s.connectionInput(rq.l, form, &cur)
 		})
 	status := http.StatusUnprocessableEntity
 	switch {

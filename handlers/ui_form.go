@@ -20,6 +20,24 @@ import (
 // re-renders the form with the errors it collected.
 var errUIInvalid = errors.New("handlers: dashboard form has errors")
 
+// uiApply runs a versioned store update whose new value comes from a form. update is
+// the store method, bound to its row and version; input turns the row as it is under
+// the lock into what to write, or into field errors, which abort the update (err is
+// then errUIInvalid) so that nothing is written. before is the row the form was
+// applied to, for the change summary.
+func uiApply[T, In any](update func(func(T) (In, error)) (T, error),
+	input func(cur T) (In, web.FieldErrors, error)) (before, after T, errs web.FieldErrors, err error) {
+	after, err = update(func(cur T) (In, error) {
+		before = cur
+		in, fe, err := input(cur)
+		if err == nil && fe != nil {
+			errs, err = fe, errUIInvalid
+		}
+		return in, err
+	})
+	return before, after, errs, err
+}
+
 // uiAddErrors localises validation problems (paths as the API reports them) by their
 // codes and adds them under their form fields, each message once per field. skip
 // names form fields whose problems were already reported in the form's own words.

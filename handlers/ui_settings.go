@@ -148,22 +148,12 @@ func (s *Server) uiSaveSettings(w http.ResponseWriter, r *http.Request, rq *uiRe
 	if err != nil {
 		return err
 	}
-	var (
-		before store.Settings
-		errs   web.FieldErrors
-	)
-	after, err := s.store.UpdateSettings(r.Context(), uiActor(rq), version,
-		func(cur store.Settings) (json.RawMessage, error) {
-			before = cur
-			data, fe, err := applySettingsForm(rq.l, cur.Data, form)
-			if err != nil {
-				return nil, err
-			}
-			if fe != nil {
-				errs = fe
-				return nil, errUIInvalid
-			}
-			return data, nil
+	before, after, errs, err := uiApply(
+		func(fn func(store.Settings) (json.RawMessage, error)) (store.Settings, error) {
+			return s.store.UpdateSettings(r.Context(), uiActor(rq), version, fn)
+		},
+		func(cur store.Settings) (json.RawMessage, web.FieldErrors, error) {
+			return applySettingsForm(rq.l, cur.Data, form)
 		})
 	status := http.StatusUnprocessableEntity
 	switch {
