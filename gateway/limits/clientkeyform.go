@@ -61,13 +61,9 @@ func ApplyClientKeyForm(base ClientKeyLimits, form url.Values, pathPrefix string
 	}
 	var errs FieldErrors
 	for _, key := range ClientKeyLimitKeys() {
-		values, present := form[key]
+		text, present := formText(form, key)
 		if !present {
 			continue
-		}
-		text := ""
-		if len(values) > 0 {
-			text = strings.TrimSpace(values[0])
 		}
 		if text == "" {
 			delete(members, key)
@@ -101,6 +97,16 @@ func ApplyClientKeyForm(base ClientKeyLimits, form url.Values, pathPrefix string
 		return ClientKeyLimits{}, SortFieldErrors(errs)
 	}
 	return l, nil
+}
+
+// formText is the trimmed text of form field key, and whether the form has the
+// field at all (a field left out keeps the stored value; a blank one removes it).
+func formText(form url.Values, key string) (string, bool) {
+	values, present := form[key]
+	if !present || len(values) == 0 {
+		return "", present
+	}
+	return strings.TrimSpace(values[0]), true
 }
 
 // formNumber is a form's number text as a JSON member: the literal itself

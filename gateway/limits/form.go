@@ -3,7 +3,6 @@ package limits
 import (
 	"encoding/json"
 	"net/url"
-	"strings"
 )
 
 // ApplyForm applies the dashboard's override fields to base and returns the
@@ -31,13 +30,9 @@ func ApplyForm(base Overrides, form url.Values, pathPrefix string) (Overrides, F
 	}
 	errs := applyExtraForm(members, form, pathPrefix)
 	for _, key := range OverrideKeys() {
-		values, present := form[key]
+		text, present := formText(form, key)
 		if !present || key == KeyAdaptive || key == KeyShadow {
 			continue
-		}
-		text := ""
-		if len(values) > 0 {
-			text = strings.TrimSpace(values[0])
 		}
 		if text == "" {
 			delete(members, key)
