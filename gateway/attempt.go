@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -99,34 +100,54 @@ func (x *exchange) attempt() attemptResult {
 
 	ctx, cancel := context.WithTimeoutCause(x.r.Context(), c.execBound, errExecTimeout)
 	defer cancel()
-	u := c.urls[x.rt]
-	u.RawQuery = x.r.URL.RawQuery
-	hdr := make(http.Header, len(x.r.Header)+1)
+	// The connection's URL for the route, shared (a RoundTripper does not
+	// modify its request), or a copy with the client's query.
+	u := &c.urls[x.rt]
+	if q := x.r.URL.RawQuery; q != u.RawQuery {
+		uq := *u
+		uq.RawQuery = q
+		u = &uq
+	}
+	_, fast := g.transport.(*FastTransport)
+	var hdr http.Header
+	if fast {
+		hdr = getOutHeader()
+	} else {
+		hdr = make(http.Header, len(x.r.Header)+1)
+	}
 	copyRequestHeader(hdr, x.r.Header)
 	// Accept-Encoding is never forwarded (forwardRequestHeader), so usage
 	// read from the body as it passes arrives uncompressed.
 	hdr[c.authHeader] = c.authValue
 	var span trace.Span
 	if g.tracer != nil {
-		ctx, span = x.startAttempt(ctx, t, &u, hdr)
+		ctx, span = x.startAttempt(ctx, t, u, hdr)
 		defer span.End()
 	}
 	out := (&http.Request{
-		Method:     x.r.Method,
-		URL:        &u,
-		Proto:      "HTTP/1.1",
-		ProtoMajor: 1,
-		ProtoMinor: 1,
-		Header:     hdr,
-		// A NopCloser over a *bytes.Reader is a body the Transport knows to
-		// be in memory: it writes headers and body with one syscall.
-		Body:          io.NopCloser(bytes.NewReader(payload)),
+		Method:        x.r.Method,
+		URL:           u,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        hdr,
 		ContentLength: int64(len(payload)),
 		Host:          u.Host,
-		GetBody: func() (io.ReadCloser, error) {
-			return io.NopCloser(bytes.NewReader(payload)), nil
-		},
 	}).WithContext(ctx)
+	if fast {
+		// FastTransport sends the bytes as they are and can send them again
+		// (rawBody); it is done with them when RoundTrip returns, so the
+		// exchange's one rawBody serves every attempt.
+		x.send = rawBody{b: payload}
+		out.Body = &x.send
+	} else {
+		// A NopCloser over a *bytes.Reader is a body the Transport knows to
+		// be in memory: it writes headers and body with one syscall.
+		out.Body = io.NopCloser(bytes.NewReader(payload))
+		out.GetBody = func() (io.ReadCloser, error) {
+			return io.NopCloser(bytes.NewReader(payload)), nil
+		}
+	}
 
 	t0 := time.Now()
 	lp, sp := t.learn, t.shadow
@@ -138,6 +159,12 @@ func (x *exchange) attempt() attemptResult {
 	sp.enter()
 	defer sp.leave()
 	resp, err := g.transport.RoundTrip(out)
+	if fast {
+		// FastTransport copied the headers before it sent anything, and
+		// nothing reads resp.Request's: the map serves the next request.
+		out.Header = nil
+		putOutHeader(hdr)
+	}
 	if span != nil {
 		x.attemptAnswered(span, t, resp, err)
 	}
@@ -216,8 +243,28 @@ func (x *exchange) attempt() attemptResult {
 		if span != nil {
 			x.attemptUsage(tap)
 		}
+		tap.release()
 	}
 	return attemptAnswered
+}
+
+// outHeaders recycles the header maps of requests sent with FastTransport,
+// which is done with them when RoundTrip returns (net/http's Transport may
+// still be writing the request then: its requests get fresh maps).
+var outHeaders = sync.Pool{New: func() any { return make(http.Header, 8) }}
+
+// maxPooledHeader bounds the header maps kept: a client sending many
+// headers must not leave a big map in the pool for every request.
+const maxPooledHeader = 32
+
+func getOutHeader() http.Header { return outHeaders.Get().(http.Header) }
+
+func putOutHeader(h http.Header) {
+	if len(h) > maxPooledHeader {
+		return
+	}
+	clear(h)
+	outHeaders.Put(h)
 }
 
 func (x *exchange) observeUpstream(c *conn, t0 time.Time) {

@@ -64,24 +64,44 @@ type keyState struct {
 	metrics  *clientMetrics
 }
 
+// newKeyLimits returns the key's rate limits. A gate name is built only for
+// a limit that is set (it names that limit's rejections): a key that is not
+// in the config in force is prepared per request (keyOf).
 func newKeyLimits(id string, e limits.EffectiveClientKey) connLimits {
-	return connLimits{
-		spacing:     e.DispatchSpacing(),
-		spacingGate: "key-rpm:" + id,
-		rpm:         int64(e.RPM),
-		tpm:         max(e.TPM, 0),
-		tpd:         max(e.TPD, 0),
-		gateTPM:     "key-tpm:" + id,
-		gateTPD:     "key-tpd:" + id,
+	l := connLimits{
+		spacing: e.DispatchSpacing(),
+		rpm:     int64(e.RPM),
+		tpm:     max(e.TPM, 0),
+		tpd:     max(e.TPD, 0),
 	}
+	if l.spacing > 0 {
+		l.spacingGate = "key-rpm:" + id
+	}
+	if l.tpm > 0 {
+		l.gateTPM = "key-tpm:" + id
+	}
+	if l.tpd > 0 {
+		l.gateTPD = "key-tpd:" + id
+	}
+	return l
+}
+
+// keyWithCarry is a key state and a fresh carry in one allocation.
+type keyWithCarry struct {
+	ks    keyState
+	carry keyCarry
 }
 
 // prepareKey builds the state of k, with carry (nil: a fresh one).
 func (g *Gateway) prepareKey(k ClientKey, carry *keyCarry) *keyState {
+	var ks *keyState
 	if carry == nil {
-		carry = &keyCarry{}
+		kc := &keyWithCarry{}
+		ks, carry = &kc.ks, &kc.carry
+	} else {
+		ks = &keyState{}
 	}
-	ks := &keyState{id: k.ID, name: k.Name, eff: k.Limits.Effective(), carry: carry,
+	*ks = keyState{id: k.ID, name: k.Name, eff: k.Limits.Effective(), carry: carry,
 		metrics: g.metrics.client(k.Name)}
 	ks.lim = newKeyLimits(k.ID, ks.eff)
 	if ks.eff.MaxConcurrent > 0 {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -150,22 +151,46 @@ func (t *FastTransport) CloseIdleConnections() {
 }
 
 // fastCall is one request on its way: what fastConnTransport, which runs
-// inside HostClient.Do, hands back to RoundTrip and the body.
+// inside HostClient.Do, hands back to RoundTrip and the body. The
+// http.Response RoundTrip returns lives in it (one allocation for both),
+// and the connection's state is kept in fields rather than closures, for
+// the same reason.
 type fastCall struct {
+	out  http.Response
 	ctx  context.Context
 	req  *fasthttp.Request
 	resp *fasthttp.Response
-	// br is the connection's read buffer while the body streams from it.
-	br *bufio.Reader
+	// hc is the host client the connection belongs to; release gives the
+	// connection back to it (true) or closes it (a closure: fasthttp's
+	// connection type is unexported); br is its read buffer.
+	hc      *fasthttp.HostClient
+	release func(keep bool)
+	br      *bufio.Reader
+	// stop ends the context's watch on the connection (context.AfterFunc).
+	stop func() bool
+	// closeAfter: the request asked for the connection to be closed.
+	closeAfter bool
 	// chunked: the body comes in chunked transfer encoding.
 	chunked bool
-	// end gives the connection back (keep) or closes it; set once the
-	// response headers are read.
-	end func(keep bool)
 	// stale: the attempt failed on a reused connection before any byte of
 	// an answer arrived.
 	stale bool
 	eof   bool
+}
+
+// endConn gives the connection back (keep) or closes it.
+func (c *fastCall) endConn(keep bool) {
+	// stop reports false once the context has fired: the connection is
+	// (being) closed and must not go back to the pool.
+	c.release(c.stop() && keep)
+}
+
+// end releases the read buffer and gives the connection back (keep, unless
+// the request asked to close it) or closes it; once the response headers
+// are read.
+func (c *fastCall) end(keep bool) {
+	c.hc.ReleaseReader(c.br)
+	c.endConn(keep && !c.closeAfter)
 }
 
 // fastCallKey is the request user value that carries the *fastCall.
@@ -204,8 +229,12 @@ func (t *FastTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		req.SetTimeout(time.Until(dl)) // bounds the dial
 	}
 	body := r.Body
+	raw, _ := body.(*rawBody)
 	for try := 0; ; try++ {
-		if body != nil && body != http.NoBody {
+		switch {
+		case raw != nil:
+			req.SetBodyRaw(raw.b)
+		case body != nil && body != http.NoBody:
 			req.SetBodyStream(body, int(r.ContentLength))
 		}
 		call.stale = false
@@ -213,8 +242,8 @@ func (t *FastTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		if err == nil {
 			break
 		}
-		if call.stale && try == 0 && ctx.Err() == nil && (body == nil || r.GetBody != nil) {
-			if r.GetBody != nil {
+		if call.stale && try == 0 && ctx.Err() == nil && (body == nil || raw != nil || r.GetBody != nil) {
+			if raw == nil && r.GetBody != nil {
 				if body, err = r.GetBody(); err == nil {
 					continue
 				}
@@ -229,7 +258,8 @@ func (t *FastTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	fasthttp.ReleaseRequest(req)
 	call.req = nil
 	call.chunked = resp.Header.ContentLength() == -1
-	out := &http.Response{
+	out := &call.out
+	*out = http.Response{
 		StatusCode:    resp.StatusCode(),
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
@@ -245,6 +275,27 @@ func (t *FastTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return out, nil
 }
 
+// rawBody is a request body in memory that FastTransport sends as it is
+// (fasthttp's SetBodyRaw: no copy through a stream) and can send again on
+// a retry without GetBody. The gateway's attempts use it; any other
+// RoundTripper would see a plain reader.
+type rawBody struct {
+	b   []byte
+	off int
+}
+
+func (b *rawBody) Read(p []byte) (int, error) {
+	if b.off >= len(b.b) {
+		return 0, io.EOF
+	}
+	n := copy(p, b.b[b.off:])
+	b.off += n
+	return n, nil
+}
+
+// Close does nothing: the bytes belong to the exchange.
+func (*rawBody) Close() error { return nil }
+
 func closeBody(r *http.Request) {
 	if r.Body != nil {
 		_ = r.Body.Close()
@@ -253,14 +304,51 @@ func closeBody(r *http.Request) {
 
 // fastResponseHeader converts the upstream's headers for the gateway's
 // header rules (copyResponseHeader), which work on http.Header.
+//
+// It allocates the map and two blocks for everything else, as
+// http.Header.Clone does: one string holding every value (and every name
+// not in commonResponseKeys) and one []string that each name's values
+// slice (capped, so that an append copies rather than writing into the
+// next name's values).
 func fastResponseHeader(h *fasthttp.ResponseHeader) http.Header {
-	out := make(http.Header, h.Len()+2)
+	n, size := 0, 0
+	for k, v := range h.All() {
+		n++
+		size += len(v)
+		if _, ok := commonResponseKeys[string(k)]; !ok {
+			size += len(k)
+		}
+	}
+	out := make(http.Header, n+2)
+	if n == 0 {
+		return out
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for k, v := range h.All() {
+		if _, ok := commonResponseKeys[string(k)]; !ok {
+			b.Write(k)
+		}
+		b.Write(v)
+	}
+	all := b.String()
+	vals := make([]string, n)
+	i, off := 0, 0
 	for k, v := range h.All() {
 		key, ok := commonResponseKeys[string(k)]
 		if !ok {
-			key = string(k)
+			key = all[off : off+len(k)]
+			off += len(k)
 		}
-		out[key] = append(out[key], string(v))
+		vals[i] = all[off : off+len(v)]
+		off += len(v)
+		if vv := out[key]; len(vv) > 0 {
+			// A repeated name: its values are no longer contiguous.
+			out[key] = append(vv[:len(vv):len(vv)], vals[i])
+		} else {
+			out[key] = vals[i : i+1 : i+1]
+		}
+		i++
 	}
 	return out
 }
@@ -372,16 +460,15 @@ func (fastConnTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 	}
 	conn := cc.Conn()
 	reused := !cc.LastUseTime().IsZero()
-	stop := context.AfterFunc(call.ctx, func() { _ = conn.Close() })
-	end := func(keep bool) {
-		// stop reports false once the context has fired: the connection is
-		// (being) closed and must not go back to the pool.
-		if stop() && keep {
+	call.hc = hc
+	call.release = func(keep bool) {
+		if keep {
 			hc.ReleaseConn(cc)
 		} else {
 			hc.CloseConn(cc)
 		}
 	}
+	call.stop = context.AfterFunc(call.ctx, func() { _ = conn.Close() })
 	bw := hc.AcquireWriter(conn)
 	err = req.Write(bw)
 	if err == nil {
@@ -389,22 +476,18 @@ func (fastConnTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 	}
 	hc.ReleaseWriter(bw)
 	if err != nil {
-		end(false)
+		call.endConn(false)
 		call.stale = reused
 		return false, err
 	}
 	br := hc.AcquireReader(conn)
 	if err := resp.ReadLimitBody(br, 0); err != nil {
 		hc.ReleaseReader(br)
-		end(false)
+		call.endConn(false)
 		call.stale = reused && errors.Is(err, io.EOF)
 		return false, err
 	}
-	closeAfter := req.ConnectionClose()
+	call.closeAfter = req.ConnectionClose()
 	call.br = br
-	call.end = func(keep bool) {
-		hc.ReleaseReader(br)
-		end(keep && !closeAfter)
-	}
 	return false, nil
 }

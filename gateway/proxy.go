@@ -268,13 +268,16 @@ func clientKey(h http.Header) string {
 
 // exchange is one client request on its way through the attempts.
 type exchange struct {
-	g       *Gateway
-	w       http.ResponseWriter
-	r       *http.Request
-	s       *state
-	rt      route
-	st      style
-	body    reqBody
+	g    *Gateway
+	w    http.ResponseWriter
+	r    *http.Request
+	s    *state
+	rt   route
+	st   style
+	body reqBody
+	// send is the body of the attempt in flight on FastTransport (attempt):
+	// part of the exchange, so that sending it allocates nothing.
+	send    rawBody
 	info    bodyInfo
 	targets []*target
 	tried   uint64 // bit i: targets[i] was dispatched to

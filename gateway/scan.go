@@ -80,9 +80,13 @@ func scanBody(b []byte) (bodyInfo, error) {
 			}
 			info.modelStart, info.modelEnd = vs, ve
 			if vesc {
-				if json.Unmarshal(s.b[vs:ve], &info.model) != nil {
+				// Decoded into a local of this branch: &info itself would
+				// move info to the heap on every request.
+				var m string
+				if json.Unmarshal(s.b[vs:ve], &m) != nil {
 					return info, errBodySyntax
 				}
+				info.model = m
 			} else {
 				info.model = string(s.b[vs+1 : ve-1])
 			}

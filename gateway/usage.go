@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"sync"
 )
 
 // Token usage is read from upstream responses while they are copied to the
@@ -179,7 +180,9 @@ func (u *usageSum) tokens() int64 {
 // reports each object's bytes with the key's depth.
 type jsonUsage struct {
 	maxKeyDepth int
-	onUsage     func(obj []byte, keyDepth int)
+	// tap is told of each usage object (usageTap.found): a pointer, not a
+	// func, as the method value would be one more allocation per request.
+	tap *usageTap
 
 	depth      int
 	inStr, esc bool
@@ -302,8 +305,8 @@ func (j *jsonUsage) feedByte(c byte) {
 	case '}':
 		if j.capturing && j.depth == j.capDepth {
 			j.capturing = false
-			if !j.overflow && j.onUsage != nil {
-				j.onUsage(j.buf, j.capDepth-1)
+			if !j.overflow && j.tap != nil {
+				j.tap.found(j.buf, j.capDepth-1)
 			}
 		}
 		j.depth--
@@ -333,18 +336,26 @@ type usageTap struct {
 	dropEv bool   // strip: the current event carries top-level usage
 }
 
+// usageTaps recycles taps (release): one per answered request otherwise.
+var usageTaps = sync.Pool{New: func() any { return new(usageTap) }}
+
 // newUsageTap returns a tap for a JSON body (sse false) or an event stream.
 // strip drops the events whose data has a top-level usage object.
 func newUsageTap(sse, strip bool) *usageTap {
-	t := &usageTap{sse: sse, strip: strip && sse}
+	t := usageTaps.Get().(*usageTap)
+	*t = usageTap{sse: sse, strip: strip && sse}
 	t.js.maxKeyDepth = 1
 	if sse {
 		t.js.maxKeyDepth = 2
 	}
-	t.js.onUsage = t.found
+	t.js.tap = t
 	t.js.buf = t.js.small[:0]
 	return t
 }
+
+// release gives t back for reuse: the body has been relayed (relay runs on
+// the attempt's goroutine) and its sum read; t must not be used after.
+func (t *usageTap) release() { usageTaps.Put(t) }
 
 func (t *usageTap) found(obj []byte, keyDepth int) {
 	f, ok := decodeUsage(obj)
