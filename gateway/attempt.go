@@ -108,7 +108,7 @@ func (x *exchange) attempt() attemptResult {
 		uq.RawQuery = q
 		u = &uq
 	}
-	_, fast := g.transport.(*FastTransport)
+	ft, fast := g.transport.(*FastTransport)
 	var hdr http.Header
 	if fast {
 		hdr = getOutHeader()
@@ -124,7 +124,9 @@ func (x *exchange) attempt() attemptResult {
 		ctx, span = x.startAttempt(ctx, t, u, hdr)
 		defer span.End()
 	}
-	out := (&http.Request{
+	// out stays on this frame with FastTransport (roundTrip takes the
+	// context apart); net/http's gets a copy with the context.
+	out := &http.Request{
 		Method:        x.r.Method,
 		URL:           u,
 		Proto:         "HTTP/1.1",
@@ -133,7 +135,7 @@ func (x *exchange) attempt() attemptResult {
 		Header:        hdr,
 		ContentLength: int64(len(payload)),
 		Host:          u.Host,
-	}).WithContext(ctx)
+	}
 	if fast {
 		// FastTransport sends the bytes as they are and can send them again
 		// (rawBody); it is done with them when RoundTrip returns, so the
@@ -158,11 +160,17 @@ func (x *exchange) attempt() attemptResult {
 	defer lp.leave(t0)
 	sp.enter()
 	defer sp.leave()
-	resp, err := g.transport.RoundTrip(out)
+	var resp *http.Response
+	var err error
 	if fast {
-		// FastTransport copied the headers before it sent anything, and
-		// nothing reads resp.Request's: the map serves the next request.
-		out.Header = nil
+		resp, err = ft.roundTrip(ctx, out)
+	} else {
+		resp, err = g.transport.RoundTrip(out.WithContext(ctx))
+	}
+	if fast {
+		// FastTransport copied the headers before it sent anything, and its
+		// response does not point back at out: the map serves the next
+		// request.
 		putOutHeader(hdr)
 	}
 	if span != nil {

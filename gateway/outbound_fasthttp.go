@@ -199,7 +199,18 @@ var fastCallKey = &struct{ name string }{"gateway.fastCall"}
 // RoundTrip sends r and returns the response headers, with a body that
 // streams from the connection and gives it back when closed.
 func (t *FastTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	ctx := r.Context()
+	resp, err := t.roundTrip(r.Context(), r)
+	if resp != nil {
+		resp.Request = r
+	}
+	return resp, err
+}
+
+// roundTrip is RoundTrip with the request's context given apart, and a
+// response without its Request: the gateway's attempts call it so that r
+// can stay on their stack (no http.Request.WithContext copy). r is not
+// kept once it returns.
+func (t *FastTransport) roundTrip(ctx context.Context, r *http.Request) (*http.Response, error) {
 	if err := ctx.Err(); err != nil {
 		closeBody(r)
 		return nil, err
@@ -267,7 +278,6 @@ func (t *FastTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		Header:        fastResponseHeader(&resp.Header),
 		ContentLength: int64(resp.Header.ContentLength()),
 		Body:          fastBody{call},
-		Request:       r,
 	}
 	if out.ContentLength < 0 {
 		out.ContentLength = -1
