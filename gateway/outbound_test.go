@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
+	"github.com/valyala/fasthttp"
 )
 
 // The tests in this file check what the outbound leg must do on either
@@ -126,9 +128,14 @@ func TestFastTransportUpstreamClosedIdleConnection(t *testing.T) {
 	defer srv.Close()
 	ft := NewFastTransport()
 	defer ft.CloseIdleConnections()
-	for i := range 3 {
+	for i := range 4 {
 		body := []byte(`{"n":` + string(rune('0'+i)) + `}`)
 		req, _ := http.NewRequestWithContext(testCtx(t), http.MethodPost, srv.URL+"/echo", bytes.NewReader(body))
+		if i%2 == 1 {
+			// The gateway's attempts send a rawBody, without GetBody: it
+			// goes again as it is.
+			req.Body, req.GetBody = &rawBody{b: body}, nil
+		}
 		resp, err := ft.RoundTrip(req)
 		if err != nil {
 			t.Fatalf("request %d: %v", i, err)
@@ -140,8 +147,43 @@ func TestFastTransportUpstreamClosedIdleConnection(t *testing.T) {
 		}
 		srv.CloseClientConnections()
 	}
-	if n := requests.Load(); n != 3 {
-		t.Errorf("upstream saw %d requests, want 3", n)
+	if n := requests.Load(); n != 4 {
+		t.Errorf("upstream saw %d requests, want 4", n)
+	}
+}
+
+// TestFastResponseHeader: the conversion of an upstream's headers keeps
+// every name and value, repeated names in order, and values that share one
+// block stay apart when a caller appends to one of them.
+func TestFastResponseHeader(t *testing.T) {
+	var h fasthttp.ResponseHeader
+	h.SetNoDefaultContentType(true)
+	h.Set("Content-Type", "application/json")
+	h.Add("X-Ratelimit-Remaining-Requests", "41")
+	h.Add("Set-Cookie", "a=1")
+	h.Add("Set-Cookie", "b=2")
+	h.Add("Vary", "Origin")
+	h.Add("X-Odd", "")
+	got := fastResponseHeader(&h)
+	want := http.Header{
+		"Content-Type":                   {"application/json"},
+		"X-Ratelimit-Remaining-Requests": {"41"},
+		"Set-Cookie":                     {"a=1", "b=2"},
+		"Vary":                           {"Origin"},
+		"X-Odd":                          {""},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	got["Content-Type"] = append(got["Content-Type"], "text/plain")
+	got.Add("X-Ratelimit-Remaining-Requests", "40")
+	if got.Get("Vary") != "Origin" || !reflect.DeepEqual(got["Set-Cookie"], []string{"a=1", "b=2"}) {
+		t.Errorf("an append to one name changed another: %v", got)
+	}
+	var empty fasthttp.ResponseHeader
+	empty.SetNoDefaultContentType(true)
+	if n := len(fastResponseHeader(&empty)); n != 0 {
+		t.Errorf("empty header: %d names, want 0", n)
 	}
 }
 
