@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -127,6 +128,39 @@ func TestLeftBehindServerExitingDuringStop(t *testing.T) {
 	}
 	if _, ok := readPostmasterPID(filepath.Join(c.pgdata, "postmaster.pid")); ok {
 		t.Error("postmaster.pid still there after clearLeftovers")
+	}
+}
+
+// TestLeftBehindServerFileGoneBeforeExit covers the same race a step later: the
+// server has removed postmaster.pid (its last step of a shutdown) but its process has
+// not exited yet when pg_ctl fails. That is a server on its way out: clearLeftovers
+// waits for it instead of failing.
+func TestLeftBehindServerFileGoneBeforeExit(t *testing.T) {
+	t.Parallel()
+	c, dataDir := leftBehindServer(t)
+	t.Cleanup(func() { _, _ = c.run(context.Background(), c.bins.pgCtl, "stop", "-D", c.pgdata, "-m", "immediate") })
+	pidFile := filepath.Join(c.pgdata, "postmaster.pid")
+	pid, ok := readPostmasterPID(pidFile)
+	if !ok {
+		t.Fatal("no postmaster.pid for the left-behind server")
+	}
+
+	// A pg_ctl that finds the file gone: the server's own shutdown removed it and is
+	// still under way (a fast-shutdown signal, not waited for).
+	script := filepath.Join(dataDir, "pg_ctl_file_gone")
+	body := "#!/bin/sh\nrm -f '" + pidFile + "'\nkill -INT " + strconv.Itoa(pid) + "\n" +
+		"echo 'pg_ctl: PID file does not exist' >&2\nexit 1\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	orig := c.bins.pgCtl
+	c.bins.pgCtl = script
+	defer func() { c.bins.pgCtl = orig }()
+	if err := c.clearLeftovers(t.Context()); err != nil {
+		t.Fatalf("clearLeftovers with a server whose file went before its process: %v", err)
+	}
+	if postmasterState(pid, c.pgdata) != postmasterGone {
+		t.Errorf("postmaster %d still running after clearLeftovers, want it waited for", pid)
 	}
 }
 

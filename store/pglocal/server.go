@@ -203,8 +203,11 @@ func (c *Cluster) clearLeftovers(ctx context.Context) error {
 		}
 		// A server whose owner was killed gets its parent-death signal and shuts itself
 		// down: it may have exited between the check above and pg_ctl's own look at
-		// postmaster.pid. Only a server that is still there is a failure to stop it.
-		if postmasterState(pid, c.pgdata) == postmasterRunning {
+		// postmaster.pid. Its last step is removing that file, so a file gone (or naming
+		// another process) means the shutdown is done, even while the postmaster has
+		// not exited yet (waitOrphansGone below waits for it). Only a server that still
+		// holds its file is a failure to stop it.
+		if again, held := readPostmasterPID(pidFile); held && again == pid && postmasterState(pid, c.pgdata) == postmasterRunning {
 			return fmt.Errorf("pglocal: stop server left behind (pid %d): %w: %s", pid, err, bytes.TrimSpace(out))
 		}
 	}
