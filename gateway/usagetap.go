@@ -1,0 +1,203 @@
+package gateway
+
+import (
+	"bytes"
+	"sync"
+)
+
+// usageTap watches a response body on its way to the client and sums the
+// usage it reports. For streams it can also strip the events that carry a
+// top-level usage object: the final OpenAI usage chunk the gateway asked
+// for on the client's behalf.
+type usageTap struct {
+	sum   usageSum
+	js    jsonUsage
+	sse   bool
+	strip bool
+
+	lineLen  int  // bytes of the current line, '\r' not counted
+	prefix   int  // bytes of "data:" matched at the line start, -1 on mismatch
+	inData   bool // in the payload of a data: line
+	dataSeen bool // the current event had a data line already
+
+	ev     []byte // strip: the current event so far
+	out    []byte // strip: what to send for the latest feed
+	dropEv bool   // strip: the current event carries top-level usage
+}
+
+// usageTaps recycles taps (release): one per answered request otherwise.
+var usageTaps = sync.Pool{New: func() any { return new(usageTap) }}
+
+// newUsageTap returns a tap for a JSON body (sse false) or an event stream.
+// strip drops the events whose data has a top-level usage object.
+func newUsageTap(sse, strip bool) *usageTap {
+	t := usageTaps.Get().(*usageTap)
+	*t = usageTap{sse: sse, strip: strip && sse}
+	t.js.maxKeyDepth = 1
+	if sse {
+		t.js.maxKeyDepth = 2
+	}
+	t.js.tap = t
+	t.js.buf = t.js.small[:0]
+	return t
+}
+
+// release gives t back for reuse: the body has been relayed (relay runs on
+// the attempt's goroutine) and its sum read; t must not be used after.
+func (t *usageTap) release() { usageTaps.Put(t) }
+
+func (t *usageTap) found(obj []byte, keyDepth int) {
+	f, ok := decodeUsage(obj)
+	if !ok {
+		return
+	}
+	t.sum.merge(f)
+	if keyDepth == 1 {
+		t.dropEv = true
+	}
+}
+
+// feed watches p and returns the bytes to send to the client: p itself,
+// unless stripping, when complete events are released as they end.
+func (t *usageTap) feed(p []byte) []byte {
+	if !t.sse {
+		t.js.feed(p)
+		return p
+	}
+	if !t.strip {
+		t.scanSSE(p)
+		return p
+	}
+	t.out = t.out[:0]
+	t.scanSSE(p)
+	if t.strip && len(t.ev) > maxEventStrip {
+		// An event this large is no usage chunk: stop holding events back.
+		t.out = append(t.out, t.ev...)
+		t.ev, t.strip = nil, false
+	}
+	return t.out
+}
+
+// flushed returns what a stripping tap still holds at the end of the
+// stream: an unterminated last event, unless it is the usage event. A nil
+// tap holds nothing.
+func (t *usageTap) flushed() []byte {
+	if t == nil || !t.strip || t.dropEv {
+		return nil
+	}
+	return t.ev
+}
+
+// scanSSE follows the event stream's lines, feeding data payloads to the
+// JSON scanner; a blank line ends an event.
+func (t *usageTap) scanSSE(p []byte) {
+	for i := 0; i < len(p); i++ {
+		if t.atEventStart() && p[i] != '\n' && p[i] != '\r' {
+			// A whole event in p that does not mention "usage" anywhere
+			// cannot carry a usage object: pass it on without scanning it.
+			if e := sseEventEnd(p[i:]); e > 0 && !bytes.Contains(p[i:i+e], usageKey) {
+				if t.strip {
+					t.ev = append(t.ev, p[i:i+e]...)
+				}
+				t.endEvent()
+				i += e - 1
+				continue
+			}
+		}
+		if t.inData && t.js.skippable() {
+			// As in jsonUsage.feed; a line end matters here too. The skipped
+			// bytes only lengthen the line.
+			k := stringStop(p[i:], true)
+			if k < 0 {
+				k = len(p) - i
+			}
+			if t.strip {
+				t.ev = append(t.ev, p[i:i+k]...)
+			}
+			t.lineLen += k
+			if i += k; i == len(p) {
+				return
+			}
+		}
+		c := p[i]
+		if t.strip {
+			t.ev = append(t.ev, c)
+		}
+		switch {
+		case c == '\n':
+			if t.lineLen == 0 {
+				t.endEvent()
+			} else if t.inData {
+				t.js.feedByte('\n')
+			}
+			t.lineLen, t.prefix, t.inData = 0, 0, false
+			continue
+		case c == '\r':
+			continue
+		}
+		t.lineLen++
+		if t.inData {
+			t.js.feedByte(c)
+			continue
+		}
+		if t.prefix >= 0 && t.prefix < 5 {
+			if c == "data:"[t.prefix] {
+				t.prefix++
+				if t.prefix == 5 {
+					t.inData = true
+					t.dataSeen = true
+				}
+			} else {
+				t.prefix = -1
+			}
+		}
+	}
+}
+
+// usageKey is what every usage member has in it.
+var usageKey = []byte("usage")
+
+// atEventStart reports whether the scan stands at the start of an event:
+// a new line, no data seen, nothing held, the JSON scanner reset.
+func (t *usageTap) atEventStart() bool {
+	return t.lineLen == 0 && t.prefix == 0 && !t.inData && !t.dataSeen && len(t.ev) == 0 && !t.dropEv &&
+		t.js.depth == 0 && !t.js.inStr && !t.js.capturing && t.js.afterKey == 0
+}
+
+// sseEventEnd returns the length of b's first event, up to and including
+// the line end of the blank line that ends it (lines end with LF; a CR
+// before it does not count, as in scanSSE), or -1 when b holds no whole
+// event. b starts a line that is not blank.
+func sseEventEnd(b []byte) int {
+	for i := 0; ; {
+		k := bytes.IndexByte(b[i:], '\n')
+		if k < 0 {
+			return -1
+		}
+		j := i + k + 1
+		for j < len(b) && b[j] == '\r' {
+			j++
+		}
+		if j >= len(b) {
+			return -1
+		}
+		if b[j] == '\n' {
+			return j + 1
+		}
+		i = j
+	}
+}
+
+func (t *usageTap) endEvent() {
+	t.js.reset()
+	if t.strip {
+		if !t.dropEv {
+			t.out = append(t.out, t.ev...)
+		}
+		t.ev = t.ev[:0]
+	}
+	t.dropEv, t.dataSeen = false, false
+}
+
+// tokens is the usage the response reported so far (0 when none).
+func (t *usageTap) tokens() int64 { return t.sum.tokens() }
