@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -60,8 +61,11 @@ type keyState struct {
 	eff      limits.EffectiveClientKey
 	gate     admission.GateRef // key:<id>; Key "" when the key has no cap
 	lim      connLimits        // rpm spacing, tpm and tpd of the key, with key-* gate names
-	carry    *keyCarry
-	metrics  *clientMetrics
+	// storeID names the key's rpm turn and tpm window in the shared rate-limit
+	// store, apart from connection ids (key:<id>); "" when it has neither.
+	storeID string
+	carry   *keyCarry
+	metrics *clientMetrics
 }
 
 // newKeyLimits returns the key's rate limits. A gate name is built only for
@@ -106,6 +110,9 @@ func (g *Gateway) prepareKey(k ClientKey, carry *keyCarry) *keyState {
 	ks.lim = newKeyLimits(k.ID, ks.eff)
 	if ks.eff.MaxConcurrent > 0 {
 		ks.gate = admission.GateRef{Level: live.LevelKey, Key: keyGateKey(k.ID)}
+	}
+	if ks.lim.spacing > 0 || ks.lim.tpm > 0 {
+		ks.storeID = cmp.Or(ks.gate.Key, keyGateKey(k.ID))
 	}
 	return ks
 }
@@ -201,12 +208,11 @@ func (x *exchange) keyBlocked() *apiError {
 	if !blocked {
 		return nil
 	}
-	what := "tokens per minute (tpm)"
-	x.g.metrics.rateRejected(live.BudgetTPM)
+	what, budget := "tokens per minute (tpm)", live.BudgetTPM
 	if b.code == CodeRateLimitTPD {
-		what = "tokens per day (tpd)"
-		x.g.metrics.rateRejected(live.BudgetTPD)
+		what, budget = "tokens per day (tpd)", live.BudgetTPD
 	}
+	x.g.metrics.rateRejected(budget)
 	return &apiError{status: http.StatusTooManyRequests, code: b.code,
 		message: "client key " + strconv.Quote(ks.name) + " is out of its " + what + " budget (gate " + b.gate +
 			"); it resets at " + b.until.UTC().Format(time.RFC3339),

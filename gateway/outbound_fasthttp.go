@@ -47,10 +47,15 @@ func ValidOutbound(name string) bool {
 //     Content-Length), headers and a small body in one write;
 //   - response bodies stream: Read returns what has arrived;
 //   - idle connections are reused (per host, most recently used first); a
-//     reused connection that the upstream had closed while idle (EOF
-//     before any answer byte) is retried once on another connection when
-//     the request has GetBody, as net/http does for a connection its
-//     background reader saw closed;
+//     reused connection that fails before any answer byte (the write fails,
+//     or EOF comes instead of an answer) is retried once on another
+//     connection when the body can be sent again. Unlike net/http, whose
+//     background reader sees an idle connection close before the request is
+//     written, this cannot tell an upstream that closed the connection while
+//     idle from one that read the request and then dropped it: in that
+//     second, rare case the upstream gets the request twice. Checking the
+//     connection before writing, and retrying after a write only for an
+//     idempotent request, would remove it (docs/ARCHITECTURE.md);
 //   - https base URLs use TLS (HTTP/1.1; net/http negotiates HTTP/2).
 //
 // Dialing is bounded by 10 s (and the context's deadline), not by the

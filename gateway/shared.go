@@ -59,10 +59,6 @@ func (l *sharedLimiter) state(ctx context.Context, c *conn) (s *sharedConn, ok b
 	return l.stateOf(ctx, c.id, c.rate, c.lim.tpm, true)
 }
 
-// keyStoreID names client key id in the store, apart from connection ids
-// (the store keeps its state per id: turn:key:<id>, tpm:key:<id>).
-func keyStoreID(id string) string { return "key:" + id }
-
 // stateOf is state for the rate state r kept in the store under id, with
 // tpm limit tpm; adopt takes the learned caps the view carries
 // (connections only).
@@ -170,7 +166,7 @@ func (l *sharedLimiter) blocked(ctx context.Context, c *conn, now time.Time) (ra
 
 // keyBlocked is blocked for a client key's tpm window and tpd budget.
 func (l *sharedLimiter) keyBlocked(ctx context.Context, ks *keyState, now time.Time) (rateBlock, bool) {
-	return l.blockedOf(ctx, keyStoreID(ks.id), &ks.lim, &ks.carry.rate, now, false)
+	return l.blockedOf(ctx, ks.storeID, &ks.lim, &ks.carry.rate, now, false)
 }
 
 // blockedOf is blocked for the limits lim and rate state r kept in the
@@ -247,7 +243,7 @@ func (l *sharedLimiter) keyTurn(x *exchange, ks *keyState, start time.Time, maxW
 	if maxWait > 0 {
 		budget = max(start.Add(maxWait).Sub(now), 0)
 	}
-	d, reserved, err := l.store.ReserveTurn(x.r.Context(), keyStoreID(ks.id), ks.lim.spacing, budget)
+	d, reserved, err := l.store.ReserveTurn(x.r.Context(), ks.storeID, ks.lim.spacing, budget)
 	if err != nil {
 		if x.r.Context().Err() != nil {
 			return errClientGone
@@ -272,7 +268,7 @@ func (l *sharedLimiter) addTokens(ctx context.Context, c *conn, tokens int64) {
 
 // addKeyTokens is addTokens for a client key's tpm window.
 func (l *sharedLimiter) addKeyTokens(ctx context.Context, ks *keyState, tokens int64) {
-	l.addTokensOf(ctx, keyStoreID(ks.id), &ks.carry.rate, ks.lim.tpm, tokens)
+	l.addTokensOf(ctx, ks.storeID, &ks.carry.rate, ks.lim.tpm, tokens)
 }
 
 func (l *sharedLimiter) addTokensOf(ctx context.Context, id string, r *connRate, tpm, tokens int64) {

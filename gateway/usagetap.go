@@ -44,7 +44,11 @@ func newUsageTap(sse, strip bool) *usageTap {
 
 // release gives t back for reuse: the body has been relayed (relay runs on
 // the attempt's goroutine) and its sum read; t must not be used after.
-func (t *usageTap) release() { usageTaps.Put(t) }
+// Its buffers go with it: a pooled tap must not pin a large event's buffer.
+func (t *usageTap) release() {
+	*t = usageTap{}
+	usageTaps.Put(t)
+}
 
 func (t *usageTap) found(obj []byte, keyDepth int) {
 	f, ok := decodeUsage(obj)

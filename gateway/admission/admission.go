@@ -243,7 +243,7 @@ func (c *Controller) submit(ctx context.Context, req *Request, p *Permit) (*wait
 		pg.waiting++
 	}
 	c.waiters++
-	c.park(w, g, req.Client, turnOf(req.Weight))
+	c.park(w, g, req.Client, TurnOf(req.Weight))
 	p.blocked = w.cls.on
 	return w, nil
 }

@@ -17,12 +17,11 @@ package admission
 // 1000 units and rounding costs at most a millionth of a share.
 const fairUnit = 1_000_000
 
-// turnOf is the length of one turn of a client of weight w (≤ 0 means 1).
-func turnOf(w int) uint64 {
-	if w <= 1 {
-		return fairUnit
-	}
-	return max(fairUnit/uint64(w), 1)
+// TurnOf is the virtual length of one turn of a client of weight w at a gate
+// (w clamped to 1–1000, so ≤ 0 means 1): fairUnit / w, an integer so that tags
+// stay exact. The cluster ledger's tags use the same unit.
+func TurnOf(w int) uint64 {
+	return fairUnit / uint64(min(max(w, 1), 1000))
 }
 
 // flow is the waiters of one client key parked on one gate.

@@ -5,7 +5,7 @@ import "time"
 // park puts w, just counted in the depths of its path, in the class of its
 // path and client: a new class parked on g, the first full gate of the path,
 // or the existing one, wherever it is parked (a full gate of the same path).
-// inc is the turn length of w's client (turnOf its weight); the client's
+// inc is the turn length of w's client (TurnOf its weight); the client's
 // latest waiter sets it.
 func (c *Controller) park(w *waiter, g *gate, client string, inc uint64) {
 	key := classKey{client: client}

@@ -75,15 +75,9 @@ func (g *gateState) park(w *waiter) {
 	g.parked = slices.Insert(g.parked, i, w)
 }
 
-// fairUnit is the span of virtual time one admission of weight 1 takes;
-// weight w takes fairUnit/w (admission's fair share uses the same unit).
-const fairUnit = 1_000_000
-
-// tagCost is the tag span of one admission at weight (1–1000; ≤0 is 1),
-// an integer so tags stay exact in Redis's scores.
-func tagCost(weight int) int64 {
-	return fairUnit / int64(min(max(weight, 1), 1000))
-}
+// tagCost is the tag span of one admission at weight: admission.TurnOf, the
+// in-process controller's unit, as a Redis score (exact: an integer).
+func tagCost(weight int) int64 { return int64(admission.TurnOf(weight)) }
 
 // costArgs holds tagCost of every weight boxed once, so a script's
 // arguments do not allocate for it.
