@@ -91,7 +91,8 @@ func (s *Server) clientKeyInput(l *web.Localizer, form url.Values, cur store.Cli
 func (s *Server) keyForm(ctx context.Context, rq *uiRequest, k store.ClientKey, fields web.KeyFields, errs web.FieldErrors) (web.KeyForm, error) {
 	f := web.KeyForm{ID: k.ID, Name: k.Name, Preview: k.Preview, Fields: fields, Errors: errs,
 		ReadOnly: rq.user.Role != store.RoleAdmin}
-	f.Live, f.HasLive = clientLoads(s.liveSnapshot())[k.ID]
+	snap := s.liveSnapshot()
+	f.Live, f.HasLive = snap.Client(k.ID)
 	_, warns := limits.NormalizeClientKeyLimitsErrors(k.Limits)
 	f.Warnings = uiStoredWarnings(rq.l, warns)
 	last, err := s.uiLatestChange(ctx, store.EntityClientKey, k.ID)

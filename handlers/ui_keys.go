@@ -52,7 +52,7 @@ func (s *Server) keyItems(r *http.Request, kind keyKind) ([]web.KeyItem, error) 
 	if err != nil {
 		return nil, err
 	}
-	load := clientLoads(s.liveSnapshot())
+	load := live.ClientsByID(s.liveSnapshot().Clients)
 	for _, k := range keys {
 		lim, _ := limits.NormalizeClientKeyLimits(k.Limits)
 		l, seen := load[k.ID]
@@ -66,15 +66,6 @@ func (s *Server) keyItems(r *http.Request, kind keyKind) ([]web.KeyItem, error) 
 			Enabled: k.Enabled, Limits: lim, Live: l})
 	}
 	return items, nil
-}
-
-// clientLoads indexes the live view's client keys by id.
-func clientLoads(snap live.Snapshot) map[string]live.Client {
-	m := make(map[string]live.Client, len(snap.Clients))
-	for _, c := range snap.Clients {
-		m[c.ID] = c
-	}
-	return m
 }
 
 func derefTime(t *time.Time) time.Time {

@@ -312,10 +312,7 @@ func BuildOverview(in OverviewInput) Overview {
 		}
 	}
 	out.GlobalBottleneck = bottleneck(out.Global)
-	clients := make(map[string]live.Client, len(in.Clients))
-	for _, c := range in.Clients {
-		clients[c.ID] = c
-	}
+	clients := live.ClientsByID(in.Clients)
 	out.GlobalWaiting = waitingAt(out.Global, out.GlobalBottleneck, clients)
 	for _, c := range in.Connections {
 		blk := ConnectionBlock{ConnectionStatus: c}

@@ -170,3 +170,22 @@ type Cluster struct {
 	// Degraded is true while Redis is away.
 	Degraded bool
 }
+
+// ClientsByID indexes client keys (a Snapshot's Clients) by id.
+func ClientsByID(clients []Client) map[string]Client {
+	m := make(map[string]Client, len(clients))
+	for _, c := range clients {
+		m[c.ID] = c
+	}
+	return m
+}
+
+// Client is the client key id of s, and false when s does not list it.
+func (s *Snapshot) Client(id string) (Client, bool) {
+	for _, c := range s.Clients {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	return Client{}, false
+}
