@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -321,5 +322,10 @@ func TestFairMovedClass(t *testing.T) {
 			last = rw.seq
 		}
 	}
-	t.Logf("admission order: %v", order)
+	// Equal weights alternate A and B once both wait on the model gate; within
+	// A, its moved class (arrivals 1–3) keeps its place before the class that
+	// was parked there first but arrived later (4–6).
+	if want := []string{"A1", "B7", "A2", "B8", "A3", "B9", "A4", "A5", "A6"}; !slices.Equal(order, want) {
+		t.Errorf("admission order %v, want %v", order, want)
+	}
 }
