@@ -207,28 +207,18 @@ func (l *sharedLimiter) takeTurn(x *exchange, c *conn, start time.Time, maxWait 
 	if !l.down.up() {
 		return l.local.takeTurn(x, c, start, maxWait)
 	}
-	budget := time.Duration(-1)
-	now := time.Now()
-	if maxWait > 0 {
-		budget = max(start.Add(maxWait).Sub(now), 0)
-	}
-	d, reserved, err := l.store.ReserveTurn(x.r.Context(), c.id, c.lim.spacing, budget)
-	if err != nil {
-		if x.r.Context().Err() != nil {
-			return errClientGone
-		}
-		l.down.failed(err)
+	t, ok, aerr := l.reserve(x, c.id, c.lim.spacing, start, maxWait)
+	switch {
+	case aerr != nil:
+		return aerr
+	case !ok:
 		return l.local.takeTurn(x, c, start, maxWait)
+	case !t.reserved:
+		c.rate.shared.nextTurn.Store(t.now.Add(t.wait).UnixNano())
+		return x.errTurnTooLate(c, t.wait, maxWait, " across all replicas")
 	}
-	if !reserved {
-		c.rate.shared.nextTurn.Store(now.Add(d).UnixNano())
-		return x.errTurnTooLate(c, d, maxWait, " across all replicas")
-	}
-	c.rate.shared.nextTurn.Store(now.Add(d + c.lim.spacing).UnixNano())
-	if d > 0 && !x.waitTurn(now, d) {
-		return errClientGone
-	}
-	return nil
+	c.rate.shared.nextTurn.Store(t.now.Add(t.wait + c.lim.spacing).UnixNano())
+	return t.await(x)
 }
 
 // keyTurn reserves client key ks's rpm turn in the store, as takeTurn does
@@ -238,23 +228,52 @@ func (l *sharedLimiter) keyTurn(x *exchange, ks *keyState, start time.Time, maxW
 	if !l.down.up() || ks.lim.spacing <= 0 {
 		return l.local.keyTurn(x, ks, start, maxWait)
 	}
-	budget := time.Duration(-1)
-	now := time.Now()
-	if maxWait > 0 {
-		budget = max(start.Add(maxWait).Sub(now), 0)
+	t, ok, aerr := l.reserve(x, ks.storeID, ks.lim.spacing, start, maxWait)
+	switch {
+	case aerr != nil:
+		return aerr
+	case !ok:
+		return l.local.keyTurn(x, ks, start, maxWait)
+	case !t.reserved:
+		return x.errKeyTurnTooLate(ks, t.wait, maxWait, " across all replicas")
 	}
-	d, reserved, err := l.store.ReserveTurn(x.r.Context(), ks.storeID, ks.lim.spacing, budget)
+	return t.await(x)
+}
+
+// sharedTurn is the store's answer to a turn reservation made at now: wait
+// until the turn (reserved), or how far away it is (not reserved: beyond
+// the budget).
+type sharedTurn struct {
+	now      time.Time
+	wait     time.Duration
+	reserved bool
+}
+
+// reserve asks the store for the next turn of id, spaced by spacing, within
+// what is left of maxWait since start. ok is false when the store failed
+// (marked down; the caller decides in-process); aerr is set when the client
+// left meanwhile.
+func (l *sharedLimiter) reserve(x *exchange, id string, spacing time.Duration, start time.Time, maxWait time.Duration) (t sharedTurn, ok bool, aerr *apiError) {
+	budget := time.Duration(-1)
+	t.now = time.Now()
+	if maxWait > 0 {
+		budget = max(start.Add(maxWait).Sub(t.now), 0)
+	}
+	var err error
+	t.wait, t.reserved, err = l.store.ReserveTurn(x.r.Context(), id, spacing, budget)
 	if err != nil {
 		if x.r.Context().Err() != nil {
-			return errClientGone
+			return t, false, errClientGone
 		}
 		l.down.failed(err)
-		return l.local.keyTurn(x, ks, start, maxWait)
+		return t, false, nil
 	}
-	if !reserved {
-		return x.errKeyTurnTooLate(ks, d, maxWait, " across all replicas")
-	}
-	if d > 0 && !x.waitTurn(now, d) {
+	return t, true, nil
+}
+
+// await waits for the reserved turn; errClientGone if the client leaves first.
+func (t sharedTurn) await(x *exchange) *apiError {
+	if t.wait > 0 && !x.waitTurn(t.now, t.wait) {
 		return errClientGone
 	}
 	return nil
