@@ -7,15 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -276,94 +273,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return rep.write(out, stdout)
 }
 
-// start launches the fake upstream and Gatehouse and creates the connections.
-// The returned cleanup stops both (Gatehouse by SIGINT, so it stops its
-// managed Postgres) and is never nil.
-func start(ctx context.Context, o options, tmp, out, gatehouseBin, upstreamBin string, childEnv []string, stderr io.Writer) (*env, func() error, error) {
-	e := &env{
-		apiToken: secret(), clientKey: secret(), upstreamKey: "sk-bench-" + secret(), bin: gatehouseBin,
-	}
-	cleanup := func() error {
-		var errs []error
-		if e.gatehouse != nil {
-			fmt.Fprintln(stderr, "bench: stopping gatehouse (SIGINT) ...")
-			errs = append(errs, e.gatehouse.shutdown(30*time.Second))
-		}
-		if e.upstream != nil {
-			errs = append(errs, e.upstream.shutdown(15*time.Second))
-		}
-		if e.queueUpstream != nil {
-			errs = append(errs, e.queueUpstream.shutdown(15*time.Second))
-		}
-		errs = append(errs, removeOutsideCluster(filepath.Join(tmp, "data"), tmp))
-		return errors.Join(errs...)
-	}
-
-	up, line, err := startChild(ctx, "mockupstream", upstreamBin,
-		[]string{"-addr", "127.0.0.1:0", "-latency", "0s", "-chunks", "20", "-chunk-interval", "0s",
-			"-models", benchModel},
-		childEnv, syscall.SIGTERM, filepath.Join(out, "mockupstream.log"), "mockupstream listening on ")
-	if err != nil {
-		return e, cleanup, err
-	}
-	e.upstream = up
-	e.upstreamBase = strings.Fields(line)[0]
-	qup, line, err := startChild(ctx, "mockupstream", upstreamBin,
-		[]string{"-addr", "127.0.0.1:0", "-latency", "1ms", "-models", queueModel},
-		childEnv, syscall.SIGTERM, filepath.Join(out, "mockupstream-queue.log"), "mockupstream listening on ")
-	if err != nil {
-		return e, cleanup, err
-	}
-	e.queueUpstream = qup
-	e.queueUpstreamBase = strings.Fields(line)[0]
-
-	dataDir := filepath.Join(tmp, "data")
-	if err := os.Mkdir(dataDir, 0o755); err != nil {
-		return e, cleanup, fmt.Errorf("bench: data dir: %w", err)
-	}
-	ghEnv := append(slices.Clone(childEnv),
-		"GATEHOUSE_DATABASE_URL=", "GATEHOUSE_REDIS_URL=",
-		"GATEHOUSE_DATA_DIR="+dataDir, "GATEHOUSE_ADDR=127.0.0.1:0", "GATEHOUSE_LOG_LEVEL=info",
-		"GATEHOUSE_BOOTSTRAP_API_TOKEN="+e.apiToken, "GATEHOUSE_BOOTSTRAP_CLIENT_KEY="+e.clientKey,
-		"GATEHOUSE_OUTBOUND="+o.outbound)
-	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	gh, line, err := startChild(startCtx, "gatehouse", gatehouseBin, []string{"serve"}, ghEnv,
-		syscall.SIGINT, filepath.Join(out, "gatehouse.log"), "Gatehouse is listening on ")
-	if err != nil {
-		return e, cleanup, err
-	}
-	e.gatehouse = gh
-	e.gatehouseURL = strings.TrimSpace(line)
-	fmt.Fprintf(stderr, "bench: gatehouse %s (pid %d), upstream %s (pid %d); logs in %s\n",
-		e.gatehouseURL, gh.pid(), e.upstreamBase, up.pid(), out)
-
-	client, tr := newClient(4, 10*time.Second)
-	defer tr.CloseIdleConnections()
-	if err := waitFor(ctx, time.Minute, "gatehouse /readyz", func(ctx context.Context) error {
-		return expectStatus(ctx, client, http.MethodGet, e.gatehouseURL+"/readyz", "", nil, http.StatusOK)
-	}); err != nil {
-		return e, cleanup, err
-	}
-	for _, spec := range benchConnections(e.upstreamBase, e.queueUpstreamBase, e.upstreamKey, o.queueWait) {
-		if err := createConnection(ctx, client, e.gatehouseURL, e.apiToken, spec); err != nil {
-			return e, cleanup, err
-		}
-	}
-	// The gateway picks the new connections up through NOTIFY; wait until both route.
-	for _, model := range []string{benchModel, queueModel} {
-		if err := waitFor(ctx, 30*time.Second, "gateway route to "+model, func(ctx context.Context) error {
-			return expectStatus(ctx, client, http.MethodPost, e.gatehouseURL+"/v1/chat/completions", e.clientKey, chatBody(model, false), http.StatusOK)
-		}); err != nil {
-			return e, cleanup, err
-		}
-	}
-	if err := expectStatus(ctx, client, http.MethodPost, e.upstreamBase+"/chat/completions", e.upstreamKey, chatBody(benchModel, false), http.StatusOK); err != nil {
-		return e, cleanup, fmt.Errorf("bench: direct request to the upstream: %w", err)
-	}
-	return e, cleanup, nil
-}
-
 // measure runs one scenario on one path after an unmeasured warm-up.
 func (e *env) measure(ctx context.Context, sc scenario, path string, rep int, o options) runRecord {
 	t := newTarget(e.upstreamBase, e.upstreamKey, benchModel, sc.stream, nil)
@@ -404,93 +313,6 @@ func (e *env) measure(ctx context.Context, sc scenario, path string, rep int, o 
 		rec.Errors = m.Errors[:min(len(m.Errors), 5)]
 	}
 	return rec
-}
-
-// profile runs an extra, unmeasured non-streaming c=16 run through Gatehouse
-// while fetching /debug/pprof/profile, and summarises it with go tool pprof.
-// It returns a note for the report and the top functions of the profile; a
-// missing endpoint is not an error.
-func (e *env) profile(ctx context.Context, o options, out string, stderr io.Writer) (string, []string) {
-	client, tr := newClient(2, 30*time.Second)
-	defer tr.CloseIdleConnections()
-	probeCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err := expectStatus(probeCtx, client, http.MethodGet, e.gatehouseURL+"/debug/pprof/", e.apiToken, nil, http.StatusOK)
-	cancel()
-	if err != nil {
-		return "skipped: Gatehouse does not serve /debug/pprof/ (" + err.Error() + ")", nil
-	}
-	secs := max(1, int(o.duration.Seconds()))
-	fmt.Fprintf(stderr, "bench: profiling Gatehouse for %ds during non-streaming c=16 ...\n", secs)
-	prof := filepath.Join(out, "gatehouse-cpu.pprof")
-	done := make(chan error, 1)
-	go func() {
-		done <- fetchTo(ctx, e.gatehouseURL+fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), e.apiToken, prof, time.Duration(secs+30)*time.Second)
-	}()
-	sc := standardScenarios()[1]
-	t := newTarget(e.gatehouseURL+"/v1", e.clientKey, benchModel, false, nil)
-	closedLoop(ctx, t, sc.conc, time.Duration(secs)*time.Second+time.Second, nil)
-	if err := <-done; err != nil {
-		return "failed: " + err.Error(), nil
-	}
-	top, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=40", e.bin, prof).CombinedOutput()
-	if err != nil {
-		return fmt.Sprintf("saved %s; go tool pprof failed: %v", prof, err), nil
-	}
-	topPath := filepath.Join(out, "gatehouse-cpu-top.txt")
-	if err := os.WriteFile(topPath, top, 0o644); err != nil {
-		return fmt.Sprintf("saved %s; writing %s failed: %v", prof, topPath, err), nil
-	}
-	// Allocations since start (every run so far), for go tool pprof -sample_index=alloc_space.
-	allocs := filepath.Join(out, "gatehouse-allocs.pprof")
-	if err := fetchTo(ctx, e.gatehouseURL+"/debug/pprof/allocs", e.apiToken, allocs, 30*time.Second); err != nil {
-		return fmt.Sprintf("%s (top functions in %s); allocation profile failed: %v", prof, topPath, err), topLines(top, 12)
-	}
-	return fmt.Sprintf("%s (top functions in %s; allocations since start in %s)", prof, topPath, allocs), topLines(top, 12)
-}
-
-// topLines returns the first n entries of go tool pprof -top output (the
-// lines after its "flat  flat%" header), spaces squeezed.
-func topLines(top []byte, n int) []string {
-	var out []string
-	started := false
-	for _, l := range strings.Split(string(top), "\n") {
-		if !started {
-			started = strings.Contains(l, "flat%")
-			continue
-		}
-		if f := strings.Fields(l); len(f) > 0 && len(out) < n {
-			out = append(out, strings.Join(f, " "))
-		}
-	}
-	return out
-}
-
-// fetchTo saves the body of GET url, sent with the API token apiToken, to path.
-func fetchTo(ctx context.Context, url, apiToken, path string, timeout time.Duration) error {
-	client, tr := newClient(1, timeout)
-	defer tr.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+apiToken)
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // removeOutsideCluster deletes the managed Postgres cluster of dataDir when

@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -134,4 +139,92 @@ func chatBody(model string, stream bool) []byte {
 		s += `,"stream":true`
 	}
 	return []byte(s + "}")
+}
+
+// start launches the fake upstream and Gatehouse and creates the connections.
+// The returned cleanup stops both (Gatehouse by SIGINT, so it stops its
+// managed Postgres) and is never nil.
+func start(ctx context.Context, o options, tmp, out, gatehouseBin, upstreamBin string, childEnv []string, stderr io.Writer) (*env, func() error, error) {
+	e := &env{
+		apiToken: secret(), clientKey: secret(), upstreamKey: "sk-bench-" + secret(), bin: gatehouseBin,
+	}
+	cleanup := func() error {
+		var errs []error
+		if e.gatehouse != nil {
+			fmt.Fprintln(stderr, "bench: stopping gatehouse (SIGINT) ...")
+			errs = append(errs, e.gatehouse.shutdown(30*time.Second))
+		}
+		if e.upstream != nil {
+			errs = append(errs, e.upstream.shutdown(15*time.Second))
+		}
+		if e.queueUpstream != nil {
+			errs = append(errs, e.queueUpstream.shutdown(15*time.Second))
+		}
+		errs = append(errs, removeOutsideCluster(filepath.Join(tmp, "data"), tmp))
+		return errors.Join(errs...)
+	}
+
+	up, line, err := startChild(ctx, "mockupstream", upstreamBin,
+		[]string{"-addr", "127.0.0.1:0", "-latency", "0s", "-chunks", "20", "-chunk-interval", "0s",
+			"-models", benchModel},
+		childEnv, syscall.SIGTERM, filepath.Join(out, "mockupstream.log"), "mockupstream listening on ")
+	if err != nil {
+		return e, cleanup, err
+	}
+	e.upstream = up
+	e.upstreamBase = strings.Fields(line)[0]
+	qup, line, err := startChild(ctx, "mockupstream", upstreamBin,
+		[]string{"-addr", "127.0.0.1:0", "-latency", "1ms", "-models", queueModel},
+		childEnv, syscall.SIGTERM, filepath.Join(out, "mockupstream-queue.log"), "mockupstream listening on ")
+	if err != nil {
+		return e, cleanup, err
+	}
+	e.queueUpstream = qup
+	e.queueUpstreamBase = strings.Fields(line)[0]
+
+	dataDir := filepath.Join(tmp, "data")
+	if err := os.Mkdir(dataDir, 0o755); err != nil {
+		return e, cleanup, fmt.Errorf("bench: data dir: %w", err)
+	}
+	ghEnv := append(slices.Clone(childEnv),
+		"GATEHOUSE_DATABASE_URL=", "GATEHOUSE_REDIS_URL=",
+		"GATEHOUSE_DATA_DIR="+dataDir, "GATEHOUSE_ADDR=127.0.0.1:0", "GATEHOUSE_LOG_LEVEL=info",
+		"GATEHOUSE_BOOTSTRAP_API_TOKEN="+e.apiToken, "GATEHOUSE_BOOTSTRAP_CLIENT_KEY="+e.clientKey,
+		"GATEHOUSE_OUTBOUND="+o.outbound)
+	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	gh, line, err := startChild(startCtx, "gatehouse", gatehouseBin, []string{"serve"}, ghEnv,
+		syscall.SIGINT, filepath.Join(out, "gatehouse.log"), "Gatehouse is listening on ")
+	if err != nil {
+		return e, cleanup, err
+	}
+	e.gatehouse = gh
+	e.gatehouseURL = strings.TrimSpace(line)
+	fmt.Fprintf(stderr, "bench: gatehouse %s (pid %d), upstream %s (pid %d); logs in %s\n",
+		e.gatehouseURL, gh.pid(), e.upstreamBase, up.pid(), out)
+
+	client, tr := newClient(4, 10*time.Second)
+	defer tr.CloseIdleConnections()
+	if err := waitFor(ctx, time.Minute, "gatehouse /readyz", func(ctx context.Context) error {
+		return expectStatus(ctx, client, http.MethodGet, e.gatehouseURL+"/readyz", "", nil, http.StatusOK)
+	}); err != nil {
+		return e, cleanup, err
+	}
+	for _, spec := range benchConnections(e.upstreamBase, e.queueUpstreamBase, e.upstreamKey, o.queueWait) {
+		if err := createConnection(ctx, client, e.gatehouseURL, e.apiToken, spec); err != nil {
+			return e, cleanup, err
+		}
+	}
+	// The gateway picks the new connections up through NOTIFY; wait until both route.
+	for _, model := range []string{benchModel, queueModel} {
+		if err := waitFor(ctx, 30*time.Second, "gateway route to "+model, func(ctx context.Context) error {
+			return expectStatus(ctx, client, http.MethodPost, e.gatehouseURL+"/v1/chat/completions", e.clientKey, chatBody(model, false), http.StatusOK)
+		}); err != nil {
+			return e, cleanup, err
+		}
+	}
+	if err := expectStatus(ctx, client, http.MethodPost, e.upstreamBase+"/chat/completions", e.upstreamKey, chatBody(benchModel, false), http.StatusOK); err != nil {
+		return e, cleanup, fmt.Errorf("bench: direct request to the upstream: %w", err)
+	}
+	return e, cleanup, nil
 }

@@ -1,0 +1,214 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+func TestDashSignIn(t *testing.T) {
+	t.Parallel()
+	d := newDash(t)
+	c := d.client(t)
+
+	// Signed out: every page sends to the sign-in form, keeping where it was going.
+	res := d.get(t, c, "/connections?x=1").want(t, http.StatusSeeOther)
+	if loc := res.header.Get("Location"); loc != "/login?next=%2Fconnections%3Fx%3D1" {
+		t.Errorf("redirect to %q", loc)
+	}
+
+	// Wrong password: 401 with the form again, email kept.
+	res = d.post(t, c, "/login", url.Values{"email": {"admin@example.com"}, "password": {"nope"}, "next": {"/connections"}})
+	res.want(t, http.StatusUnauthorized)
+	if res.testid("login-error").Length() != 1 {
+		t.Errorf("no login-error on a wrong password:\n%s", res.body)
+	}
+	if v, _ := res.testid("field-email").Attr("value"); v != "admin@example.com" {
+		t.Errorf("email not kept: %q", v)
+	}
+
+	// Right password: 303 to the local next, a session cookie that holds only an id.
+	res = d.post(t, c, "/login", url.Values{"email": {"admin@example.com"}, "password": {dashPassword}, "next": {"/connections"}})
+	res.want(t, http.StatusSeeOther)
+	if loc := res.header.Get("Location"); loc != "/connections" {
+		t.Errorf("after sign-in: redirect to %q, want /connections", loc)
+	}
+	first := sessionCookieOf(t, res)
+	if !first.HttpOnly || first.SameSite != http.SameSiteLaxMode || first.Secure {
+		t.Errorf("cookie attributes: HttpOnly %v SameSite %v Secure %v", first.HttpOnly, first.SameSite, first.Secure)
+	}
+	if _, ok := sessionHash(first.Value); !ok {
+		t.Errorf("cookie %q is not a 32-byte base64url id", first.Value)
+	}
+	d.get(t, c, "/connections").want(t, http.StatusOK)
+
+	// Signing in again rotates the id: the old cookie no longer works.
+	res = d.post(t, c, "/login", url.Values{"email": {"admin@example.com"}, "password": {dashPassword}})
+	res.want(t, http.StatusSeeOther)
+	second := sessionCookieOf(t, res)
+	if second.Value == first.Value {
+		t.Fatal("session id not rotated at sign-in")
+	}
+	old := d.client(t)
+	old.Jar.SetCookies(mustURL(t, d.srv.URL), []*http.Cookie{{Name: sessionCookie, Value: first.Value}})
+	d.get(t, old, "/connections").want(t, http.StatusSeeOther)
+
+	// Signing out deletes the session: replaying the cookie sends to sign-in.
+	d.post(t, c, "/logout", nil).want(t, http.StatusSeeOther)
+	replay := d.client(t)
+	replay.Jar.SetCookies(mustURL(t, d.srv.URL), []*http.Cookie{{Name: sessionCookie, Value: second.Value}})
+	d.get(t, replay, "/").want(t, http.StatusSeeOther)
+
+	// A next that leaves the site is ignored.
+	res = d.post(t, d.client(t), "/login", url.Values{"email": {"admin@example.com"}, "password": {dashPassword}, "next": {"//evil.example/x"}})
+	if loc := res.want(t, http.StatusSeeOther).header.Get("Location"); loc != "/" {
+		t.Errorf("foreign next: redirect to %q, want /", loc)
+	}
+}
+
+func TestDashPasswordChangeEndsSessions(t *testing.T) {
+	t.Parallel()
+	d := newDash(t)
+	c := d.signIn(t, "viewer@example.com")
+	d.get(t, c, "/").want(t, http.StatusOK)
+	if err := d.store.SetPassword(t.Context(), store.ActorSystem, d.viewer.ID, "another long password"); err != nil {
+		t.Fatal(err)
+	}
+	d.get(t, c, "/").want(t, http.StatusSeeOther)
+}
+
+func TestDashRoleChangeAppliesAtOnce(t *testing.T) {
+	t.Parallel()
+	d := newDash(t)
+	c := d.signIn(t, "viewer@example.com")
+	d.get(t, c, "/connections/new").want(t, http.StatusForbidden)
+	if _, err := d.store.SetRole(t.Context(), store.ActorSystem, d.viewer.ID, store.RoleAdmin); err != nil {
+		t.Fatal(err)
+	}
+	d.get(t, c, "/connections/new").want(t, http.StatusOK)
+}
+
+// Viewers read every page, the user list included, but get none of its controls.
+func TestDashViewerReadsUsers(t *testing.T) {
+	t.Parallel()
+	d := newDash(t)
+	viewer := d.signIn(t, "viewer@example.com")
+	res := d.get(t, viewer, "/users").want(t, http.StatusOK)
+	if got := res.testid("user-row").Length(); got != 2 {
+		t.Errorf("a viewer sees %d user rows, want 2 (admin and viewer)", got)
+	}
+	for _, id := range []string{"user-form", "role-form", "remove"} {
+		if n := res.testid(id).Length(); n != 0 {
+			t.Errorf("a viewer's user list has %d %q controls, want none", n, id)
+		}
+	}
+	if n := res.testid("nav").Find(`a[href="/users"]`).Length(); n != 1 {
+		t.Errorf("nav links to /users %d times for a viewer, want 1", n)
+	}
+
+	admin := d.signIn(t, "admin@example.com")
+	res = d.get(t, admin, "/users").want(t, http.StatusOK)
+	if res.testid("user-form").Length() != 1 || res.testid("role-form").Length() != 1 || res.testid("remove").Length() != 1 {
+		t.Error("an admin's user list lacks the add form, the role form or the remove link of the other user")
+	}
+}
+
+func TestDashSignInThrottled(t *testing.T) {
+	t.Parallel()
+	d := newDash(t)
+	c := d.client(t)
+	wrong := url.Values{"email": {"admin@example.com"}, "password": {"wrong"}}
+	for i := range 5 {
+		if res := d.post(t, c, "/login", wrong); res.status != http.StatusUnauthorized {
+			t.Fatalf("attempt %d: status %d, want 401", i+1, res.status)
+		}
+	}
+	// Even the right password waits now: it is not checked.
+	res := d.post(t, c, "/login", url.Values{"email": {"admin@example.com"}, "password": {dashPassword}})
+	res.want(t, http.StatusTooManyRequests)
+	if res.testid("login-throttled").Length() != 1 {
+		t.Errorf("no login-throttled banner:\n%s", res.body)
+	}
+	if ra, err := strconv.Atoi(res.header.Get("Retry-After")); err != nil || ra < 1 || ra > 30 {
+		t.Errorf("Retry-After %q, want 1..30", res.header.Get("Retry-After"))
+	}
+	// Another account from the same address is not locked out by it.
+	d.post(t, c, "/login", url.Values{"email": {"viewer@example.com"}, "password": {dashPassword}}).want(t, http.StatusSeeOther)
+}
+
+func TestLoginThrottlePolicy(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	th := newLoginThrottle(func() time.Time { return now })
+	keys := th.keys("Ada@Example.com", "192.0.2.1")
+	var waits []time.Duration
+	for range 8 {
+		retry, _ := th.begin(keys)
+		waits = append(waits, retry)
+		now = now.Add(retry) // wait it out, then fail again
+	}
+	want := []time.Duration{0, 0, 0, 0, 0, 30 * time.Second, 0, time.Minute}
+	if diff := cmp.Diff(want, waits); diff != "" {
+		t.Errorf("waits before each attempt mismatch (-want +got):\n%s", diff)
+	}
+	// Failures of the account from ever more addresses never refuse a new address,
+	// they only slow its password check down, by 2 s at most.
+	var delay time.Duration
+	for i := range 20 {
+		var retry time.Duration
+		retry, delay = th.begin(th.keys("ada@example.com", fmt.Sprintf("198.51.100.%d", i)))
+		if retry != 0 {
+			t.Fatalf("new address %d answered with retry %v; the account key must never refuse", i, retry)
+		}
+	}
+	if delay != accountMaxDelay {
+		t.Errorf("account delay after 26 failures %v, want the cap %v", delay, accountMaxDelay)
+	}
+	// Everything is forgotten 15 minutes after the last failure: never a permanent lockout.
+	now = now.Add(throttleForget)
+	if retry, delay := th.begin(keys); retry != 0 || delay != 0 {
+		t.Errorf("after %v: retry %v delay %v, want 0", throttleForget, retry, delay)
+	}
+	// A good sign-in clears the account's count but not the address's.
+	for range 5 {
+		th.begin(keys)
+	}
+	th.succeeded(keys)
+	if retry, _ := th.begin(keys); retry != 0 {
+		t.Errorf("after success: retry %v, want 0", retry)
+	}
+}
+
+// TestDashSignOutIsPost: GET /logout only shows the sign-out button, changing
+// nothing; the button's POST signs out, and a cross-site POST is refused (403).
+func TestDashSignOutIsPost(t *testing.T) {
+	t.Parallel()
+	d := newDash(t)
+	c := d.signIn(t, "admin@example.com")
+	res := d.get(t, c, "/logout").want(t, http.StatusOK)
+	form := res.testid("logout-form")
+	if form.AttrOr("method", "") != "post" || form.AttrOr("action", "") != "/logout" || form.Find(`[data-testid="logout-submit"]`).Length() != 1 {
+		t.Errorf("GET /logout has no sign-out button posting /logout:\n%s", res.body)
+	}
+	d.get(t, c, "/connections").want(t, http.StatusOK) // still signed in
+
+	d.post(t, c, "/logout", nil, "Sec-Fetch-Site", "cross-site").want(t, http.StatusForbidden)
+	d.get(t, c, "/connections").want(t, http.StatusOK)
+
+	res = d.post(t, c, "/logout", nil).want(t, http.StatusSeeOther)
+	if loc := res.header.Get("Location"); loc != "/login?signedout=1" {
+		t.Errorf("POST /logout: redirect to %q", loc)
+	}
+	d.get(t, c, "/connections").want(t, http.StatusSeeOther)
+	// Signed out, the page has nothing to offer: on to the sign-in form.
+	if loc := d.get(t, c, "/logout").want(t, http.StatusSeeOther).header.Get("Location"); loc != "/login" {
+		t.Errorf("GET /logout signed out: redirect to %q, want /login", loc)
+	}
+}

@@ -1,0 +1,97 @@
+package web
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
+)
+
+// WaitingKey is one client key waiting at a bottleneck gate and its share of the
+// gate's slots while the waiting keys stay backlogged: its weight over the total
+// weight of the keys waiting there.
+type WaitingKey struct {
+	// ID is the key's id; "" for requests of no key (counted together).
+	ID     string
+	Name   string // the key's name; "" when the gateway does not know the key
+	Weight int
+	Queued int
+	// Share is Weight ÷ the total weight of the keys waiting at the gate (0–1).
+	Share float64
+}
+
+// waitingKeys lists the keys waiting at g from its QueuedByClient, named and
+// weighed from clients (a key the live view does not list weighs
+// limits.DefaultWeight), largest share first, then by name and id, requests
+// of no key after the keys of their share.
+func waitingKeys(g live.Gate, clients map[string]live.Client) []WaitingKey {
+	var (
+		out   []WaitingKey
+		total int
+	)
+	for id, n := range g.QueuedByClient {
+		if n <= 0 {
+			continue
+		}
+		w := WaitingKey{ID: id, Queued: n, Weight: limits.DefaultWeight}
+		if c, ok := clients[id]; ok {
+			w.Name = c.Name
+			if c.Weight > 0 {
+				w.Weight = c.Weight
+			}
+		}
+		total += w.Weight
+		out = append(out, w)
+	}
+	for i := range out {
+		out[i].Share = float64(out[i].Weight) / float64(total)
+	}
+	slices.SortFunc(out, func(a, b WaitingKey) int {
+		return cmp.Or(cmp.Compare(b.Weight, a.Weight), cmp.Compare(noKey(a), noKey(b)), cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
+	})
+	return out
+}
+
+// noKey is 1 for the requests of no key, which are listed after the keys.
+func noKey(w WaitingKey) int {
+	if w.ID == "" {
+		return 1
+	}
+	return 0
+}
+
+// bottleneckName is the name of the block's bottleneck gate, as its row shows it.
+func (c ConnectionBlock) bottleneckName(p Page) string {
+	for _, g := range c.Gates {
+		if g.Key == c.Bottleneck {
+			return gateName(p, g)
+		}
+	}
+	return ""
+}
+
+// waitingAt lists the keys waiting at the gate keyed bottleneck among gates.
+func waitingAt(gates []GateBar, bottleneck string, clients map[string]live.Client) []WaitingKey {
+	if bottleneck == "" {
+		return nil
+	}
+	for _, g := range gates {
+		if g.Key == bottleneck {
+			return waitingKeys(g.Gate, clients)
+		}
+	}
+	return nil
+}
+
+// shareText writes a share as a whole percentage ("75%"); a share that rounds
+// to 0 but is not 0 is "<1%".
+func shareText(s float64) string {
+	p := math.Round(s * 100)
+	if p == 0 && s > 0 {
+		return "<1%"
+	}
+	return strconv.FormatFloat(p, 'f', 0, 64) + "%"
+}
