@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
+	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/google/go-cmp/cmp"
 )
@@ -166,6 +167,25 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 		t.Fatalf("audit page of 2 has no nextCursor: %v", page)
 	}
 	a.do(t, call{method: http.MethodGet, path: path("audit") + "?cursor=" + cursor}).want(t, http.StatusOK)
+
+	logged := []store.RequestRow{{StartedAt: time.Now().Add(-time.Minute), KeyID: keyID, KeyName: "agent-1",
+		ConnectionID: id, ConnectionName: "every-op", Provider: "zai", Model: "glm-5", UpstreamModel: "glm-5",
+		Route: "chat", Status: 200, Attempts: 1, TTFTMs: 3, InputTokens: 1000, OutputTokens: 500, CostMicros: 6000,
+		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Replica: "host-1"},
+		{StartedAt: time.Now().Add(-time.Minute), Route: "chat", Status: 401, Code: "INVALID_KEY", TTFTMs: -1}}
+	if err := a.store.WriteRequests(t.Context(), logged); err != nil {
+		t.Fatalf("WriteRequests: %v", err)
+	}
+	reqs := a.do(t, call{method: http.MethodGet, path: path("requests") + "?limit=1", token: a.viewer}).want(t, http.StatusOK).json(t)
+	next, _ := reqs["nextCursor"].(string)
+	if next == "" {
+		t.Fatalf("requests page of 1 has no nextCursor: %v", reqs)
+	}
+	a.do(t, call{method: http.MethodGet, path: path("requests") + "?status=4xx&cursor=" + next}).want(t, http.StatusOK)
+	a.do(t, call{method: http.MethodGet, path: path("requests", logged[0].ID), token: a.viewer}).want(t, http.StatusOK)
+	a.do(t, call{method: http.MethodGet, path: path("requests", "01890000-0000-7000-8000-000000000000")}).want(t, http.StatusNotFound)
+	a.do(t, call{method: http.MethodGet, path: path("usage") + "?groupBy=model&bucket=day", token: a.viewer}).want(t, http.StatusOK)
+	a.do(t, call{method: http.MethodGet, path: path("usage") + "?since=yesterday", invalidRequest: true}).want(t, http.StatusBadRequest)
 
 	exported := a.do(t, call{method: http.MethodGet, path: path("config")}).want(t, http.StatusOK)
 	a.do(t, call{method: http.MethodGet, path: path("config") + "?format=yaml"}).want(t, http.StatusOK)

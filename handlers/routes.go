@@ -102,6 +102,10 @@ func (s *Server) apiRoutes() []apiRoute {
 		{"GET /api/v1/gates", accessRead, s.getGates},
 		{"GET /api/v1/audit", accessRead, s.listAudit},
 
+		{"GET /api/v1/requests", accessRead, s.listRequests},
+		{"GET /api/v1/requests/{id}", accessRead, s.getRequest},
+		{"GET /api/v1/usage", accessRead, s.getUsage},
+
 		{"GET /api/v1/api-tokens", accessRead, s.listAPITokens},
 		{"POST /api/v1/api-tokens", accessWrite, s.createAPIToken},
 		{"GET /api/v1/api-tokens/{id}", accessRead, s.getAPIToken},

@@ -54,7 +54,7 @@ const (
 // apiCodes lists the codes above; a test checks that the catalogs word each one.
 func apiCodes() []string {
 	return []string{codeConnName, codeBaseURL, codeSecret, codeLabel, codeNotNull, codeNotString,
-		codeNotBool, codeNotArray, codeNameTaken, codeCursor}
+		codeNotBool, codeNotArray, codeNameTaken, codeCursor, codeTimestamp, codeStatus, codeTimeRange}
 }
 
 // apiMessage is the English the API shows for the problems the handlers find
@@ -95,6 +95,16 @@ func apiMessage(code string, args ...any) string {
 		format = "is required"
 	case limits.CodeWholeNumberRange:
 		format = "must be a whole number from %v to %v"
+	case limits.CodeLengthRange:
+		format = "must be %v to %v characters long"
+	case limits.CodeOneOf:
+		format = "must be one of: %s"
+	case codeTimestamp:
+		format = "must be a time in RFC 3339 form, such as 2026-12-01T09:00:00Z"
+	case codeStatus:
+		format = "must be an HTTP status from 100 to 599 or a class such as 4xx"
+	case codeTimeRange:
+		format = "must be after since, and the range not longer than the bucket allows (31 days of hours, 366 of days)"
 	}
 	if len(args) == 0 {
 		return format

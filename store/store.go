@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -55,6 +56,9 @@ type Store struct {
 	db     DB
 	sealer cipher.AEAD
 	logger *slog.Logger
+	// parts holds the UTC days (time.Time) whose request log partition is known
+	// to exist (WriteRequests), shared by the copies of withDB.
+	parts *sync.Map
 }
 
 // New returns a Store over pool. secretKey must be 32 bytes (see ParseSecretKey); the
@@ -70,7 +74,7 @@ func New(pool *pgxpool.Pool, secretKey []byte, logger *slog.Logger) (*Store, err
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Store{pool: pool, db: pool, sealer: aead, logger: logger}, nil
+	return &Store{pool: pool, db: pool, sealer: aead, logger: logger, parts: new(sync.Map)}, nil
 }
 
 // InTx runs fn with a Store bound to one transaction; the transaction commits when fn
