@@ -25,7 +25,7 @@ const (
 type outcome struct {
 	status  int64
 	blocked int   // 0-based index of the blocking gate
-	tag     int64 // fair tag when queued; waiters counted when the queue is full
+	arrival int64 // the waiter's arrival when queued; waiters counted when the queue is full
 	count   int   // holders of the blocking gate
 	queued  int   // queue length of the blocking gate
 }
@@ -53,7 +53,14 @@ func (c *Controller) acquire(ctx context.Context, req admission.Request, start t
 	if len(w.path) == 0 {
 		return c.grant(w, 0), nil
 	}
-	out, err := c.attempt(w, req, false)
+	admitted, err := c.admit(w)
+	if err == nil && admitted {
+		return c.grant(w, 0), nil
+	}
+	var out outcome
+	if err == nil {
+		out, err = c.attempt(w, req, false)
+	}
 	if err != nil {
 		if unreachable(err) {
 			c.markDown(err)
@@ -93,7 +100,14 @@ func (c *Controller) TryAcquire(req admission.Request) (admission.Grant, bool) {
 	if len(w.path) == 0 {
 		return c.grant(w, 0), true
 	}
-	out, err := c.attempt(w, req, true)
+	admitted, err := c.admit(w)
+	if err == nil && admitted {
+		return c.grant(w, 0), true
+	}
+	var out outcome
+	if err == nil {
+		out, err = c.attempt(w, req, true)
+	}
 	if err != nil {
 		if unreachable(err) {
 			c.markDown(err)
@@ -199,22 +213,40 @@ func queueGate(req admission.Request, path []*gateState) *gateState {
 	return path[len(path)-1]
 }
 
+// admit runs the uncontended admission (admit.lua) for w, a newcomer: it
+// admits only when nobody waits on the path and every capped gate has
+// room, and changes nothing otherwise (the caller then runs attempt).
+func (c *Controller) admit(w *waiter) (bool, error) {
+	args := make([]any, 0, 2+2*len(w.path))
+	c.mu.Lock()
+	args = append(args, w.member, c.ttl.Milliseconds())
+	for _, g := range w.path {
+		args = append(args, g.key, g.cap)
+	}
+	c.mu.Unlock()
+	ctx, cancel := c.op()
+	defer cancel()
+	n, err := admitScript.Run(ctx, c.rdb, c.keys.queuedKeys, args...).Int()
+	if err != nil {
+		return false, fmt.Errorf("cluster: admit: %w", err)
+	}
+	return n == 1, nil
+}
+
 // attempt runs the acquire script once for w.
 func (c *Controller) attempt(w *waiter, req admission.Request, try bool) (outcome, error) {
 	n := len(w.path)
-	keys := make([]string, 0, 1+4*n)
+	keys := []string{c.keys.queued, w.qgate.wKey}
 	args := make([]any, 0, 9+2*n)
 	c.mu.Lock()
-	keys = append(keys, w.qgate.wKey)
 	tryArg := "0"
 	if try {
 		tryArg = "1"
 	}
-	args = append(args, w.member, w.tag, c.ttl.Milliseconds(), max(req.MaxQueueDepth, 0), w.on+1, tryArg,
-		w.client, costArg(req.Weight), n)
+	args = append(args, w.member, w.on+1, tryArg, w.client, costArg(req.Weight), c.ttl.Milliseconds(),
+		max(req.MaxQueueDepth, 0), w.arrival, n)
 	for _, g := range w.path {
-		keys = append(keys, g.hKey, g.qKey, g.xKey, g.fKey)
-		args = append(args, g.cap, g.channel)
+		args = append(args, g.key, g.cap)
 	}
 	w.markWakes()
 	c.mu.Unlock()
@@ -228,7 +260,7 @@ func (c *Controller) attempt(w *waiter, req admission.Request, try bool) (outcom
 	if len(vals) != 5 {
 		return outcome{}, fmt.Errorf("cluster: acquire: script answered %d values, want 5", len(vals))
 	}
-	out := outcome{status: vals[0], blocked: int(vals[1]) - 1, tag: vals[2], count: int(vals[3]), queued: int(vals[4])}
+	out := outcome{status: vals[0], blocked: int(vals[1]) - 1, arrival: vals[2], count: int(vals[3]), queued: int(vals[4])}
 	if out.status != stAdmitted && (out.blocked < 0 || out.blocked >= n) {
 		return outcome{}, fmt.Errorf("cluster: acquire: script named gate %d of %d", out.blocked+1, n)
 	}
@@ -238,7 +270,7 @@ func (c *Controller) attempt(w *waiter, req admission.Request, try bool) (outcom
 // park records w, just queued in Redis, as parked on its blocking gate.
 // c.mu must be held.
 func (c *Controller) park(w *waiter, out outcome) {
-	w.tag = out.tag
+	w.setArrival(out.arrival)
 	w.on = out.blocked
 	g := w.path[out.blocked]
 	g.count, g.queued = out.count, out.queued
@@ -301,110 +333,24 @@ func (c *Controller) wait(ctx context.Context, req admission.Request, w *waiter,
 			return nil, err
 		}
 		c.mu.Lock()
-		prev := w.path[w.on]
 		if out.status == stAdmitted {
+			// If the gate it leaves has room for the next in line, the
+			// script woke that waiter, wherever it waits.
 			c.unpark(w)
-			// The gate it leaves may have more room: let the next local
-			// waiter on it look (other replicas hear the releases themselves).
-			prev.kickHead()
 			c.mu.Unlock()
 			return c.grant(w, time.Since(start)), nil
 		}
-		if out.blocked != w.on || out.tag != w.tag {
-			// Moved, or queued afresh where its entry had lapsed: a new tag.
-			prev.unpark(w)
-			w.on, w.tag = out.blocked, out.tag
+		if out.blocked != w.on {
+			// Moved to the gate that blocks it now, keeping its arrival.
+			w.path[w.on].unpark(w)
+			w.on = out.blocked
+			w.setArrival(out.arrival)
 			w.path[w.on].park(w)
-			prev.kickHead()
 		}
 		g := w.path[w.on]
 		g.count, g.queued = out.count, out.queued
 		w.kickIfMissed()
 		c.mu.Unlock()
-	}
-}
-
-// giveUp takes w out of its queue, locally and in Redis, and returns the
-// error for its caller: a timeout (*admission.Error) when cause is nil,
-// else cause (ctx.Err() or ErrClosed; errDrained becomes a SHUTTING_DOWN
-// *admission.Error), counted as a cancel.
-func (c *Controller) giveUp(w *waiter, cause error, start time.Time) error {
-	c.mu.Lock()
-	g := w.path[w.on]
-	keys := []string{g.hKey, g.qKey, g.xKey, g.fKey, w.qgate.wKey}
-	args := []any{w.member, g.cap, g.channel}
-	c.unpark(w)
-	var err error
-	if cause != nil {
-		g.cancels++
-		c.totals.Cancels++
-		err = cause
-		if cause == errDrained {
-			err = &admission.Error{Code: admission.CodeShuttingDown,
-				Gate: admission.GateRef{Level: g.level, Key: g.key}, Waited: time.Since(start)}
-		}
-	} else {
-		g.timeouts++
-		c.totals.Timeouts++
-		err = &admission.Error{
-			Code:       admission.CodeTimeout,
-			Gate:       admission.GateRef{Level: g.level, Key: g.key},
-			Waited:     time.Since(start),
-			RetryAfter: c.retryAfter(g, g.queued),
-		}
-	}
-	c.mu.Unlock()
-	ctx, cancel := c.op()
-	defer cancel()
-	if lerr := leaveScript.Run(ctx, c.rdb, keys, args...).Err(); lerr != nil {
-		// Removed when Redis is reachable again (rejoin); until then it
-		// lapses within two renew periods.
-		c.mu.Lock()
-		c.orphans = append(c.orphans, orphan{member: w.member, gate: g, qgate: w.qgate, at: time.Now()})
-		c.mu.Unlock()
-		if unreachable(lerr) {
-			c.markDown(lerr)
-		}
-	}
-	return err
-}
-
-// orphan is the queue entry in Redis of a waiter this replica dropped
-// without removing it there (Redis was away): rejoin removes it.
-type orphan struct {
-	member      string
-	gate, qgate *gateState // the gate it was parked on; its queue gate
-	at          time.Time
-}
-
-// orphan forgets w locally and records its queue entry for rejoin to
-// remove. c.mu must be held.
-func (c *Controller) orphan(w *waiter) {
-	if w.on < 0 {
-		return
-	}
-	c.orphans = append(c.orphans, orphan{member: w.member, gate: w.path[w.on], qgate: w.qgate, at: time.Now()})
-	c.unpark(w)
-}
-
-// rejectFull builds the queue-full rejection; nothing was queued. A request
-// whose ctx has already ended is a cancel instead, as in package admission.
-func (c *Controller) rejectFull(ctx context.Context, w *waiter, out outcome) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	qg, g := w.qgate, w.path[out.blocked]
-	g.count, g.queued = out.count, out.queued
-	if err := ctx.Err(); err != nil {
-		g.cancels++
-		c.totals.Cancels++
-		return err
-	}
-	qg.queueFull++
-	c.totals.QueueFull++
-	return &admission.Error{
-		Code:       admission.CodeQueueFull,
-		Gate:       admission.GateRef{Level: qg.level, Key: qg.key},
-		RetryAfter: c.retryAfter(g, int(out.tag)),
 	}
 }
 

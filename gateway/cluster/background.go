@@ -38,7 +38,7 @@ func (c *Controller) maintain(ctx context.Context) {
 			}
 			c.mu.Lock()
 			for _, g := range c.gates {
-				g.kickHead()
+				g.kickHeads()
 			}
 			c.mu.Unlock()
 		}
@@ -82,10 +82,10 @@ func (c *Controller) rejoin(ctx context.Context) error {
 			adds = append(adds, l)
 		}
 		orphans := len(c.orphans)
-		keys, args := c.rejoinArgs(c.orphans, adds)
+		keys, args, any := c.rejoinArgs(c.orphans, adds)
 		c.mu.Unlock()
 
-		if len(keys) > 0 {
+		if any {
 			opCtx, cancel := context.WithTimeout(ctx, c.opTimeout)
 			err := rejoinScript.Run(opCtx, c.rdb, keys, args...).Err()
 			cancel()
@@ -142,33 +142,32 @@ func (c *Controller) rejoin(ctx context.Context) error {
 	return nil
 }
 
-// rejoinArgs builds the rejoin script's keys and arguments. Queue entries
-// older than two renew periods have lapsed already and are left out.
-// c.mu must be held.
-func (c *Controller) rejoinArgs(orphans []orphan, adds []*lease) ([]string, []any) {
+// rejoinArgs builds the rejoin script's keys and arguments, and reports
+// whether there is anything to do. Queue entries older than two renew
+// periods have lapsed already and are left out. c.mu must be held.
+func (c *Controller) rejoinArgs(orphans []orphan, adds []*lease) ([]string, []any, bool) {
 	lapse := 2 * c.ttl / 3
-	var keys []string
+	keys := []string{c.keys.queued}
 	args := []any{c.ttl.Milliseconds(), 0, 0}
 	n := 0
 	for _, o := range orphans {
 		if time.Since(o.at) > lapse {
 			continue
 		}
-		keys = append(keys, o.gate.hKey, o.gate.qKey, o.gate.xKey, o.gate.fKey, o.qgate.wKey)
-		args = append(args, o.member, o.gate.cap, o.gate.channel)
+		keys = append(keys, o.qgate.wKey)
+		args = append(args, o.member, o.entry, o.gate.key, o.gate.cap)
 		n++
 	}
 	args[1] = n
 	m := 0
 	for _, l := range adds {
 		for _, g := range l.path {
-			keys = append(keys, g.hKey)
-			args = append(args, l.member)
+			args = append(args, l.member, g.key)
 			m++
 		}
 	}
 	args[2] = m
-	return keys, args
+	return keys, args, n+m > 0
 }
 
 // removeOrphans removes the queue entries left by waiters dropped while
@@ -176,9 +175,9 @@ func (c *Controller) rejoinArgs(orphans []orphan, adds []*lease) ([]string, []an
 func (c *Controller) removeOrphans(ctx context.Context) error {
 	c.mu.Lock()
 	orphans := len(c.orphans)
-	keys, args := c.rejoinArgs(c.orphans, nil)
+	keys, args, any := c.rejoinArgs(c.orphans, nil)
 	c.mu.Unlock()
-	if len(keys) == 0 {
+	if !any {
 		return nil
 	}
 	if err := rejoinScript.Run(ctx, c.rdb, keys, args...).Err(); err != nil {
@@ -193,16 +192,14 @@ func (c *Controller) removeOrphans(ctx context.Context) error {
 // dropLease removes from Redis the leases of l, a fail-open grant released
 // while rejoin entered it.
 func (c *Controller) dropLease(ctx context.Context, l *lease) error {
-	keys := make([]string, 0, 2*len(l.path))
 	args := make([]any, 0, 1+len(l.path))
 	args = append(args, l.member)
 	for _, g := range l.path {
-		keys = append(keys, g.hKey, g.qKey)
-		args = append(args, g.channel)
+		args = append(args, g.key)
 	}
 	opCtx, cancel := context.WithTimeout(ctx, c.opTimeout)
 	defer cancel()
-	if err := releaseScript.Run(opCtx, c.rdb, keys, args...).Err(); err != nil {
+	if err := releaseScript.Run(opCtx, c.rdb, c.keys.queuedKeys, args...).Err(); err != nil {
 		return fmt.Errorf("cluster: release %s: %w", l.member, err)
 	}
 	return nil
@@ -236,7 +233,7 @@ func (c *Controller) renew(ctx context.Context) error {
 			continue
 		}
 		keys = append(keys, w.path[w.on].xKey, w.qgate.wKey)
-		members = append(members, w.member, w.member)
+		members = append(members, w.entry, w.member)
 		entries = append(entries, owned{w: w}, owned{w: w})
 	}
 	var capped []*gateState
@@ -335,8 +332,8 @@ func (c *Controller) markDown(err error) {
 	c.log.Warn("cluster: Redis unreachable; admission runs "+c.mode.String(), slog.Any("error", err))
 }
 
-// listen turns wake-up messages into kicks of this replica's earliest waiter
-// on the gate named by the channel.
+// listen turns wake-up messages into kicks: of the waiter a message names
+// (first in line on the channel's gate), if it is this replica's.
 func (c *Controller) listen(ctx context.Context) {
 	defer c.wg.Done()
 	prefix := c.keys.channelPrefix()
@@ -378,7 +375,7 @@ func (c *Controller) listen(ctx context.Context) {
 		c.mu.Lock()
 		if g := c.gates[key]; g != nil {
 			g.wakes++
-			g.kickHead()
+			g.wake(m.Payload)
 		}
 		c.mu.Unlock()
 	}

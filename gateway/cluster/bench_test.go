@@ -33,8 +33,10 @@ func benchController(b *testing.B) *Controller {
 // two round trips to a local Redis (unix socket).
 func BenchmarkAcquireRelease(b *testing.B) {
 	c := benchController(b)
-	req := admission.Request{Gates: path(benchKeys...), MaxWait: 30 * time.Second}
+	req := admission.Request{Gates: path(benchKeys...), MaxWait: 30 * time.Second, Client: "k1"}
+	stats := shared.client(b)
 	b.ReportAllocs()
+	before := commandStats(b, stats)
 	for b.Loop() {
 		p, err := c.Acquire(b.Context(), req)
 		if err != nil {
@@ -42,6 +44,16 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		}
 		p.Release()
 	}
+	reportRedisCost(b, before, commandStats(b, stats))
+}
+
+// reportRedisCost reports Redis's side of each op: microseconds inside
+// scripts (INFO commandstats) and the commands the scripts ran.
+func reportRedisCost(b *testing.B, before, after map[string]cmdStat) {
+	usec, scripts, cmds := scriptCost(before, after, b.N)
+	b.ReportMetric(usec, "redis-µs/op")
+	b.ReportMetric(scripts, "scripts/op")
+	b.ReportMetric(cmds, "redis-cmds/op")
 }
 
 // BenchmarkAcquireReleaseParallel: the same from many goroutines of one

@@ -38,7 +38,7 @@ func (c *Controller) SetCaps(caps map[string]int) {
 			// Counted as a wake-up: a waiter whose acquire script ran under
 			// the old cap and that parks only after this sees it missed one.
 			g.wakes++
-			g.kickHead()
+			g.kickHeads()
 		}
 	}
 	for key, cp := range c.caps {

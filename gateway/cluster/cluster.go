@@ -13,15 +13,19 @@
 //     sorted set, scored by its expiry. The replica renews its leases every
 //     TTL/3; a replica that dies loses them within the TTL.
 //   - One Lua script per attempt takes a slot in every gate of the path, or
-//     none. A request that cannot be admitted is queued on the first gate
-//     that blocked it, ordered by a fair tag (start-time fair queueing, per
-//     gate: a virtual time and each client key's finish tag, in Redis), so
-//     the gate's slots are shared by the keys' weights and each key's
-//     waiters keep their arrival order. A gate admits a request only if its
-//     free slots exceed the waiters ahead of it there, across replicas.
-//   - Releases publish on the gate's channel when somebody queues there; each
-//     replica wakes its own earliest waiter on that gate, and re-checks its
-//     waiters periodically so a lost message only delays a wake-up.
+//     none: admit.lua when nobody waits on the path (a count and a lease
+//     per gate), else acquire.lua. A request that cannot be admitted is
+//     queued on the first gate that blocked it, in its client key's line;
+//     the keys waiting at a gate take turns in start-time fair order (a
+//     virtual time and one turn per key, in Redis), so the gate's slots are
+//     shared by the keys' weights, each key's waiters keep their arrival
+//     order, and a waiter that leaves gives its key's turn back. A gate
+//     admits a request only if its free slots exceed the turns before its
+//     own there, across replicas.
+//   - Releases publish the id of the waiter first in line on the gate's
+//     channel when somebody queues there; the replica that has it wakes it,
+//     and each replica re-checks its waiters periodically so a lost message
+//     only delays a wake-up.
 //   - When Redis cannot be reached the controller switches to its fail mode:
 //     FailOpen admits through an in-process admission.Controller whose caps
 //     are each cap divided by the live replicas last seen (at least 1);
@@ -296,12 +300,15 @@ func (c *Controller) op() (context.Context, context.CancelFunc) {
 // keyspace names the Redis keys and channels. The "{adm}" hash tag keeps
 // them in one Redis Cluster slot, as a multi-key script requires.
 type keyspace struct {
-	root, replicas string
+	root, replicas, queued string
+	// queuedKeys is []string{queued}: the KEYS of the scripts that name
+	// every other key from it.
+	queuedKeys []string
 }
 
 func newKeyspace(prefix string) keyspace {
 	root := prefix + ":{adm}:"
-	return keyspace{root: root, replicas: root + "replicas"}
+	return keyspace{root: root, replicas: root + "replicas", queued: root + "queued", queuedKeys: []string{root + "queued"}}
 }
 
 func (k keyspace) holders(gate string) string { return k.root + "h:" + gate }
@@ -309,5 +316,6 @@ func (k keyspace) queue(gate string) string   { return k.root + "q:" + gate }
 func (k keyspace) expiry(gate string) string  { return k.root + "x:" + gate }
 func (k keyspace) waiting(gate string) string { return k.root + "w:" + gate }
 func (k keyspace) fair(gate string) string    { return k.root + "f:" + gate }
+func (k keyspace) turns(gate string) string   { return k.root + "t:" + gate }
 func (k keyspace) channel(gate string) string { return k.root + "free:" + gate }
 func (k keyspace) channelPrefix() string      { return k.root + "free:" }

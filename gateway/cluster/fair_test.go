@@ -145,19 +145,19 @@ func TestFairTagOrder(t *testing.T) {
 
 // TestFairStateDroppedWithQueue: a waiter that times out, leaving its
 // gate's queue empty, takes the gate's fair state with it; while one still
-// waits the state is there, with an expiry as a backstop.
+// waits the state is there: its key's turn, starting at 0.
 func TestFairStateDroppedWithQueue(t *testing.T) {
 	const gate = "connection:c1"
 	c := replicas(t, 1, map[string]int{gate: 1}, Options{})[0]
 	holder := mustTryAcquire(t, c, admission.Request{Gates: path(gate)})
 	long := acquireAsync(t.Context(), c, admission.Request{Gates: path(gate), MaxWait: 30 * time.Second, Client: "A", Weight: 2})
 	waitFor(t, 5*time.Second, "the waiter queued", func() bool { return zcard(t, c.rdb, c.keys.queue(gate)) == 1 })
-	fin, err := c.rdb.HGet(t.Context(), c.keys.fair(gate), "c:A").Int64()
-	if err != nil || fin != tagCost(2) {
-		t.Errorf("finish tag of A = %d, %v; want %d (tag 0 + 1e6/weight 2)", fin, err, tagCost(2))
+	turn := fmt.Sprintf("%016d\x01c:A", tagCost(2))
+	if s, err := c.rdb.ZScore(t.Context(), c.keys.turns(gate), turn).Result(); err != nil || s != 0 {
+		t.Errorf("A's turn %q = %v, %v; want start 0", turn, s, err)
 	}
-	if ttl, err := c.rdb.PTTL(t.Context(), c.keys.fair(gate)).Result(); err != nil || ttl <= 0 {
-		t.Errorf("fair state PTTL = %s, %v; want an expiry", ttl, err)
+	if m, err := c.rdb.HGet(t.Context(), c.keys.fair(gate), "lc:A").Result(); err != nil || m != turn {
+		t.Errorf("A's turn in the fair state = %q, %v; want %q", m, err, turn)
 	}
 	short := acquireAsync(t.Context(), c, admission.Request{Gates: path(gate), MaxWait: 50 * time.Millisecond, Client: "B"})
 	var ae *admission.Error

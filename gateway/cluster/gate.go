@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -13,11 +14,11 @@ import (
 // gateState is this replica's view of one gate. Guarded by Controller.mu.
 type gateState struct {
 	key, level string
-	// Redis names, computed once.
-	hKey, qKey, xKey, wKey, fKey, channel string
+	// Redis names, computed once (the scripts name the others from key).
+	hKey, qKey, xKey, wKey, channel string
 
 	cap    int
-	parked []*waiter // local waiters parked here, in queue order (tag, member)
+	parked []*waiter // local waiters parked here, by (arrival, member)
 	held   int       // slots held by this replica's permits
 	// pending counts fail-open permits through g not yet in the ledger.
 	pending int
@@ -48,7 +49,7 @@ func (c *Controller) newGate(level, key string) *gateState {
 	return &gateState{
 		key: key, level: level,
 		hKey: c.keys.holders(key), qKey: c.keys.queue(key), xKey: c.keys.expiry(key),
-		wKey: c.keys.waiting(key), fKey: c.keys.fair(key), channel: c.keys.channel(key),
+		wKey: c.keys.waiting(key), channel: c.keys.channel(key),
 	}
 }
 
@@ -62,12 +63,11 @@ func (g *gateState) observeHold(d time.Duration) {
 	g.holdMean += holdAlpha * (float64(d) - g.holdMean)
 }
 
-// park inserts w in the order of the gate's queue in Redis: by tag, ties
-// by member (bytewise, as Redis orders equal scores), so the local head is
-// the waiter first in line there.
+// park inserts w in arrival order, so the first local waiter of each client
+// key is that key's earliest here.
 func (g *gateState) park(w *waiter) {
 	i, _ := slices.BinarySearchFunc(g.parked, w, func(x, w *waiter) int {
-		if c := cmp.Compare(x.tag, w.tag); c != 0 {
+		if c := cmp.Compare(x.arrival, w.arrival); c != 0 {
 			return c
 		}
 		return strings.Compare(x.member, w.member)
@@ -96,10 +96,39 @@ func (g *gateState) unpark(w *waiter) {
 	}
 }
 
-// kickHead wakes this replica's earliest waiter on g to re-check.
-func (g *gateState) kickHead() {
-	if len(g.parked) > 0 {
+// kickHeads wakes this replica's earliest waiter of each client key on g to
+// re-check: one of them is first in line if any local waiter is (a key's
+// later waiters are behind its earlier ones).
+func (g *gateState) kickHeads() {
+	switch len(g.parked) {
+	case 0:
+		return
+	case 1:
 		g.parked[0].kick()
+		return
+	}
+	seen := make(map[string]bool, 4)
+	for _, w := range g.parked {
+		if !seen[w.key] {
+			seen[w.key] = true
+			w.kick()
+		}
+	}
+}
+
+// wake handles a wake-up message for g: it names the waiter first in line
+// (kicked if it is this replica's), or is empty when the script could not
+// tell (every local key's head is kicked).
+func (g *gateState) wake(first string) {
+	if first == "" {
+		g.kickHeads()
+		return
+	}
+	for _, w := range g.parked {
+		if w.member == first {
+			w.kick()
+			return
+		}
 	}
 }
 
@@ -109,10 +138,14 @@ type waiter struct {
 	member string
 	client any    // the fair-state field of its client key, "c:<id>" (clientField)
 	key    string // its client key id (Request.Client), for Stats
-	tag    int64  // its fair tag on the gate it is parked on
-	path   []*gateState
-	qgate  *gateState // its queue gate (Request.QueueKey)
-	on     int        // index in path of the gate it is parked on; -1 none
+	// arrival is when it first queued (µs, Redis's clock; 0 before), kept
+	// across moves so that it keeps its place among its key's waiters;
+	// entry is its queue entry (fair.lua's entryOf), set with arrival.
+	arrival int64
+	entry   string
+	path    []*gateState
+	qgate   *gateState // its queue gate (Request.QueueKey)
+	on      int        // index in path of the gate it is parked on; -1 none
 	// marks are the path's wake counts when the last acquire script was sent.
 	marks  [maxPath]uint64
 	kickCh chan struct{}
@@ -144,4 +177,16 @@ func (w *waiter) kick() {
 	case w.kickCh <- struct{}{}:
 	default:
 	}
+}
+
+// setArrival records the arrival the acquire script gave w and w's queue
+// entry, "<client field>\x01<arrival, 16 digits>\x01<member>" as fair.lua
+// builds it.
+func (w *waiter) setArrival(arrival int64) {
+	if w.arrival == arrival && w.entry != "" {
+		return
+	}
+	w.arrival = arrival
+	cf, _ := w.client.(string)
+	w.entry = cf + "\x01" + fmt.Sprintf("%016d", arrival) + "\x01" + w.member
 }

@@ -72,7 +72,6 @@ func (l *lease) release(ctx context.Context) error {
 		return nil
 	}
 	delete(c.leases, l)
-	keys := make([]string, 0, 2*len(l.path))
 	args := make([]any, 0, 1+len(l.path))
 	args = append(args, l.member)
 	for i, g := range l.path {
@@ -82,15 +81,14 @@ func (l *lease) release(ctx context.Context) error {
 		if l.lost&(1<<i) != 0 {
 			continue // counted lost already; nothing of it is left to give back
 		}
-		keys = append(keys, g.hKey, g.qKey)
-		args = append(args, g.channel)
+		args = append(args, g.key)
 	}
 	c.mu.Unlock()
-	sent := len(keys) / 2
+	sent := len(args) - 1
 	if sent == 0 {
 		return nil
 	}
-	n, err := releaseScript.Run(ctx, c.rdb, keys, args...).Int()
+	n, err := releaseScript.Run(ctx, c.rdb, c.keys.queuedKeys, args...).Int()
 	if err != nil {
 		return fmt.Errorf("cluster: release %s: %w", l.member, err)
 	}

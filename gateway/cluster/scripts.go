@@ -8,7 +8,13 @@ import (
 
 // The scripts are loaded by SHA (EVALSHA) and sent in full only when Redis
 // does not know them yet (after a restart), so each costs one round trip.
+// fair.lua is not a script of its own: the functions of a gate's fair queue,
+// put in front of every script that touches a queue.
 var (
+	//go:embed lua/fair.lua
+	fairLua string
+	//go:embed lua/admit.lua
+	admitLua string
 	//go:embed lua/acquire.lua
 	acquireLua string
 	//go:embed lua/release.lua
@@ -33,11 +39,12 @@ var (
 
 // scripts are immutable once built; one set serves every Controller.
 var (
-	acquireScript = redis.NewScript(acquireLua)
-	releaseScript = redis.NewScript(releaseLua)
-	leaveScript   = redis.NewScript(leaveLua)
+	admitScript   = redis.NewScript(admitLua)
+	acquireScript = redis.NewScript(fairLua + acquireLua)
+	releaseScript = redis.NewScript(fairLua + releaseLua)
+	leaveScript   = redis.NewScript(fairLua + leaveLua)
 	renewScript   = redis.NewScript(renewLua)
-	rejoinScript  = redis.NewScript(rejoinLua)
+	rejoinScript  = redis.NewScript(fairLua + rejoinLua)
 	turnScript    = redis.NewScript(turnLua)
 	tokensScript  = redis.NewScript(tokensLua)
 	peekScript    = redis.NewScript(peekLua)

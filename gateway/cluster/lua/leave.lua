@@ -1,20 +1,16 @@
--- leave: a waiter gives up (timeout, cancel, shutdown).
+-- leave: a waiter gives up (timeout, cancel, shutdown); fair.lua comes first.
 --
--- KEYS[1] holders, KEYS[2] queue, KEYS[3] queue expiries, KEYS[4] fair state
--- of the gate it is parked on; KEYS[5] waiters of its queue gate.
--- ARGV[1] member, ARGV[2] cap of that gate, ARGV[3] its wake-up channel.
--- Waiters behind it counted it as ahead of them; if the gate has room they
--- may go now, so wake them. Its tag is not given back (the key's later
--- waiters keep theirs); a queue it leaves empty drops its fair state.
+-- KEYS[1] the 'queued' hash, KEYS[2] waiters of its queue gate
+-- ARGV[1] member, ARGV[2] its queue entry, ARGV[3] the key of the gate it is
+-- parked on, ARGV[4] that gate's cap
+-- It gives its key's turn back (unqueue): the key's next waiter has it, or
+-- the key's next request if none is left. Waiters behind it counted it as
+-- ahead of them; if the gate has room the first in line may go now.
+local F = fair()
 redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('ZREM', KEYS[3], ARGV[1])
-redis.call('ZREM', KEYS[5], ARGV[1])
-local left = redis.call('ZCARD', KEYS[2])
-if left == 0 then
-  redis.call('DEL', KEYS[4])
-end
-local cap = tonumber(ARGV[2])
-if left > 0 and (cap == 0 or redis.call('ZCARD', KEYS[1]) < cap) then
-  redis.call('PUBLISH', ARGV[3], 1)
+local g, cap = ARGV[3], tonumber(ARGV[4])
+if F.unqueue(g, ARGV[2]) and F.sync(g) > 0
+    and (cap == 0 or redis.call('ZCARD', F.root .. 'h:' .. g) < cap) then
+  F.wake(g)
 end
 return 0
