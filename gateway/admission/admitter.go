@@ -15,6 +15,17 @@ type Grant interface {
 	Waited() time.Duration
 }
 
+// ClusterInFlight is implemented by the grants of a shared controller
+// (gateway/cluster): the number of requests holding a capped gate of the
+// grant's path across every replica, this one included, right after it was
+// admitted (false for a gate not on the path, an uncapped gate, or a grant
+// admitted while the shared store was away). The adaptive learner uses it to
+// tell whether a request found the gate full: this replica's own in-flight
+// count rarely reaches a cap shared by several.
+type ClusterInFlight interface {
+	InFlightAt(gateKey string) (int, bool)
+}
+
 // Admitter is the admission controller the gateway drives: a Controller
 // through Local, or gateway/cluster's *Controller, whose caps hold across
 // replicas. Rejections are *Error (timeout, full queue), an error matching

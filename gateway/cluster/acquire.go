@@ -168,6 +168,7 @@ func (c *Controller) beginLocked(req admission.Request) (*waiter, error) {
 		key:    req.Client,
 		path:   path,
 		on:     -1,
+		found:  notCounted,
 		kickCh: make(chan struct{}, 1),
 	}
 	if len(path) > 0 {
@@ -226,11 +227,15 @@ func (c *Controller) admit(w *waiter) (bool, error) {
 	c.mu.Unlock()
 	ctx, cancel := c.op()
 	defer cancel()
-	n, err := admitScript.Run(ctx, c.rdb, c.keys.queuedKeys, args...).Int()
+	vals, err := admitScript.Run(ctx, c.rdb, c.keys.queuedKeys, args...).Int64Slice()
 	if err != nil {
 		return false, fmt.Errorf("cluster: admit: %w", err)
 	}
-	return n == 1, nil
+	if len(vals) == 0 || vals[0] != stAdmitted {
+		return false, nil
+	}
+	w.setFound(vals[1:])
+	return true, nil
 }
 
 // attempt runs the acquire script once for w.
@@ -257,10 +262,13 @@ func (c *Controller) attempt(w *waiter, req admission.Request, try bool) (outcom
 	if err != nil {
 		return outcome{}, fmt.Errorf("cluster: acquire: %w", err)
 	}
-	if len(vals) != 5 {
-		return outcome{}, fmt.Errorf("cluster: acquire: script answered %d values, want 5", len(vals))
+	if len(vals) < 5 {
+		return outcome{}, fmt.Errorf("cluster: acquire: script answered %d values, want at least 5", len(vals))
 	}
 	out := outcome{status: vals[0], blocked: int(vals[1]) - 1, arrival: vals[2], count: int(vals[3]), queued: int(vals[4])}
+	if out.status == stAdmitted {
+		w.setFound(vals[5:])
+	}
 	if out.status != stAdmitted && (out.blocked < 0 || out.blocked >= n) {
 		return outcome{}, fmt.Errorf("cluster: acquire: script named gate %d of %d", out.blocked+1, n)
 	}
@@ -356,7 +364,7 @@ func (c *Controller) wait(ctx context.Context, req admission.Request, w *waiter,
 
 // grant records the admission of w and returns its permit.
 func (c *Controller) grant(w *waiter, waited time.Duration) *lease {
-	l := &lease{c: c, member: w.member, path: w.path, start: time.Now(), waited: waited}
+	l := &lease{c: c, member: w.member, path: w.path, start: time.Now(), waited: waited, found: w.found}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.totals.Admitted++
@@ -364,9 +372,13 @@ func (c *Controller) grant(w *waiter, waited time.Duration) *lease {
 		return l
 	}
 	c.leases[l] = struct{}{}
-	for _, g := range w.path {
+	for i, g := range w.path {
 		g.held++
-		g.count++
+		if f := w.found[i]; f >= 0 {
+			g.count = int(f) + 1 // the cluster-wide count, as the script found it
+		} else {
+			g.count++
+		}
 		g.admitted++
 		g.waitTotal += waited
 		g.waits.Observe(waited)

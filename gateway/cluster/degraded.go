@@ -79,7 +79,7 @@ func (c *Controller) failOpen(req admission.Request, p *admission.Permit, before
 		}
 		return nil, false
 	}
-	l := &lease{c: c, member: w.member, path: w.path, start: time.Now(), waited: before + p.Waited(), fb: p}
+	l := &lease{c: c, member: w.member, path: w.path, start: time.Now(), waited: before + p.Waited(), fb: p, found: notCounted}
 	c.pending[l] = struct{}{}
 	for _, g := range l.path {
 		g.pending++

@@ -146,6 +146,9 @@ type waiter struct {
 	path    []*gateState
 	qgate   *gateState // its queue gate (Request.QueueKey)
 	on      int        // index in path of the gate it is parked on; -1 none
+	// found is, per gate of the path, the holders the admitting script found
+	// there (-1: uncapped, or not known).
+	found [maxPath]int32
 	// marks are the path's wake counts when the last acquire script was sent.
 	marks  [maxPath]uint64
 	kickCh chan struct{}
@@ -176,6 +179,25 @@ func (w *waiter) kick() {
 	select {
 	case w.kickCh <- struct{}{}:
 	default:
+	}
+}
+
+// notCounted is a path's found before any script counted it.
+var notCounted = func() (a [maxPath]int32) {
+	for i := range a {
+		a[i] = -1
+	}
+	return a
+}()
+
+// setFound records the holders the admitting script found on each gate of
+// w's path (-1 where it did not count them).
+func (w *waiter) setFound(vals []int64) {
+	for i := range w.path {
+		w.found[i] = -1
+		if i < len(vals) {
+			w.found[i] = int32(vals[i])
+		}
 	}
 }
 

@@ -18,6 +18,9 @@ type lease struct {
 	path   []*gateState
 	start  time.Time
 	waited time.Duration
+	// found is, per gate of path, the holders the admitting script found
+	// there across the cluster (-1: uncapped, or admitted fail-open).
+	found [maxPath]int32
 	// Guarded by c.mu:
 	released bool
 	// lost has bit i set once the lease on path[i] was found expired and
@@ -42,6 +45,27 @@ func (l *lease) Release() {
 	if err := l.release(ctx); err != nil && unreachable(err) {
 		l.c.markDown(err)
 	}
+}
+
+var _ admission.ClusterInFlight = (*lease)(nil)
+
+// InFlightAt implements admission.ClusterInFlight: the requests holding
+// gateKey across the cluster right after this one was admitted, itself
+// included, as the admitting script counted them (false for an uncapped gate,
+// a gate not on the path, or a grant admitted fail-open).
+func (l *lease) InFlightAt(gateKey string) (int, bool) {
+	if l == nil {
+		return 0, false
+	}
+	for i, g := range l.path {
+		if g.key == gateKey {
+			if f := l.found[i]; f >= 0 {
+				return int(f) + 1, true
+			}
+			return 0, false
+		}
+	}
+	return 0, false
 }
 
 // Waited is how long the request waited to be admitted.

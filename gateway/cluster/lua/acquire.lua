@@ -27,7 +27,8 @@
 -- does). Leases of dead owners are dropped when a gate looks full.
 --
 -- Returns {status, blocked gate, arrival or waiting count, holders of the
--- blocked gate, queue length of the blocked gate}; status 1 admitted,
+-- blocked gate, queue length of the blocked gate} and, when admitted, per
+-- gate the holders it found (capped gates; -1 for the others); status 1 admitted,
 -- 0 queued (with its arrival), 2 blocked (try only, nothing queued),
 -- -1 queue full (with the waiters counted against the depth).
 local member = ARGV[1]
@@ -64,6 +65,7 @@ local waiting = redis.call('HMGET', KEYS[1], unpack(names))
 
 local blocked = 0
 local held = 0
+local found = { 1, 0, 0, 0, 0 } -- the admitted reply: holders found on each gate
 local turns = {} -- gate i -> the request's place there, where others wait
 for i = 1, n do
   local c = cap(i)
@@ -74,6 +76,7 @@ for i = 1, n do
       redis.call('ZREMRANGEBYSCORE', h, '-inf', now)
       held = redis.call('ZCARD', h)
     end
+    found[5 + i] = held
     local free = c - held
     if free > 0 and waiting[i] then
       local left = F.purgeLapsed(gate(i), now)
@@ -117,7 +120,10 @@ if blocked == 0 then
     end
     redis.call('ZREM', KEYS[2], member)
   end
-  return { 1, 0, 0, 0, 0 }
+  for i = 1, n do
+    found[5 + i] = found[5 + i] or -1
+  end
+  return found
 end
 
 local bg = gate(blocked)

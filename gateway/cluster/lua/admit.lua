@@ -9,29 +9,34 @@
 -- A lease is the member in the gate's holders, root .. 'h:' .. gate (member
 -- -> expiry ms on Redis's clock); the holders of every gate share KEYS[1]'s
 -- "{adm}" hash tag. Leases of dead owners count until a gate looks full.
--- Returns 1 admitted, 0 not (somebody waits, or a gate is full).
+-- Returns {1, then per gate the holders it found (capped gates; -1 for the
+-- others)} admitted, or {0} not (somebody waits, or a gate is full).
 local root = string.sub(KEYS[1], 1, -7) -- KEYS[1] is root .. 'queued'
 local n = (#ARGV - 2) / 2
 local names = {}
 for i = 1, n do names[i] = ARGV[1 + 2 * i] end
 local waiting = redis.call('HMGET', KEYS[1], unpack(names))
 for i = 1, n do
-  if waiting[i] then return 0 end
+  if waiting[i] then return { 0 } end
 end
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local out = { 1 }
 for i = 1, n do
-  local c = tonumber(ARGV[2 + 2 * i])
+  local c, held = tonumber(ARGV[2 + 2 * i]), -1
   if c > 0 then
     local h = root .. 'h:' .. names[i]
-    if redis.call('ZCARD', h) >= c then
+    held = redis.call('ZCARD', h)
+    if held >= c then
       redis.call('ZREMRANGEBYSCORE', h, '-inf', now)
-      if redis.call('ZCARD', h) >= c then return 0 end
+      held = redis.call('ZCARD', h)
+      if held >= c then return { 0 } end
     end
   end
+  out[1 + i] = held
 end
 local exp = string.format('%d', now + tonumber(ARGV[2]))
 for i = 1, n do
   redis.call('ZADD', root .. 'h:' .. names[i], exp, ARGV[1])
 end
-return 1
+return out
