@@ -24,7 +24,7 @@ func BenchmarkGatewayAdmit(b *testing.B) {
 	x := &exchange{g: gw, s: s, rt: routeChat, st: styleOpenAI,
 		r:       httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader("{}")),
 		targets: s.routes[styleOpenAI]["glm-5"]}
-	x.info.model = "glm-5"
+	x.info.Model = "glm-5"
 	x.key = gw.keyOf(s, ClientKey{ID: "bench-key", Name: "bench", Enabled: true})
 	if len(x.targets) != 1 {
 		b.Fatalf("%d targets, want 1", len(x.targets))

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 )
 
 // errExecTimeout is the cause of an attempt's context when its execution
@@ -47,7 +49,7 @@ const (
 // completion stream to a connection with tpm or tpd. The gateway then adds
 // stream_options.include_usage and strips the usage chunk from the stream.
 func (x *exchange) wantsUsage(c *conn) bool {
-	return (x.rt == routeChat || x.rt == routeCompletions) && x.info.stream && !x.info.includeUsage &&
+	return (x.rt == routeChat || x.rt == routeCompletions) && x.info.Stream && !x.info.IncludeUsage &&
 		(c.lim.countsTokens() || x.key.lim.countsTokens())
 }
 
@@ -55,13 +57,13 @@ func (x *exchange) wantsUsage(c *conn) bool {
 // or a copy with the model value replaced and, with addUsage,
 // stream_options.include_usage set.
 func (x *exchange) payload(m string, addUsage bool) []byte {
-	if m == x.info.model && !addUsage {
+	if m == x.info.Model && !addUsage {
 		return x.body.raw
 	}
 	if x.body.altM != m || x.body.altUsage != addUsage || len(x.body.alt) == 0 {
 		// An earlier attempt's Transport may still be reading the old
 		// copy: never write over it.
-		x.body.alt = rewriteBody(nil, x.body.raw, x.info, m, addUsage)
+		x.body.alt = usage.RewriteBody(nil, x.body.raw, x.info, m, addUsage)
 		x.body.altM, x.body.altUsage = m, addUsage
 	}
 	return x.body.alt
@@ -237,21 +239,22 @@ func (x *exchange) attempt() attemptResult {
 	}
 	// Every successful answer is watched for usage: the client key's token
 	// metrics count it, whatever the connection's limits.
-	var tap *usageTap
+	var tap *usage.Tap
 	if status < 300 {
 		sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-		tap = newUsageTap(sse, addUsage)
+		tap = usage.NewTap(sse, addUsage)
 	}
 	x.status = status
 	x.relay(ctx, c, resp, tap)
 	x.observeUpstream(c, t0)
 	if tap != nil {
-		used = tap.tokens()
-		ks.metrics.tokens(tap.sum.in, tap.sum.out)
+		used = tap.Tokens()
+		in, out, _ := tap.Reported()
+		ks.metrics.tokens(in, out)
 		if span != nil {
 			x.attemptUsage(tap)
 		}
-		tap.release()
+		tap.Release()
 	}
 	return attemptAnswered
 }

@@ -60,7 +60,7 @@ func (x *exchange) choose() *apiError {
 			return aerr
 		}
 	}
-	return errNoHealthyNow(x.info.model)
+	return errNoHealthyNow(x.info.Model)
 }
 
 // maxRechoose bounds how often one choice starts over after its admitted
@@ -174,11 +174,11 @@ func (x *exchange) healthy() *apiError {
 			return x.rateError(rateBlk, retry)
 		case nCooling == n:
 			return &apiError{status: http.StatusTooManyRequests, code: CodeUpstreamCooldown,
-				message:    "every connection serving " + x.info.model + " is cooling down after upstream rate limits",
+				message:    "every connection serving " + x.info.Model + " is cooling down after upstream rate limits",
 				retryAfter: ceilSeconds(coolFor), gate: coolGate}
 		case nOK == 0:
 			return &apiError{status: http.StatusServiceUnavailable, code: CodeNoHealthy,
-				message:    "no healthy connection serves " + x.info.model + " right now",
+				message:    "no healthy connection serves " + x.info.Model + " right now",
 				retryAfter: ceilSeconds(recoverIn)}
 		}
 		return nil
@@ -336,7 +336,7 @@ func (x *exchange) queueEnd() *apiError {
 	}
 	// Every candidate's breaker refused the attempt: a half-open breaker's
 	// one probe was taken meanwhile. Its outcome may come any moment.
-	return errNoHealthyNow(x.info.model)
+	return errNoHealthyNow(x.info.Model)
 }
 
 // orderByWait sorts the candidates by expected wait, shortest first; the

@@ -10,6 +10,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
+	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 )
 
 // Config is one immutable snapshot of everything the gateway routes by: the
@@ -331,9 +332,9 @@ func modelsList(s *state) (list []byte, byID map[string][]byte) {
 			b = append(b, ',')
 		}
 		obj := []byte(`{"id":`)
-		obj = appendJSONString(obj, e.id)
+		obj = usage.AppendJSONString(obj, e.id)
 		obj = append(obj, `,"object":"model","created":0,"owned_by":`...)
-		obj = appendJSONString(obj, cmp.Or(e.owner, "gatehouse"))
+		obj = usage.AppendJSONString(obj, cmp.Or(e.owner, "gatehouse"))
 		obj = append(obj, '}')
 		byID[e.id] = obj
 		b = append(b, obj...)

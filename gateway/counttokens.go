@@ -42,5 +42,5 @@ func (x *exchange) chooseFree() *apiError {
 	if x.tried != 0 {
 		return nil
 	}
-	return errNoHealthyNow(x.info.model)
+	return errNoHealthyNow(x.info.Model)
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 )
 
 // Error codes the gateway itself answers with, in `error.code`. The
@@ -99,19 +100,19 @@ type apiError struct {
 func appendErrorJSON(dst []byte, st style, e *apiError) []byte {
 	if st == styleAnthropic {
 		dst = append(dst, `{"type":"error","error":{"type":`...)
-		dst = appendJSONString(dst, errorType(e.status))
+		dst = usage.AppendJSONString(dst, errorType(e.status))
 		dst = append(dst, `,"message":`...)
-		dst = appendJSONString(dst, e.message)
+		dst = usage.AppendJSONString(dst, e.message)
 		dst = append(dst, `,"code":`...)
-		dst = appendJSONString(dst, e.code)
+		dst = usage.AppendJSONString(dst, e.code)
 		return append(dst, "}}"...)
 	}
 	dst = append(dst, `{"error":{"message":`...)
-	dst = appendJSONString(dst, e.message)
+	dst = usage.AppendJSONString(dst, e.message)
 	dst = append(dst, `,"type":`...)
-	dst = appendJSONString(dst, errorType(e.status))
+	dst = usage.AppendJSONString(dst, errorType(e.status))
 	dst = append(dst, `,"code":`...)
-	dst = appendJSONString(dst, e.code)
+	dst = usage.AppendJSONString(dst, e.code)
 	return append(dst, "}}"...)
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 )
 
 // ServeHTTP serves the client API under /v1: the OpenAI routes
@@ -229,19 +230,19 @@ var errBodyTimeout = &apiError{status: http.StatusRequestTimeout, code: CodeRequ
 // connections of style x.st serving it that the key may use, or returns the
 // error to send.
 func (x *exchange) route(s *state, rt route) *apiError {
-	info, err := scanBody(x.body.raw)
+	info, err := usage.Scan(x.body.raw)
 	if err != nil {
-		return &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: describeScanError(err)}
+		return &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: usage.Describe(err)}
 	}
 	st := x.st
-	targets := s.routes[st][info.model]
+	targets := s.routes[st][info.Model]
 	if len(targets) == 0 {
 		return &apiError{status: http.StatusNotFound, code: CodeModelNotFound,
-			message: "model " + quoteModel(info.model) + " is not served by any enabled " + st.String() + "-style connection"}
+			message: "model " + quoteModel(info.Model) + " is not served by any enabled " + st.String() + "-style connection"}
 	}
 	if targets = x.key.allowedTargets(targets); len(targets) == 0 {
 		return &apiError{status: http.StatusForbidden, code: CodeModelNotAllowed,
-			message: "client key " + strconv.Quote(x.keyName) + " may not use model " + quoteModel(info.model)}
+			message: "client key " + strconv.Quote(x.keyName) + " may not use model " + quoteModel(info.Model)}
 	}
 	if len(targets) > maxCandidates {
 		targets = targets[:maxCandidates]
@@ -278,7 +279,7 @@ type exchange struct {
 	// send is the body of the attempt in flight on FastTransport (attempt):
 	// part of the exchange, so that sending it allocates nothing.
 	send    rawBody
-	info    bodyInfo
+	info    usage.Request
 	targets []*target
 	tried   uint64 // bit i: targets[i] was dispatched to
 	waited  time.Duration

@@ -159,7 +159,7 @@ func (x *exchange) rateError(b rateBlock, retry time.Duration) *apiError {
 		x.g.metrics.rateRejected(live.BudgetTPM)
 	}
 	return &apiError{status: http.StatusTooManyRequests, code: b.code,
-		message: "every connection serving " + x.info.model + " is out of its rate-limit budget or cooling down; " +
+		message: "every connection serving " + x.info.Model + " is out of its rate-limit budget or cooling down; " +
 			"the " + what + " budget of gate " + b.gate + " resets at " + b.until.UTC().Format(time.RFC3339),
 		retryAfter: ceilSeconds(retry), gate: b.gate}
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 )
 
 // relay sends resp to the client as it arrives, flushing after every write
@@ -19,7 +21,7 @@ import (
 //
 // A non-nil tap watches the body for token usage on the way (and, when it
 // strips, decides which stream events the client gets).
-func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap *usageTap) {
+func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap *usage.Tap) {
 	defer resp.Body.Close()
 	h := x.w.Header()
 	copyResponseHeader(h, resp.Header)
@@ -41,7 +43,7 @@ func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap 
 		if n > 0 {
 			out := buf[:n]
 			if tap != nil {
-				out = tap.feed(out)
+				out = tap.Feed(out)
 			}
 			var werr error
 			switch {
@@ -58,7 +60,7 @@ func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap 
 			continue
 		}
 		if rerr == io.EOF {
-			rest := tap.flushed()
+			rest := tap.Flushed()
 			switch {
 			case sse:
 				sw.end(rest)

@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 )
 
 // Tracing (OpenTelemetry). Per proxied request the gateway makes:
@@ -125,9 +127,9 @@ func (ss *serverSpan) prepared(x *exchange) {
 	if x.keyName != "" {
 		ss.span.SetAttributes(attrClient.String(x.keyName))
 	}
-	if x.info.model != "" {
-		ss.span.SetName(x.rt.operation() + " " + x.info.model)
-		ss.span.SetAttributes(attribute.String("gen_ai.request.model", x.info.model))
+	if x.info.Model != "" {
+		ss.span.SetName(x.rt.operation() + " " + x.info.Model)
+		ss.span.SetAttributes(attribute.String("gen_ai.request.model", x.info.Model))
 	}
 }
 
@@ -220,12 +222,16 @@ func (x *exchange) attemptAnswered(span trace.Span, t *target, resp *http.Respon
 }
 
 // attemptUsage puts the tokens the upstream reported on the server span.
-func (x *exchange) attemptUsage(tap *usageTap) {
-	if tap == nil || !tap.sum.found {
+func (x *exchange) attemptUsage(tap *usage.Tap) {
+	if tap == nil {
+		return
+	}
+	in, out, ok := tap.Reported()
+	if !ok {
 		return
 	}
 	trace.SpanFromContext(x.r.Context()).SetAttributes(
-		attribute.Int64("gen_ai.usage.input_tokens", tap.sum.in),
-		attribute.Int64("gen_ai.usage.output_tokens", tap.sum.out),
+		attribute.Int64("gen_ai.usage.input_tokens", in),
+		attribute.Int64("gen_ai.usage.output_tokens", out),
 	)
 }

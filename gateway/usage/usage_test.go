@@ -1,14 +1,9 @@
-package gateway
+package usage
 
 import (
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/gatehouse-dev/gatehouse/gateway/limits"
-	"github.com/gatehouse-dev/gatehouse/gateway/live"
-	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
 )
 
 func TestUsageTap(t *testing.T) {
@@ -57,13 +52,13 @@ func TestUsageTap(t *testing.T) {
 	}
 	for _, tc := range tests {
 		for _, step := range []int{len(tc.body), 1, 7} {
-			tap := newUsageTap(tc.sse, tc.strip)
+			tap := NewTap(tc.sse, tc.strip)
 			var out []byte
 			for i := 0; i < len(tc.body); i += step {
-				out = append(out, tap.feed([]byte(tc.body[i:min(i+step, len(tc.body))]))...)
+				out = append(out, tap.Feed([]byte(tc.body[i:min(i+step, len(tc.body))]))...)
 			}
-			out = append(out, tap.flushed()...)
-			if got := tap.tokens(); got != tc.want {
+			out = append(out, tap.Flushed()...)
+			if got := tap.Tokens(); got != tc.want {
 				t.Errorf("%s (reads of %d): tokens = %d, want %d", tc.name, step, got, tc.want)
 			}
 			wantOut := tc.wantOut
@@ -98,13 +93,13 @@ func TestRewriteBody(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			info, err := scanBody([]byte(tc.body))
+			info, err := Scan([]byte(tc.body))
 			if err != nil {
-				t.Fatalf("scanBody: %v", err)
+				t.Fatalf("Scan: %v", err)
 			}
-			got := string(rewriteBody(nil, []byte(tc.body), info, tc.model, tc.addUsage))
+			got := string(RewriteBody(nil, []byte(tc.body), info, tc.model, tc.addUsage))
 			if got != tc.want {
-				t.Errorf("rewriteBody = %s, want %s", got, tc.want)
+				t.Errorf("RewriteBody = %s, want %s", got, tc.want)
 			}
 			if !json.Valid([]byte(got)) {
 				t.Errorf("rewritten body is not valid JSON: %s", got)
@@ -126,66 +121,13 @@ func TestScanBodyIncludeUsage(t *testing.T) {
 		{name: "nested ignored", body: `{"model":"m","x":{"stream_options":{"include_usage":true}}}`},
 	}
 	for _, tc := range tests {
-		info, err := scanBody([]byte(tc.body))
+		info, err := Scan([]byte(tc.body))
 		if err != nil {
-			t.Fatalf("%s: scanBody: %v", tc.name, err)
+			t.Fatalf("%s: Scan: %v", tc.name, err)
 		}
-		if info.includeUsage != tc.want {
-			t.Errorf("%s: includeUsage = %v, want %v", tc.name, info.includeUsage, tc.want)
+		if info.IncludeUsage != tc.want {
+			t.Errorf("%s: includeUsage = %v, want %v", tc.name, info.IncludeUsage, tc.want)
 		}
-	}
-}
-
-// TestTokenUsageEveryRoute sends one request per route and shape through the
-// gateway to a connection with a tpm limit, and checks the tokens charged
-// (the fake upstream reports 60 per answer) and what the client received.
-func TestTokenUsageEveryRoute(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name      string
-		style     string
-		path      string
-		body      string
-		wantUsage bool // the client's body carries a usage object
-	}{
-		{name: "chat", path: "/v1/chat/completions", body: chatBody("glm-5", false), wantUsage: true},
-		{name: "chat stream, usage not asked for", path: "/v1/chat/completions", body: chatBody("glm-5", true)},
-		{name: "chat stream, usage asked for", path: "/v1/chat/completions", wantUsage: true,
-			body: `{"model":"glm-5","stream":true,"stream_options":{"include_usage":true},"messages":[]}`},
-		{name: "completions stream", path: "/v1/completions", body: `{"model":"glm-5","prompt":"hi","stream":true}`},
-		{name: "embeddings", path: "/v1/embeddings", body: `{"model":"glm-5","input":"hi"}`, wantUsage: true},
-		{name: "responses", path: "/v1/responses", body: `{"model":"glm-5","input":"hi"}`, wantUsage: true},
-		{name: "responses stream", path: "/v1/responses", body: `{"model":"glm-5","input":"hi","stream":true}`, wantUsage: true},
-		{name: "messages", style: "anthropic", path: "/v1/messages", wantUsage: true,
-			body: `{"model":"glm-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`},
-		{name: "messages stream", style: "anthropic", path: "/v1/messages", wantUsage: true,
-			body: `{"model":"glm-5","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, upstreamtest.Options{UsageTokens: 60})
-			c := e.conn("c1", "k1", "glm-5")
-			if tc.style != "" {
-				c.APIStyle = tc.style
-			}
-			c.Overrides = limits.Overrides{TPM: ptr[int64](1000)}
-			e.gw.Apply(Config{Connections: []Connection{c}})
-			r := e.post(testCtx(t), tc.path, tc.body, "Accept-Encoding", "gzip")
-			if r.status != http.StatusOK {
-				t.Fatalf("status %d: %s", r.status, r.body)
-			}
-			if got := e.health("c1").Budgets[live.BudgetTPM].Remaining; got != 940 {
-				t.Errorf("tpm remaining = %d, want 940 (60 tokens charged)", got)
-			}
-			if got := strings.Contains(r.body, `"usage":{`); got != tc.wantUsage {
-				t.Errorf("client body has a usage object: %v, want %v\n%s", got, tc.wantUsage, r.body)
-			}
-			if strings.Contains(tc.body, `"stream":true`) && tc.style == "" && tc.path != "/v1/responses" &&
-				!strings.HasSuffix(r.body, "data: [DONE]\n\n") {
-				t.Errorf("stream does not end with [DONE]:\n%s", r.body)
-			}
-		})
 	}
 }
 

@@ -1,4 +1,4 @@
-package gateway
+package usage
 
 import (
 	"encoding/json"
@@ -6,63 +6,66 @@ import (
 	"unicode/utf8"
 )
 
-// bodyInfo is what the gateway needs from a request body: the model it names
+// Request is what the gateway needs from a request body: the model it names
 // and whether it asks for a stream. Found by scanning the top-level object
 // rather than decoding the whole body, which would cost a full allocation of
 // every message in the conversation.
-type bodyInfo struct {
-	model string
+type Request struct {
+	// Model is the value of the top-level "model".
+	Model string
 	// modelStart and modelEnd delimit the model's JSON string literal, quotes
 	// included, so the value can be replaced without re-encoding anything else.
 	modelStart, modelEnd int
-	stream               bool
+	// Stream is the top-level "stream".
+	Stream bool
 	// objStart is the offset just past the body's opening brace.
 	objStart int
 	// streamOptStart and streamOptEnd delimit the value of a top-level
-	// "stream_options" (-1 when absent); includeUsage is its include_usage.
+	// "stream_options" (-1 when absent).
 	streamOptStart, streamOptEnd int
-	includeUsage                 bool
+	// IncludeUsage is stream_options.include_usage.
+	IncludeUsage bool
 }
 
-// Errors from scanBody; the gateway answers them with 400.
+// Errors from Scan; the gateway answers them with 400.
 var (
-	errBodyNotObject = errors.New("gateway: request body is not a JSON object")
-	errBodySyntax    = errors.New("gateway: request body is not valid JSON")
-	errNoModel       = errors.New("gateway: request body has no string \"model\"")
-	errDupModel      = errors.New("gateway: request body has more than one \"model\"")
+	ErrNotObject = errors.New("usage: request body is not a JSON object")
+	ErrSyntax    = errors.New("usage: request body is not valid JSON")
+	ErrNoModel   = errors.New("usage: request body has no string \"model\"")
+	ErrDupModel  = errors.New("usage: request body has more than one \"model\"")
 )
 
-// scanBody finds the top-level "model" (a string) and "stream" (a boolean)
+// Scan finds the top-level "model" (a string) and "stream" (a boolean)
 // members of the JSON object b. Values of other members are skipped with only
 // enough checking to find where they end; the upstream validates the rest.
-func scanBody(b []byte) (bodyInfo, error) {
-	info := bodyInfo{modelStart: -1, modelEnd: -1, streamOptStart: -1, streamOptEnd: -1}
+func Scan(b []byte) (Request, error) {
+	info := Request{modelStart: -1, modelEnd: -1, streamOptStart: -1, streamOptEnd: -1}
 	s := scanner{b: b}
 	s.ws()
 	if !s.eat('{') {
-		return info, errBodyNotObject
+		return info, ErrNotObject
 	}
 	info.objStart = s.i
 	s.ws()
 	if s.eat('}') {
-		return info, errNoModel
+		return info, ErrNoModel
 	}
 	for {
 		s.ws()
 		ks, ke, esc, ok := s.str()
 		if !ok {
-			return info, errBodySyntax
+			return info, ErrSyntax
 		}
 		s.ws()
 		if !s.eat(':') {
-			return info, errBodySyntax
+			return info, ErrSyntax
 		}
 		s.ws()
 		key := s.b[ks+1 : ke-1]
 		if esc {
 			var k string
 			if json.Unmarshal(s.b[ks:ke], &k) != nil {
-				return info, errBodySyntax
+				return info, ErrSyntax
 			}
 			key = []byte(k)
 		}
@@ -71,12 +74,12 @@ func scanBody(b []byte) (bodyInfo, error) {
 			vs, ve, vesc, ok := s.str()
 			if !ok {
 				if s.i < len(s.b) && s.b[s.i] != '"' {
-					return info, errNoModel
+					return info, ErrNoModel
 				}
-				return info, errBodySyntax
+				return info, ErrSyntax
 			}
 			if info.modelStart >= 0 {
-				return info, errDupModel
+				return info, ErrDupModel
 			}
 			info.modelStart, info.modelEnd = vs, ve
 			if vesc {
@@ -84,27 +87,27 @@ func scanBody(b []byte) (bodyInfo, error) {
 				// move info to the heap on every request.
 				var m string
 				if json.Unmarshal(s.b[vs:ve], &m) != nil {
-					return info, errBodySyntax
+					return info, ErrSyntax
 				}
-				info.model = m
+				info.Model = m
 			} else {
-				info.model = string(s.b[vs+1 : ve-1])
+				info.Model = string(s.b[vs+1 : ve-1])
 			}
 		case "stream":
 			switch {
 			case s.lit("true"):
-				info.stream = true
+				info.Stream = true
 			case s.lit("false"), s.lit("null"):
-				info.stream = false
+				info.Stream = false
 			default:
 				if !s.value(0) {
-					return info, errBodySyntax
+					return info, ErrSyntax
 				}
 			}
 		case "stream_options":
 			vs := s.i
 			if !s.value(0) {
-				return info, errBodySyntax
+				return info, ErrSyntax
 			}
 			info.streamOptStart, info.streamOptEnd = vs, s.i
 			var so struct {
@@ -113,11 +116,11 @@ func scanBody(b []byte) (bodyInfo, error) {
 			// Not an object, or include_usage not a boolean: the upstream
 			// will say so; for us it is "not asked for".
 			if s.b[vs] == '{' && json.Unmarshal(s.b[vs:s.i], &so) == nil {
-				info.includeUsage = so.IncludeUsage
+				info.IncludeUsage = so.IncludeUsage
 			}
 		default:
 			if !s.value(0) {
-				return info, errBodySyntax
+				return info, ErrSyntax
 			}
 		}
 		s.ws()
@@ -127,14 +130,14 @@ func scanBody(b []byte) (bodyInfo, error) {
 		if s.eat('}') {
 			break
 		}
-		return info, errBodySyntax
+		return info, ErrSyntax
 	}
 	s.ws()
 	if s.i != len(s.b) {
-		return info, errBodySyntax
+		return info, ErrSyntax
 	}
-	if info.modelStart < 0 || info.model == "" {
-		return info, errNoModel
+	if info.modelStart < 0 || info.Model == "" {
+		return info, ErrNoModel
 	}
 	return info, nil
 }
@@ -276,30 +279,30 @@ func (s *scanner) value(depth int) bool {
 
 // rewriteModel returns body with the model string literal replaced by model,
 // JSON-quoted. Everything else is copied byte for byte into dst[:0].
-func rewriteModel(dst, body []byte, info bodyInfo, model string) []byte {
+func rewriteModel(dst, body []byte, info Request, model string) []byte {
 	dst = append(dst[:0], body[:info.modelStart]...)
-	dst = appendJSONString(dst, model)
+	dst = AppendJSONString(dst, model)
 	return append(dst, body[info.modelEnd:]...)
 }
 
-// includeUsageMember is what rewriteBody inserts when the client sent no
+// includeUsageMember is what RewriteBody inserts when the client sent no
 // stream_options.
 const includeUsageMember = `"stream_options":{"include_usage":true},`
 
-// rewriteBody returns body with the model literal replaced by model (when
-// it differs from info.model) and, with addUsage, stream_options set to
+// RewriteBody returns body with the model literal replaced by model (when
+// it differs from info.Model) and, with addUsage, stream_options set to
 // include usage: inserted as the first member when absent, or the existing
 // value replaced by a copy with include_usage true (other options kept).
 // Everything else is copied byte for byte into dst[:0].
-func rewriteBody(dst, body []byte, info bodyInfo, model string, addUsage bool) []byte {
+func RewriteBody(dst, body []byte, info Request, model string, addUsage bool) []byte {
 	type edit struct {
 		start, end int
 		text       []byte
 	}
 	var edits [2]edit
 	n := 0
-	if model != info.model {
-		edits[n] = edit{info.modelStart, info.modelEnd, appendJSONString(nil, model)}
+	if model != info.Model {
+		edits[n] = edit{info.modelStart, info.modelEnd, AppendJSONString(nil, model)}
 		n++
 	}
 	if addUsage {
@@ -338,8 +341,8 @@ func withIncludeUsage(v []byte) []byte {
 	return out
 }
 
-// appendJSONString appends s as a JSON string literal.
-func appendJSONString(dst []byte, s string) []byte {
+// AppendJSONString appends s as a JSON string literal.
+func AppendJSONString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
 	for i := 0; i < len(s); {
@@ -367,14 +370,14 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// describeScanError is the client-facing message for a scanBody error.
-func describeScanError(err error) string {
+// Describe is the client-facing message for a Scan error.
+func Describe(err error) string {
 	switch {
-	case errors.Is(err, errNoModel):
+	case errors.Is(err, ErrNoModel):
 		return `the request body must be a JSON object with a string "model"`
-	case errors.Is(err, errDupModel):
+	case errors.Is(err, ErrDupModel):
 		return `the request body names "model" more than once`
-	case errors.Is(err, errBodyNotObject):
+	case errors.Is(err, ErrNotObject):
 		return "the request body must be a JSON object"
 	}
 	return "the request body is not valid JSON"

@@ -1,4 +1,4 @@
-package gateway
+package usage
 
 import (
 	"bytes"
@@ -27,28 +27,28 @@ func TestScanBody(t *testing.T) {
 		{name: "escaped key", body: `{"mod\u0065l":"glm-5"}`, wantModel: "glm-5"},
 		{name: "strings with braces", body: `{"messages":[{"content":"}{\"model\":\"no\""}],"model":"yes"}`, wantModel: "yes"},
 		{name: "numbers and literals", body: `{"t":-1.5e3,"n":null,"b":false,"model":"m"}`, wantModel: "m"},
-		{name: "no model", body: `{"messages":[]}`, wantErr: errNoModel},
-		{name: "empty object", body: `{}`, wantErr: errNoModel},
-		{name: "model number", body: `{"model":5}`, wantErr: errNoModel},
-		{name: "empty model", body: `{"model":""}`, wantErr: errNoModel},
-		{name: "array", body: `[{"model":"m"}]`, wantErr: errBodyNotObject},
-		{name: "duplicate", body: `{"model":"a","model":"b"}`, wantErr: errDupModel},
-		{name: "truncated", body: `{"model":"m","messages":[`, wantErr: errBodySyntax},
-		{name: "trailing garbage", body: `{"model":"m"}x`, wantErr: errBodySyntax},
-		{name: "bad literal", body: `{"model":"m","x":tru}`, wantErr: errBodySyntax},
-		{name: "control char", body: "{\"model\":\"a\nb\"}", wantErr: errBodySyntax},
+		{name: "no model", body: `{"messages":[]}`, wantErr: ErrNoModel},
+		{name: "empty object", body: `{}`, wantErr: ErrNoModel},
+		{name: "model number", body: `{"model":5}`, wantErr: ErrNoModel},
+		{name: "empty model", body: `{"model":""}`, wantErr: ErrNoModel},
+		{name: "array", body: `[{"model":"m"}]`, wantErr: ErrNotObject},
+		{name: "duplicate", body: `{"model":"a","model":"b"}`, wantErr: ErrDupModel},
+		{name: "truncated", body: `{"model":"m","messages":[`, wantErr: ErrSyntax},
+		{name: "trailing garbage", body: `{"model":"m"}x`, wantErr: ErrSyntax},
+		{name: "bad literal", body: `{"model":"m","x":tru}`, wantErr: ErrSyntax},
+		{name: "control char", body: "{\"model\":\"a\nb\"}", wantErr: ErrSyntax},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			info, err := scanBody([]byte(tc.body))
+			info, err := Scan([]byte(tc.body))
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tc.wantErr)
 			}
 			if err != nil {
 				return
 			}
-			if info.model != tc.wantModel || info.stream != tc.wantStream {
-				t.Errorf("got model %q stream %v, want %q %v", info.model, info.stream, tc.wantModel, tc.wantStream)
+			if info.Model != tc.wantModel || info.Stream != tc.wantStream {
+				t.Errorf("got model %q stream %v, want %q %v", info.Model, info.Stream, tc.wantModel, tc.wantStream)
 			}
 		})
 	}
@@ -67,7 +67,7 @@ func TestRewriteModel(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			info, err := scanBody([]byte(tc.body))
+			info, err := Scan([]byte(tc.body))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +92,7 @@ func FuzzScanBody(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		info, err := scanBody(body)
+		info, err := Scan(body)
 		var doc map[string]json.RawMessage
 		if json.Unmarshal(body, &doc) != nil || !json.Valid(body) {
 			return // the scanner may accept some invalid JSON; upstream rejects it
@@ -100,18 +100,18 @@ func FuzzScanBody(f *testing.F) {
 		var model string
 		modelErr := json.Unmarshal(doc["model"], &model)
 		if err != nil {
-			if modelErr == nil && model != "" && !errors.Is(err, errDupModel) && !errors.Is(err, errBodySyntax) {
-				t.Fatalf("scanBody(%q) = %v, but encoding/json reads model %q", body, err, model)
+			if modelErr == nil && model != "" && !errors.Is(err, ErrDupModel) && !errors.Is(err, ErrSyntax) {
+				t.Fatalf("Scan(%q) = %v, but encoding/json reads model %q", body, err, model)
 			}
 			return
 		}
-		if info.model != model {
-			t.Fatalf("model %q, encoding/json says %q", info.model, model)
+		if info.Model != model {
+			t.Fatalf("model %q, encoding/json says %q", info.Model, model)
 		}
 		var stream bool
 		_ = json.Unmarshal(doc["stream"], &stream)
-		if info.stream != stream && doc["stream"] != nil && string(doc["stream"]) != "null" {
-			t.Fatalf("stream %v, encoding/json says %s", info.stream, doc["stream"])
+		if info.Stream != stream && doc["stream"] != nil && string(doc["stream"]) != "null" {
+			t.Fatalf("stream %v, encoding/json says %s", info.Stream, doc["stream"])
 		}
 		out := rewriteModel(nil, body, info, "new/model\"x")
 		var after map[string]json.RawMessage

@@ -1,15 +1,15 @@
-package gateway
+package usage
 
 import (
 	"bytes"
 	"sync"
 )
 
-// usageTap watches a response body on its way to the client and sums the
+// Tap watches a response body on its way to the client and sums the
 // usage it reports. For streams it can also strip the events that carry a
 // top-level usage object: the final OpenAI usage chunk the gateway asked
 // for on the client's behalf.
-type usageTap struct {
+type Tap struct {
 	sum   usageSum
 	js    jsonUsage
 	sse   bool
@@ -25,14 +25,14 @@ type usageTap struct {
 	dropEv bool   // strip: the current event carries top-level usage
 }
 
-// usageTaps recycles taps (release): one per answered request otherwise.
-var usageTaps = sync.Pool{New: func() any { return new(usageTap) }}
+// taps recycles taps (release): one per answered request otherwise.
+var taps = sync.Pool{New: func() any { return new(Tap) }}
 
-// newUsageTap returns a tap for a JSON body (sse false) or an event stream.
+// NewTap returns a tap for a JSON body (sse false) or an event stream.
 // strip drops the events whose data has a top-level usage object.
-func newUsageTap(sse, strip bool) *usageTap {
-	t := usageTaps.Get().(*usageTap)
-	*t = usageTap{sse: sse, strip: strip && sse}
+func NewTap(sse, strip bool) *Tap {
+	t := taps.Get().(*Tap)
+	*t = Tap{sse: sse, strip: strip && sse}
 	t.js.maxKeyDepth = 1
 	if sse {
 		t.js.maxKeyDepth = 2
@@ -42,15 +42,15 @@ func newUsageTap(sse, strip bool) *usageTap {
 	return t
 }
 
-// release gives t back for reuse: the body has been relayed (relay runs on
+// Release gives t back for reuse: the body has been relayed (relay runs on
 // the attempt's goroutine) and its sum read; t must not be used after.
 // Its buffers go with it: a pooled tap must not pin a large event's buffer.
-func (t *usageTap) release() {
-	*t = usageTap{}
-	usageTaps.Put(t)
+func (t *Tap) Release() {
+	*t = Tap{}
+	taps.Put(t)
 }
 
-func (t *usageTap) found(obj []byte, keyDepth int) {
+func (t *Tap) found(obj []byte, keyDepth int) {
 	f, ok := decodeUsage(obj)
 	if !ok {
 		return
@@ -61,9 +61,9 @@ func (t *usageTap) found(obj []byte, keyDepth int) {
 	}
 }
 
-// feed watches p and returns the bytes to send to the client: p itself,
+// Feed watches p and returns the bytes to send to the client: p itself,
 // unless stripping, when complete events are released as they end.
-func (t *usageTap) feed(p []byte) []byte {
+func (t *Tap) Feed(p []byte) []byte {
 	if !t.sse {
 		t.js.feed(p)
 		return p
@@ -82,10 +82,10 @@ func (t *usageTap) feed(p []byte) []byte {
 	return t.out
 }
 
-// flushed returns what a stripping tap still holds at the end of the
+// Flushed returns what a stripping tap still holds at the end of the
 // stream: an unterminated last event, unless it is the usage event. A nil
 // tap holds nothing.
-func (t *usageTap) flushed() []byte {
+func (t *Tap) Flushed() []byte {
 	if t == nil || !t.strip || t.dropEv {
 		return nil
 	}
@@ -94,7 +94,7 @@ func (t *usageTap) flushed() []byte {
 
 // scanSSE follows the event stream's lines, feeding data payloads to the
 // JSON scanner; a blank line ends an event.
-func (t *usageTap) scanSSE(p []byte) {
+func (t *Tap) scanSSE(p []byte) {
 	for i := 0; i < len(p); i++ {
 		if t.atEventStart() && p[i] != '\n' && p[i] != '\r' {
 			// A whole event in p that does not mention "usage" anywhere
@@ -163,7 +163,7 @@ var usageKey = []byte("usage")
 
 // atEventStart reports whether the scan stands at the start of an event:
 // a new line, no data seen, nothing held, the JSON scanner reset.
-func (t *usageTap) atEventStart() bool {
+func (t *Tap) atEventStart() bool {
 	return t.lineLen == 0 && t.prefix == 0 && !t.inData && !t.dataSeen && len(t.ev) == 0 && !t.dropEv &&
 		t.js.depth == 0 && !t.js.inStr && !t.js.capturing && t.js.afterKey == 0
 }
@@ -192,7 +192,7 @@ func sseEventEnd(b []byte) int {
 	}
 }
 
-func (t *usageTap) endEvent() {
+func (t *Tap) endEvent() {
 	t.js.reset()
 	if t.strip {
 		if !t.dropEv {
@@ -203,5 +203,9 @@ func (t *usageTap) endEvent() {
 	t.dropEv, t.dataSeen = false, false
 }
 
-// tokens is the usage the response reported so far (0 when none).
-func (t *usageTap) tokens() int64 { return t.sum.tokens() }
+// Tokens is the usage the response reported so far (0 when none).
+func (t *Tap) Tokens() int64 { return t.sum.tokens() }
+
+// Reported is the input and output tokens the response reported so far,
+// and whether it reported any usage at all.
+func (t *Tap) Reported() (in, out int64, ok bool) { return t.sum.in, t.sum.out, t.sum.found }

@@ -1,9 +1,10 @@
-package gateway
+package usage
 
 import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,18 +12,18 @@ import (
 )
 
 // BenchmarkUsageTap measures the usage scan every successful answer goes
-// through (newUsageTap, feed in copyBufSize reads, tokens), on the fake
+// through (NewTap, feed in 16 KiB reads, the gateway's copy buffer, tokens), on the fake
 // upstream's own answers with 20 content pieces, as in the end-to-end
 // benchmark: one JSON chat completion and one 20-event stream. Run with:
 //
-//	go test -run '^$' -bench UsageTap -benchmem ./gateway/
+//	go test -run '^$' -bench UsageTap -benchmem ./gateway/usage/
 func BenchmarkUsageTap(b *testing.B) {
 	up := upstreamtest.NewServer(upstreamtest.Options{})
 	srv := httptest.NewServer(up)
 	defer srv.Close()
 	defer up.Close()
 	fetch := func(stream bool) []byte {
-		req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(chatBody("glm-5", stream)))
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(`{"model":"glm-5","messages":[{"role":"user","content":"hi"}],"stream":`+strconv.FormatBool(stream)+`}`))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -48,13 +49,13 @@ func BenchmarkUsageTap(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				tap := newUsageTap(tc.sse, false)
+				tap := NewTap(tc.sse, false)
 				for p := body; len(p) > 0; {
-					n := min(len(p), copyBufSize)
-					tap.feed(p[:n])
+					n := min(len(p), 16<<10)
+					tap.Feed(p[:n])
 					p = p[n:]
 				}
-				_ = tap.tokens() // the fake's stream reports none unless asked
+				_ = tap.Tokens() // the fake's stream reports none unless asked
 
 			}
 		})

@@ -1,4 +1,4 @@
-package gateway
+package usage
 
 import (
 	"bytes"
@@ -179,9 +179,9 @@ func (u *usageSum) tokens() int64 {
 // reports each object's bytes with the key's depth.
 type jsonUsage struct {
 	maxKeyDepth int
-	// tap is told of each usage object (usageTap.found): a pointer, not a
+	// tap is told of each usage object (Tap.found): a pointer, not a
 	// func, as the method value would be one more allocation per request.
-	tap *usageTap
+	tap *Tap
 
 	depth      int
 	inStr, esc bool
