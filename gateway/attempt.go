@@ -8,11 +8,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
 	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 )
 
@@ -110,14 +110,14 @@ func (x *exchange) attempt() attemptResult {
 		uq.RawQuery = q
 		u = &uq
 	}
-	ft, fast := g.transport.(*FastTransport)
+	ft, fast := g.transport.(*outbound.FastTransport)
 	var hdr http.Header
 	if fast {
-		hdr = getOutHeader()
+		hdr = outbound.GetHeader()
 	} else {
 		hdr = make(http.Header, len(x.r.Header)+1)
 	}
-	copyRequestHeader(hdr, x.r.Header)
+	outbound.CopyRequestHeader(hdr, x.r.Header)
 	// Accept-Encoding is never forwarded (forwardRequestHeader), so usage
 	// read from the body as it passes arrives uncompressed.
 	hdr[c.authHeader] = c.authValue
@@ -126,7 +126,7 @@ func (x *exchange) attempt() attemptResult {
 		ctx, span = x.startAttempt(ctx, t, u, hdr)
 		defer span.End()
 	}
-	// out stays on this frame with FastTransport (roundTrip takes the
+	// out stays on this frame with FastTransport (Do takes the
 	// context apart); net/http's gets a copy with the context.
 	out := &http.Request{
 		Method:        x.r.Method,
@@ -140,9 +140,9 @@ func (x *exchange) attempt() attemptResult {
 	}
 	if fast {
 		// FastTransport sends the bytes as they are and can send them again
-		// (rawBody); it is done with them when RoundTrip returns, so the
-		// exchange's one rawBody serves every attempt.
-		x.send = rawBody{b: payload}
+		// (RawBody); it is done with them when Do returns, so the
+		// exchange's one RawBody serves every attempt.
+		x.send.Reset(payload)
 		out.Body = &x.send
 	} else {
 		// A NopCloser over a *bytes.Reader is a body the Transport knows to
@@ -165,7 +165,7 @@ func (x *exchange) attempt() attemptResult {
 	var resp *http.Response
 	var err error
 	if fast {
-		resp, err = ft.roundTrip(ctx, out)
+		resp, err = ft.Do(ctx, out)
 	} else {
 		resp, err = g.transport.RoundTrip(out.WithContext(ctx))
 	}
@@ -173,7 +173,7 @@ func (x *exchange) attempt() attemptResult {
 		// FastTransport copied the headers before it sent anything, and its
 		// response does not point back at out: the map serves the next
 		// request.
-		putOutHeader(hdr)
+		outbound.PutHeader(hdr)
 	}
 	if span != nil {
 		x.attemptAnswered(span, t, resp, err)
@@ -259,25 +259,6 @@ func (x *exchange) attempt() attemptResult {
 	return attemptAnswered
 }
 
-// outHeaders recycles the header maps of requests sent with FastTransport,
-// which is done with them when RoundTrip returns (net/http's Transport may
-// still be writing the request then: its requests get fresh maps).
-var outHeaders = sync.Pool{New: func() any { return make(http.Header, 8) }}
-
-// maxPooledHeader bounds the header maps kept: a client sending many
-// headers must not leave a big map in the pool for every request.
-const maxPooledHeader = 32
-
-func getOutHeader() http.Header { return outHeaders.Get().(http.Header) }
-
-func putOutHeader(h http.Header) {
-	if len(h) > maxPooledHeader {
-		return
-	}
-	clear(h)
-	outHeaders.Put(h)
-}
-
 func (x *exchange) observeUpstream(c *conn, t0 time.Time) {
 	d := time.Since(t0)
 	x.upstream += d
@@ -310,7 +291,7 @@ func (x *exchange) keepLast(c *conn, resp *http.Response, t0 time.Time) {
 func (x *exchange) writeLast() {
 	l := x.last
 	h := x.w.Header()
-	copyResponseHeader(h, l.header)
+	outbound.CopyResponseHeader(h, l.header)
 	h.Set("Content-Length", strconv.Itoa(len(l.body)))
 	h[HeaderConnection] = []string{l.label}
 	h[HeaderQueueMs] = x.queueMs()

@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -26,7 +25,17 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
+	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
 )
+
+// The upstream clients Options.Outbound names (package outbound).
+const (
+	OutboundNetHTTP  = outbound.NetHTTP
+	OutboundFastHTTP = outbound.FastHTTP
+)
+
+// ValidOutbound reports whether name is an upstream client New knows.
+func ValidOutbound(name string) bool { return outbound.Valid(name) }
 
 // DefaultMaxBodyBytes bounds a client request body when Options.MaxBodyBytes is 0.
 const DefaultMaxBodyBytes = 32 << 20
@@ -56,8 +65,8 @@ type Options struct {
 	Transport http.RoundTripper
 	// Outbound picks the upstream client when Transport is nil:
 	// OutboundFastHTTP ("" too: fasthttp's HostClient, see
-	// NewFastTransport) or OutboundNetHTTP (net/http's Transport, see
-	// NewTransport).
+	// outbound.NewFastTransport) or OutboundNetHTTP (net/http's Transport,
+	// see outbound.NewTransport).
 	Outbound string
 	// MaxBodyBytes bounds client request bodies (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
@@ -181,10 +190,10 @@ func New(opts Options) *Gateway {
 	case opts.Transport != nil:
 		g.transport = opts.Transport
 	case opts.Outbound == OutboundNetHTTP:
-		t := NewTransport()
+		t := outbound.NewTransport()
 		g.transport, g.ownTransport = t, t
 	default:
-		t := NewFastTransport()
+		t := outbound.NewFastTransport()
 		g.transport, g.ownTransport = t, t
 	}
 	if opts.SharedLimits != nil {
@@ -205,32 +214,6 @@ func New(opts Options) *Gateway {
 		g.metrics.register(opts.Registerer, newGatesCollector(g))
 	}
 	return g
-}
-
-// NewTransport returns the upstream transport the gateway uses by default:
-// a connection pool sized for a proxy (256 idle connections per upstream
-// host, where Go's default of 2 would redial under load), no transparent
-// compression (bodies pass through as the upstream encoded them), no proxy
-// from the environment, and bounded dial and TLS handshakes. Response time
-// is bounded per request by the execution bound instead of a transport timeout.
-//
-// Its read and write buffers are net/http's 4 KiB defaults: a pooled
-// connection holds both for as long as it is idle, and the relay reads the
-// body into its own 16 KiB buffer, which bufio passes straight through. With
-// 32 KiB each, 64 idle connections held 4 MiB, which GOGC=400 turns into
-// about 20 MB more RSS (docs/BENCHMARKS.md, issue 17).
-func NewTransport() *http.Transport {
-	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	return &http.Transport{
-		DialContext:           d.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   256,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		DisableCompression:    true,
-	}
 }
 
 // Apply swaps in cfg as the new routing snapshot and pushes its caps into

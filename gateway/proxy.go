@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
 	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 )
 
@@ -278,7 +279,7 @@ type exchange struct {
 	body reqBody
 	// send is the body of the attempt in flight on FastTransport (attempt):
 	// part of the exchange, so that sending it allocates nothing.
-	send    rawBody
+	send    outbound.RawBody
 	info    usage.Request
 	targets []*target
 	tried   uint64 // bit i: targets[i] was dispatched to

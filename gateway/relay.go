@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
 	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 )
 
@@ -24,7 +25,7 @@ import (
 func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap *usage.Tap) {
 	defer resp.Body.Close()
 	h := x.w.Header()
-	copyResponseHeader(h, resp.Header)
+	outbound.CopyResponseHeader(h, resp.Header)
 	x.setQueueHeader(c)
 	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	x.w.WriteHeader(resp.StatusCode)

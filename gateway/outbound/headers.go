@@ -1,4 +1,4 @@
-package gateway
+package outbound
 
 import (
 	"net/http"
@@ -34,11 +34,11 @@ func skipResponseHeader(k string) bool {
 	return false
 }
 
-// copyRequestHeader copies into dst the headers of src that
+// CopyRequestHeader copies into dst the headers of src that
 // forwardRequestHeader allows, less any that src's Connection header names
 // as hop-by-hop. Value slices are shared: neither side is modified
 // afterwards. It allocates nothing beyond dst's own growth.
-func copyRequestHeader(dst, src http.Header) {
+func CopyRequestHeader(dst, src http.Header) {
 	for k, vv := range src {
 		if forwardRequestHeader(k) {
 			dst[k] = vv
@@ -56,7 +56,10 @@ func copyRequestHeader(dst, src http.Header) {
 	}
 }
 
-func copyResponseHeader(dst, src http.Header) {
+// CopyResponseHeader copies into dst the headers of the upstream answer src
+// that go to the client: not hop-by-hop ones (nor those src's Connection
+// header names), nor Set-Cookie. Value slices are shared.
+func CopyResponseHeader(dst, src http.Header) {
 	for k, vv := range src {
 		if !skipResponseHeader(k) {
 			dst[k] = vv

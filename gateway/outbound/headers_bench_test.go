@@ -1,4 +1,4 @@
-package gateway
+package outbound
 
 import (
 	"net/http"
@@ -29,6 +29,6 @@ func BenchmarkCopyRequestHeader(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		dst := make(http.Header, len(src)+1)
-		copyRequestHeader(dst, src)
+		CopyRequestHeader(dst, src)
 	}
 }

@@ -1,4 +1,4 @@
-package gateway
+package outbound
 
 import (
 	"bufio"
@@ -11,7 +11,7 @@ import (
 )
 
 // fastResponseHeader converts the upstream's headers for the gateway's
-// header rules (copyResponseHeader), which work on http.Header.
+// header rules (CopyResponseHeader), which work on http.Header.
 //
 // It allocates the map and two blocks for everything else, as
 // http.Header.Clone does: one string holding every value (and every name

@@ -1,4 +1,4 @@
-package gateway
+package outbound
 
 import (
 	"bufio"
@@ -14,23 +14,6 @@ import (
 
 	"github.com/valyala/fasthttp"
 )
-
-// Outbound names the client that sends upstream requests (Options.Outbound,
-// GATEHOUSE_OUTBOUND).
-const (
-	// OutboundNetHTTP is net/http's Transport (NewTransport).
-	OutboundNetHTTP = "net/http"
-	// OutboundFastHTTP is fasthttp's HostClient, doing its I/O on the
-	// handler's goroutine (NewFastTransport): the default, less CPU per
-	// request than net/http's in both plain and streaming answers
-	// (docs/BENCHMARKS.md, "Outbound default").
-	OutboundFastHTTP = "fasthttp"
-)
-
-// ValidOutbound reports whether name is an outbound client New knows.
-func ValidOutbound(name string) bool {
-	return name == OutboundNetHTTP || name == OutboundFastHTTP
-}
 
 // FastTransport is an http.RoundTripper on fasthttp's HostClient (one per
 // upstream scheme and host) with response body streaming. Unlike
@@ -197,23 +180,23 @@ func (c *fastCall) end(keep bool) {
 }
 
 // fastCallKey is the request user value that carries the *fastCall.
-var fastCallKey = &struct{ name string }{"gateway.fastCall"}
+var fastCallKey = &struct{ name string }{"outbound.fastCall"}
 
 // RoundTrip sends r and returns the response headers, with a body that
 // streams from the connection and gives it back when closed.
 func (t *FastTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := t.roundTrip(r.Context(), r)
+	resp, err := t.Do(r.Context(), r)
 	if resp != nil {
 		resp.Request = r
 	}
 	return resp, err
 }
 
-// roundTrip is RoundTrip with the request's context given apart, and a
-// response without its Request: the gateway's attempts call it so that r
-// can stay on their stack (no http.Request.WithContext copy). r is not
-// kept once it returns.
-func (t *FastTransport) roundTrip(ctx context.Context, r *http.Request) (*http.Response, error) {
+// Do is RoundTrip with the request's context given apart, and a response
+// without its Request: the gateway's attempts call it so that r can stay on
+// their stack (no http.Request.WithContext copy). r is not kept once it
+// returns.
+func (t *FastTransport) Do(ctx context.Context, r *http.Request) (*http.Response, error) {
 	if err := ctx.Err(); err != nil {
 		closeBody(r)
 		return nil, err
@@ -243,7 +226,7 @@ func (t *FastTransport) roundTrip(ctx context.Context, r *http.Request) (*http.R
 		req.SetTimeout(time.Until(dl)) // bounds the dial
 	}
 	body := r.Body
-	raw, _ := body.(*rawBody)
+	raw, _ := body.(*RawBody)
 	for try := 0; ; try++ {
 		switch {
 		case raw != nil:
@@ -288,16 +271,20 @@ func (t *FastTransport) roundTrip(ctx context.Context, r *http.Request) (*http.R
 	return out, nil
 }
 
-// rawBody is a request body in memory that FastTransport sends as it is
+// RawBody is a request body in memory that FastTransport sends as it is
 // (fasthttp's SetBodyRaw: no copy through a stream) and can send again on
 // a retry without GetBody. The gateway's attempts use it; any other
 // RoundTripper would see a plain reader.
-type rawBody struct {
+type RawBody struct {
 	b   []byte
 	off int
 }
 
-func (b *rawBody) Read(p []byte) (int, error) {
+// Reset makes b the body p, read from its start: one RawBody can serve
+// every attempt of a request without allocating.
+func (b *RawBody) Reset(p []byte) { *b = RawBody{b: p} }
+
+func (b *RawBody) Read(p []byte) (int, error) {
 	if b.off >= len(b.b) {
 		return 0, io.EOF
 	}
@@ -307,7 +294,7 @@ func (b *rawBody) Read(p []byte) (int, error) {
 }
 
 // Close does nothing: the bytes belong to the exchange.
-func (*rawBody) Close() error { return nil }
+func (*RawBody) Close() error { return nil }
 
 func closeBody(r *http.Request) {
 	if r.Body != nil {
@@ -325,7 +312,7 @@ type fastConnTransport struct{}
 func (fastConnTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response) (bool, error) {
 	call, _ := req.UserValue(fastCallKey).(*fastCall)
 	if call == nil {
-		return false, errors.New("gateway: fasthttp request without its call")
+		return false, errors.New("outbound: fasthttp request without its call")
 	}
 	cc, err := hc.AcquireConn(req.GetTimeOut(), false)
 	if err != nil {

@@ -1,0 +1,14 @@
+// Package outbound owns the upstream clients: FastTransport (fasthttp's
+// HostClient, doing its I/O on the caller's goroutine, the default) and
+// NewTransport (net/http's Transport), both http.RoundTrippers chosen once
+// at wiring time; their connection pools and the one retry of a request
+// that met a stale pooled connection; the conversion of a fasthttp answer
+// into an http.Response whose body streams; and the header rules of the
+// outbound leg (which client headers go upstream, which upstream headers
+// come back).
+//
+// It never decides where a request goes, never retries beyond that one
+// stale-connection case (failover is the gateway's), never reads or
+// rewrites a body it carries, and never knows of connections, limits or
+// the gateway.
+package outbound
