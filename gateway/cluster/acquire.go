@@ -218,11 +218,11 @@ func queueGate(req admission.Request, path []*gateState) *gateState {
 // admits only when nobody waits on the path and every capped gate has
 // room, and changes nothing otherwise (the caller then runs attempt).
 func (c *Controller) admit(w *waiter) (bool, error) {
-	args := make([]any, 0, 2+2*len(w.path))
+	var buf [2 + 2*maxPath]any
+	args := append(buf[:0], w.member, c.ttlArg)
 	c.mu.Lock()
-	args = append(args, w.member, c.ttl.Milliseconds())
 	for _, g := range w.path {
-		args = append(args, g.key, g.cap)
+		args = append(args, g.keyArg, g.capArg)
 	}
 	c.mu.Unlock()
 	ctx, cancel := c.op()
@@ -248,10 +248,10 @@ func (c *Controller) attempt(w *waiter, req admission.Request, try bool) (outcom
 	if try {
 		tryArg = "1"
 	}
-	args = append(args, w.member, w.on+1, tryArg, w.client, costArg(req.Weight), c.ttl.Milliseconds(),
+	args = append(args, w.member, w.on+1, tryArg, w.client, costArg(req.Weight), c.ttlArg,
 		max(req.MaxQueueDepth, 0), w.arrival, n)
 	for _, g := range w.path {
-		args = append(args, g.key, g.cap)
+		args = append(args, g.keyArg, g.capArg)
 	}
 	w.markWakes()
 	c.mu.Unlock()

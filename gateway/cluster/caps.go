@@ -33,7 +33,7 @@ func (c *Controller) SetCaps(caps map[string]int) {
 		}
 		raised := next == 0 || (g.cap != 0 && next > g.cap)
 		resubscribe = resubscribe || next == 0 || g.cap == 0
-		g.cap = next
+		g.setCap(next)
 		if raised {
 			// Counted as a wake-up: a waiter whose acquire script ran under
 			// the old cap and that parks only after this sees it missed one.
@@ -44,7 +44,7 @@ func (c *Controller) SetCaps(caps map[string]int) {
 	for key, cp := range c.caps {
 		if c.gates[key] == nil {
 			g := c.newGate("", key)
-			g.cap = cp
+			g.setCap(cp)
 			c.gates[key] = g
 			resubscribe = true
 		}

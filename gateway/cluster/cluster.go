@@ -137,6 +137,7 @@ type Controller struct {
 	defaultHold time.Duration
 	log         *slog.Logger
 	keys        keyspace
+	ttlArg      any // ttl in ms, boxed once for script arguments
 
 	base    context.Context // for Redis calls; never cancelled
 	stop    context.CancelFunc
@@ -213,6 +214,7 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 	if c.ttl < 3*time.Millisecond {
 		return nil, fmt.Errorf("cluster: lease TTL %s is too short", c.ttl)
 	}
+	c.ttlArg = c.ttl.Milliseconds()
 	c.base = context.WithoutCancel(ctx)
 	if err := c.renew(ctx); err != nil {
 		c.markDown(err)

@@ -16,6 +16,9 @@ type gateState struct {
 	key, level string
 	// Redis names, computed once (the scripts name the others from key).
 	hKey, qKey, xKey, wKey, channel string
+	// keyArg and capArg are key and cap boxed for script arguments, once
+	// per gate and per cap (setCap), not once per request.
+	keyArg, capArg any
 
 	cap    int
 	parked []*waiter // local waiters parked here, by (arrival, member)
@@ -50,7 +53,13 @@ func (c *Controller) newGate(level, key string) *gateState {
 		key: key, level: level,
 		hKey: c.keys.holders(key), qKey: c.keys.queue(key), xKey: c.keys.expiry(key),
 		wKey: c.keys.waiting(key), channel: c.keys.channel(key),
+		keyArg: key, capArg: 0,
 	}
+}
+
+// setCap sets g's cap and its boxed argument.
+func (g *gateState) setCap(c int) {
+	g.cap, g.capArg = c, c
 }
 
 const holdAlpha = 0.125

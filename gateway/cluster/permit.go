@@ -96,8 +96,8 @@ func (l *lease) release(ctx context.Context) error {
 		return nil
 	}
 	delete(c.leases, l)
-	args := make([]any, 0, 1+len(l.path))
-	args = append(args, l.member)
+	var buf [1 + maxPath]any
+	args := append(buf[:0], l.member)
 	for i, g := range l.path {
 		g.held--
 		g.count = max(g.count-1, 0)
@@ -105,7 +105,7 @@ func (l *lease) release(ctx context.Context) error {
 		if l.lost&(1<<i) != 0 {
 			continue // counted lost already; nothing of it is left to give back
 		}
-		args = append(args, g.key)
+		args = append(args, g.keyArg)
 	}
 	c.mu.Unlock()
 	sent := len(args) - 1

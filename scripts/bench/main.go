@@ -10,6 +10,12 @@
 //
 //	go run ./scripts/bench [-duration 10s] [-reps 3] [-out bench-results]
 //	                       [-queue 10000] [-queue-heap] [-profile] [-gogc 400] [-gomemlimit 512MiB]
+//	                       [-cluster=true]
+//
+// With -cluster (the default) the scenarios with cluster targets also run
+// through the same build in cluster mode, on a redis-server the harness
+// starts (unix socket, no persistence), with Redis's cost per request from
+// INFO commandstats (issue 28).
 //
 // A smoke run: go run ./scripts/bench -duration 2s -reps 1. docs/BENCHMARKS.md
 // describes the method and the targets.

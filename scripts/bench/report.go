@@ -32,6 +32,13 @@ type runRecord struct {
 	UpstreamCPUUs  float64  `json:"upstreamCpuPerRequestUs"`
 	HarnessCPUUs   float64  `json:"harnessCpuPerRequestUs"`
 	Errors         []string `json:"errors,omitempty"`
+	// Cluster-mode runs: Redis's side per request (INFO commandstats) and
+	// redis-server's CPU.
+	RedisUs         float64 `json:"redisUsPerRequest,omitempty"`
+	RedisRoundTrips float64 `json:"redisScriptCallsPerRequest,omitempty"`
+	RedisCommands   float64 `json:"redisCommandsPerRequest,omitempty"`
+	RedisMix        string  `json:"redisCommandMix,omitempty"`
+	RedisCPUUs      float64 `json:"redisCpuPerRequestUs,omitempty"`
 }
 
 // scenarioSummary is the medians over the repetitions of one scenario.
@@ -52,6 +59,8 @@ type scenarioSummary struct {
 	// Clean is false when any run of the scenario had a non-200 answer.
 	Clean   bool          `json:"clean"`
 	Targets []targetCheck `json:"targets,omitempty"`
+	// Cluster is the cluster-mode run of the scenario, when it had one.
+	Cluster *clusterSummary `json:"cluster,omitempty"`
 }
 
 // targetCheck is one target and whether the run met it.
@@ -117,9 +126,10 @@ func summarize(sc scenario, runs []runRecord) scenarioSummary {
 			byRep[r.Rep] = map[string]runRecord{}
 		}
 		byRep[r.Rep][r.Path] = r
-		if r.Path == pathDirect {
+		switch r.Path {
+		case pathDirect:
 			dRPS, dP50, dP99 = append(dRPS, r.RPS), append(dP50, r.P50Ms), append(dP99, r.P99Ms)
-		} else {
+		case pathGatehouse:
 			gRPS, gP50, gP99 = append(gRPS, r.RPS), append(gP50, r.P50Ms), append(gP99, r.P99Ms)
 			cpu, pg = append(cpu, r.GatehouseCPUUs), append(pg, r.PostgresCPUUs)
 		}
@@ -130,6 +140,12 @@ func summarize(sc scenario, runs []runRecord) scenarioSummary {
 		if okD && okG && d.RPS > 0 {
 			ratio = append(ratio, g.RPS/d.RPS)
 			added = append(added, g.P50Ms-d.P50Ms)
+		}
+	}
+	if sc.minCluster > 0 {
+		s.Cluster = summarizeCluster(sc, runs, byRep)
+		if s.Cluster != nil {
+			s.Targets = append(s.Targets, s.Cluster.targets(sc)...)
 		}
 	}
 	s.DirectRPS, s.GatehouseRPS, s.Ratio = median(dRPS), median(gRPS), median(ratio)
@@ -199,6 +215,7 @@ func (r *report) markdown() string {
 		}
 	}
 	fmt.Fprintf(&b, "\nRSS after the standard runs: %.1f MB (peak so far %.1f MB). Profile: %s\n", r.RSSAfterMB, r.PeakRSSMB, r.ProfileNote)
+	r.writeCluster(&b)
 	r.writeMissed(&b)
 	return b.String()
 }
@@ -220,6 +237,8 @@ func (r *report) writeMissed(b *strings.Builder) {
 	for _, t := range missed {
 		fmt.Fprintf(b, "- **%s** (want %s, got %s): %s\n", t.What, t.Want, t.Got, standsInTheWay(t.What))
 		switch {
+		case strings.Contains(t.What, "cluster"):
+			r.writeClusterProfile(b, t.What)
 		case strings.Contains(t.What, "queued"):
 			if q := r.Queue; q != nil && len(q.HeapTop) > 0 && !heapShown {
 				heapShown = true
@@ -246,6 +265,8 @@ func (r *report) writeMissed(b *strings.Builder) {
 // measured in docs/BENCHMARKS.md.
 func standsInTheWay(what string) string {
 	switch {
+	case strings.Contains(what, "cluster"):
+		return clusterInTheWay(what)
 	case strings.Contains(what, "queued") && strings.Contains(what, "RSS"):
 		return "net/http's server keeps about 21 KB per waiting connection (4 KiB reader, 4 + 2 KiB writers, the request, a 4 KiB connection-goroutine stack and the 2 KiB background reader), about 210 MB for 10 000 before the gateway holds anything, and DESIGN keeps net/http inbound (per-request cancellation, HTTP/2); in a burst the connection goroutine's stack still reaches 8 KiB when an allocation inside admission's wait takes the allocator's slow path; the drain's garbage adds the rest at GOGC=400."
 	case strings.Contains(what, "queued"):

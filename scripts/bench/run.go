@@ -12,8 +12,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Paths a request can take.
@@ -29,6 +32,8 @@ type scenario struct {
 	stream   bool
 	minRatio float64 // target: through/direct req/s at least this (0 = none)
 	maxCPUUs float64 // target: Gatehouse CPU per request at most this (0 = none)
+	// minCluster: target cluster ÷ single req/s (0 = no cluster-mode run).
+	minCluster float64
 }
 
 // standardScenarios returns the runs of DESIGN.md's "Cost" table and issue 9,
@@ -36,9 +41,9 @@ type scenario struct {
 func standardScenarios() []scenario {
 	return []scenario{
 		{name: "non-streaming c=1", conc: 1},
-		{name: "non-streaming c=16", conc: 16, minRatio: 0.45, maxCPUUs: 45},
+		{name: "non-streaming c=16", conc: 16, minRatio: 0.45, maxCPUUs: 45, minCluster: 0.7},
 		{name: "non-streaming c=64", conc: 64},
-		{name: "streaming c=16 (20 chunks)", conc: 16, stream: true, minRatio: 0.75},
+		{name: "streaming c=16 (20 chunks)", conc: 16, stream: true, minRatio: 0.75, minCluster: 0.8},
 	}
 }
 
@@ -62,6 +67,7 @@ type options struct {
 	gogc       string
 	gomemlimit string
 	outbound   string
+	cluster    bool
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -80,6 +86,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.gogc, "gogc", "400", "GOGC of Gatehouse and the fake upstream (as in production)")
 	fs.StringVar(&o.gomemlimit, "gomemlimit", "512MiB", "GOMEMLIMIT of Gatehouse and the fake upstream (as in production)")
 	fs.StringVar(&o.outbound, "outbound", "fasthttp", "Gatehouse's upstream client (GATEHOUSE_OUTBOUND): fasthttp or net/http")
+	fs.BoolVar(&o.cluster, "cluster", true, "also run the scenarios with cluster targets through the same build in cluster mode, on a redis-server of its own (needs redis-server)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -111,6 +118,10 @@ type env struct {
 	apiToken, clientKey string
 	upstreamKey         string
 	bin                 string // the gatehouse binary, for pprof
+	// Cluster mode (-cluster): a second Gatehouse on a redis-server.
+	cluster, redis *child
+	clusterURL     string
+	rdb            *redis.Client
 }
 
 // run is the whole harness.
@@ -187,8 +198,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			// Alternate which path goes first, so slow drift on a shared machine
 			// does not always favour the same side.
 			order := []string{pathDirect, pathGatehouse}
+			if o.cluster && sc.minCluster > 0 {
+				order = append(order, pathCluster)
+			}
 			if r%2 == 0 {
-				order = []string{pathGatehouse, pathDirect}
+				slices.Reverse(order)
 			}
 			for _, path := range order {
 				rec := e.measure(ctx, sc, path, r, o)
@@ -197,6 +211,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 				}
 				fmt.Fprintf(stderr, "bench: rep %d %-28s %-9s %8.0f req/s  p50 %7.3f ms  p99 %7.3f ms  gatehouse CPU %6.1f µs/req  ok %d/%d\n",
 					r, sc.name, path, rec.RPS, rec.P50Ms, rec.P99Ms, rec.GatehouseCPUUs, rec.OK, rec.Requests)
+				if path == pathCluster {
+					fmt.Fprintf(stderr, "bench:       redis %.1f µs/req, %.2f script calls/req, %.1f commands/req, redis-server CPU %.1f µs/req\n",
+						rec.RedisUs, rec.RedisRoundTrips, rec.RedisCommands, rec.RedisCPUUs)
+				}
 				runs = append(runs, rec)
 			}
 		}
@@ -276,18 +294,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // measure runs one scenario on one path after an unmeasured warm-up.
 func (e *env) measure(ctx context.Context, sc scenario, path string, rep int, o options) runRecord {
 	t := newTarget(e.upstreamBase, e.upstreamKey, benchModel, sc.stream, nil)
-	if path == pathGatehouse {
+	ghPID, upPID := e.gatehouse.pid(), e.upstream.pid()
+	switch path {
+	case pathGatehouse:
 		t = newTarget(e.gatehouseURL+"/v1", e.clientKey, benchModel, sc.stream, nil)
+	case pathCluster:
+		t = newTarget(e.clusterURL+"/v1", e.clientKey, benchModel, sc.stream, nil)
+		ghPID = e.cluster.pid()
 	}
 	if o.warmup > 0 {
 		closedLoop(ctx, t, sc.conc, o.warmup, nil)
 	}
-	ghPID, upPID := e.gatehouse.pid(), e.upstream.pid()
 	probes := []cpuProbe{
 		{name: pathGatehouse, read: func() time.Duration { d, _ := processCPU(ghPID); return d }},
 		{name: "postgres", read: func() time.Duration { return descendantsCPU(ghPID) }},
 		{name: "upstream", read: func() time.Duration { d, _ := processCPU(upPID); return d }},
 		{name: "harness", read: selfCPU},
+	}
+	var before map[string]cmdStat
+	if path == pathCluster {
+		rsPID := e.redis.pid()
+		probes = append(probes, cpuProbe{name: "redis", read: func() time.Duration { d, _ := processCPU(rsPID); return d }})
+		before = e.redisStats(ctx)
 	}
 	res := closedLoop(ctx, t, sc.conc, o.duration, probes)
 	m := res.metrics
@@ -311,6 +339,11 @@ func (e *env) measure(ctx context.Context, sc scenario, path string, rep int, o 
 	}
 	if len(m.Errors) > 0 {
 		rec.Errors = m.Errors[:min(len(m.Errors), 5)]
+	}
+	if path == pathCluster {
+		c := costOf(before, e.redisStats(ctx), m.Requests)
+		rec.RedisUs, rec.RedisRoundTrips, rec.RedisCommands, rec.RedisMix = c.Us, c.RoundTrips, c.Commands, c.Mix
+		rec.RedisCPUUs = perReq("redis")
 	}
 	return rec
 }

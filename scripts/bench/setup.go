@@ -161,6 +161,7 @@ func start(ctx context.Context, o options, tmp, out, gatehouseBin, upstreamBin s
 			errs = append(errs, e.queueUpstream.shutdown(15*time.Second))
 		}
 		errs = append(errs, removeOutsideCluster(filepath.Join(tmp, "data"), tmp))
+		errs = append(errs, e.stopCluster(tmp))
 		return errors.Join(errs...)
 	}
 
@@ -182,49 +183,70 @@ func start(ctx context.Context, o options, tmp, out, gatehouseBin, upstreamBin s
 	e.queueUpstream = qup
 	e.queueUpstreamBase = strings.Fields(line)[0]
 
-	dataDir := filepath.Join(tmp, "data")
+	gh, url, err := e.startGatehouse(ctx, o, "gatehouse", filepath.Join(tmp, "data"), "", out, gatehouseBin, childEnv)
+	if gh != nil {
+		e.gatehouse, e.gatehouseURL = gh, url
+	}
+	if err != nil {
+		return e, cleanup, err
+	}
+	fmt.Fprintf(stderr, "bench: gatehouse %s (pid %d), upstream %s (pid %d); logs in %s\n",
+		e.gatehouseURL, gh.pid(), e.upstreamBase, up.pid(), out)
+	client, tr := newClient(4, 10*time.Second)
+	defer tr.CloseIdleConnections()
+	if err := expectStatus(ctx, client, http.MethodPost, e.upstreamBase+"/chat/completions", e.upstreamKey, chatBody(benchModel, false), http.StatusOK); err != nil {
+		return e, cleanup, fmt.Errorf("bench: direct request to the upstream: %w", err)
+	}
+	if o.cluster {
+		if err := e.startCluster(ctx, o, tmp, out, gatehouseBin, childEnv); err != nil {
+			return e, cleanup, err
+		}
+		fmt.Fprintf(stderr, "bench: cluster-mode gatehouse %s (pid %d) on redis-server (pid %d)\n",
+			e.clusterURL, e.cluster.pid(), e.redis.pid())
+	}
+	return e, cleanup, nil
+}
+
+// startGatehouse starts a Gatehouse named name (its log is <name>.log) on its
+// own data dir (a managed Postgres), in cluster mode on redisURL when that is
+// set, waits until it is ready and creates the benchmark's connections. The
+// child is returned as soon as it runs, so the caller can stop it on error.
+func (e *env) startGatehouse(ctx context.Context, o options, name, dataDir, redisURL, out, bin string, childEnv []string) (*child, string, error) {
 	if err := os.Mkdir(dataDir, 0o755); err != nil {
-		return e, cleanup, fmt.Errorf("bench: data dir: %w", err)
+		return nil, "", fmt.Errorf("bench: data dir: %w", err)
 	}
 	ghEnv := append(slices.Clone(childEnv),
-		"GATEHOUSE_DATABASE_URL=", "GATEHOUSE_REDIS_URL=",
+		"GATEHOUSE_DATABASE_URL=", "GATEHOUSE_REDIS_URL="+redisURL,
 		"GATEHOUSE_DATA_DIR="+dataDir, "GATEHOUSE_ADDR=127.0.0.1:0", "GATEHOUSE_LOG_LEVEL=info",
 		"GATEHOUSE_BOOTSTRAP_API_TOKEN="+e.apiToken, "GATEHOUSE_BOOTSTRAP_CLIENT_KEY="+e.clientKey,
 		"GATEHOUSE_OUTBOUND="+o.outbound)
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	gh, line, err := startChild(startCtx, "gatehouse", gatehouseBin, []string{"serve"}, ghEnv,
-		syscall.SIGINT, filepath.Join(out, "gatehouse.log"), "Gatehouse is listening on ")
+	gh, line, err := startChild(startCtx, name, bin, []string{"serve"}, ghEnv,
+		syscall.SIGINT, filepath.Join(out, name+".log"), "Gatehouse is listening on ")
 	if err != nil {
-		return e, cleanup, err
+		return nil, "", err
 	}
-	e.gatehouse = gh
-	e.gatehouseURL = strings.TrimSpace(line)
-	fmt.Fprintf(stderr, "bench: gatehouse %s (pid %d), upstream %s (pid %d); logs in %s\n",
-		e.gatehouseURL, gh.pid(), e.upstreamBase, up.pid(), out)
-
+	url := strings.TrimSpace(line)
 	client, tr := newClient(4, 10*time.Second)
 	defer tr.CloseIdleConnections()
-	if err := waitFor(ctx, time.Minute, "gatehouse /readyz", func(ctx context.Context) error {
-		return expectStatus(ctx, client, http.MethodGet, e.gatehouseURL+"/readyz", "", nil, http.StatusOK)
+	if err := waitFor(ctx, time.Minute, name+" /readyz", func(ctx context.Context) error {
+		return expectStatus(ctx, client, http.MethodGet, url+"/readyz", "", nil, http.StatusOK)
 	}); err != nil {
-		return e, cleanup, err
+		return gh, url, err
 	}
 	for _, spec := range benchConnections(e.upstreamBase, e.queueUpstreamBase, e.upstreamKey, o.queueWait) {
-		if err := createConnection(ctx, client, e.gatehouseURL, e.apiToken, spec); err != nil {
-			return e, cleanup, err
+		if err := createConnection(ctx, client, url, e.apiToken, spec); err != nil {
+			return gh, url, err
 		}
 	}
 	// The gateway picks the new connections up through NOTIFY; wait until both route.
 	for _, model := range []string{benchModel, queueModel} {
-		if err := waitFor(ctx, 30*time.Second, "gateway route to "+model, func(ctx context.Context) error {
-			return expectStatus(ctx, client, http.MethodPost, e.gatehouseURL+"/v1/chat/completions", e.clientKey, chatBody(model, false), http.StatusOK)
+		if err := waitFor(ctx, 30*time.Second, name+" route to "+model, func(ctx context.Context) error {
+			return expectStatus(ctx, client, http.MethodPost, url+"/v1/chat/completions", e.clientKey, chatBody(model, false), http.StatusOK)
 		}); err != nil {
-			return e, cleanup, err
+			return gh, url, err
 		}
 	}
-	if err := expectStatus(ctx, client, http.MethodPost, e.upstreamBase+"/chat/completions", e.upstreamKey, chatBody(benchModel, false), http.StatusOK); err != nil {
-		return e, cleanup, fmt.Errorf("bench: direct request to the upstream: %w", err)
-	}
-	return e, cleanup, nil
+	return gh, url, nil
 }
