@@ -1,4 +1,4 @@
-// Command mockupstream serves the fake OpenAI/Anthropic provider of
+// Command mockupstream serves the fake OpenAI/Anthropic/Gemini provider of
 // gateway/upstreamtest on a TCP address, for end-to-end tests, load tests
 // and demos. It prints the OpenAI base URL and stops gracefully on SIGINT or
 // SIGTERM.

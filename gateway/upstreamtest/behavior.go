@@ -87,6 +87,11 @@ type Behavior struct {
 	// channel is closed, the client goes away or the server is closed.
 	// Tests use it to keep a known number of requests in flight.
 	Hold <-chan struct{}
+	// HoldLast, when non-nil, makes a stream wait before its last content
+	// chunk until the channel is closed (or the client goes away, or the
+	// server is closed). Tests use it to count what a client received
+	// before the upstream sent the end.
+	HoldLast <-chan struct{}
 	// MaxInFlight, when positive, is the account's concurrency limit: a
 	// request that arrives while more than MaxInFlight requests of its API
 	// key are in flight (itself included) is answered at once, before any
@@ -142,6 +147,9 @@ func (p *programmed) overlay(e *effective) {
 	if b.Hold != nil {
 		e.hold = b.Hold
 	}
+	if b.HoldLast != nil {
+		e.holdLast = b.HoldLast
+	}
 	if b.Header != nil {
 		e.header = b.Header
 	}
@@ -168,6 +176,7 @@ type effective struct {
 	retryAfter    time.Duration
 	fail          Failure
 	hold          <-chan struct{}
+	holdLast      <-chan struct{}
 	header        http.Header
 	from          *programmed // the layer whose failure applies, if any
 	maxInFlight   int         // the key's concurrency limit; 0 = none

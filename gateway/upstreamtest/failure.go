@@ -13,14 +13,25 @@ type style int
 const (
 	styleOpenAI style = iota
 	styleAnthropic
+	styleGemini
 )
 
+// styleOf tells the dialect by the route and, for GET …/models, by the
+// credential's form: x-goog-api-key or ?key= is Gemini's, anthropic-version
+// Anthropic's.
 func styleOf(rt route, r *http.Request) style {
-	if rt == routeMessages || rt == routeCountTokens {
+	switch rt {
+	case routeMessages, routeCountTokens:
 		return styleAnthropic
-	}
-	if rt == routeModels && len(r.Header["Anthropic-Version"]) > 0 {
-		return styleAnthropic
+	case routeGenerate, routeStreamGenerate, routeGeminiCount:
+		return styleGemini
+	case routeModels:
+		if len(r.Header["Anthropic-Version"]) > 0 {
+			return styleAnthropic
+		}
+		if len(r.Header["X-Goog-Api-Key"]) > 0 || r.URL.Query().Has("key") {
+			return styleGemini
+		}
 	}
 	return styleOpenAI
 }
@@ -69,10 +80,13 @@ func anthropicErrorType(status int) string {
 
 // writeError answers status with an error body in the provider's shape:
 // OpenAI {"error":{"message","type","param","code"}}, Anthropic
-// {"type":"error","error":{"type","message"}}.
+// {"type":"error","error":{"type","message"}}, Gemini
+// {"error":{"code","message","status"}}.
 func writeError(w http.ResponseWriter, st style, status int, msg string) {
 	b := make([]byte, 0, 160+len(msg))
-	if st == styleAnthropic {
+	if st == styleGemini {
+		b = appendGeminiError(b, status, msg)
+	} else if st == styleAnthropic {
 		b = append(b, `{"type":"error","error":{"type":`...)
 		b = appendJSONString(b, anthropicErrorType(status))
 		b = append(b, `,"message":`...)

@@ -1,4 +1,4 @@
-// Package upstreamtest is a fake OpenAI/Anthropic provider for end-to-end
+// Package upstreamtest is a fake OpenAI/Anthropic/Gemini provider for end-to-end
 // tests, benchmarks and the demo.
 //
 // A *Server is an http.Handler. Either serve it yourself (for example with
@@ -14,7 +14,12 @@
 //	POST …/responses          OpenAI Responses API
 //	POST …/messages           Anthropic Messages API
 //	POST …/messages/count_tokens  Anthropic token counting ({"input_tokens": N})
-//	GET  …/models             model list (Anthropic shape with anthropic-version)
+//	GET  …/models             model list (Anthropic shape with anthropic-version,
+//	                          Gemini's with x-goog-api-key or ?key=)
+//	POST …/models/{m}:generateContent        Gemini generation
+//	POST …/models/{m}:streamGenerateContent  Gemini stream (SSE with ?alt=sse,
+//	                          else a JSON array written piece by piece)
+//	POST …/models/{m}:countTokens            Gemini token counting
 //	GET  /stats               Stats as JSON
 //	POST /stats/reset         Reset
 //
@@ -55,8 +60,9 @@ type Options struct {
 	ArrivalsKept int
 	// MaxBodyBytes limits request bodies. Default 8 MiB.
 	MaxBodyBytes int64
-	// RecordHeaders keeps the headers of every API request, for
-	// ReceivedHeaders. Default off (it costs a copy per request).
+	// RecordHeaders keeps the headers and request URI of every API
+	// request, for ReceivedHeaders and ReceivedURIs. Default off (it costs
+	// a copy per request).
 	RecordHeaders bool
 }
 
@@ -99,6 +105,7 @@ type Server struct {
 	def         *programmed
 	keyBehavior map[string]*programmed
 	headers     []http.Header // with Options.RecordHeaders
+	uris        []string      // with Options.RecordHeaders: each request's path and query
 	changed     chan struct{} // non-nil while WaitUntil waits
 	httpSrv     *http.Server
 	url         string
@@ -203,7 +210,17 @@ func (s *Server) ReceivedHeaders() []http.Header {
 	return out
 }
 
-// apiKey takes the key from "Authorization: Bearer" or x-api-key.
+// ReceivedURIs returns the request URI (path and query, as sent) of every
+// API request received so far, in arrival order, when Options.RecordHeaders
+// is set (else nil). Reset forgets them.
+func (s *Server) ReceivedURIs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.uris...)
+}
+
+// apiKey takes the key from "Authorization: Bearer", x-api-key,
+// x-goog-api-key or, last, Gemini's ?key=.
 func apiKey(r *http.Request) string {
 	if v := r.Header["Authorization"]; len(v) > 0 {
 		if k, ok := strings.CutPrefix(v[0], "Bearer "); ok {
@@ -212,6 +229,12 @@ func apiKey(r *http.Request) string {
 	}
 	if v := r.Header["X-Api-Key"]; len(v) > 0 {
 		return v[0]
+	}
+	if v := r.Header["X-Goog-Api-Key"]; len(v) > 0 {
+		return v[0]
+	}
+	if r.URL.RawQuery != "" {
+		return r.URL.Query().Get("key")
 	}
 	return ""
 }
@@ -227,6 +250,8 @@ type answer struct {
 	sc    *scratch
 	style style
 	srv   *Server
+	// geminiSSE: a Gemini stream asked for server-sent events (?alt=sse).
+	geminiSSE bool
 }
 
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, rt route, st style) {
@@ -235,6 +260,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, rt route, st s
 		h := r.Header.Clone()
 		s.mu.Lock()
 		s.headers = append(s.headers, h)
+		s.uris = append(s.uris, r.RequestURI)
 		s.mu.Unlock()
 	}
 	key := apiKey(r)
@@ -251,6 +277,11 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, rt route, st s
 		}
 	}
 
+	if st == styleGemini && rt != routeModels {
+		// The model is the path's; a Gemini body names none.
+		_, req.Model = geminiRoute(r.URL.Path)
+		req.Stream = rt == routeStreamGenerate
+	}
 	t, e, err := s.enter(r, key, req.Model, now)
 	defer s.leave(t)
 	switch {
@@ -310,7 +341,18 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, rt route, st s
 	case routeCountTokens:
 		a.countTokens()
 	case routeModels:
-		a.models()
+		if st == styleGemini {
+			a.geminiModels()
+		} else {
+			a.models()
+		}
+	case routeGenerate:
+		a.generateContent()
+	case routeStreamGenerate:
+		a.geminiSSE = r.URL.Query().Get("alt") == "sse"
+		a.streamGenerateContent()
+	case routeGeminiCount:
+		a.geminiCountTokens()
 	}
 }
 

@@ -220,7 +220,7 @@ func (s *Server) Stats() Stats {
 func (s *Server) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.headers = nil
+	s.headers, s.uris = nil, nil
 	s.total.reset()
 	for km, p := range s.pairs {
 		if p.inFlight == 0 {

@@ -113,13 +113,21 @@ type stream struct {
 
 // startStream writes the status and SSE headers and flushes them. It
 // reports false when the stream must stop (client gone, or cut).
-func (a *answer) startStream() (*stream, bool) {
+func (a *answer) startStream() (*stream, bool) { return a.startStreamAs(true) }
+
+// startStreamAs is startStream for an event stream (sse) or a JSON body
+// written piece by piece (Gemini's streamGenerateContent without alt=sse).
+func (a *answer) startStreamAs(sse bool) (*stream, bool) {
 	s := &stream{a: a, rc: http.NewResponseController(a.w), cutAfter: -2}
 	if a.e.fail == FailStreamCut {
 		s.cutAfter = (a.e.chunks+1)/2 - 1
 	}
 	h := a.w.Header()
-	h.Set("Content-Type", "text/event-stream")
+	if sse {
+		h.Set("Content-Type", "text/event-stream")
+	} else {
+		h.Set("Content-Type", "application/json")
+	}
 	h.Set("Cache-Control", "no-cache")
 	a.w.WriteHeader(http.StatusOK)
 	if err := s.rc.Flush(); err != nil {
@@ -137,9 +145,14 @@ func (s *stream) emit(b []byte) bool {
 }
 
 // chunk emits content event i after the chunk interval (none before the
-// first); false when the stream must stop.
+// first) and, for the last one, after HoldLast; false when the stream must
+// stop.
 func (s *stream) chunk(i int, b []byte) bool {
 	if i > 0 && s.a.e.chunkInterval > 0 && !s.a.srv.sleep(s.a.ctx, s.a.e.chunkInterval) {
+		s.a.srv.abandon(s.a.w)
+		return false
+	}
+	if i == s.a.e.chunks-1 && !s.a.srv.hold(s.a.ctx, s.a.e.holdLast) {
 		s.a.srv.abandon(s.a.w)
 		return false
 	}
