@@ -34,6 +34,7 @@ func storedSettingsFields(st store.Settings) (web.SettingsFields, []string) {
 		BreakerFailures:           intText(set.BreakerFailures),
 		BreakerCooldownMs:         intText(set.BreakerCooldownMs),
 		Providers:                 limits.FormatProviderCaps(set.Providers),
+		Aliases:                   limits.FormatAliases(set.Aliases),
 		Version:                   strconv.FormatInt(st.Version, 10),
 	}, warns
 }
@@ -45,7 +46,7 @@ func typedSettingsFields(form url.Values, base web.SettingsFields) web.SettingsF
 		"globalMaxConcurrent": &f.GlobalMaxConcurrent, "defaultMaxWaitMs": &f.DefaultMaxWaitMs,
 		"defaultExecutionMaxWaitMs": &f.DefaultExecutionMaxWaitMs, "defaultMaxQueueDepth": &f.DefaultMaxQueueDepth,
 		"maxAttempts": &f.MaxAttempts, "suspendMs": &f.SuspendMs, "breakerFailures": &f.BreakerFailures,
-		"breakerCooldownMs": &f.BreakerCooldownMs, "providers": &f.Providers, "version": &f.Version,
+		"breakerCooldownMs": &f.BreakerCooldownMs, "providers": &f.Providers, "aliases": &f.Aliases, "version": &f.Version,
 	} {
 		if vs, ok := form[name]; ok && len(vs) > 0 {
 			*dst = vs[0]
@@ -94,6 +95,23 @@ func applySettingsForm(l *web.Localizer, stored json.RawMessage, form url.Values
 				return nil, nil, fmt.Errorf("handlers: encode providers: %w", err)
 			}
 			members["providers"] = raw
+		}
+	}
+	if _, ok := form[limits.KeyAliases]; ok {
+		aliases, lineErrs := limits.ParseAliases(form.Get(limits.KeyAliases))
+		for _, le := range lineErrs {
+			errs.Add(limits.KeyAliases, web.LineErrorMessage(l, le))
+		}
+		switch {
+		case len(lineErrs) > 0:
+		case len(aliases) == 0:
+			delete(members, limits.KeyAliases)
+		default:
+			raw, err := json.Marshal(aliases)
+			if err != nil {
+				return nil, nil, fmt.Errorf("handlers: encode aliases: %w", err)
+			}
+			members[limits.KeyAliases] = raw
 		}
 	}
 	merged, err := json.Marshal(members)

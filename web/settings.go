@@ -13,7 +13,10 @@ type SettingsFields struct {
 	// Providers is the per-provider caps textarea (form name "providers"): one
 	// "provider maxConcurrent [maxWaitMs]" a line; see limits.ParseProviderCaps.
 	Providers string
-	Version   string // version (hidden)
+	// Aliases is the model aliases textarea (form name "aliases"): one
+	// alias=model a line; see limits.ParseAliases.
+	Aliases string
+	Version string // version (hidden)
 }
 
 // SettingsForm is the settings page's view model.
@@ -30,7 +33,7 @@ type SettingsForm struct {
 func SettingsFieldNames() []string {
 	return []string{
 		"globalMaxConcurrent", "defaultMaxWaitMs", "defaultExecutionMaxWaitMs", "defaultMaxQueueDepth",
-		"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs", "providers",
+		"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs", "providers", "aliases",
 	}
 }
 

@@ -98,6 +98,19 @@ const (
 	// CodeDuplicateProvider: a provider listed twice in the per-provider
 	// text. Args: the provider, the line it was first listed on.
 	CodeDuplicateProvider = "duplicateProvider"
+	// CodeNotAliasMap: aliases is not an object of alias names to models.
+	// No args.
+	CodeNotAliasMap = "notAliasMap"
+	// CodeAliasOfAlias: an alias whose target is an alias. Args: the target.
+	CodeAliasOfAlias = "aliasOfAlias"
+	// CodeAliasLineShape: an aliases line without '='. No args.
+	CodeAliasLineShape = "aliasLineShape"
+	// CodeDuplicateAlias: an alias given twice in the aliases text. Args:
+	// the alias, the line it was first given on.
+	CodeDuplicateAlias = "duplicateAlias"
+	// CodeTooManyAliases: aliases text with more aliases than the settings
+	// may hold. Args: the most allowed.
+	CodeTooManyAliases = "tooManyAliases"
 	// CodeLine: one bad line of the model=cap textarea, reported on the
 	// modelConcurrency field (ApplyForm). Args: the LineError itself, whose own
 	// Code and Args say what is wrong with the line.
@@ -115,6 +128,7 @@ func Codes() []string {
 		CodeUnknownField, CodeDuplicateField, CodeNotJSON, CodeNotObject, CodeNotModelMap,
 		CodeNotProviderMap, CodeNotModelList, CodeNotWhole, CodeNotBool, CodeAdaptiveNeedsCap,
 		CodeLineShape, CodeModelMissing, CodeDuplicateModel, CodeDuplicateListed, CodeTooManyModels, CodeProviderLineShape, CodeDuplicateProvider, CodeLine,
+		CodeNotAliasMap, CodeAliasOfAlias, CodeAliasLineShape, CodeDuplicateAlias, CodeTooManyAliases,
 	}
 	for _, bound := range []string{CodeAtLeast, CodeAtMost, CodeMoreThan, CodeLessThan, CodeExactly} {
 		codes = append(codes, bound, bound+CodeSuffixChars, bound+CodeSuffixItems)

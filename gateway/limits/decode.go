@@ -28,6 +28,9 @@ type problem struct {
 	// reader removes it after the fact (values that did not decode were
 	// never stored).
 	validation bool
+	// duplicate marks a key given twice: the first value did decode, so a
+	// rule it breaks is still reported (and dropped by the lenient reader).
+	duplicate bool
 }
 
 type decoder struct {
@@ -41,7 +44,7 @@ type decoder struct {
 // reported reports whether a decoding problem is recorded at path.
 func (d *decoder) reported(path []string) bool {
 	for _, p := range d.problems {
-		if !p.validation && slices.Equal(p.path, path) {
+		if !p.validation && !p.duplicate && slices.Equal(p.path, path) {
 			return true
 		}
 	}
@@ -201,7 +204,7 @@ func (d *decoder) decodeStruct(raw []byte, rv reflect.Value, path []string, ns s
 	for _, m := range mems {
 		fpath := extend(path, m.key)
 		if seen[m.key] {
-			d.add(fpath, plainMessage(CodeDuplicateField))
+			d.problems = append(d.problems, problem{path: fpath, msg: plainMessage(CodeDuplicateField), duplicate: true})
 			continue
 		}
 		seen[m.key] = true
@@ -324,6 +327,8 @@ func (d *decoder) decodeMap(raw []byte, fv reflect.Value, rules string, path []s
 			msg = plainMessage(CodeNotModelMap)
 		case reflect.Struct:
 			msg = plainMessage(CodeNotProviderMap)
+		case reflect.String:
+			msg = plainMessage(CodeNotAliasMap)
 		}
 		d.add(path, msg)
 		return
@@ -333,7 +338,7 @@ func (d *decoder) decodeMap(raw []byte, fv reflect.Value, rules string, path []s
 	for _, mem := range mems {
 		epath := extend(path, mem.key)
 		if seen[mem.key] {
-			d.add(epath, plainMessage(CodeDuplicateField))
+			d.problems = append(d.problems, problem{path: epath, msg: plainMessage(CodeDuplicateField), duplicate: true})
 			continue
 		}
 		seen[mem.key] = true
@@ -357,6 +362,13 @@ func (d *decoder) decodeMap(raw []byte, fv reflect.Value, rules string, path []s
 			ev := reflect.New(t.Elem()).Elem()
 			d.decodeStruct(mem.val, ev, epath, ens)
 			m.SetMapIndex(key, ev)
+		case ek == reflect.String:
+			var str string
+			if err := json.Unmarshal(mem.val, &str); err != nil {
+				d.add(epath, mapElemMessage(rules))
+				continue
+			}
+			m.SetMapIndex(key, reflect.ValueOf(str).Convert(t.Elem()))
 		default:
 			panic("limits: unsupported map type " + t.String())
 		}
@@ -392,6 +404,17 @@ func setIntSaturated(v reflect.Value, n int64) {
 		}
 	}
 	v.SetInt(n)
+}
+
+// mapElemMessage is the message for a map value that is not a string: the
+// message of the rule after endkeys.
+func mapElemMessage(rules string) message {
+	parts := strings.Split(rules, ",")
+	if i := slices.Index(parts, "endkeys"); i >= 0 && i+1 < len(parts) {
+		tag, param, _ := strings.Cut(parts[i+1], "=")
+		return describe(tag, param, reflect.String)
+	}
+	return plainMessage(CodeInvalid)
 }
 
 // leafMessage is the message for a value that is not a whole number: the

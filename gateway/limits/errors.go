@@ -99,6 +99,8 @@ func plainMessage(code string) message {
 		text = `must be an object of model names to caps, like {"glm-5": 2}`
 	case CodeNotProviderMap:
 		text = `must be an object of provider names to settings, like {"openai": {"maxConcurrent": 8}}`
+	case CodeNotAliasMap:
+		text = `must be an object of alias names to models, like {"fast": "zai/glm-5"}`
 	case CodeUnique:
 		text = "must not contain duplicates"
 	case CodeNotModelList:

@@ -1,6 +1,9 @@
 package limits
 
-import "time"
+import (
+	"maps"
+	"time"
+)
 
 // Settings is the global settings row: gates and defaults for every
 // connection. As with Overrides, a nil pointer is an absent key, which
@@ -19,6 +22,9 @@ import "time"
 //	providers.<p>              p matches [a-z0-9-]{1,32}
 //	providers.<p>.maxConcurrent 0–100000    0 or absent = no provider cap
 //	providers.<p>.maxWaitMs     0–120000    0 or absent = defaultMaxWaitMs
+//	aliases                    at most 500 entries; alias and target are model
+//	                           names (see validModelKey); a target may not be
+//	                           an alias (see ParseAliases)
 type Settings struct {
 	GlobalMaxConcurrent       *int                        `json:"globalMaxConcurrent,omitempty" validate:"omitnil,between=0:100000"`
 	DefaultMaxWaitMs          *int                        `json:"defaultMaxWaitMs,omitempty" validate:"omitnil,between=1:120000"`
@@ -29,6 +35,7 @@ type Settings struct {
 	BreakerFailures           *int                        `json:"breakerFailures,omitempty" validate:"omitnil,between=0:100"`
 	BreakerCooldownMs         *int                        `json:"breakerCooldownMs,omitempty" validate:"omitnil,between=1000:3600000"`
 	Providers                 map[string]ProviderSettings `json:"providers,omitempty" validate:"omitempty,dive,keys,providerkey,endkeys"`
+	Aliases                   map[string]string           `json:"aliases,omitempty" validate:"omitempty,max=500,dive,keys,modelkey,endkeys,modelkey"`
 }
 
 // ProviderSettings are the gate settings of one provider (all of its
@@ -85,6 +92,9 @@ type EffectiveSettings struct {
 	// Providers holds every provider that sets something; a provider not
 	// listed has no cap and no wait of its own.
 	Providers map[string]EffectiveProvider
+	// Aliases maps a client's model name to the model it stands for
+	// (provider/model or a bare id); nil when none.
+	Aliases map[string]string
 }
 
 // EffectiveProvider is a provider's settings with absent keys as 0 (off).
@@ -114,6 +124,7 @@ func (s Settings) Effective() EffectiveSettings {
 			}
 		}
 	}
+	e.Aliases = maps.Clone(s.Aliases)
 	return e
 }
 
@@ -137,6 +148,7 @@ func (s Settings) WithDefaults() Settings {
 			out.Providers[name] = ProviderSettings{MaxConcurrent: clonePtr(p.MaxConcurrent), MaxWaitMs: clonePtr(p.MaxWaitMs)}
 		}
 	}
+	out.Aliases = maps.Clone(s.Aliases)
 	return out
 }
 
@@ -173,12 +185,13 @@ func ptrOr[T any](p, def *T) *T {
 // DecodeSettings strictly decodes a written settings document with the same
 // rules as DecodeOverrides (whole numbers only, unknown keys rejected, every
 // problem reported with its path under pathPrefix, sorted), plus the ranges
-// listed on Settings and provider keys matching [a-z0-9-]{1,32}. "null" means
+// listed on Settings, provider keys matching [a-z0-9-]{1,32} and no alias
+// naming an alias (reported at aliases.<name>). "null" means
 // no settings (every key at its default). Provider entries that set nothing
 // are dropped.
 func DecodeSettings(data []byte, pathPrefix string) (Settings, FieldErrors) {
 	var s Settings
-	if errs := strictErrors(decodeDocument(data, &s), pathPrefix); len(errs) > 0 {
+	if errs := strictErrors(aliasProblems(decodeDocument(data, &s), &s), pathPrefix); len(errs) > 0 {
 		return Settings{}, errs
 	}
 	return s, nil
@@ -200,6 +213,6 @@ func NormalizeSettingsErrors(raw []byte) (Settings, FieldErrors) {
 	if isBlankOrNull(raw) {
 		return s, nil
 	}
-	problems := decodeDocument(raw, &s)
+	problems := aliasProblems(decodeDocument(raw, &s), &s)
 	return s, lenientErrors(problems, &s, settingsWarningPrefix)
 }
