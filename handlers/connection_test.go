@@ -160,7 +160,7 @@ func TestConnectionFieldRules(t *testing.T) {
 		{"name absent", func(m map[string]any) { delete(m, "name") }, []string{"name"}},
 		{"provider upper case", func(m map[string]any) { m["provider"] = "ZAI" }, []string{"provider"}},
 		{"provider too long", func(m map[string]any) { m["provider"] = strings.Repeat("p", 33) }, []string{"provider"}},
-		{"api style", func(m map[string]any) { m["apiStyle"] = "gemini" }, []string{"apiStyle"}},
+		{"api style", func(m map[string]any) { m["apiStyle"] = "grpc" }, []string{"apiStyle"}},
 		{"relative base URL", func(m map[string]any) { m["baseUrl"] = "/v1" }, []string{"baseUrl"}},
 		{"ftp base URL", func(m map[string]any) { m["baseUrl"] = "ftp://example.com/v1" }, []string{"baseUrl"}},
 		{"base URL with query", func(m map[string]any) { m["baseUrl"] = "https://example.com/v1?x=1" }, []string{"baseUrl"}},

@@ -17,7 +17,7 @@ import (
 type connectionDoc struct {
 	Name     string   `json:"name" validate:"required,connname"`
 	Provider string   `json:"provider" validate:"required,providerkey"`
-	APIStyle string   `json:"apiStyle" validate:"required,oneof=openai anthropic"`
+	APIStyle string   `json:"apiStyle" validate:"required,oneof=openai anthropic gemini"`
 	BaseURL  string   `json:"baseUrl" validate:"required,baseurl"`
 	APIKey   *string  `json:"apiKey" validate:"omitnil,secret"`
 	Models   []string `json:"models" validate:"required,min=1,max=500,unique,dive,modelkey"`

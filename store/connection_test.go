@@ -347,3 +347,24 @@ func TestInTx(t *testing.T) {
 		t.Errorf("audit rows after rollback = %d, want 0", n)
 	}
 }
+
+// TestConnectionAPIStyles: every style the API accepts is stored and read
+// back (migration 0005 added gemini), and no other.
+func TestConnectionAPIStyles(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	for _, style := range []string{"openai", "anthropic", "gemini"} {
+		in := connInput("c-" + style)
+		in.APIStyle = style
+		created := mustCreateConnection(t, s, in)
+		got, err := s.GetConnection(t.Context(), created.ID)
+		if err != nil || got.APIStyle != style {
+			t.Errorf("%s: stored %q, %v", style, got.APIStyle, err)
+		}
+	}
+	in := connInput("c-grpc")
+	in.APIStyle = "grpc"
+	if _, err := s.CreateConnection(t.Context(), "test", in); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("grpc style: %v, want ErrInvalid", err)
+	}
+}

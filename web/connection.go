@@ -10,7 +10,7 @@ type ConnectionRow struct {
 	ID       string
 	Name     string
 	Provider string
-	APIStyle string // "openai" or "anthropic"
+	APIStyle string // "openai", "anthropic" or "gemini"
 	Models   []string
 	// MaxConcurrent and ModelCaps summarise the caps ("4 · glm-4.7=3 glm-5=1"); 0/nil = none.
 	MaxConcurrent int
@@ -38,7 +38,7 @@ type ConnectionList struct {
 type ConnectionFields struct {
 	Name               string // name
 	Provider           string // provider
-	APIStyle           string // apiStyle: "openai" or "anthropic"
+	APIStyle           string // apiStyle: "openai", "anthropic" or "gemini"
 	BaseURL            string // baseUrl
 	APIKey             string // apiKey: never filled from storage; blank on edit keeps the key
 	Priority           string // priority

@@ -1088,7 +1088,7 @@ func styleRadios(page Page, f ConnectionForm) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		for i, s := range []string{"openai", "anthropic"} {
+		for i, s := range []string{"openai", "anthropic", "gemini"} {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 83, "<label class=\"check\"><input type=\"radio\" name=\"apiStyle\" value=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
