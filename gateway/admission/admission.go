@@ -44,6 +44,12 @@ type Request struct {
 	// Weight is the client's share of a saturated gate, relative to the
 	// other clients waiting there: 1–1000; 0 (or less) means 1.
 	Weight int
+	// Priority is the request's class: at a saturated gate a waiter of a
+	// higher class is admitted before any of a lower one, and a waiter moves
+	// up one class for every PriorityAging it has waited; within a class,
+	// Client and Weight share the gate as above. The zero value is
+	// PriorityStandard.
+	Priority Priority
 
 	// route caches the path as a Controller resolved it (see Prepare);
 	// copies of a prepared Request share it.
@@ -59,6 +65,9 @@ type Options struct {
 	// DefaultHold is the hold time assumed for a gate before any release has
 	// been observed on it, for EstimateWait and RetryAfter (default 1s).
 	DefaultHold time.Duration
+	// PriorityAging is how long a waiter waits before it moves up one
+	// priority class (default DefaultPriorityAging; see SetPriorityAging).
+	PriorityAging time.Duration
 }
 
 // Controller admits requests through gates. It is safe for concurrent use.
@@ -72,6 +81,7 @@ type Controller struct {
 	mem         *memoryLedger // the ledger when it is the in-process one (direct calls)
 	epoch       time.Time     // clock origin for nanos
 	realClock   bool          // now is time.Now: nanos needs a single monotonic read
+	aging       int64         // PriorityAging in nanoseconds
 	seq         uint64
 	waiters     int // waiters parked anywhere
 	free        []*waiter
@@ -107,6 +117,10 @@ func New(opts Options) *Controller {
 	c.mem, _ = c.ledger.(*memoryLedger)
 	if c.defaultHold <= 0 {
 		c.defaultHold = time.Second
+	}
+	c.aging = int64(opts.PriorityAging)
+	if c.aging <= 0 {
+		c.aging = int64(DefaultPriorityAging)
 	}
 	return c
 }
@@ -236,6 +250,7 @@ func (c *Controller) submit(ctx context.Context, req *Request, p *Permit) (*wait
 	w.n = n
 	w.queueGate = qg
 	w.start = c.now()
+	w.at = int64(w.start.Sub(c.epoch))
 	if req.MaxWait > 0 {
 		w.deadline = w.start.Add(req.MaxWait)
 	}
@@ -243,7 +258,7 @@ func (c *Controller) submit(ctx context.Context, req *Request, p *Permit) (*wait
 		pg.waiting++
 	}
 	c.waiters++
-	c.park(w, g, req.Client, TurnOf(req.Weight))
+	c.park(w, g, req.Client, TurnOf(req.Weight), uint8(req.Priority.level()), w.at)
 	p.blocked = w.cls.on
 	return w, nil
 }
@@ -300,7 +315,8 @@ func (c *Controller) abandon(w *waiter, cause error) error {
 		return w.drained
 	}
 	g := w.cls.on
-	c.unpark(w)
+	now := c.now()
+	c.unpark(w, int64(now.Sub(c.epoch)))
 	w.state = stateGone
 	if cause != nil {
 		g.cancels++
@@ -312,7 +328,7 @@ func (c *Controller) abandon(w *waiter, cause error) error {
 	return &Error{
 		Code:       CodeTimeout,
 		Gate:       GateRef{Level: g.level, Key: g.key},
-		Waited:     c.now().Sub(w.start),
+		Waited:     now.Sub(w.start),
 		RetryAfter: c.pathWait(w.path[:w.n]),
 	}
 }
@@ -406,14 +422,14 @@ func (c *Controller) grant(p *Permit, n int) {
 // measures its hold time.
 const holdSampleEvery = 8
 
-// admit records the admission of a parked waiter whose slots drain took,
-// and wakes it.
-func (c *Controller) admit(w *waiter) {
-	w.cls.on.queue.served(w.cls.fl)
-	c.unpark(w)
+// admit records the admission at now (ns on the controller's clock) of a
+// parked waiter whose slots drain took, and wakes it.
+func (c *Controller) admit(w *waiter, now time.Time, ns int64) {
+	w.cls.queue().served(w.cls.fl)
+	c.unpark(w, ns)
 	w.state = stateAdmitted
 	c.totals.Admitted++
-	w.admitted = c.now()
+	w.admitted = now
 	waited := w.admitted.Sub(w.start)
 	bucket := live.WaitBucket(waited)
 	for _, g := range w.path[:w.n] {

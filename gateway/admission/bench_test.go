@@ -96,7 +96,7 @@ func BenchmarkChan4(b *testing.B) {
 // goroutines spread over client keys of mixed weights.
 func BenchmarkContended(b *testing.B) {
 	for _, n := range []int{10, 10000} {
-		b.Run(fmt.Sprintf("waiters=%d", n), func(b *testing.B) { benchBacklog(b, n, []int{1}) })
+		b.Run(fmt.Sprintf("waiters=%d", n), func(b *testing.B) { benchBacklog(b, n, []int{1}, nil, 0) })
 	}
 }
 
@@ -105,17 +105,31 @@ func BenchmarkContended(b *testing.B) {
 // goes through the fair-share tags.
 func BenchmarkFairShare(b *testing.B) {
 	for _, n := range []int{10, 10000} {
-		b.Run(fmt.Sprintf("waiters=%d", n), func(b *testing.B) { benchBacklog(b, n, []int{1, 2, 3, 5}) })
+		b.Run(fmt.Sprintf("waiters=%d", n), func(b *testing.B) { benchBacklog(b, n, []int{1, 2, 3, 5}, nil, 0) })
+	}
+}
+
+// BenchmarkPriority is BenchmarkContended with the goroutines spread over
+// the three priority classes (one client key): every admission from the
+// queue serves the highest class, and with an aging period of 10 ms the
+// lower classes of the 10 000-waiter backlog (a turn of it takes tens of
+// milliseconds) are served by moving up, so aging runs too.
+func BenchmarkPriority(b *testing.B) {
+	for _, n := range []int{10, 10000} {
+		b.Run(fmt.Sprintf("waiters=%d", n), func(b *testing.B) {
+			benchBacklog(b, n, []int{1}, Priorities[:], 10*time.Millisecond)
+		})
 	}
 }
 
 // benchBacklog runs n+4 goroutines over benchKeys with caps 64/32/8/4, the
-// i-th of them for client key i mod len(weights) with that weight, until
+// i-th of them for client key i mod len(weights) with that weight, and of
+// priority i mod len(priorities) (none: standard; aging 0: the default), until
 // b.N acquire+release pairs are done. The goroutines start parked behind
 // four holders, so the backlog is full from the first op; when b.N ops are
 // done the timer stops and the rest are cancelled.
-func benchBacklog(b *testing.B, n int, weights []int) {
-	c := New(Options{})
+func benchBacklog(b *testing.B, n int, weights []int, priorities []Priority, aging time.Duration) {
+	c := New(Options{PriorityAging: aging})
 	c.SetCaps(map[string]int{benchKeys[0]: 64, benchKeys[1]: 32, benchKeys[2]: 8, benchKeys[3]: 4})
 	path := Prepare(Request{Gates: refs(benchKeys...), MaxWait: time.Minute})
 	var holders []*Permit
@@ -137,6 +151,9 @@ func benchBacklog(b *testing.B, n int, weights []int) {
 		req.Client, req.Weight = fmt.Sprintf("key-%d", i%len(weights)), weights[i%len(weights)]
 		if len(weights) == 1 {
 			req.Client = ""
+		}
+		if len(priorities) > 0 {
+			req.Priority = priorities[i%len(priorities)]
 		}
 		wg.Go(func() {
 			for ctx.Err() == nil {
@@ -361,7 +378,7 @@ func benchQueueCycle(b *testing.B, keys, n int) {
 	b.ReportAllocs()
 	for b.Loop() {
 		c.mu.Lock()
-		w := g.queue.head().head
+		w := g.queue.first().head // one class of standard requests: nothing ages in a benchmark's time
 		c.mu.Unlock()
 		p := held[0]
 		copy(held, held[1:])

@@ -15,10 +15,11 @@ func (c *Controller) Drain() {
 	}
 	c.draining = true
 	now := c.now()
+	ns := int64(now.Sub(c.epoch))
 	for _, g := range c.gates {
-		for g.queue.len() > 0 {
-			w := g.queue.head().head
-			c.unpark(w)
+		for g.parked > 0 {
+			w := c.next(g, ns).head
+			c.unpark(w, ns)
 			w.state = stateDrained
 			w.drained = &Error{Code: CodeShuttingDown, Gate: GateRef{Level: g.level, Key: g.key}, Waited: now.Sub(w.start)}
 			g.cancels++

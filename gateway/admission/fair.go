@@ -36,15 +36,16 @@ type flow struct {
 	classes []*class
 }
 
-// waitQueue is a gate's queue: a binary min-heap of the flows parked on it
-// by (tag, fin, earliest head), with the gate's virtual time vt (the largest
-// tag admitted from it) and the ends of the turns of clients with no waiters
+// waitQueue is a gate's queue at one priority level (gateQueue holds one
+// per level): a binary min-heap of the flows parked there by (tag, fin,
+// earliest head), with the level's virtual time vt (the largest tag
+// admitted from it) and the ends of the turns of clients with no waiters
 // left (fin; a client that comes back starts no earlier than that, so it
 // cannot save up turns by leaving). Both maps are allocated the first time
-// somebody waits on the gate; flows is emptied as flows leave and fin when
-// the queue empties (with vt), or pruned of entries vt has passed, so memory
+// somebody waits there; flows is emptied as flows leave and fin when the
+// queue empties (with vt), or pruned of entries vt has passed, so memory
 // follows the clients waiting, not the clients seen. waiters counts the
-// waiters of every class in it (GateStats.Queued).
+// waiters of every class in it.
 type waitQueue struct {
 	items   []*flow
 	waiters int
@@ -59,11 +60,15 @@ func (q *waitQueue) len() int { return len(q.items) }
 // head is the class the gate serves next: its first flow's earliest class.
 func (q *waitQueue) head() *class { return q.items[0].classes[0] }
 
-// attach parks class k on g, in its client's flow there: a new flow starts
-// its client's turn at max(vt, end of the client's last turn here), so an
-// idle client earns no credit and a returning one cannot skip its turn.
-func (c *Controller) attach(k *class, g *gate) {
-	q := &g.queue
+// attach parks class k on g, at the level of its head's class at now (its
+// priority, raised by aging: priority.go), in its client's flow there: a new
+// flow starts its client's turn at max(vt, end of the client's last turn
+// here), so an idle client earns no credit and a returning one cannot skip
+// its turn.
+func (c *Controller) attach(k *class, g *gate, now int64) {
+	k.on = g
+	k.level = uint8(c.levelAt(k, now))
+	q := &g.queue.lv[k.level]
 	f := q.flows[k.client]
 	if f == nil {
 		f = c.newFlow()
@@ -81,15 +86,25 @@ func (c *Controller) attach(k *class, g *gate) {
 		f.pushClass(k)
 		q.fix(f) // a moved class may hold the flow's earliest waiter
 	}
-	k.on, k.fl = g, f
+	k.fl = f
 	q.waiters += k.size
+	g.parked++
+	if k.level > 0 {
+		k.due = c.dueOf(k)
+		g.queue.pushAging(k)
+	}
 }
 
 // detach takes class k off its gate. A flow left empty leaves the queue and
-// files where its client's next turn at the gate starts: its tag, the start
-// of a turn it has not used (admit advances it before the last waiter goes).
+// files where its client's next turn at the gate (at that level) starts: its
+// tag, the start of a turn it has not used (admit advances it before the
+// last waiter goes).
 func (c *Controller) detach(k *class) {
-	f, q := k.fl, &k.on.queue
+	f, q := k.fl, k.queue()
+	if k.ageIdx >= 0 {
+		k.on.queue.removeAging(k)
+	}
+	k.on.parked--
 	f.removeClass(k)
 	q.waiters -= k.size
 	k.on, k.fl = nil, nil

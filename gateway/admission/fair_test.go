@@ -193,7 +193,7 @@ func TestFairHeadLeaves(t *testing.T) {
 	tagOf := func(client string) uint64 {
 		r.c.mu.Lock()
 		defer r.c.mu.Unlock()
-		f := g.queue.flows[client]
+		f := g.queue.lv[1].flows[client]
 		if f == nil {
 			t.Fatalf("no flow of %s", client)
 		}
@@ -224,8 +224,8 @@ func TestFairHeadLeaves(t *testing.T) {
 		}
 	}
 	r.c.mu.Lock()
-	kept, ok := g.queue.fin["A"]
-	vt := g.queue.vt
+	kept, ok := g.queue.lv[1].fin["A"]
+	vt := g.queue.lv[1].vt
 	r.c.mu.Unlock()
 	if before > vt && (!ok || kept != before) || before <= vt && ok {
 		t.Errorf("A left with tag %d (vt %d): kept %d, %v", before, vt, kept, ok)
@@ -236,8 +236,8 @@ func TestFairHeadLeaves(t *testing.T) {
 	}
 	r.releaseAll()
 	r.c.mu.Lock()
-	if g.queue.vt != 0 || len(g.queue.fin) != 0 || len(g.queue.flows) != 0 {
-		t.Errorf("empty queue keeps vt %d, turns %v, flows %d", g.queue.vt, g.queue.fin, len(g.queue.flows))
+	if g.queue.lv[1].vt != 0 || len(g.queue.lv[1].fin) != 0 || len(g.queue.lv[1].flows) != 0 {
+		t.Errorf("empty queue keeps vt %d, turns %v, flows %d", g.queue.lv[1].vt, g.queue.lv[1].fin, len(g.queue.lv[1].flows))
 	}
 	r.c.mu.Unlock()
 }

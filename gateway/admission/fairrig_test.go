@@ -21,12 +21,13 @@ type fairRig struct {
 }
 
 type rigWaiter struct {
-	client string
-	weight int
-	keys   []string
-	w      *waiter // nil once admitted
-	p      *Permit
-	seq    uint64 // arrival number; 0 when admitted at once
+	client   string
+	weight   int
+	priority Priority
+	keys     []string
+	w        *waiter // nil once admitted
+	p        *Permit
+	seq      uint64 // arrival number; 0 when admitted at once
 }
 
 func newFairRig(t *testing.T, caps map[string]int) *fairRig {
@@ -45,7 +46,7 @@ func (r *fairRig) submit(client string, weight int, keys ...string) *rigWaiter {
 
 func (r *fairRig) submitReq(req Request, keys []string) *rigWaiter {
 	r.t.Helper()
-	rw := &rigWaiter{client: req.Client, weight: req.Weight, keys: keys, p: &Permit{}}
+	rw := &rigWaiter{client: req.Client, weight: req.Weight, priority: req.Priority, keys: keys, p: &Permit{}}
 	r.c.mu.Lock()
 	w, err := r.c.submit(context.Background(), &req, rw.p)
 	if err == nil {

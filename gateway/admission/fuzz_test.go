@@ -23,14 +23,27 @@ var fuzzClients = []string{"", "k1", "k2", "k3"}
 
 // fuzzWaiter is a parked request and the permit it will land in.
 type fuzzWaiter struct {
-	w      *waiter
-	p      *Permit
-	client string
+	w        *waiter
+	p        *Permit
+	client   string
+	priority Priority
+}
+
+// effectiveLevel is the level a waiter of priority p that arrived at at
+// (Controller.clock) is entitled to at now: its class's, raised one for
+// every aging period waited. Written apart from the controller's levelAt.
+func effectiveLevel(p Priority, at, now, aging int64) int {
+	lv := map[Priority]int{PriorityInteractive: 0, PriorityStandard: 1, PriorityBatch: 2}[p]
+	for waited := now - at; lv > 0 && waited >= aging; waited -= aging {
+		lv--
+	}
+	return lv
 }
 
 // FuzzController drives a deterministic single-threaded sequence of
-// acquisitions, releases, double releases, cancellations, clock advances
-// (timeouts), cap changes and TryAcquires through the controller's own
+// acquisitions (of random client keys, weights and priorities),
+// releases, double releases, cancellations, clock advances (timeouts and
+// aging), cap and aging changes and TryAcquires through the controller's own
 // primitives, and checks its invariants after every step.
 func FuzzController(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 1, 0, 4, 50})
@@ -38,7 +51,7 @@ func FuzzController(f *testing.F) {
 	f.Add([]byte{5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 200, 2, 0, 6, 2, 3, 1})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		clk := &fakeClock{t: time.Unix(1000, 0)}
-		c := New(Options{Now: clk.now})
+		c := New(Options{Now: clk.now, PriorityAging: 50 * time.Millisecond})
 		c.SetCaps(map[string]int{"global": 3, "connection:a": 2, "model:a:x": 1, "connection:b": 1})
 		var permits, released []*Permit
 		var waiters []fuzzWaiter
@@ -65,9 +78,9 @@ func FuzzController(f *testing.F) {
 			switch op {
 			case 0: // acquire
 				path := fuzzPaths[int(arg)%len(fuzzPaths)]
-				cw := next(&i) // client key and weight (0 means 1)
+				cw := next(&i) // client key, weight (0 means 1) and priority
 				req := Request{Gates: refs(path...), MaxWait: time.Duration(arg%4) * 10 * time.Millisecond, MaxQueueDepth: int(arg/4) % 3,
-					Client: fuzzClients[int(cw)%len(fuzzClients)], Weight: int(cw/4) % 5}
+					Client: fuzzClients[int(cw)%len(fuzzClients)], Weight: int(cw/4) % 5, Priority: Priority(int(cw/20)%3 - 1)}
 				what = fmt.Sprintf("acquire %v", req)
 				p := &Permit{}
 				w, err := c.submit(context.Background(), &req, p)
@@ -77,7 +90,7 @@ func FuzzController(f *testing.F) {
 						t.Fatalf("%s: %v", what, err)
 					}
 				case w != nil:
-					waiters = append(waiters, fuzzWaiter{w, p, req.Client})
+					waiters = append(waiters, fuzzWaiter{w, p, req.Client, req.Priority})
 				default:
 					permits = append(permits, p)
 				}
@@ -134,7 +147,13 @@ func FuzzController(f *testing.F) {
 					c.recycle(fw.w)
 				}
 				waiters = kept
-			case 5: // new caps
+			case 5: // new caps, and a new aging period (25–100 ms)
+				c.mu.Unlock()
+				c.SetPriorityAging(time.Duration(arg%4+1) * 25 * time.Millisecond)
+				c.mu.Lock()
+				if err := checkInvariants(c); err != nil {
+					t.Fatalf("after new aging: %v", err)
+				}
 				caps := make(map[string]int)
 				for _, g := range fuzzGates {
 					if cp := int(next(&i)) % 4; cp > 0 {
@@ -161,24 +180,36 @@ func FuzzController(f *testing.F) {
 				client string
 				seq    uint64
 				on     *gate
+				level  int
 			}
+			now := c.clock()
 			var admitted []admittedFrom
 			for _, fw := range waiters {
 				if fw.w.state != stateAdmitted {
 					kept = append(kept, fw)
 					continue
 				}
-				admitted = append(admitted, admittedFrom{fw.client, fw.w.seq, parkedOn[fw.w]})
+				admitted = append(admitted, admittedFrom{fw.client, fw.w.seq, parkedOn[fw.w], effectiveLevel(fw.priority, fw.w.at, now, c.aging)})
 				c.collect(fw.w, fw.p)
 				c.recycle(fw.w)
 				permits = append(permits, fw.p)
 			}
 			waiters = kept
-			// FIFO within a key at a gate: a waiter admitted from a gate
-			// leaves no earlier waiter of its key parked there all along.
+			// Strict classes, then FIFO within a key at a gate: a waiter
+			// admitted from a gate leaves no waiter of a higher class (aging
+			// counted), nor an earlier waiter of its key and class, parked
+			// there all along.
 			for _, a := range admitted {
 				for _, fw := range waiters {
-					if on := fw.w.cls.on; fw.client == a.client && on == a.on && parkedOn[fw.w] == on && fw.w.seq < a.seq {
+					on := fw.w.cls.on
+					if on != a.on || parkedOn[fw.w] != on {
+						continue
+					}
+					lv := effectiveLevel(fw.priority, fw.w.at, now, c.aging)
+					if lv < a.level {
+						t.Fatalf("after %s: waiter %d of level %d admitted from %s before %d of level %d, still parked there", what, a.seq, a.level, on.key, fw.w.seq, lv)
+					}
+					if fw.client == a.client && lv == a.level && fw.w.seq < a.seq {
 						t.Fatalf("after %s: key %q waiter %d admitted from %s before %d, still parked there", what, a.client, a.seq, on.key, fw.w.seq)
 					}
 				}

@@ -31,12 +31,15 @@ type gate struct {
 	cap        int // 0 = never blocks
 	held       int // slots held by this controller's permits
 	waiting    int // waiters whose path includes this gate (queue depth)
-	queue      waitQueue
+	parked     int // classes parked on this gate, at every level
 
 	admitted, timeouts, queueFull, cancels int64
 	waitTotal                              time.Duration
 	holdMean                               float64 // EWMA of hold time, ns; 0 = no sample yet
 	unsampled                              int     // admissions since the last hold sample
+	// queue holds the classes parked on the gate (priority.go, fair.go);
+	// after the fields the uncontended path touches.
+	queue gateQueue
 	// waits counts the admissions that waited in a queue, by how long; those
 	// admitted at once are admitted minus waits.Count() (see Controller.stats).
 	// Last, so the fields the fast path touches stay together.
@@ -73,6 +76,7 @@ type waiter struct {
 	cls        *class // the class it waits in, while it waits
 	prev, next *waiter
 	start      time.Time
+	at         int64     // start on the controller's clock (Controller.clock)
 	deadline   time.Time // zero = none of its own (the context may still end it)
 	state      uint8
 	admitted   time.Time // set when admitted
@@ -81,7 +85,9 @@ type waiter struct {
 	timer      *time.Timer
 }
 
-// class holds the waiters of one client key on one path, in arrival order.
+// class holds the waiters of one client key and priority on one path, in
+// arrival order (so its head has waited longest, and is the one whose class
+// aging raises first).
 // Two requests on the same path are admissible under exactly the same
 // conditions (every gate of the path has room), so the whole class parks on
 // one full gate and moves as one: when its gate gains room but another gate
@@ -95,9 +101,13 @@ type class struct {
 	n          int
 	client     string
 	inc        uint64 // turn length of its latest waiter: fairUnit / weight
+	base       uint8  // its priority's level (Priority.level)
+	level      uint8  // the level it is parked at: base, raised by its head's aging
 	on         *gate  // the full gate it is parked on
-	fl         *flow  // its client's flow on that gate
+	fl         *flow  // its client's flow on that gate, at level
 	idx        int    // index in fl.classes
+	ageIdx     int    // index in on.queue.aging; -1 at level 0
+	due        int64  // when it moves up a level (Controller.clock), if level > 0
 	head, tail *waiter
 	size       int
 }
@@ -105,11 +115,17 @@ type class struct {
 // gatePath is a path's gates in order.
 type gatePath = [maxPath]*gate
 
-// classKey is the map key of a class: its path and client key.
+// classKey is the map key of a class: its path, priority level and client
+// key (the level a whole word beside the path, so that both hash as one
+// block of memory).
 type classKey struct {
 	path   gatePath
+	base   uint64
 	client string
 }
+
+// queue is the fair-share queue of k's level on its gate.
+func (k *class) queue() *waitQueue { return &k.on.queue.lv[k.level] }
 
 // append adds w, the latest arrival, at the tail.
 func (k *class) append(w *waiter) {

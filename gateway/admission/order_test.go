@@ -152,7 +152,7 @@ func TestMovedWaiterKeepsDeadlineAndPlace(t *testing.T) {
 	if !w.deadline.Equal(wantDeadline) || w.seq != wantSeq {
 		t.Fatalf("moved waiter deadline %v seq %d, want %v and %d", w.deadline, w.seq, wantDeadline, wantSeq)
 	}
-	if head := w.cls.on.queue.head().head; head != w {
+	if head := c.next(w.cls.on, c.clock()).head; head != w {
 		t.Fatalf("moved waiter is not ahead of the later arrival y")
 	}
 	c.release(hm.gates[:hm.n], hm.start)

@@ -22,6 +22,10 @@ type GateStats struct {
 	// QueuedByClient splits Queued by client key id (Request.Client; waiters
 	// of no key count under ""); nil when nobody is parked on the gate.
 	QueuedByClient map[string]int
+	// QueuedByPriority splits Queued by the class the waiters asked for
+	// (Request.Priority; aging does not change it); nil when nobody is
+	// parked on the gate.
+	QueuedByPriority map[Priority]int
 	// Waiting is the waiters whose path includes this gate, wherever they are
 	// parked: what Request.MaxQueueDepth counts for the gate.
 	Waiting int
@@ -61,29 +65,35 @@ func (c *Controller) stats(g *gate) GateStats {
 	// are every admission the waiting ones do not account for.
 	waits[0] += g.admitted - waits.Count()
 	var byClient map[string]int
-	if g.queue.len() > 0 {
-		byClient = make(map[string]int, g.queue.len())
-		for _, f := range g.queue.items {
-			for _, k := range f.classes {
-				byClient[f.client] += k.size
+	var byPriority map[Priority]int
+	if g.parked > 0 {
+		byClient = make(map[string]int)
+		byPriority = make(map[Priority]int, numLevels)
+		for i := range g.queue.lv {
+			for _, f := range g.queue.lv[i].items {
+				for _, k := range f.classes {
+					byClient[f.client] += k.size
+					byPriority[Priorities[k.base]] += k.size
+				}
 			}
 		}
 	}
 	return GateStats{
-		Key:            g.key,
-		Level:          g.level,
-		Cap:            g.cap,
-		InFlight:       c.ledger.InFlight(g.id),
-		Queued:         g.queue.waiters,
-		QueuedByClient: byClient,
-		Waiting:        g.waiting,
-		Admitted:       g.admitted,
-		Timeouts:       g.timeouts,
-		QueueFull:      g.queueFull,
-		Cancels:        g.cancels,
-		WaitTotal:      g.waitTotal,
-		Waits:          waits,
-		MeanHold:       time.Duration(g.holdMean),
+		Key:              g.key,
+		Level:            g.level,
+		Cap:              g.cap,
+		InFlight:         c.ledger.InFlight(g.id),
+		Queued:           g.queue.waiters(),
+		QueuedByClient:   byClient,
+		QueuedByPriority: byPriority,
+		Waiting:          g.waiting,
+		Admitted:         g.admitted,
+		Timeouts:         g.timeouts,
+		QueueFull:        g.queueFull,
+		Cancels:          g.cancels,
+		WaitTotal:        g.waitTotal,
+		Waits:            waits,
+		MeanHold:         time.Duration(g.holdMean),
 	}
 }
 

@@ -94,7 +94,7 @@ func TestStress(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	initial := randomCaps(rng)
-	c := New(Options{})
+	c := New(Options{PriorityAging: 5 * time.Millisecond}) // waits of up to 50 ms age
 	c.SetCaps(initial)
 	check := newCapChecker(initial)
 
@@ -108,7 +108,7 @@ func TestStress(t *testing.T) {
 			for range opsEach {
 				keys := stressPaths[r.IntN(len(stressPaths))]
 				req := Request{Gates: refs(keys...), MaxQueueDepth: []int{0, 0, 50, 300}[r.IntN(4)],
-					Client: []string{"", "k1", "k2", "k3"}[r.IntN(4)], Weight: r.IntN(6)}
+					Client: []string{"", "k1", "k2", "k3"}[r.IntN(4)], Weight: r.IntN(6), Priority: Priority(r.IntN(3) - 1)}
 				if r.IntN(3) > 0 {
 					req.MaxWait = time.Duration(1+r.IntN(50)) * time.Millisecond
 				}
@@ -191,6 +191,9 @@ func TestStress(t *testing.T) {
 			caps := randomCaps(r)
 			check.publish(caps)
 			c.SetCaps(caps)
+			if r.IntN(10) == 0 {
+				c.SetPriorityAging(time.Duration(1+r.IntN(10)) * time.Millisecond)
+			}
 			c.mu.Lock()
 			err := checkInvariants(c)
 			c.mu.Unlock()
