@@ -332,7 +332,7 @@ func (l *learner) publish(ctx context.Context, lg *learnedGate, from, to int, no
 	if l.shared == nil {
 		return
 	}
-	if got, ok := l.shared.shareCap(ctx, lg.connID, lg.key, from, to); ok && got != to {
+	if got, ok := l.shared.ShareCap(ctx, lg.connID, lg.key, from, to); ok && got != to {
 		lg.adopt(got, now)
 	}
 }
@@ -340,7 +340,7 @@ func (l *learner) publish(ctx context.Context, lg *learnedGate, from, to int, no
 // capStore shares learned caps between replicas (cluster mode): the value
 // after the move, and false when the store could not be asked.
 type capStore interface {
-	shareCap(ctx context.Context, connID, key string, from, to int) (int, bool)
+	ShareCap(ctx context.Context, connID, key string, from, to int) (int, bool)
 }
 
 // adoptShared takes the learned caps of connID's gates that the other

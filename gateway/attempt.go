@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
+	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 )
 
@@ -50,7 +51,7 @@ const (
 // stream_options.include_usage and strips the usage chunk from the stream.
 func (x *exchange) wantsUsage(c *conn) bool {
 	return (x.rt == routeChat || x.rt == routeCompletions) && x.info.Stream && !x.info.IncludeUsage &&
-		(c.lim.countsTokens() || x.key.lim.countsTokens())
+		(c.lim.CountsTokens() || x.key.lim.CountsTokens())
 }
 
 // payload returns the body to send for upstream model m: the client's bytes,
@@ -81,17 +82,17 @@ func (x *exchange) attempt() attemptResult {
 	ks.carry.inflight.Add(1)
 	defer ks.carry.inflight.Add(-1)
 	var used int64 // tokens the upstream reported
-	if ks.lim.any() && x.rt != routeCountTokens {
+	if ks.lim.Any() && x.rt != routeCountTokens {
 		keyReserved := x.countKeyDispatch()
 		defer func() { x.settleKey(keyReserved, used) }()
 	}
-	if c.lim.any() && x.rt != routeCountTokens {
+	if c.lim.Any() && x.rt != routeCountTokens {
 		reserved, v := x.countDispatch(c)
 		switch v {
-		case dispatchGone:
+		case ratelimit.DispatchGone:
 			p.done(errBreakerExcluded)
 			return attemptAnswered
-		case dispatchSkipped:
+		case ratelimit.DispatchSkipped:
 			p.done(errBreakerExcluded)
 			return attemptSkipped
 		}
@@ -215,14 +216,14 @@ func (x *exchange) attempt() attemptResult {
 		if !x.learnRejected(lp, status, resp.Header) {
 			ra := parseRetryAfter(resp.Header.Get("Retry-After"), g.now())
 			now := g.now()
-			g.limiter.coolDown(x.r.Context(), c, t.model, now, ra, "upstream 429 for "+t.model)
+			x.coolDown(c, t.model, now, ra, "upstream 429 for "+t.model)
 		}
 		p.done(errBreakerExcluded)
 		return attemptFailed
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		x.keepLast(c, resp, t0)
 		x.learnRejected(lp, status, resp.Header)
-		g.limiter.suspend(x.r.Context(), c, g.now(), x.s.eff.SuspendDuration(), "upstream "+strconv.Itoa(status))
+		x.suspend(c, g.now(), x.s.eff.SuspendDuration(), "upstream "+strconv.Itoa(status))
 		p.done(errBreakerExcluded)
 		return attemptFailed
 	case status == http.StatusRequestTimeout || status >= 500:

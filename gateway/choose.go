@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 )
 
 // pick is an admitted attempt: the target, its permit, and the breaker's
@@ -87,11 +88,11 @@ func errNoHealthyNow(model string) *apiError {
 // dispatch.
 func (x *exchange) stillHealthy(t *target) bool {
 	now := x.g.now()
-	why, _ := x.g.limiter.check(x.r.Context(), t.c, t.model, now)
+	why, _ := x.check(t.c, t.model, now)
 	if why != availableNow {
 		return false
 	}
-	if t.c.lim.budgeted() {
+	if t.c.lim.Budgeted() {
 		if _, blocked := x.budgetBlocked(t.c, now); blocked {
 			return false
 		}
@@ -123,11 +124,11 @@ func (x *exchange) healthy() *apiError {
 	healthy := healthyBuf[:0]
 	var coolFor, recoverIn, rateFor time.Duration
 	var coolGate string
-	var rateBlk rateBlock
+	var rateBlk ratelimit.Block
 	nCooling, nOK, nRate := 0, 0, 0
 	for _, i := range order {
 		t := x.targets[i]
-		why, until := g.limiter.check(x.r.Context(), t.c, t.model, now)
+		why, until := x.check(t.c, t.model, now)
 		var left time.Duration
 		switch why {
 		case availableNow:
@@ -135,12 +136,12 @@ func (x *exchange) healthy() *apiError {
 				nOK++
 				continue
 			}
-			if t.c.lim.budgeted() {
+			if t.c.lim.Budgeted() {
 				if b, blocked := x.budgetBlocked(t.c, now); blocked {
 					// Out of budget: skipped like a cooling connection.
 					nRate++
-					left = b.until.Sub(now)
-					if rateBlk.code == "" || left < rateFor {
+					left = b.Until.Sub(now)
+					if rateBlk.Code == "" || left < rateFor {
 						rateFor, rateBlk = left, b
 					}
 					break
@@ -189,14 +190,14 @@ func (x *exchange) healthy() *apiError {
 
 // budgetBlocked reports whether an exhausted budget keeps c out at now:
 // with shared limits the tpm window is the cluster's.
-func (x *exchange) budgetBlocked(c *conn, now time.Time) (rateBlock, bool) {
-	return x.g.limiter.blocked(x.r.Context(), c, now)
+func (x *exchange) budgetBlocked(c *conn, now time.Time) (ratelimit.Block, bool) {
+	return x.g.limiter.Blocked(x.r.Context(), c.id, &c.lim, c.rate, now)
 }
 
 // turnDelay is how long a dispatch turn on c reserved now would wait: with
 // shared limits, as far as this replica knows.
 func (x *exchange) turnDelay(c *conn) time.Duration {
-	return x.g.limiter.turnDelay(c, time.Now())
+	return x.g.limiter.TurnDelay(c.rate, time.Now())
 }
 
 // admitNow takes the first candidate that can admit and dispatch at once
@@ -205,7 +206,7 @@ func (x *exchange) admitNow() (aerr *apiError, ok bool) {
 	g := x.g
 	for _, i := range x.cand.idx[:x.cand.n] {
 		t := x.targets[i]
-		if t.c.lim.spacing > 0 && x.turnDelay(t.c) > 0 {
+		if t.c.lim.Spacing > 0 && x.turnDelay(t.c) > 0 {
 			continue
 		}
 		start := time.Now()
@@ -350,7 +351,7 @@ func (x *exchange) orderByWait() {
 	for k, i := range cand.idx[:cand.n] {
 		t := x.targets[i]
 		d := x.g.ctrl.EstimateWait(x.request(t))
-		if t.c.lim.spacing > 0 {
+		if t.c.lim.Spacing > 0 {
 			d = max(d, x.turnDelay(t.c))
 		}
 		waits[k] = d
@@ -363,17 +364,17 @@ func (x *exchange) orderByWait() {
 // the breaker's slot are given back.
 func (x *exchange) dispatchTurn(p pick, start time.Time) (pick, *apiError) {
 	c := p.t.c
-	if x.key.lim.spacing > 0 {
+	if x.key.lim.Spacing > 0 {
 		if aerr := x.keyTurn(start, x.request(p.t).MaxWait); aerr != nil {
 			p.permit.Release()
 			p.done(errBreakerExcluded)
 			return pick{}, aerr
 		}
 	}
-	if c.lim.spacing == 0 {
+	if c.lim.Spacing == 0 {
 		return p, nil
 	}
-	if aerr := x.g.limiter.takeTurn(x, c, start, x.request(p.t).MaxWait); aerr != nil {
+	if aerr := x.takeTurn(c, start, x.request(p.t).MaxWait); aerr != nil {
 		p.permit.Release()
 		p.done(errBreakerExcluded)
 		return pick{}, aerr

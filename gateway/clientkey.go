@@ -10,6 +10,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
+	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 )
 
 // Client keys as tenants (DESIGN.md, "Client keys: identity, limits and fair
@@ -23,7 +24,7 @@ import (
 // waiting there, FIFO within the key (admission.Request's Client and Weight;
 // docs/ADMISSION.md, "Fair share across client keys"). A key's limits are
 // the client's, not a connection's: they never fail over. They reuse the
-// connections' machinery (connLimits, connRate, the limiter) and, in
+// connections' machinery (ratelimit.Limits, ratelimit.State, the limiter) and, in
 // cluster mode, the key gate goes through the shared admission like any
 // gate and the key's rpm and tpm through the shared limits, under the store
 // id key:<id> (see docs/ARCHITECTURE.md).
@@ -48,9 +49,9 @@ type ClientKey struct {
 func keyGateKey(id string) string { return "key:" + id }
 
 // keyCarry is what a key's state carries over from one config to the next
-// (by key id), like connRate for a connection.
+// (by key id), like ratelimit.State for a connection.
 type keyCarry struct {
-	rate     connRate
+	rate     ratelimit.State
 	inflight atomic.Int64 // requests of the key holding a permit
 	queued   atomic.Int64 // requests of the key waiting for admission
 }
@@ -60,7 +61,7 @@ type keyState struct {
 	id, name string
 	eff      limits.EffectiveClientKey
 	gate     admission.GateRef // key:<id>; Key "" when the key has no cap
-	lim      connLimits        // rpm spacing, tpm and tpd of the key, with key-* gate names
+	lim      ratelimit.Limits  // rpm spacing, tpm and tpd of the key, with key-* gate names
 	// storeID names the key's rpm turn and tpm window in the shared rate-limit
 	// store, apart from connection ids (key:<id>); "" when it has neither.
 	storeID string
@@ -71,21 +72,21 @@ type keyState struct {
 // newKeyLimits returns the key's rate limits. A gate name is built only for
 // a limit that is set (it names that limit's rejections): a key that is not
 // in the config in force is prepared per request (keyOf).
-func newKeyLimits(id string, e limits.EffectiveClientKey) connLimits {
-	l := connLimits{
-		spacing: e.DispatchSpacing(),
-		rpm:     int64(e.RPM),
-		tpm:     max(e.TPM, 0),
-		tpd:     max(e.TPD, 0),
+func newKeyLimits(id string, e limits.EffectiveClientKey) ratelimit.Limits {
+	l := ratelimit.Limits{
+		Spacing: e.DispatchSpacing(),
+		RPM:     int64(e.RPM),
+		TPM:     max(e.TPM, 0),
+		TPD:     max(e.TPD, 0),
 	}
-	if l.spacing > 0 {
-		l.spacingGate = "key-rpm:" + id
+	if l.Spacing > 0 {
+		l.SpacingGate = "key-rpm:" + id
 	}
-	if l.tpm > 0 {
-		l.gateTPM = "key-tpm:" + id
+	if l.TPM > 0 {
+		l.GateTPM = "key-tpm:" + id
 	}
-	if l.tpd > 0 {
-		l.gateTPD = "key-tpd:" + id
+	if l.TPD > 0 {
+		l.GateTPD = "key-tpd:" + id
 	}
 	return l
 }
@@ -111,7 +112,7 @@ func (g *Gateway) prepareKey(k ClientKey, carry *keyCarry) *keyState {
 	if ks.eff.MaxConcurrent > 0 {
 		ks.gate = admission.GateRef{Level: live.LevelKey, Key: keyGateKey(k.ID)}
 	}
-	if ks.lim.spacing > 0 || ks.lim.tpm > 0 {
+	if ks.lim.Spacing > 0 || ks.lim.TPM > 0 {
 		ks.storeID = cmp.Or(ks.gate.Key, keyGateKey(k.ID))
 	}
 	return ks
@@ -130,7 +131,7 @@ func (g *Gateway) applyKeys(s *state, keys []ClientKey) {
 		seen[k.ID] = true
 		ks := g.prepareKey(k, g.keyCarries[k.ID])
 		g.keyCarries[k.ID] = ks.carry
-		ks.carry.rate.setSpacing(ks.lim.spacing, now)
+		ks.carry.rate.SetSpacing(ks.lim.Spacing, now)
 		s.keys[k.ID] = ks
 		s.keyOrder = append(s.keyOrder, ks)
 		if ks.gate.Key != "" {
@@ -153,7 +154,7 @@ func (g *Gateway) keyOf(s *state, k ClientKey) *keyState {
 		return ks
 	}
 	ks := g.prepareKey(k, nil)
-	ks.carry.rate.setSpacing(ks.lim.spacing, time.Now())
+	ks.carry.rate.SetSpacing(ks.lim.Spacing, time.Now())
 	return ks
 }
 
@@ -200,23 +201,23 @@ func (x *exchange) request(t *target) admission.Request {
 // (no failover: the limit is the client's), or nil.
 func (x *exchange) keyBlocked() *apiError {
 	ks := x.key
-	if !ks.lim.budgeted() {
+	if !ks.lim.Budgeted() {
 		return nil
 	}
 	now := x.g.now()
-	b, blocked := x.g.limiter.keyBlocked(x.r.Context(), ks, now)
+	b, blocked := x.g.limiter.Blocked(x.r.Context(), ks.storeID, &ks.lim, &ks.carry.rate, now)
 	if !blocked {
 		return nil
 	}
 	what, budget := "tokens per minute (tpm)", live.BudgetTPM
-	if b.code == CodeRateLimitTPD {
+	if b.Code == CodeRateLimitTPD {
 		what, budget = "tokens per day (tpd)", live.BudgetTPD
 	}
 	x.g.metrics.rateRejected(budget)
-	return &apiError{status: http.StatusTooManyRequests, code: b.code,
-		message: "client key " + strconv.Quote(ks.name) + " is out of its " + what + " budget (gate " + b.gate +
-			"); it resets at " + b.until.UTC().Format(time.RFC3339),
-		retryAfter: ceilSeconds(b.until.Sub(now)), gate: b.gate}
+	return &apiError{status: http.StatusTooManyRequests, code: b.Code,
+		message: "client key " + strconv.Quote(ks.name) + " is out of its " + what + " budget (gate " + b.Gate +
+			"); it resets at " + b.Until.UTC().Format(time.RFC3339),
+		retryAfter: ceilSeconds(b.Until.Sub(now)), gate: b.Gate}
 }
 
 // keyTurn waits for the key's rpm dispatch turn while x holds its permit,
@@ -224,7 +225,16 @@ func (x *exchange) keyBlocked() *apiError {
 // bound, 0 = none); a turn that cannot come in time is given back and
 // answered with 429 RATE_LIMIT_RPM (gate key-rpm:<id>).
 func (x *exchange) keyTurn(start time.Time, maxWait time.Duration) *apiError {
-	return x.g.limiter.keyTurn(x, x.key, start, maxWait)
+	ks := x.key
+	t := x.g.limiter.Turn(x.r.Context(), ks.storeID, &ks.carry.rate, ks.lim.Spacing, start, maxWait)
+	switch t.Verdict {
+	case ratelimit.TurnTooLate:
+		return x.errKeyTurnTooLate(ks, t.Wait, maxWait, acrossReplicas(t))
+	case ratelimit.TurnGone:
+		return errClientGone
+	}
+	x.waited += t.Waited
+	return nil
 }
 
 // errKeyTurnTooLate is the 429 RATE_LIMIT_RPM for ks's dispatch turn that
@@ -233,9 +243,9 @@ func (x *exchange) keyTurn(start time.Time, maxWait time.Duration) *apiError {
 func (x *exchange) errKeyTurnTooLate(ks *keyState, d, maxWait time.Duration, where string) *apiError {
 	x.g.metrics.rateRejected(live.BudgetRPM)
 	return &apiError{status: http.StatusTooManyRequests, code: CodeRateLimitRPM,
-		message: "client key " + strconv.Quote(ks.name) + " may dispatch one request every " + ks.lim.spacing.String() +
+		message: "client key " + strconv.Quote(ks.name) + " may dispatch one request every " + ks.lim.Spacing.String() +
 			" (rpm)" + where + ", and its next turn comes after the wait bound of " + maxWait.String(),
-		retryAfter: ceilSeconds(d), gate: ks.lim.spacingGate}
+		retryAfter: ceilSeconds(d), gate: ks.lim.SpacingGate}
 }
 
 // countKeyDispatch counts the request about to go upstream against its
@@ -243,10 +253,10 @@ func (x *exchange) errKeyTurnTooLate(ks *keyState, d, maxWait time.Duration, whe
 func (x *exchange) countKeyDispatch() (reserved int64) {
 	ks := x.key
 	l, r := &ks.lim, &ks.carry.rate
-	if !l.any() {
+	if !l.Any() {
 		return 0
 	}
-	return r.reserveDispatch(l, x.g.now())
+	return r.ReserveDispatch(l, x.g.now())
 }
 
 // settleKey charges the tokens of an attempt to its key in place of the
@@ -254,21 +264,18 @@ func (x *exchange) countKeyDispatch() (reserved int64) {
 func (x *exchange) settleKey(reserved, actual int64) {
 	ks := x.key
 	l := &ks.lim
-	if !l.countsTokens() {
+	if !l.CountsTokens() {
 		return
 	}
 	g := x.g
 	now := g.now()
-	record := ks.carry.rate.settle(l, now, reserved, actual)
-	if l.tpm > 0 {
-		g.limiter.addKeyTokens(x.r.Context(), ks, actual)
+	record := ks.carry.rate.Settle(l, now, reserved, actual)
+	if l.TPM > 0 {
+		g.limiter.AddTokens(x.r.Context(), ks.storeID, &ks.carry.rate, l.TPM, actual)
 	}
-	if !record || g.keyUsage == nil {
-		return
+	if record && g.keyUsage != nil {
+		g.days.Spent(x.r.Context(), g.keyUsage, ks.id, &ks.carry.rate, l, now, actual)
 	}
-	ctx, cancel := contextWithUsageTimeout(x.r.Context())
-	defer cancel()
-	g.flushUsageOf(ctx, g.keyUsage, ks.id, &ks.carry.rate, l, now, 0, actual)
 }
 
 // liveClients lists every configured key for the live view, by name.

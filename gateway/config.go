@@ -10,6 +10,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
+	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 )
 
@@ -59,8 +60,8 @@ type conn struct {
 	execBound          time.Duration
 	gateKey            string // connection:<id>
 	health             *connHealth
-	lim                connLimits
-	rate               *connRate // set by Apply
+	lim                ratelimit.Limits
+	rate               *ratelimit.State // set by Apply
 	durObs             interface{ Observe(float64) }
 }
 

@@ -33,7 +33,7 @@ func (x *exchange) chooseFree() *apiError {
 			continue
 		}
 		t := x.targets[i]
-		if why, _ := x.g.limiter.check(x.r.Context(), t.c, t.model, now); why != availableNow {
+		if why, _ := x.check(t.c, t.model, now); why != availableNow {
 			continue
 		}
 		x.cur = pick{t: t, idx: int(i), permit: freePermit{}, done: noBreaker}

@@ -272,7 +272,7 @@ func TestUsageStoreDownFailsOpen(t *testing.T) {
 
 	for range 2 {
 		expectVia(t, e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)), "conn-c1")
-		e.gw.usageDown.downUntil.Store(0) // ask the store again at once
+		e.gw.days.Retry() // ask the store again at once
 	}
 	if got := logs.count(); got != 1 {
 		t.Errorf("%d warnings logged for two failing store calls, want 1", got)
@@ -316,4 +316,10 @@ func TestTPDExhaustedWhileQueued(t *testing.T) {
 	if got := e.up.Requests("k1", "glm-5"); got != 1 {
 		t.Errorf("upstream got %d requests, want 1 (the second came after the day's tokens ran out)", got)
 	}
+}
+
+// utcDay is the UTC midnight that starts t's day.
+func utcDay(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
 }

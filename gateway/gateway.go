@@ -26,6 +26,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
+	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 )
 
 // The upstream clients Options.Outbound names (package outbound).
@@ -91,7 +92,7 @@ type Options struct {
 	// suspensions with the other replicas. nil keeps them in this process.
 	// When it fails the gateway uses its in-process state (fail-open) and
 	// logs that once a minute.
-	SharedLimits admission.SharedLimits
+	SharedLimits ratelimit.Store
 	// TracerProvider, when set, traces every proxied request (see
 	// docs/ARCHITECTURE.md, Tracing): a server span, its admission spans and
 	// a client span per upstream attempt, whose context goes upstream in
@@ -133,8 +134,9 @@ type Gateway struct {
 	// keyCarries is each client key's state that outlives a config, by key
 	// id; guarded by applyMu.
 	keyCarries map[string]*keyCarry
-	usageDown  *failOpen
-	rates      map[string]*connRate // by connection id; guarded by applyMu
+	// days counts the daily budgets in usage and keyUsage.
+	days  *ratelimit.Days
+	rates map[string]*ratelimit.State // by connection id; guarded by applyMu
 	// limiter keeps spacing, tpm window, cooldowns and suspensions: in this
 	// process, or shared in cluster mode (chosen once, in New).
 	limiter limiter
@@ -170,13 +172,12 @@ func New(opts Options) *Gateway {
 		usage:      opts.Usage,
 		keyUsage:   opts.KeyUsage,
 		keyCarries: make(map[string]*keyCarry),
-		rates:      make(map[string]*connRate),
-		limiter:    localLimiter{},
+		rates:      make(map[string]*ratelimit.State),
+		limiter:    ratelimit.Local{},
 		zeroMs:     []string{"0"},
 	}
 	g.tracer = newTracer(opts.TracerProvider)
-	g.usageDown = &failOpen{log: g.log, retry: usageRetry,
-		msg: "gateway: usage store unavailable; counting rpd/tpd in memory until it is back"}
+	g.days = ratelimit.NewDays(g.log)
 	if g.now == nil {
 		g.now = time.Now
 	}
@@ -197,8 +198,7 @@ func New(opts Options) *Gateway {
 		g.transport, g.ownTransport = t, t
 	}
 	if opts.SharedLimits != nil {
-		sl := &sharedLimiter{store: opts.SharedLimits, now: g.now, learn: g.learn, down: &failOpen{log: g.log, retry: sharedRetry,
-			msg: "gateway: shared rate-limit store unavailable; using this replica's own limits until it is back"}}
+		sl := ratelimit.NewShared(opts.SharedLimits, g.now, g.log, g.learn.adoptShared)
 		g.limiter, g.learn.shared = sl, sl
 	}
 	g.ctrl = opts.Admission
@@ -309,7 +309,7 @@ func (g *Gateway) ResetHealth(ctx context.Context, connID string) bool {
 	g.applyMu.Lock()
 	r := g.rates[connID]
 	g.applyMu.Unlock()
-	g.limiter.reset(ctx, connID, r)
+	g.limiter.Reset(ctx, connID, r)
 	return true
 }
 
@@ -363,7 +363,7 @@ func (g *Gateway) Snapshot() live.Snapshot {
 		state, until, reason := c.health.status(now)
 		out.Connections = append(out.Connections, live.Connection{
 			ID: c.id, Name: c.name, Provider: c.provider, Health: state, Until: until, Reason: reason,
-			Budgets: c.rate.budgets(&c.lim, now),
+			Budgets: c.rate.Budgets(&c.lim, now),
 		})
 	}
 	return out

@@ -1,58 +1,55 @@
 package gateway
 
 import (
+	"context"
+	"fmt"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
-
-	"golang.org/x/time/rate"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
+	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 )
 
-// Rate limits per connection (docs/ARCHITECTURE.md, "Rate limits"):
+// Rate limits per connection (docs/ARCHITECTURE.md, "Rate limits"; package
+// ratelimit keeps them):
 //
-//   - rpm and minTime are one dispatch spacing, the stricter of the two: a
-//     rate.Limiter with burst 1 (spacing.go). A request takes its concurrency
-//     permit, then reserves its turn; when the turn would come after the
-//     request's maxWait deadline (shared with the permit wait) the
-//     reservation is cancelled and the client gets 429 RATE_LIMIT_RPM. The
-//     spacing runs on the real clock, since it is waited on with timers.
-//   - rpd and tpd count per UTC day (daycount.go). A UsageCounter (Postgres)
-//     is the source of truth: one conditional upsert per dispatched request
-//     when rpd is set, tokens added after the response when tpd is set.
-//     Memory holds a cache of the day's counts, used to skip exhausted
-//     connections.
-//   - tpm is a per-minute window in memory (window.go). A dispatch reserves
-//     the connection's running estimate of tokens per request; the usage the
+//   - rpm and minTime are one dispatch spacing, the stricter of the two. A
+//     request takes its concurrency permit, then waits for its turn; when
+//     the turn would come after the request's maxWait deadline (shared with
+//     the permit wait) the turn is given back and the client gets 429
+//     RATE_LIMIT_RPM.
+//   - rpd and tpd count per UTC day. A UsageCounter (Postgres) is the
+//     source of truth: one conditional upsert per dispatched request when
+//     rpd is set, tokens added after the response when tpd is set. Memory
+//     holds a cache of the day's counts, used to skip exhausted connections.
+//   - tpm is a per-minute window in memory. A dispatch reserves the
+//     connection's running estimate of tokens per request; the usage the
 //     upstream reports replaces the estimate. The window may go into debt,
 //     which carries over to the next minutes.
 //
-// The spacing, the tpm window, cooldowns and suspensions are kept by the
-// gateway's limiter (limiter.go): in this process, or shared with the other
-// replicas in cluster mode (shared.go). Days and minute windows follow
-// Options.Now.
+// The spacing, the tpm window, and in cluster mode the shared side of
+// cooldowns and suspensions, are kept by the gateway's limiter (limiter.go):
+// ratelimit.Local, or ratelimit.Shared with Options.SharedLimits. Days and
+// minute windows follow Options.Now.
 
 // Error codes of the rate limits.
 const (
-	CodeRateLimitRPM = "RATE_LIMIT_RPM"
-	CodeRateLimitRPD = "RATE_LIMIT_RPD"
-	CodeRateLimitTPM = "RATE_LIMIT_TPM"
-	CodeRateLimitTPD = "RATE_LIMIT_TPD"
+	CodeRateLimitRPM = ratelimit.CodeRPM
+	CodeRateLimitRPD = ratelimit.CodeRPD
+	CodeRateLimitTPM = ratelimit.CodeTPM
+	CodeRateLimitTPD = ratelimit.CodeTPD
 )
 
-// connLimits are a connection's rate limits as one config snapshot sets them.
-type connLimits struct {
-	spacing            time.Duration // 0 = none
-	spacingGate        string        // rpm:<id> or minTime:<id>, whichever sets the spacing
-	rpm, rpd, tpm, tpd int64
-	gateRPD, gateTPM   string
-	gateTPD            string
-}
+// DayUsage is one connection's (or client key's) count for one UTC day.
+type DayUsage = ratelimit.DayUsage
 
-func newConnLimits(id string, o limits.Overrides) connLimits {
+// UsageCounter keeps the daily counts behind rpd and tpd, shared by every
+// gateway replica (cmd adapts the store's usage_daily tables).
+type UsageCounter = ratelimit.UsageCounter
+
+// newConnLimits returns the rate limits of connection id, with its gate names.
+func newConnLimits(id string, o limits.Overrides) ratelimit.Limits {
 	deref := func(p *int) int {
 		if p == nil || *p < 0 {
 			return 0
@@ -66,54 +63,21 @@ func newConnLimits(id string, o limits.Overrides) connLimits {
 		return *p
 	}
 	e := limits.Effective{RPM: deref(o.RPM), MinTimeMs: deref(o.MinTimeMs)}
-	l := connLimits{
-		spacing: e.DispatchSpacing(),
-		rpm:     int64(e.RPM),
-		rpd:     int64(deref(o.RPD)),
-		tpm:     deref64(o.TPM),
-		tpd:     deref64(o.TPD),
-		gateRPD: "rpd:" + id,
-		gateTPM: "tpm:" + id,
-		gateTPD: "tpd:" + id,
+	l := ratelimit.Limits{
+		Spacing: e.DispatchSpacing(),
+		RPM:     int64(e.RPM),
+		RPD:     int64(deref(o.RPD)),
+		TPM:     deref64(o.TPM),
+		TPD:     deref64(o.TPD),
+		GateRPD: "rpd:" + id,
+		GateTPM: "tpm:" + id,
+		GateTPD: "tpd:" + id,
 	}
-	l.spacingGate = "minTime:" + id
+	l.SpacingGate = "minTime:" + id
 	if e.RPM > 0 && time.Minute/time.Duration(e.RPM) >= time.Duration(e.MinTimeMs)*time.Millisecond {
-		l.spacingGate = "rpm:" + id
+		l.SpacingGate = "rpm:" + id
 	}
 	return l
-}
-
-// any reports whether any rate limit is set.
-func (l *connLimits) any() bool {
-	return l.spacing > 0 || l.rpm > 0 || l.rpd > 0 || l.tpm > 0 || l.tpd > 0
-}
-
-// budgeted reports whether a budget can make the connection unavailable.
-func (l *connLimits) budgeted() bool { return l.rpd > 0 || l.tpm > 0 || l.tpd > 0 }
-
-// countsTokens reports whether upstream usage must be read.
-func (l *connLimits) countsTokens() bool { return l.tpm > 0 || l.tpd > 0 }
-
-// connRate is a connection's rate-limit state. Like connHealth it outlives
-// config snapshots: Apply carries it over by connection id.
-type connRate struct {
-	spacer  atomic.Pointer[rate.Limiter] // nil when there is no spacing
-	spacing time.Duration                // guarded by Gateway.applyMu
-
-	mu       sync.Mutex
-	day      time.Time // UTC midnight the daily counts are for
-	requests int64     // dispatched that day (store's count, or memory's)
-	tokens   int64     // tokens that day
-	// pendReq and pendTok were counted in memory while the usage store was
-	// away; they are written with the next successful store call.
-	pendReq, pendTok int64
-	minute           time.Time // start of the current minute window
-	used             int64     // tpm: tokens charged in the window, estimates of requests in flight included
-	est              int64     // running estimate of tokens per request, 0 = none yet
-	minuteReqs       int64     // dispatches in the window, for the rpm budget
-	inflight         int64     // tpm estimates reserved by requests in flight on this replica
-
-	shared sharedConn // cluster mode: the cached shared state (shared.go)
 }
 
 // applyRates gives every connection of s its rate state, carried over by
@@ -124,10 +88,10 @@ func (g *Gateway) applyRates(s *state) {
 	for _, c := range s.conns {
 		r := g.rates[c.id]
 		if r == nil {
-			r = &connRate{}
+			r = &ratelimit.State{}
 			g.rates[c.id] = r
 		}
-		r.setSpacing(c.lim.spacing, now)
+		r.SetSpacing(c.lim.Spacing, now)
 		c.rate = r
 		seen[c.id] = true
 	}
@@ -138,16 +102,10 @@ func (g *Gateway) applyRates(s *state) {
 	}
 }
 
-// rateBlock is why a connection's budgets keep it out, and until when.
-type rateBlock struct {
-	code, gate string
-	until      time.Time
-}
-
 // rateError is the 429 for a budget that left no candidate.
-func (x *exchange) rateError(b rateBlock, retry time.Duration) *apiError {
+func (x *exchange) rateError(b ratelimit.Block, retry time.Duration) *apiError {
 	var what string
-	switch b.code {
+	switch b.Code {
 	case CodeRateLimitRPD:
 		what = "requests per day (rpd)"
 		x.g.metrics.rateRejected(live.BudgetRPD)
@@ -158,10 +116,10 @@ func (x *exchange) rateError(b rateBlock, retry time.Duration) *apiError {
 		what = "tokens per minute (tpm)"
 		x.g.metrics.rateRejected(live.BudgetTPM)
 	}
-	return &apiError{status: http.StatusTooManyRequests, code: b.code,
+	return &apiError{status: http.StatusTooManyRequests, code: b.Code,
 		message: "every connection serving " + x.info.Model + " is out of its rate-limit budget or cooling down; " +
-			"the " + what + " budget of gate " + b.gate + " resets at " + b.until.UTC().Format(time.RFC3339),
-		retryAfter: ceilSeconds(retry), gate: b.gate}
+			"the " + what + " budget of gate " + b.Gate + " resets at " + b.Until.UTC().Format(time.RFC3339),
+		retryAfter: ceilSeconds(retry), gate: b.Gate}
 }
 
 // errTurnTooLate is the 429 RATE_LIMIT_RPM for a dispatch turn on c that
@@ -170,7 +128,75 @@ func (x *exchange) rateError(b rateBlock, retry time.Duration) *apiError {
 func (x *exchange) errTurnTooLate(c *conn, d, maxWait time.Duration, where string) *apiError {
 	x.g.metrics.rateRejected(live.BudgetRPM)
 	return &apiError{status: http.StatusTooManyRequests, code: CodeRateLimitRPM,
-		message: "connection " + c.label + " dispatches at most one request every " + c.lim.spacing.String() +
+		message: "connection " + c.label + " dispatches at most one request every " + c.lim.Spacing.String() +
 			" (rpm/minTime)" + where + ", and the next turn comes after the wait bound of " + maxWait.String(),
-		retryAfter: ceilSeconds(d), gate: c.lim.spacingGate}
+		retryAfter: ceilSeconds(d), gate: c.lim.SpacingGate}
+}
+
+// countDispatch counts the request that is about to go to c upstream: rpd
+// in the usage store (memory while it is away), the rpm display count, and
+// the tpm estimate, which it returns so that settle can replace it.
+func (x *exchange) countDispatch(c *conn) (reserved int64, v ratelimit.Dispatch) {
+	l := &c.lim
+	now := x.g.now()
+	if l.RPD > 0 {
+		if v := x.g.days.CountRequest(x.r.Context(), x.g.usage, c.id, c.rate, l, now); v != ratelimit.DispatchOK {
+			return 0, v
+		}
+	}
+	return c.rate.ReserveDispatch(l, now), ratelimit.DispatchOK
+}
+
+// settle charges the tokens an attempt on c used (actual, 0 when the
+// upstream reported none) in place of the estimate reserved at dispatch:
+// to the tpm window, through the limiter, and to the day's tokens in the
+// usage store.
+func (x *exchange) settle(c *conn, reserved, actual int64) {
+	l := &c.lim
+	if !l.CountsTokens() {
+		return
+	}
+	g := x.g
+	now := g.now()
+	record := c.rate.Settle(l, now, reserved, actual)
+	if l.TPM > 0 {
+		g.limiter.AddTokens(x.r.Context(), c.id, c.rate, l.TPM, actual)
+	}
+	if record && g.usage != nil {
+		g.days.Spent(x.r.Context(), g.usage, c.id, c.rate, l, now, actual)
+	}
+}
+
+// LoadUsage reads the current UTC day's counts from the usage store into the
+// in-memory budgets, so that remaining budgets are right after a restart and
+// follow other replicas' traffic. It never lowers a count. cmd calls it after
+// every config load. Without a usage store it does nothing.
+func (g *Gateway) LoadUsage(ctx context.Context) error {
+	s := g.state.Load()
+	if g.usage == nil || s == nil {
+		return nil
+	}
+	now := g.now()
+	m, err := g.usage.DayUsage(ctx, now)
+	if err != nil {
+		return fmt.Errorf("gateway: load usage: %w", err)
+	}
+	for _, c := range s.conns {
+		if u, ok := m[c.id]; ok {
+			c.rate.LoadDay(&c.lim, now, u)
+		}
+	}
+	if g.keyUsage == nil {
+		return nil
+	}
+	km, err := g.keyUsage.DayUsage(ctx, now)
+	if err != nil {
+		return fmt.Errorf("gateway: load client key usage: %w", err)
+	}
+	for _, ks := range s.keyOrder {
+		if u, ok := km[ks.id]; ok {
+			ks.carry.rate.LoadDay(&ks.lim, now, u)
+		}
+	}
+	return nil
 }

@@ -47,7 +47,7 @@ func (x *exchange) noteRateLimitHeaders(c *conn, h http.Header) {
 	}
 	now := x.g.now()
 	if d := rateLimitCooldown(h, now); d > 0 {
-		x.g.limiter.coolConnection(x.r.Context(), c, now, d, reasonRateLimitHeaders)
+		x.coolConnection(c, now, d, reasonRateLimitHeaders)
 	}
 }
 

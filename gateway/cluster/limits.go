@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 )
 
 // LimitsOptions configures Limits. Client is required.
@@ -28,7 +28,7 @@ type LimitsOptions struct {
 // replicas share in cluster mode: the rpm/minTime dispatch spacing, the tpm
 // window, cooldowns after upstream 429s (per model) and rate-limit headers
 // (the whole connection), and suspensions after 401/403. It
-// implements admission.SharedLimits; every call is one script (or one DEL) on
+// implements ratelimit.Store; every call is one script (or one DEL) on
 // Redis's clock, bounded by OpTimeout. It is safe for concurrent use and
 // runs no goroutines.
 //
@@ -49,7 +49,7 @@ type Limits struct {
 	opTimeout time.Duration
 }
 
-var _ admission.SharedLimits = (*Limits)(nil)
+var _ ratelimit.Store = (*Limits)(nil)
 
 // NewLimits returns Limits over opts.Client.
 func NewLimits(opts LimitsOptions) (*Limits, error) {
@@ -83,7 +83,7 @@ const (
 
 func modelField(model string) string { return "m:" + model }
 
-// ReserveTurn implements admission.SharedLimits: it reserves connID's next
+// ReserveTurn implements ratelimit.Store: it reserves connID's next
 // dispatch turn, spacing after the one before, unless it is more than budget
 // (when >= 0) away.
 func (l *Limits) ReserveTurn(ctx context.Context, connID string, spacing, budget time.Duration) (time.Duration, bool, error) {
@@ -103,12 +103,12 @@ func (l *Limits) ReserveTurn(ctx context.Context, connID string, spacing, budget
 	return time.Duration(v[1]) * time.Microsecond, v[0] == 1, nil
 }
 
-// View implements admission.SharedLimits: connID's suspension, cooldowns and
+// View implements ratelimit.Store: connID's suspension, cooldowns and
 // tpm window now, in one read-only script.
-func (l *Limits) View(ctx context.Context, connID string, tpm int64) (admission.SharedView, error) {
+func (l *Limits) View(ctx context.Context, connID string, tpm int64) (ratelimit.View, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.opTimeout)
 	defer cancel()
-	var v admission.SharedView
+	var v ratelimit.View
 	raw, err := peekScript.Run(ctx, l.rdb, []string{l.keys.health(connID), l.keys.tpm(connID), l.keys.learn(connID)}, tpm).Slice()
 	if err != nil {
 		return v, fmt.Errorf("cluster: read shared limits: %w", err)
@@ -143,7 +143,7 @@ func (l *Limits) View(ctx context.Context, connID string, tpm int64) (admission.
 	return v, nil
 }
 
-// AddTokens implements admission.SharedLimits: it charges tokens to connID's
+// AddTokens implements ratelimit.Store: it charges tokens to connID's
 // tpm window.
 func (l *Limits) AddTokens(ctx context.Context, connID string, tpm, tokens int64) error {
 	ctx, cancel := context.WithTimeout(ctx, l.opTimeout)
@@ -154,18 +154,18 @@ func (l *Limits) AddTokens(ctx context.Context, connID string, tpm, tokens int64
 	return nil
 }
 
-// CoolDown implements admission.SharedLimits: model on connID cools for d.
+// CoolDown implements ratelimit.Store: model on connID cools for d.
 func (l *Limits) CoolDown(ctx context.Context, connID, model string, d time.Duration) error {
 	return l.mark(ctx, connID, modelField(model), d)
 }
 
-// CoolConnection implements admission.SharedLimits: every model on connID
+// CoolConnection implements ratelimit.Store: every model on connID
 // cools for d.
 func (l *Limits) CoolConnection(ctx context.Context, connID string, d time.Duration) error {
 	return l.mark(ctx, connID, connCoolField, d)
 }
 
-// Suspend implements admission.SharedLimits: connID is suspended for d.
+// Suspend implements ratelimit.Store: connID is suspended for d.
 func (l *Limits) Suspend(ctx context.Context, connID string, d time.Duration) error {
 	return l.mark(ctx, connID, suspendField, d)
 }
@@ -180,7 +180,7 @@ func (l *Limits) mark(ctx context.Context, connID, field string, d time.Duration
 	return nil
 }
 
-// Reset implements admission.SharedLimits: it clears connID's cooldowns and
+// Reset implements ratelimit.Store: it clears connID's cooldowns and
 // suspension.
 func (l *Limits) Reset(ctx context.Context, connID string) error {
 	ctx, cancel := context.WithTimeout(ctx, l.opTimeout)
@@ -191,7 +191,7 @@ func (l *Limits) Reset(ctx context.Context, connID string) error {
 	return nil
 }
 
-// ShareCap implements admission.SharedLimits: the learned cap of gateKey on
+// ShareCap implements ratelimit.Store: the learned cap of gateKey on
 // connID moves from from to to, unless another replica moved it first.
 func (l *Limits) ShareCap(ctx context.Context, connID, gateKey string, from, to int) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.opTimeout)

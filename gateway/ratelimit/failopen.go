@@ -1,4 +1,4 @@
-package gateway
+package ratelimit
 
 import (
 	"log/slog"

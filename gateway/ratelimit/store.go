@@ -1,29 +1,29 @@
-package admission
+package ratelimit
 
 import (
 	"context"
 	"time"
 )
 
-// SharedLimits keeps the per-connection state besides the gates that every
-// gateway replica shares in cluster mode: the rpm/minTime dispatch spacing,
-// the tpm window, upstream cooldowns and suspensions (gateway/cluster's
-// *Limits over Redis). It is declared here, beside Admitter, so that the
-// gateway and gateway/cluster need not import each other. Durations are
-// relative to the store's clock, so replicas' clocks need not agree. Every
-// method must be safe for concurrent use and bound its own wait; an error
-// makes the gateway fall back to its in-process state.
-type SharedLimits interface {
-	// ReserveTurn reserves connID's next dispatch turn, spacing after the
+// Store keeps the per-connection state besides the gates that every
+// gateway replica shares in cluster mode: the rpm/minTime dispatch
+// spacing, the tpm window, upstream cooldowns and suspensions, and learned
+// caps (gateway/cluster's *Limits over Redis). Durations are relative to
+// the store's clock, so replicas' clocks need not agree. Every method must
+// be safe for concurrent use and bound its own wait; an error makes Shared
+// fall back to the in-process state. ids are connection ids, or a client
+// key's store id (key:<id>) for its spacing and tpm window.
+type Store interface {
+	// ReserveTurn reserves id's next dispatch turn, spacing after the
 	// turn reserved before it, and returns how long until that turn. With
 	// budget >= 0 a turn more than budget away is not reserved: ok is false
 	// and wait is the time to it.
-	ReserveTurn(ctx context.Context, connID string, spacing, budget time.Duration) (wait time.Duration, ok bool, err error)
-	// View returns connID's shared state now; tpm is the connection's
-	// tokens-per-minute limit, which pays off debt between windows.
-	View(ctx context.Context, connID string, tpm int64) (SharedView, error)
-	// AddTokens charges tokens to connID's tpm window.
-	AddTokens(ctx context.Context, connID string, tpm, tokens int64) error
+	ReserveTurn(ctx context.Context, id string, spacing, budget time.Duration) (wait time.Duration, ok bool, err error)
+	// View returns id's shared state now; tpm is its tokens-per-minute
+	// limit, which pays off debt between windows.
+	View(ctx context.Context, id string, tpm int64) (View, error)
+	// AddTokens charges tokens to id's tpm window.
+	AddTokens(ctx context.Context, id string, tpm, tokens int64) error
 	// CoolDown marks model on connID as cooling for d (never shortening a
 	// longer cooldown already there).
 	CoolDown(ctx context.Context, connID, model string, d time.Duration) error
@@ -43,8 +43,8 @@ type SharedLimits interface {
 	ShareCap(ctx context.Context, connID, gateKey string, from, to int) (int, error)
 }
 
-// SharedView is one connection's shared state as SharedLimits.View reads it.
-type SharedView struct {
+// View is one connection's (or key's) shared state as Store.View reads it.
+type View struct {
 	// Suspended is how long the connection stays suspended (0: not).
 	Suspended time.Duration
 	// Cooling is how long each cooling model stays cooling.
@@ -57,7 +57,7 @@ type SharedView struct {
 	TPMUsed int64
 	// TPMWindowLeft is the time until the current minute window ends.
 	TPMWindowLeft time.Duration
-	// Learned holds the learned (adaptive) caps of connID's gates shared by
-	// ShareCap, by gate key; nil when none is.
+	// Learned holds the learned (adaptive) caps of the connection's gates
+	// shared by ShareCap, by gate key; nil when none is.
 	Learned map[string]int
 }
