@@ -36,7 +36,7 @@ func TestAdaptiveLearnsTheAccountLimit(t *testing.T) {
 		window  = 120 // dispatches to the adaptive connection measured
 	)
 	e := newEnv(t, upstreamtest.Options{Latency: latency})
-	e.gw.learn.quiet = 2 * time.Second
+	e.gw.learn.Quiet = 2 * time.Second
 	a := e.conn("a", "ka", "glm-5")
 	a.Priority = 10
 	a.Overrides = caps(8, nil, 60000)
@@ -86,14 +86,12 @@ func TestAdaptiveLearnsTheAccountLimit(t *testing.T) {
 	// alike). A learner stuck below the account's limit, a connection
 	// skipped while it could serve, or slots held without dispatching leave
 	// it well below 2.
-	e.gw.learn.mu.Lock()
-	lg := e.gw.learn.gates["connection:a"]
-	e.gw.learn.mu.Unlock()
+	lg := e.gw.learn.Gate("connection:a")
 	req0, rej0 := dispatched()
 	var samples, inFlight int64
 	waitFor(t, 30*time.Second, "the measured window of dispatches", func() bool {
 		samples++
-		inFlight += lg.inFlight.Load() // dispatched to a and not yet answered
+		inFlight += lg.InFlight() // dispatched to a and not yet answered
 		n, _ := dispatched()
 		return n-req0 >= window
 	})

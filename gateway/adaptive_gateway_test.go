@@ -55,7 +55,7 @@ func TestAdaptiveRejectionCutsInsteadOfCooling(t *testing.T) {
 		t.Errorf("a health after a concurrency 429 without Retry-After = %q (%s), want ok", h.Health, h.Reason)
 	}
 	for key, want := range map[string]int{"connection:a": 2, "model:a:glm-5": 2} {
-		if c, _ := e.gw.learn.effectiveCap(key); c != want {
+		if c, _ := e.gw.learn.EffectiveCap(key); c != want {
 			t.Errorf("effective cap of %s = %d, want %d", key, c, want)
 		}
 		if got := e.admissionCap(key); got != want {
@@ -76,7 +76,7 @@ func TestAdaptiveRejectionCutsInsteadOfCooling(t *testing.T) {
 	if h := e.health("a"); h.Health != live.HealthCooling {
 		t.Errorf("a health after a concurrency 429 with Retry-After = %q, want cooling", h.Health)
 	}
-	if c, _ := e.gw.learn.effectiveCap("connection:a"); c != 1 {
+	if c, _ := e.gw.learn.EffectiveCap("connection:a"); c != 1 {
 		t.Errorf("effective cap after the second cut = %d, want 1", c)
 	}
 	close(hold)
@@ -85,7 +85,7 @@ func TestAdaptiveRejectionCutsInsteadOfCooling(t *testing.T) {
 	// Switched off: the configured cap is back in force.
 	a.Overrides.Adaptive = nil
 	e.gw.Apply(Config{Connections: []Connection{a, b}})
-	if _, ok := e.gw.learn.effectiveCap("connection:a"); ok {
+	if _, ok := e.gw.learn.EffectiveCap("connection:a"); ok {
 		t.Fatal("connection a is still learned after adaptive was switched off")
 	}
 	if got := e.admissionCap("connection:a"); got != 4 {

@@ -1,59 +1,13 @@
 package gateway
 
 import (
-	"encoding/json"
 	"maps"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/health"
 )
-
-// namesOverload reports whether an upstream error body's code, type or
-// message (OpenAI {"error":{…}}, Anthropic {"type":"error","error":{…}}, or
-// the same keys at the top level) says concurrency or overload.
-func namesOverload(body []byte) bool {
-	if len(body) == 0 {
-		return false
-	}
-	type fields struct {
-		Code    json.RawMessage `json:"code"`
-		Type    json.RawMessage `json:"type"`
-		Message json.RawMessage `json:"message"`
-	}
-	var doc struct {
-		fields
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(body, &doc) != nil {
-		return false
-	}
-	check := func(f fields) bool {
-		for _, raw := range []json.RawMessage{f.Code, f.Type, f.Message} {
-			var s string
-			if json.Unmarshal(raw, &s) != nil {
-				s = string(raw) // a number code, say
-			}
-			s = strings.ToLower(s)
-			for _, w := range overloadWords {
-				if strings.Contains(s, w) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	if check(doc.fields) {
-		return true
-	}
-	var inner fields
-	if json.Unmarshal(doc.Error, &inner) == nil && check(inner) {
-		return true
-	}
-	// "error" as a plain string.
-	return check(fields{Message: doc.Error})
-}
 
 // setCaps pushes caps (a config snapshot's, by gate key) to admission with
 // every adaptive gate's effective cap in place of its configured one, and
@@ -75,7 +29,7 @@ func (g *Gateway) pushCaps() {
 }
 
 func (g *Gateway) pushCapsLocked() {
-	eff := g.learn.effective()
+	eff := g.learn.Effective()
 	if len(eff) == 0 {
 		g.ctrl.SetCaps(g.confCaps)
 		return
@@ -95,22 +49,22 @@ func (g *Gateway) pushCapsLocked() {
 // cut stands instead of a cooldown: the body named concurrency or overload
 // and no Retry-After came with it (too many at once is not "stop for a
 // while"); with a Retry-After the connection cools as well.
-func (x *exchange) learnRejected(lp learnPath, status int, h http.Header) bool {
+func (x *exchange) learnRejected(lp health.LearnPath, status int, h http.Header) bool {
 	if len(lp) == 0 {
 		return false
 	}
-	named := x.last != nil && namesOverload(x.last.body)
-	if !named && status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable && status != statusOverloaded {
+	named := x.last != nil && health.NamesOverload(x.last.body)
+	if !named && status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable && status != health.StatusOverloaded {
 		return false
 	}
-	lp.rejected(x.r.Context(), "upstream "+strconv.Itoa(status))
+	lp.Rejected(x.r.Context(), "upstream "+strconv.Itoa(status))
 	return named && len(h["Retry-After"]) == 0
 }
 
 // configuredCaps returns the configured cap of every adaptive gate in
 // stats (admission reports the effective cap in force), by key.
 func (g *Gateway) configuredCaps(stats []admission.GateStats) map[string]int {
-	eff := g.learn.effective()
+	eff := g.learn.Effective()
 	if len(eff) == 0 {
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 	"github.com/gatehouse-dev/gatehouse/gateway/usage"
@@ -90,10 +91,10 @@ func (x *exchange) attempt() attemptResult {
 		reserved, v := x.countDispatch(c)
 		switch v {
 		case ratelimit.DispatchGone:
-			p.done(errBreakerExcluded)
+			p.done(health.ErrExcluded)
 			return attemptAnswered
 		case ratelimit.DispatchSkipped:
-			p.done(errBreakerExcluded)
+			p.done(health.ErrExcluded)
 			return attemptSkipped
 		}
 		defer func() { x.settle(c, reserved, used) }()
@@ -159,10 +160,10 @@ func (x *exchange) attempt() attemptResult {
 	if x.rt == routeCountTokens {
 		lp, sp = nil, nil // takes no slot: not a sample of the gates' load
 	}
-	full := lp.enter()
-	defer lp.leave(t0)
-	sp.enter()
-	defer sp.leave()
+	full := lp.Enter()
+	defer lp.Leave(t0)
+	sp.Enter()
+	defer sp.Leave()
 	var resp *http.Response
 	var err error
 	if fast {
@@ -185,17 +186,17 @@ func (x *exchange) attempt() attemptResult {
 		switch {
 		case shuttingDown(x.r.Context()):
 			// Cut by the shutdown bound before the upstream answered.
-			p.done(errBreakerExcluded)
+			p.done(health.ErrExcluded)
 			x.setQueueHeader(c)
 			x.status = errShuttingDown.status
 			writeError(x.w, x.st, errShuttingDown)
 			return attemptAnswered
 		case x.r.Context().Err() != nil:
-			p.done(errBreakerExcluded)
+			p.done(health.ErrExcluded)
 			return attemptAnswered
 		case errors.Is(context.Cause(ctx), errExecTimeout):
 			p.done(err)
-			c.health.failure("execution bound reached before the upstream answered")
+			c.health.Failure("execution bound reached before the upstream answered")
 			x.setQueueHeader(c)
 			x.status = http.StatusGatewayTimeout
 			writeError(x.w, x.st, &apiError{status: http.StatusGatewayTimeout, code: CodeExecutionTimeout,
@@ -203,7 +204,7 @@ func (x *exchange) attempt() attemptResult {
 			return attemptAnswered
 		}
 		p.done(err)
-		c.health.failure("upstream connection error")
+		c.health.Failure("upstream connection error")
 		x.lastErr = &apiError{status: http.StatusBadGateway, code: CodeUpstreamError, message: "the upstream connection failed"}
 		return attemptFailed
 	}
@@ -214,29 +215,29 @@ func (x *exchange) attempt() attemptResult {
 	case status == http.StatusTooManyRequests:
 		x.keepLast(c, resp, t0)
 		if !x.learnRejected(lp, status, resp.Header) {
-			ra := parseRetryAfter(resp.Header.Get("Retry-After"), g.now())
+			ra := health.ParseRetryAfter(resp.Header.Get("Retry-After"), g.now())
 			now := g.now()
 			x.coolDown(c, t.model, now, ra, "upstream 429 for "+t.model)
 		}
-		p.done(errBreakerExcluded)
+		p.done(health.ErrExcluded)
 		return attemptFailed
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		x.keepLast(c, resp, t0)
 		x.learnRejected(lp, status, resp.Header)
 		x.suspend(c, g.now(), x.s.eff.SuspendDuration(), "upstream "+strconv.Itoa(status))
-		p.done(errBreakerExcluded)
+		p.done(health.ErrExcluded)
 		return attemptFailed
 	case status == http.StatusRequestTimeout || status >= 500:
 		x.keepLast(c, resp, t0)
 		x.learnRejected(lp, status, resp.Header)
-		c.health.failure("upstream " + strconv.Itoa(status))
+		c.health.Failure("upstream " + strconv.Itoa(status))
 		p.done(upstreamStatusError(status))
 		return attemptFailed
 	}
 	p.done(nil)
 	if status < 300 {
-		c.health.succeeded(t.model)
-		lp.succeeded(x.r.Context(), full)
+		c.health.Succeeded(t.model)
+		lp.Succeeded(x.r.Context(), full)
 	}
 	// Every successful answer is watched for usage: the client key's token
 	// metrics count it, whatever the connection's limits.

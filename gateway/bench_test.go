@@ -3,12 +3,10 @@ package gateway
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
@@ -90,31 +88,6 @@ func benchPost(b *testing.B, client *http.Client, url, key, body string) {
 				b.Errorf("status %d", resp.StatusCode)
 				return
 			}
-		}
-	})
-}
-
-// BenchmarkObservedPath measures what an adaptive connection with shadow
-// caps adds to one attempt: entering and leaving its learned and shadow
-// gates and counting the success. It must not allocate.
-func BenchmarkObservedPath(b *testing.B) {
-	l := newLearner(time.Now, slog.New(slog.DiscardHandler))
-	learned := l.configure(map[string]learnSpec{"connection:c": {connID: "c", cap: 64}, "model:c:m": {connID: "c", cap: 64}})
-	sh := newShadows().configure(map[string]shadowSpec{
-		"shadow:connection:c": {connID: "c", cap: 4}, "shadow:model:c:m": {connID: "c", model: "m", cap: 2},
-	}, time.Now())
-	lp := learnPath{learned["connection:c"], learned["model:c:m"]}
-	sp := shadowPath{sh["shadow:connection:c"], sh["shadow:model:c:m"]}
-	ctx := b.Context()
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			start := time.Now()
-			full := lp.enter()
-			sp.enter()
-			lp.succeeded(ctx, full)
-			sp.leave()
-			lp.leave(start)
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 )
 
@@ -89,7 +90,7 @@ func errNoHealthyNow(model string) *apiError {
 func (x *exchange) stillHealthy(t *target) bool {
 	now := x.g.now()
 	why, _ := x.check(t.c, t.model, now)
-	if why != availableNow {
+	if why != health.Available {
 		return false
 	}
 	if t.c.lim.Budgeted() {
@@ -131,7 +132,7 @@ func (x *exchange) healthy() *apiError {
 		why, until := x.check(t.c, t.model, now)
 		var left time.Duration
 		switch why {
-		case availableNow:
+		case health.Available:
 			if x.tried&(1<<i) != 0 {
 				nOK++
 				continue
@@ -150,15 +151,15 @@ func (x *exchange) healthy() *apiError {
 			nOK++
 			healthy = append(healthy, i)
 			continue
-		case unavailCooling:
+		case health.Cooling:
 			nCooling++
 			left = until.Sub(now)
 			if coolGate == "" || left < coolFor {
 				coolFor, coolGate = left, "cooldown:"+t.c.id+":"+t.model
 			}
-		case unavailSuspended:
+		case health.Suspended:
 			left = until.Sub(now)
-		case unavailBreaker:
+		case health.Breaker:
 			left = time.Until(until)
 		}
 		if recoverIn == 0 || left < recoverIn {
@@ -367,7 +368,7 @@ func (x *exchange) dispatchTurn(p pick, start time.Time) (pick, *apiError) {
 	if x.key.lim.Spacing > 0 {
 		if aerr := x.keyTurn(start, x.request(p.t).MaxWait); aerr != nil {
 			p.permit.Release()
-			p.done(errBreakerExcluded)
+			p.done(health.ErrExcluded)
 			return pick{}, aerr
 		}
 	}
@@ -376,7 +377,7 @@ func (x *exchange) dispatchTurn(p pick, start time.Time) (pick, *apiError) {
 	}
 	if aerr := x.takeTurn(c, start, x.request(p.t).MaxWait); aerr != nil {
 		p.permit.Release()
-		p.done(errBreakerExcluded)
+		p.done(health.ErrExcluded)
 		return pick{}, aerr
 	}
 	return p, nil
@@ -385,7 +386,7 @@ func (x *exchange) dispatchTurn(p pick, start time.Time) (pick, *apiError) {
 // admitted asks the connection's breaker for the attempt; a half-open
 // breaker lets one probe through, and a refused attempt gives its permit back.
 func admitted(t *target, i int, pm permit) (pick, bool) {
-	done, ok := t.c.health.allow()
+	done, ok := t.c.health.Allow()
 	if !ok {
 		pm.Release()
 		return pick{}, false

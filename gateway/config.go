@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
@@ -59,7 +60,7 @@ type conn struct {
 	queueDepth         int
 	execBound          time.Duration
 	gateKey            string // connection:<id>
-	health             *connHealth
+	health             *health.Conn
 	lim                ratelimit.Limits
 	rate               *ratelimit.State // set by Apply
 	durObs             interface{ Observe(float64) }
@@ -72,10 +73,10 @@ type target struct {
 	model string
 	req   admission.Request // the gate path; read-only once built
 	stats *targetMetrics
-	// learn is the adaptive gates on the path (adaptive.go), empty unless
-	// the connection is adaptive; shadow its shadow gates (shadow.go).
-	learn  learnPath
-	shadow shadowPath
+	// learn is the adaptive gates on the path (package health), empty unless
+	// the connection is adaptive; shadow its shadow gates.
+	learn  health.LearnPath
+	shadow health.ShadowPath
 }
 
 // state is the immutable routing snapshot built by Apply.
@@ -113,8 +114,8 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 		caps:        make(map[string]int),
 		maxAttempts: max(eff.MaxAttempts, 1),
 	}
-	adaptive := make(map[string]learnSpec)
-	shadowSpecs := make(map[string]shadowSpec)
+	adaptive := make(map[string]health.LearnSpec)
+	shadowSpecs := make(map[string]health.ShadowSpec)
 	var all []*target
 	s.routes[styleOpenAI] = make(map[string][]*target)
 	s.routes[styleAnthropic] = make(map[string][]*target)
@@ -147,19 +148,19 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 		}
 		if sh := o.Shadow; sh != nil {
 			if sh.MaxConcurrent != nil && *sh.MaxConcurrent > 0 {
-				shadowSpecs[shadowConnKey(c.id)] = shadowSpec{connID: c.id, cap: *sh.MaxConcurrent}
+				shadowSpecs[shadowConnKey(c.id)] = health.ShadowSpec{ConnID: c.id, Cap: *sh.MaxConcurrent}
 			}
 			for m, n := range sh.ModelConcurrency {
 				if n > 0 {
-					shadowSpecs[shadowModelKey(c.id, m)] = shadowSpec{connID: c.id, model: m, cap: n}
+					shadowSpecs[shadowModelKey(c.id, m)] = health.ShadowSpec{ConnID: c.id, Model: m, Cap: n}
 				}
 			}
 		}
 		if o.IsAdaptive() && s.caps[c.gateKey] > 0 {
-			adaptive[c.gateKey] = learnSpec{connID: c.id, cap: s.caps[c.gateKey]}
+			adaptive[c.gateKey] = health.LearnSpec{ConnID: c.id, Level: live.LevelConnection, Cap: s.caps[c.gateKey]}
 			for m, n := range o.ModelConcurrency {
 				if n > 0 {
-					adaptive[modelGateKey(c.id, m)] = learnSpec{connID: c.id, cap: n}
+					adaptive[modelGateKey(c.id, m)] = health.LearnSpec{ConnID: c.id, Level: live.LevelModel, Cap: n}
 				}
 			}
 		}
@@ -185,8 +186,8 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 			}
 		}
 	}
-	learned := g.learn.configure(adaptive)
-	shadowed := g.shadows.configure(shadowSpecs, now)
+	learned := g.learn.Configure(adaptive)
+	shadowed := g.shadows.Configure(shadowSpecs, now)
 	for _, t := range all {
 		for _, key := range []string{t.c.gateKey, modelGateKey(t.c.id, t.model)} {
 			if lg := learned[key]; lg != nil {

@@ -1,6 +1,10 @@
 package gateway
 
-import "time"
+import (
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/health"
+)
 
 // POST /v1/messages/count_tokens (Anthropic) is passed through to a
 // connection serving the model like /v1/messages, but it is no inference:
@@ -33,7 +37,7 @@ func (x *exchange) chooseFree() *apiError {
 			continue
 		}
 		t := x.targets[i]
-		if why, _ := x.check(t.c, t.model, now); why != availableNow {
+		if why, _ := x.check(t.c, t.model, now); why != health.Available {
 			continue
 		}
 		x.cur = pick{t: t, idx: int(i), permit: freePermit{}, done: noBreaker}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 	"github.com/gatehouse-dev/gatehouse/gateway/usage"
@@ -160,4 +161,9 @@ func quoteModel(model string) string {
 		n++
 	}
 	return strconv.Quote(model)
+}
+
+// ceilSeconds rounds d up to whole seconds, at least 1, for Retry-After.
+func ceilSeconds(d time.Duration) int {
+	return max(int((d+time.Second-1)/time.Second), 1)
 }

@@ -275,31 +275,6 @@ func TestFailoverStormLeavesGatesIdle(t *testing.T) {
 	}
 }
 
-func TestParseRetryAfter(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	tests := []struct {
-		name, in string
-		want     time.Duration
-	}{
-		{name: "seconds", in: "2", want: 2 * time.Second},
-		{name: "zero", in: "0", want: 0},
-		{name: "empty", in: "", want: 0},
-		{name: "garbage", in: "soon", want: 0},
-		{name: "http date", in: now.Add(90 * time.Second).Format(http.TimeFormat), want: 90 * time.Second},
-		{name: "past date", in: now.Add(-time.Minute).Format(http.TimeFormat), want: 0},
-		{name: "huge", in: "999999999", want: time.Hour},
-		{name: "far http date", in: now.Add(48 * time.Hour).Format(http.TimeFormat), want: time.Hour},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := parseRetryAfter(tc.in, now); got != tc.want {
-				t.Errorf("parseRetryAfter(%q) = %s, want %s", tc.in, got, tc.want)
-			}
-		})
-	}
-}
-
 func TestFailoverNoHealthyConnection(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()

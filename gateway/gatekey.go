@@ -17,6 +17,10 @@ func connGateKey(connID string) string { return "connection:" + connID }
 
 func modelGateKey(connID, model string) string { return "model:" + connID + ":" + model }
 
+// The keys of shadow gates (package health counts them).
+func shadowConnKey(connID string) string         { return "shadow:connection:" + connID }
+func shadowModelKey(connID, model string) string { return "shadow:model:" + connID + ":" + model }
+
 // gateIdentity fills the Key, ConnectionID, Provider and Model of a live.Gate
 // from the key of one of the gateway's gates. A gate of a connection that is
 // still configured takes its provider from s; one left over from an earlier

@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
@@ -127,7 +128,7 @@ type Gateway struct {
 	rotate   atomic.Uint64 // spreads ties among equal priorities
 
 	healthMu sync.Mutex
-	health   map[string]*connHealth // by connection id
+	health   map[string]*health.Conn // by connection id
 
 	usage    UsageCounter
 	keyUsage UsageCounter
@@ -145,14 +146,14 @@ type Gateway struct {
 	// tracer makes the request spans; nil when tracing is off (trace.go).
 	tracer trace.Tracer
 
-	// learn keeps the adaptive gates' effective caps (adaptive.go); capsMu
+	// learn keeps the adaptive gates' effective caps (package health; adaptivecaps.go pushes them); capsMu
 	// serialises pushing caps to admission, and confCaps are the caps of the
 	// config in force, before the learned ones replace them.
-	learn    *learner
+	learn    *health.Learner
 	capsMu   sync.Mutex
 	confCaps map[string]int
-	// shadows keeps the shadow gates (shadow.go).
-	shadows *shadows
+	// shadows keeps the shadow gates.
+	shadows *health.Shadows
 
 	// zeroMs is X-Gatehouse-Queue-Ms for a request that did not wait,
 	// shared by every response (len == cap: never appended to in place).
@@ -168,7 +169,7 @@ func New(opts Options) *Gateway {
 		now:        opts.Now,
 		maxBody:    opts.MaxBodyBytes,
 		metrics:    newMetrics(),
-		health:     make(map[string]*connHealth),
+		health:     make(map[string]*health.Conn),
 		usage:      opts.Usage,
 		keyUsage:   opts.KeyUsage,
 		keyCarries: make(map[string]*keyCarry),
@@ -181,9 +182,9 @@ func New(opts Options) *Gateway {
 	if g.now == nil {
 		g.now = time.Now
 	}
-	g.learn = newLearner(g.now, g.log)
-	g.learn.changed = g.pushCaps
-	g.shadows = newShadows()
+	g.learn = health.NewLearner(g.now, g.log)
+	g.learn.Changed = g.pushCaps
+	g.shadows = health.NewShadows()
 	if g.maxBody <= 0 {
 		g.maxBody = DefaultMaxBodyBytes
 	}
@@ -198,8 +199,8 @@ func New(opts Options) *Gateway {
 		g.transport, g.ownTransport = t, t
 	}
 	if opts.SharedLimits != nil {
-		sl := ratelimit.NewShared(opts.SharedLimits, g.now, g.log, g.learn.adoptShared)
-		g.limiter, g.learn.shared = sl, sl
+		sl := ratelimit.NewShared(opts.SharedLimits, g.now, g.log, g.learn.AdoptShared)
+		g.limiter, g.learn.Shared = sl, sl
 	}
 	g.ctrl = opts.Admission
 	if g.ctrl == nil {
@@ -230,16 +231,16 @@ func (g *Gateway) Apply(cfg Config) {
 	for _, w := range warnings {
 		g.log.Warn("gateway: config", slog.String("problem", w))
 	}
-	bc := breakerConfig{failures: s.eff.BreakerFailures, cooldown: s.eff.BreakerCooldown()}
+	bc := health.BreakerConfig{Failures: s.eff.BreakerFailures, Cooldown: s.eff.BreakerCooldown()}
 	keep := make(map[string]bool, len(s.conns))
 	g.healthMu.Lock()
 	for _, c := range s.conns {
 		h := g.health[c.id]
 		if h == nil {
-			h = newConnHealth(bc)
+			h = health.NewConn(bc)
 			g.health[c.id] = h
 		} else {
-			h.setBreaker(bc)
+			h.SetBreaker(bc)
 		}
 		c.health = h
 		keep[c.label] = true
@@ -305,7 +306,7 @@ func (g *Gateway) ResetHealth(ctx context.Context, connID string) bool {
 	if h == nil {
 		return false
 	}
-	h.reset()
+	h.Reset()
 	g.applyMu.Lock()
 	r := g.rates[connID]
 	g.applyMu.Unlock()
@@ -349,7 +350,12 @@ func (g *Gateway) Snapshot() live.Snapshot {
 			out.Gates = append(out.Gates, gs)
 		}
 	}
-	out.Gates = g.appendShadowGates(out.Gates, s)
+	out.Gates = g.shadows.AppendGates(out.Gates, func(id string) string {
+		if c := s.byID[id]; c != nil {
+			return c.provider
+		}
+		return ""
+	})
 	slices.SortFunc(out.Gates, func(a, b live.Gate) int { return cmp.Compare(a.Key, b.Key) })
 	byKey := make(map[string]admission.GateStats, len(s.keys))
 	for _, st := range stats {
@@ -360,7 +366,7 @@ func (g *Gateway) Snapshot() live.Snapshot {
 	out.Clients = s.liveClients(byKey)
 	now := g.now()
 	for _, c := range s.conns {
-		state, until, reason := c.health.status(now)
+		state, until, reason := c.health.Status(now)
 		out.Connections = append(out.Connections, live.Connection{
 			ID: c.id, Name: c.name, Provider: c.provider, Health: state, Until: until, Reason: reason,
 			Budgets: c.rate.Budgets(&c.lim, now),

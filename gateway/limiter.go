@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"context"
+	"net/http"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 )
 
@@ -15,7 +17,7 @@ import (
 // *ratelimit.Shared, which keeps the in-process state alongside and falls
 // back to it while the store fails. The daily budgets (rpd, tpd) are not
 // here: the UsageCounter makes them exact in either mode. A connection's
-// in-process state (ratelimit.State, connHealth) stays in the connection,
+// in-process state (ratelimit.State, health.Conn) stays in the connection,
 // a client key's in its keyCarry; ids are connection ids or a key's store id.
 type limiter interface {
 	// Unavailable reports until when model on connection id is suspended
@@ -46,37 +48,37 @@ type limiter interface {
 
 // check reports whether model on c may be tried at now: its own health,
 // then what the other replicas say of it.
-func (x *exchange) check(c *conn, model string, now time.Time) (unavailable, time.Time) {
-	if why, until := c.health.check(model, now); why != availableNow {
+func (x *exchange) check(c *conn, model string, now time.Time) (health.Verdict, time.Time) {
+	if why, until := c.health.Check(model, now); why != health.Available {
 		return why, until
 	}
 	until, suspended := x.g.limiter.Unavailable(x.r.Context(), c.id, c.rate, c.lim.TPM, model, now)
 	switch {
 	case until.IsZero():
-		return availableNow, time.Time{}
+		return health.Available, time.Time{}
 	case suspended:
-		return unavailSuspended, until
+		return health.Suspended, until
 	}
-	return unavailCooling, until
+	return health.Cooling, until
 }
 
 // coolDown puts model on c in cooldown after an upstream 429, here and for
 // the other replicas.
 func (x *exchange) coolDown(c *conn, model string, now time.Time, retryAfter time.Duration, reason string) {
-	until := c.health.coolDown(model, now, retryAfter, reason)
+	until := c.health.CoolDown(model, now, retryAfter, reason)
 	x.g.limiter.CoolDown(x.r.Context(), c.id, model, until.Sub(now))
 }
 
 // coolConnection puts every model on c in cooldown for d after the
 // upstream's rate-limit headers said the account is spent.
 func (x *exchange) coolConnection(c *conn, now time.Time, d time.Duration, reason string) {
-	c.health.coolConnection(now, d, reason)
+	c.health.CoolConnection(now, d, reason)
 	x.g.limiter.CoolConnection(x.r.Context(), c.id, d)
 }
 
 // suspend takes c out of rotation for d after an upstream 401/403.
 func (x *exchange) suspend(c *conn, now time.Time, d time.Duration, reason string) {
-	c.health.suspend(now, d, reason)
+	c.health.Suspend(now, d, reason)
 	x.g.limiter.Suspend(x.r.Context(), c.id, d)
 }
 
@@ -101,4 +103,19 @@ func acrossReplicas(t ratelimit.Turn) string {
 		return " across all replicas"
 	}
 	return ""
+}
+
+// noteRateLimitHeaders cools c (every model) until the earliest reset of
+// the exhausted dimensions h reports, if any (package health reads them).
+// count_tokens answers are left out: Anthropic limits token counting
+// separately from messages, so its headers say nothing about the account's
+// inference budget (and the route counts toward no rpm/rpd either).
+func (x *exchange) noteRateLimitHeaders(c *conn, h http.Header) {
+	if x.rt == routeCountTokens || !health.RateLimitExhausted(h) {
+		return
+	}
+	now := x.g.now()
+	if d := health.RateLimitCooldown(h, now); d > 0 {
+		x.coolConnection(c, now, d, health.ReasonRateLimitHeaders)
+	}
 }

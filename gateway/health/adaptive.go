@@ -1,4 +1,4 @@
-package gateway
+package health
 
 import (
 	"context"
@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 )
 
 // Adaptive caps (DESIGN.md "Adaptive and shadow caps"; docs/ARCHITECTURE.md
@@ -16,10 +14,10 @@ import (
 // connection gate and each capped model gate get an effective cap between 1
 // and the configured one, learned from the upstream by additive increase and
 // multiplicative decrease. Admission knows only the effective cap: the
-// learner pushes it through the same live-cap path a config reload uses
-// (Admitter.SetCaps), so lowering it cuts no running request.
+// gateway pushes it (Learner.Changed) through the same live-cap path a
+// config reload uses, so lowering it cuts no running request.
 
-// The learner's constants, as DESIGN.md states them.
+// The Learner's constants, as DESIGN.md states them.
 const (
 	// cutNum/cutDen is the decrease factor: ⌊0.7 × cap⌋, at least 1 lower.
 	cutNum, cutDen = 7, 10
@@ -39,36 +37,40 @@ const (
 	holdAlpha = 0.1
 )
 
-// learner keeps the effective cap of every adaptive gate. It outlives
+// Learner keeps the effective cap of every adaptive gate. It outlives
 // config snapshots: Apply reconfigures it, and a gate keeps what it learned
 // for as long as it stays adaptive. Its methods are safe for concurrent use.
-type learner struct {
+type Learner struct {
 	now func() time.Time
 	log *slog.Logger
-	// quiet is raiseQuiet; tests shorten it.
-	quiet time.Duration
-	// changed is called, without any learner lock held, after an effective
-	// cap changed: the gateway pushes the caps to admission.
-	changed func()
-	// shared, when set (cluster mode: the sharedLimiter), holds one learned
-	// value per gate for every replica.
-	shared capStore
+	// Quiet is how long after a cut no increase happens (raiseQuiet; tests
+	// shorten it). Set it before use.
+	Quiet time.Duration
+	// Changed, when set, is called without any Learner lock held after an
+	// effective cap changed: the gateway pushes the caps to admission. Set
+	// it before use.
+	Changed func()
+	// Shared, when set (cluster mode: ratelimit.Shared), holds one learned
+	// value per gate for every replica. Set it before use.
+	Shared CapStore
 
 	mu    sync.Mutex
-	gates map[string]*learnedGate // by gate key
+	gates map[string]*LearnedGate // by gate key
 }
 
-func newLearner(now func() time.Time, log *slog.Logger) *learner {
-	return &learner{now: now, log: log, quiet: raiseQuiet, gates: make(map[string]*learnedGate)}
+// NewLearner returns a Learner with no gates on the clock now, logging cap
+// changes to log.
+func NewLearner(now func() time.Time, log *slog.Logger) *Learner {
+	return &Learner{now: now, log: log, Quiet: raiseQuiet, gates: make(map[string]*LearnedGate)}
 }
 
-// learnedGate is one adaptive gate. inFlight and eff are read on the request
+// LearnedGate is one adaptive gate. inFlight and eff are read on the request
 // path without a lock; the rest is guarded by mu.
-type learnedGate struct {
+type LearnedGate struct {
 	key    string
 	level  string
 	connID string
-	l      *learner
+	l      *Learner
 
 	inFlight atomic.Int64
 	eff      atomic.Int64 // the effective cap, 1…configured
@@ -78,41 +80,43 @@ type learnedGate struct {
 	configured int
 	lastCut    time.Time    // zero: never cut
 	run        atomic.Int64 // successes in a row that found the gate full (written under mu)
-	lowered    bool         // the learner holds the cap below the configured one
+	lowered    bool         // the Learner holds the cap below the configured one
 	loggedAt   time.Time    // last info line
 	loggedCap  int          // effective cap that line reported
 }
 
-// learnSpec is one adaptive gate a config asks for: its connection and its
-// configured cap (≥ 1).
-type learnSpec struct {
-	connID string
-	cap    int
+// LearnSpec is one adaptive gate a config asks for: its connection, its
+// level (live.LevelConnection or live.LevelModel) and its configured cap
+// (≥ 1).
+type LearnSpec struct {
+	ConnID string
+	Level  string
+	Cap    int
 }
 
-// configure sets the adaptive gates and their configured caps (by gate key;
+// Configure sets the adaptive gates and their configured caps (by gate key;
 // the level is the key's prefix) and returns them by key. A gate that stays
 // adaptive keeps its effective cap, clamped to the configured one; one whose
 // effective cap was never lowered below its configured cap follows a raised
 // cap; a new gate starts at its configured cap. Gates not named are
 // forgotten.
-func (l *learner) configure(caps map[string]learnSpec) map[string]*learnedGate {
+func (l *Learner) Configure(caps map[string]LearnSpec) map[string]*LearnedGate {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	forgetMissing(l.gates, caps)
 	for key, sp := range caps {
 		lg := l.gates[key]
 		if lg == nil {
-			lg = &learnedGate{key: key, level: admission.LevelOf(key), connID: sp.connID, l: l}
+			lg = &LearnedGate{key: key, level: sp.Level, connID: sp.ConnID, l: l}
 			l.gates[key] = lg
 		}
-		lg.setConfigured(sp.cap)
+		lg.setConfigured(sp.Cap)
 	}
 	return maps.Clone(l.gates)
 }
 
 // forgetMissing deletes from m every key that keep does not name: the gates a
-// new configuration no longer has (learner and shadows alike).
+// new configuration no longer has (Learner and shadows alike).
 func forgetMissing[V, W any](m map[string]V, keep map[string]W) {
 	for key := range m {
 		if _, ok := keep[key]; !ok {
@@ -121,8 +125,8 @@ func forgetMissing[V, W any](m map[string]V, keep map[string]W) {
 	}
 }
 
-// effective returns the effective cap of every adaptive gate, by key.
-func (l *learner) effective() map[string]int {
+// Effective returns the effective cap of every adaptive gate, by key.
+func (l *Learner) Effective() map[string]int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make(map[string]int, len(l.gates))
@@ -132,8 +136,15 @@ func (l *learner) effective() map[string]int {
 	return out
 }
 
-// effectiveCap returns the effective cap of gate key and whether it is adaptive.
-func (l *learner) effectiveCap(key string) (int, bool) {
+// Gate returns the adaptive gate key, nil when there is none.
+func (l *Learner) Gate(key string) *LearnedGate {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.gates[key]
+}
+
+// EffectiveCap returns the effective cap of gate key and whether it is adaptive.
+func (l *Learner) EffectiveCap(key string) (int, bool) {
 	l.mu.Lock()
 	lg := l.gates[key]
 	l.mu.Unlock()
@@ -143,12 +154,12 @@ func (l *learner) effectiveCap(key string) (int, bool) {
 	return int(lg.eff.Load()), true
 }
 
-func (lg *learnedGate) setConfigured(c int) {
+func (lg *LearnedGate) setConfigured(c int) {
 	lg.mu.Lock()
 	defer lg.mu.Unlock()
 	cur := int(lg.eff.Load())
 	if cur == 0 || !lg.lowered || cur > c {
-		// New, never lowered by the learner (it follows the cap), or above
+		// New, never lowered by the Learner (it follows the cap), or above
 		// a lowered cap.
 		lg.eff.Store(int64(c))
 	}
@@ -157,12 +168,12 @@ func (lg *learnedGate) setConfigured(c int) {
 
 // enter counts a dispatched request and reports whether it found the gate
 // full: with it, in-flight reached the effective cap.
-func (lg *learnedGate) enter() bool {
+func (lg *LearnedGate) enter() bool {
 	return lg.inFlight.Add(1) >= lg.eff.Load()
 }
 
 // leave ends a request entered with enter that held the gate for hold.
-func (lg *learnedGate) leave(hold time.Duration) {
+func (lg *LearnedGate) leave(hold time.Duration) {
 	lg.inFlight.Add(-1)
 	for {
 		old := lg.holdNs.Load()
@@ -176,8 +187,11 @@ func (lg *learnedGate) leave(hold time.Duration) {
 	}
 }
 
+// InFlight is the requests dispatched on the gate and not yet answered.
+func (lg *LearnedGate) InFlight() int64 { return lg.inFlight.Load() }
+
 // cutWindow is the shortest time between two cuts: max(1 s, mean hold time).
-func (lg *learnedGate) cutWindow() time.Duration {
+func (lg *LearnedGate) cutWindow() time.Duration {
 	return max(minCutWindow, time.Duration(lg.holdNs.Load()))
 }
 
@@ -186,7 +200,7 @@ func (lg *learnedGate) cutWindow() time.Duration {
 // cutWindow of the last one changes nothing, so one burst of rejections
 // counts once; at 1 the cap stays 1 (the cut still restarts the quiet time
 // before an increase).
-func (lg *learnedGate) cut(now time.Time) (from, to int, changed bool) {
+func (lg *LearnedGate) cut(now time.Time) (from, to int, changed bool) {
 	lg.mu.Lock()
 	defer lg.mu.Unlock()
 	lg.run.Store(0)
@@ -213,7 +227,7 @@ func cutCap(c int) int {
 // row either). After raiseRunPerCap × effective cap of them, and not within
 // quiet of the last cut, the effective cap grows by 1, up to the configured
 // cap.
-func (lg *learnedGate) succeeded(now time.Time, full bool) (from, to int, changed bool) {
+func (lg *LearnedGate) succeeded(now time.Time, full bool) (from, to int, changed bool) {
 	if !full {
 		return 0, 0, false
 	}
@@ -225,7 +239,7 @@ func (lg *learnedGate) succeeded(now time.Time, full bool) (from, to int, change
 		return from, from, false
 	}
 	run := lg.run.Add(1)
-	if run < int64(raiseRunPerCap*from) || (!lg.lastCut.IsZero() && now.Sub(lg.lastCut) < lg.l.quiet) {
+	if run < int64(raiseRunPerCap*from) || (!lg.lastCut.IsZero() && now.Sub(lg.lastCut) < lg.l.Quiet) {
 		// Not yet: the row goes on, and the increase comes with the first
 		// full success after the quiet time.
 		return from, from, false
@@ -238,7 +252,7 @@ func (lg *learnedGate) succeeded(now time.Time, full bool) (from, to int, change
 
 // note logs a change of the effective cap, at most once per gate per
 // learnLogEvery; a change inside that time shows in the next line's "from".
-func (lg *learnedGate) note(now time.Time, to int, why string) {
+func (lg *LearnedGate) note(now time.Time, to int, why string) {
 	lg.mu.Lock()
 	if !lg.loggedAt.IsZero() && now.Sub(lg.loggedAt) < learnLogEvery {
 		lg.mu.Unlock()
@@ -255,14 +269,14 @@ func (lg *learnedGate) note(now time.Time, to int, why string) {
 		slog.Int("from", from), slog.Int("to", to), slog.Int("configured", configured), slog.String("reason", why))
 }
 
-// learnPath is the adaptive gates on one target's path (connection first,
+// LearnPath is the adaptive gates on one target's path (connection first,
 // then its model gate when capped); empty on a connection that is not
 // adaptive.
-type learnPath []*learnedGate
+type LearnPath []*LearnedGate
 
-// enter counts a dispatch on every gate of p; bit i of the result says
+// Enter counts a dispatch on every gate of p; bit i of the result says
 // whether gate i was full.
-func (p learnPath) enter() uint8 {
+func (p LearnPath) Enter() uint8 {
 	var full uint8
 	for i, lg := range p {
 		if lg.enter() {
@@ -272,8 +286,8 @@ func (p learnPath) enter() uint8 {
 	return full
 }
 
-// leave ends a dispatch on every gate of p, which held them since start.
-func (p learnPath) leave(start time.Time) {
+// Leave ends a dispatch on every gate of p, which held them since start.
+func (p LearnPath) Leave(start time.Time) {
 	if len(p) == 0 {
 		return
 	}
@@ -283,8 +297,8 @@ func (p learnPath) leave(start time.Time) {
 	}
 }
 
-// succeeded counts a successful response on every gate of p.
-func (p learnPath) succeeded(ctx context.Context, full uint8) {
+// Succeeded counts a successful response on every gate of p.
+func (p LearnPath) Succeeded(ctx context.Context, full uint8) {
 	if len(p) == 0 {
 		return
 	}
@@ -301,13 +315,13 @@ func (p learnPath) succeeded(ctx context.Context, full uint8) {
 			l.publish(ctx, lg, from, to, now)
 		}
 	}
-	if changed && l.changed != nil {
-		l.changed()
+	if changed && l.Changed != nil {
+		l.Changed()
 	}
 }
 
-// rejected cuts every gate of p after an upstream rejection.
-func (p learnPath) rejected(ctx context.Context, why string) {
+// Rejected cuts every gate of p after an upstream rejection.
+func (p LearnPath) Rejected(ctx context.Context, why string) {
 	if len(p) == 0 {
 		return
 	}
@@ -321,31 +335,33 @@ func (p learnPath) rejected(ctx context.Context, why string) {
 			l.publish(ctx, lg, from, to, now)
 		}
 	}
-	if changed && l.changed != nil {
-		l.changed()
+	if changed && l.Changed != nil {
+		l.Changed()
 	}
 }
 
 // publish tells the other replicas (cluster mode) that lg moved from from to
 // to; when another replica moved the shared value first, lg adopts that.
-func (l *learner) publish(ctx context.Context, lg *learnedGate, from, to int, now time.Time) {
-	if l.shared == nil {
+func (l *Learner) publish(ctx context.Context, lg *LearnedGate, from, to int, now time.Time) {
+	if l.Shared == nil {
 		return
 	}
-	if got, ok := l.shared.ShareCap(ctx, lg.connID, lg.key, from, to); ok && got != to {
+	if got, ok := l.Shared.ShareCap(ctx, lg.connID, lg.key, from, to); ok && got != to {
 		lg.adopt(got, now)
 	}
 }
 
-// capStore shares learned caps between replicas (cluster mode): the value
-// after the move, and false when the store could not be asked.
-type capStore interface {
+// CapStore shares learned caps between replicas (cluster mode): ShareCap
+// moves the learned cap of gate key on connID from from to to, unless
+// another replica moved it first, and returns the value after, and false
+// when the store could not be asked.
+type CapStore interface {
 	ShareCap(ctx context.Context, connID, key string, from, to int) (int, bool)
 }
 
-// adoptShared takes the learned caps of connID's gates that the other
+// AdoptShared takes the learned caps of connID's gates that the other
 // replicas share (by gate key) and pushes the caps when one changed.
-func (l *learner) adoptShared(connID string, learned map[string]int) {
+func (l *Learner) AdoptShared(connID string, learned map[string]int) {
 	if len(learned) == 0 {
 		return
 	}
@@ -358,8 +374,8 @@ func (l *learner) adoptShared(connID string, learned map[string]int) {
 		}
 	}
 	l.mu.Unlock()
-	if changed && l.changed != nil {
-		l.changed()
+	if changed && l.Changed != nil {
+		l.Changed()
 	}
 }
 
@@ -367,7 +383,7 @@ func (l *learner) adoptShared(connID string, learned map[string]int) {
 // 1…configured, and reports whether it changed lg. A lower value is a cut
 // made elsewhere: the cut window and the quiet time before an increase run
 // from now here too.
-func (lg *learnedGate) adopt(c int, now time.Time) bool {
+func (lg *LearnedGate) adopt(c int, now time.Time) bool {
 	lg.mu.Lock()
 	defer lg.mu.Unlock()
 	c = min(max(c, 1), lg.configured)
@@ -383,10 +399,3 @@ func (lg *learnedGate) adopt(c int, now time.Time) bool {
 	lg.run.Store(0)
 	return true
 }
-
-// overloadWords are what an upstream's error code, type or message says
-// when the account has too many requests at once or is overloaded.
-var overloadWords = []string{"concurrency", "too many concurrent", "overloaded"}
-
-// statusOverloaded is Anthropic's 529 "overloaded".
-const statusOverloaded = 529

@@ -1,4 +1,4 @@
-package gateway
+package health
 
 import (
 	"maps"
@@ -11,16 +11,16 @@ import (
 
 // Shadow caps (DESIGN.md "Adaptive and shadow caps"): a connection's
 // rateLimitOverrides.shadow names caps that are counted, never enforced.
-// Each becomes a shadow gate, shadow:connection:<id> or
-// shadow:model:<id>:<M>, that counts the requests dispatched on its path as
+// Each becomes a shadow gate (the gateway names it shadow:connection:<id>
+// or shadow:model:<id>:<M>) that counts the requests dispatched on its path as
 // a gate with that cap would, and records how many arrived while it would
 // have been full (wouldQueue) and the most in flight at once (peakInFlight),
 // since the shadow cap was set. Admission never sees a shadow gate: it delays
 // and rejects nothing. The request path only does atomic adds on gates
 // built at Apply, so it allocates nothing.
 
-// shadowGate is one shadow cap and what it has counted.
-type shadowGate struct {
+// ShadowGate is one shadow cap and what it has counted.
+type ShadowGate struct {
 	key, level    string
 	connID, model string // model is "" for a connection gate
 
@@ -33,7 +33,7 @@ type shadowGate struct {
 
 // enter counts a dispatched request: it would have queued when the gate
 // already held its cap.
-func (sg *shadowGate) enter() {
+func (sg *ShadowGate) enter() {
 	n := sg.inFlight.Add(1)
 	if n-1 >= sg.cap.Load() {
 		sg.wouldQueue.Add(1)
@@ -46,43 +46,45 @@ func (sg *shadowGate) enter() {
 	}
 }
 
-func (sg *shadowGate) leave() { sg.inFlight.Add(-1) }
+func (sg *ShadowGate) leave() { sg.inFlight.Add(-1) }
 
-// shadows keeps every shadow gate. Like health, it outlives config
-// snapshots: Apply reconfigures it by key.
-type shadows struct {
+// Shadows keeps every shadow gate. Like a Conn, it outlives config
+// snapshots: the gateway reconfigures it by key.
+type Shadows struct {
 	mu    sync.Mutex
-	gates map[string]*shadowGate
+	gates map[string]*ShadowGate
 }
 
-func newShadows() *shadows { return &shadows{gates: make(map[string]*shadowGate)} }
+// NewShadows returns a Shadows with no gates.
+func NewShadows() *Shadows { return &Shadows{gates: make(map[string]*ShadowGate)} }
 
-// shadowSpec is one shadow cap a config asks for.
-type shadowSpec struct {
-	connID, model string
-	cap           int
+// ShadowSpec is one shadow cap a config asks for: on a connection's gate
+// (Model "") or on one of its model gates.
+type ShadowSpec struct {
+	ConnID, Model string
+	Cap           int
 }
 
-// configure sets the shadow gates (key → spec) at now and returns them by
+// Configure sets the shadow gates (key → spec) at now and returns them by
 // key. A gate whose cap changed (or that is new) starts counting afresh:
 // wouldQueue 0, peak the requests in flight now; one whose cap stayed keeps
 // its counts; gates not named are forgotten (a request still in flight
 // there counts into a gate nobody reads any more).
-func (s *shadows) configure(specs map[string]shadowSpec, now time.Time) map[string]*shadowGate {
+func (s *Shadows) Configure(specs map[string]ShadowSpec, now time.Time) map[string]*ShadowGate {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	forgetMissing(s.gates, specs)
 	for key, sp := range specs {
 		sg := s.gates[key]
 		if sg == nil {
-			sg = &shadowGate{key: key, connID: sp.connID, model: sp.model, level: levelConnection}
-			if sp.model != "" {
+			sg = &ShadowGate{key: key, connID: sp.ConnID, model: sp.Model, level: levelConnection}
+			if sp.Model != "" {
 				sg.level = levelModel
 			}
 			s.gates[key] = sg
 		}
-		if sg.cap.Load() != int64(sp.cap) || sg.since.Load() == 0 {
-			sg.cap.Store(int64(sp.cap))
+		if sg.cap.Load() != int64(sp.Cap) || sg.since.Load() == 0 {
+			sg.cap.Store(int64(sp.Cap))
 			sg.wouldQueue.Store(0)
 			sg.peak.Store(sg.inFlight.Load())
 			sg.since.Store(now.UnixNano())
@@ -91,10 +93,9 @@ func (s *shadows) configure(specs map[string]shadowSpec, now time.Time) map[stri
 	return maps.Clone(s.gates)
 }
 
-// appendShadowGates adds every shadow gate to gates, as the live view
-// shows them.
-func (g *Gateway) appendShadowGates(gates []live.Gate, st *state) []live.Gate {
-	s := g.shadows
+// AppendGates adds every shadow gate to gates, as the live view shows
+// them; provider names a connection's provider ("" when unknown).
+func (s *Shadows) AppendGates(gates []live.Gate, provider func(connID string) string) []live.Gate {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, sg := range s.gates {
@@ -102,11 +103,9 @@ func (g *Gateway) appendShadowGates(gates []live.Gate, st *state) []live.Gate {
 			Key: sg.key, Level: sg.level, ConnectionID: sg.connID, Model: sg.model, Shadow: true,
 			Cap: int(sg.cap.Load()), InFlight: int(sg.inFlight.Load()), WouldQueue: sg.wouldQueue.Load(),
 			PeakInFlight: int(sg.peak.Load()), ShadowSince: time.Unix(0, sg.since.Load()),
+			Provider: provider(sg.connID),
 		}
 		gs.EffectiveCap = gs.Cap
-		if c := st.byID[sg.connID]; c != nil {
-			gs.Provider = c.provider
-		}
 		gates = append(gates, gs)
 	}
 	return gates
@@ -118,19 +117,18 @@ const (
 	levelModel      = live.LevelModel
 )
 
-func shadowConnKey(connID string) string         { return "shadow:connection:" + connID }
-func shadowModelKey(connID, model string) string { return "shadow:model:" + connID + ":" + model }
+// ShadowPath is the shadow gates on one target's path; empty for most.
+type ShadowPath []*ShadowGate
 
-// shadowPath is the shadow gates on one target's path; empty for most.
-type shadowPath []*shadowGate
-
-func (p shadowPath) enter() {
+// Enter counts a dispatch on every gate of p.
+func (p ShadowPath) Enter() {
 	for _, sg := range p {
 		sg.enter()
 	}
 }
 
-func (p shadowPath) leave() {
+// Leave ends a dispatch on every gate of p.
+func (p ShadowPath) Leave() {
 	for _, sg := range p {
 		sg.leave()
 	}

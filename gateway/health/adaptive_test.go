@@ -1,8 +1,9 @@
-package gateway
+package health
 
 import (
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,14 +11,14 @@ import (
 )
 
 // newTestLearner is a learner over clk with one adaptive gate of cap c.
-func newTestLearner(clk *fakeClock, c int) (*learner, *learnedGate) {
-	l := newLearner(clk.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	lg := l.configure(map[string]learnSpec{"connection:a": {connID: "a", cap: c}})["connection:a"]
+func newTestLearner(clk *fakeClock, c int) (*Learner, *LearnedGate) {
+	l := NewLearner(clk.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	lg := l.Configure(map[string]LearnSpec{"connection:a": {ConnID: "a", Level: "connection", Cap: c}})["connection:a"]
 	return l, lg
 }
 
 // fullSuccesses records n successful responses that each found the gate full.
-func fullSuccesses(clk *fakeClock, lg *learnedGate, n int) {
+func fullSuccesses(clk *fakeClock, lg *LearnedGate, n int) {
 	for range n {
 		lg.succeeded(clk.Now(), true)
 	}
@@ -171,23 +172,23 @@ func TestLearnerCapEditClamps(t *testing.T) {
 	clk := newFakeClock()
 	l, lg := newTestLearner(clk, 8)
 	lg.cut(clk.Now()) // 5
-	l.configure(map[string]learnSpec{"connection:a": {connID: "a", cap: 3}})
+	l.Configure(map[string]LearnSpec{"connection:a": {ConnID: "a", Level: "connection", Cap: 3}})
 	if lg.eff.Load() != 3 {
 		t.Fatalf("cap edited to 3: effective %d, want 3", lg.eff.Load())
 	}
-	l.configure(map[string]learnSpec{"connection:a": {connID: "a", cap: 10}, "model:a:m": {connID: "a", cap: 4}})
+	l.Configure(map[string]LearnSpec{"connection:a": {ConnID: "a", Level: "connection", Cap: 10}, "model:a:m": {ConnID: "a", Level: "model", Cap: 4}})
 	if lg.eff.Load() != 3 {
 		t.Fatalf("cap raised to 10: effective %d, want the learned 3", lg.eff.Load())
 	}
-	if diff := cmp.Diff(map[string]int{"connection:a": 3, "model:a:m": 4}, l.effective()); diff != "" {
+	if diff := cmp.Diff(map[string]int{"connection:a": 3, "model:a:m": 4}, l.Effective()); diff != "" {
 		t.Errorf("effective caps mismatch (-want +got):\n%s", diff)
 	}
-	l.configure(map[string]learnSpec{"connection:a": {connID: "a", cap: 10}, "model:a:m": {connID: "a", cap: 6}})
-	if c, _ := l.effectiveCap("model:a:m"); c != 6 {
+	l.Configure(map[string]LearnSpec{"connection:a": {ConnID: "a", Level: "connection", Cap: 10}, "model:a:m": {ConnID: "a", Level: "model", Cap: 6}})
+	if c, _ := l.EffectiveCap("model:a:m"); c != 6 {
 		t.Errorf("a model gate never lowered: %d after its cap went 4 → 6, want 6", c)
 	}
-	l.configure(map[string]learnSpec{})
-	if _, ok := l.effectiveCap("connection:a"); ok {
+	l.Configure(map[string]LearnSpec{})
+	if _, ok := l.EffectiveCap("connection:a"); ok {
 		t.Errorf("a gate no longer adaptive is still learned")
 	}
 }
@@ -198,15 +199,15 @@ func TestLearnerFullAtEntry(t *testing.T) {
 	t.Parallel()
 	clk := newFakeClock()
 	_, lg := newTestLearner(clk, 2)
-	p := learnPath{lg}
-	if full := p.enter(); full != 0 {
+	p := LearnPath{lg}
+	if full := p.Enter(); full != 0 {
 		t.Errorf("first of two: full = %b", full)
 	}
-	if full := p.enter(); full != 1 {
+	if full := p.Enter(); full != 1 {
 		t.Errorf("second of two: full = %b, want 1", full)
 	}
-	p.leave(clk.Now())
-	p.leave(clk.Now())
+	p.Leave(clk.Now())
+	p.Leave(clk.Now())
 	if lg.inFlight.Load() != 0 {
 		t.Errorf("in flight after both left: %d", lg.inFlight.Load())
 	}
@@ -234,9 +235,29 @@ func TestNamesOverload(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if got := namesOverload([]byte(tt.body)); got != tt.want {
-				t.Errorf("namesOverload(%s) = %v, want %v", tt.body, got, tt.want)
+			if got := NamesOverload([]byte(tt.body)); got != tt.want {
+				t.Errorf("NamesOverload(%s) = %v, want %v", tt.body, got, tt.want)
 			}
 		})
 	}
+}
+
+// fakeClock is a settable clock.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
 }

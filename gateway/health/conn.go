@@ -1,4 +1,4 @@
-package gateway
+package health
 
 import (
 	"errors"
@@ -18,45 +18,52 @@ const (
 	maxBackoff = 5 * time.Minute
 )
 
-// errBreakerExcluded marks an outcome the breaker must not count either way:
+// ErrExcluded marks an outcome the breaker must not count either way:
 // the client went away, or the upstream answered 401/403/429 (alive, but
 // handled by suspension or cooldown).
-var errBreakerExcluded = errors.New("gateway: outcome not counted by the breaker")
+var ErrExcluded = errors.New("health: outcome not counted by the breaker")
 
-// connHealth is a connection's upstream health. It outlives config
-// snapshots: Apply carries it over by connection id.
-type connHealth struct {
+// Conn is a connection's upstream health: cooldowns per model and for the
+// whole connection, suspension and circuit breaker. It outlives config
+// snapshots: the gateway carries it over by connection id. Its methods are
+// safe for concurrent use.
+type Conn struct {
 	mu             sync.Mutex
 	suspendedUntil time.Time
 	suspendReason  string
 	cooling        map[string]*cooldown // by upstream model
 	connCool       cooldown             // every model: upstream rate-limit headers said the account is spent
 	breaker        *gobreaker.TwoStepCircuitBreaker[struct{}]
-	breakerCfg     breakerConfig
+	breakerCfg     BreakerConfig
 	openUntil      atomic.Int64 // unix nanoseconds (real clock) the breaker opened until
 	breakerReason  atomic.Pointer[string]
 }
 
+// cooldown is one cooldown of a model or of the whole connection.
 type cooldown struct {
 	until  time.Time
 	streak int // consecutive 429s without a success, for the backoff
 	reason string
 }
 
-type breakerConfig struct {
-	failures int
-	cooldown time.Duration
+// BreakerConfig sets a connection's circuit breaker: it opens after
+// Failures consecutive failures (0: no breaker) and lets one probe through
+// after Cooldown.
+type BreakerConfig struct {
+	Failures int
+	Cooldown time.Duration
 }
 
-func newConnHealth(cfg breakerConfig) *connHealth {
-	h := &connHealth{cooling: make(map[string]*cooldown)}
-	h.setBreaker(cfg)
+// NewConn returns the health of a connection whose breaker follows cfg.
+func NewConn(cfg BreakerConfig) *Conn {
+	h := &Conn{cooling: make(map[string]*cooldown)}
+	h.SetBreaker(cfg)
 	return h
 }
 
-// setBreaker (re)builds the breaker when its settings change; gobreaker's
+// SetBreaker (re)builds the breaker when its settings change; gobreaker's
 // settings are fixed at construction, so a change starts it closed.
-func (h *connHealth) setBreaker(cfg breakerConfig) {
+func (h *Conn) SetBreaker(cfg BreakerConfig) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.breaker != nil && h.breakerCfg == cfg {
@@ -64,43 +71,43 @@ func (h *connHealth) setBreaker(cfg breakerConfig) {
 	}
 	h.breakerCfg = cfg
 	h.openUntil.Store(0)
-	if cfg.failures <= 0 {
+	if cfg.Failures <= 0 {
 		h.breaker = nil
 		return
 	}
-	failures := uint32(cfg.failures)
+	failures := uint32(cfg.Failures)
 	h.breaker = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 		MaxRequests: 1,
-		Timeout:     cfg.cooldown,
+		Timeout:     cfg.Cooldown,
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
-		IsExcluded:  func(err error) bool { return errors.Is(err, errBreakerExcluded) },
+		IsExcluded:  func(err error) bool { return errors.Is(err, ErrExcluded) },
 		OnStateChange: func(_ string, _, to gobreaker.State) {
 			if to == gobreaker.StateOpen {
-				h.openUntil.Store(time.Now().Add(cfg.cooldown).UnixNano())
+				h.openUntil.Store(time.Now().Add(cfg.Cooldown).UnixNano())
 			}
 		},
 	})
 }
 
-// unavailable says why a target cannot be tried now, and until when.
-type unavailable uint8
+// Verdict says why a target cannot be tried now, and until when.
+type Verdict uint8
 
 const (
-	availableNow unavailable = iota
-	unavailCooling
-	unavailSuspended
-	unavailBreaker
+	Available Verdict = iota
+	Cooling
+	Suspended
+	Breaker
 )
 
-// check reports whether model on this connection may be tried at now.
+// Check reports whether model on this connection may be tried at now.
 // A half-open breaker counts as available while its probe is not taken
-// (Allow decides who probes), and as unavailable while the probe runs.
-func (h *connHealth) check(model string, now time.Time) (unavailable, time.Time) {
+// (Allow decides who probes), and as Verdict while the probe runs.
+func (h *Conn) Check(model string, now time.Time) (Verdict, time.Time) {
 	h.mu.Lock()
 	if now.Before(h.suspendedUntil) {
 		until := h.suspendedUntil
 		h.mu.Unlock()
-		return unavailSuspended, until
+		return Suspended, until
 	}
 	br := h.breaker
 	var cool time.Time
@@ -114,25 +121,25 @@ func (h *connHealth) check(model string, now time.Time) (unavailable, time.Time)
 	if br != nil {
 		switch br.State() {
 		case gobreaker.StateOpen:
-			return unavailBreaker, time.Unix(0, h.openUntil.Load())
+			return Breaker, time.Unix(0, h.openUntil.Load())
 		case gobreaker.StateHalfOpen:
 			// The one probe is under way (excluded outcomes such as a 429
 			// give its turn back): nobody else may try until it ends, which
 			// may be any moment.
 			if c := br.Counts(); c.Requests > c.TotalExclusions {
-				return unavailBreaker, time.Now()
+				return Breaker, time.Now()
 			}
 		}
 	}
 	if !cool.IsZero() {
-		return unavailCooling, cool
+		return Cooling, cool
 	}
-	return availableNow, time.Time{}
+	return Available, time.Time{}
 }
 
-// allow asks the breaker to let one attempt through. done must be called
-// with the outcome: nil (success), errBreakerExcluded, or a failure.
-func (h *connHealth) allow() (func(error), bool) {
+// Allow asks the breaker to let one attempt through. done must be called
+// with the outcome: nil (success), ErrExcluded, or a failure.
+func (h *Conn) Allow() (func(error), bool) {
 	h.mu.Lock()
 	br := h.breaker
 	h.mu.Unlock()
@@ -146,12 +153,12 @@ func (h *connHealth) allow() (func(error), bool) {
 	return done, true
 }
 
-// failure records the reason of the latest breaker failure, for Snapshot.
-func (h *connHealth) failure(reason string) { h.breakerReason.Store(&reason) }
+// Failure records the reason of the latest breaker failure, for Snapshot.
+func (h *Conn) Failure(reason string) { h.breakerReason.Store(&reason) }
 
-// coolDown puts model on this connection in cooldown after an upstream 429
+// CoolDown puts model on this connection in cooldown after an upstream 429
 // and returns when it ends.
-func (h *connHealth) coolDown(model string, now time.Time, retryAfter time.Duration, reason string) time.Time {
+func (h *Conn) CoolDown(model string, now time.Time, retryAfter time.Duration, reason string) time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	cd := h.cooling[model]
@@ -169,10 +176,10 @@ func (h *connHealth) coolDown(model string, now time.Time, retryAfter time.Durat
 	return cd.until
 }
 
-// coolConnection puts every model on this connection in cooldown for d,
+// CoolConnection puts every model on this connection in cooldown for d,
 // never shortening one already there: the upstream's rate-limit headers said
 // the account is spent until its reset. It returns when the cooldown ends.
-func (h *connHealth) coolConnection(now time.Time, d time.Duration, reason string) time.Time {
+func (h *Conn) CoolConnection(now time.Time, d time.Duration, reason string) time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if until := now.Add(d); until.After(h.connCool.until) {
@@ -182,8 +189,8 @@ func (h *connHealth) coolConnection(now time.Time, d time.Duration, reason strin
 	return h.connCool.until
 }
 
-// succeeded ends the backoff streak of model after a successful answer.
-func (h *connHealth) succeeded(model string) {
+// Succeeded ends the backoff streak of model after a successful answer.
+func (h *Conn) Succeeded(model string) {
 	h.mu.Lock()
 	if cd := h.cooling[model]; cd != nil {
 		delete(h.cooling, model)
@@ -191,8 +198,8 @@ func (h *connHealth) succeeded(model string) {
 	h.mu.Unlock()
 }
 
-// suspend takes the whole connection out of rotation after a 401/403.
-func (h *connHealth) suspend(now time.Time, d time.Duration, reason string) {
+// Suspend takes the whole connection out of rotation after a 401/403.
+func (h *Conn) Suspend(now time.Time, d time.Duration, reason string) {
 	if d <= 0 {
 		return
 	}
@@ -202,8 +209,8 @@ func (h *connHealth) suspend(now time.Time, d time.Duration, reason string) {
 	h.mu.Unlock()
 }
 
-// reset clears suspension, cooldowns and the breaker.
-func (h *connHealth) reset() {
+// Reset clears suspension, cooldowns and the breaker.
+func (h *Conn) Reset() {
 	h.mu.Lock()
 	h.suspendedUntil = time.Time{}
 	h.suspendReason = ""
@@ -213,12 +220,12 @@ func (h *connHealth) reset() {
 	h.breaker = nil
 	h.mu.Unlock()
 	h.breakerReason.Store(nil)
-	h.setBreaker(cfg)
+	h.SetBreaker(cfg)
 }
 
-// status summarises the health for Snapshot: the most severe state, when it
+// Status summarises the health for Snapshot: the most severe state, when it
 // ends, and why.
-func (h *connHealth) status(now time.Time) (state string, until time.Time, reason string) {
+func (h *Conn) Status(now time.Time) (state string, until time.Time, reason string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if now.Before(h.suspendedUntil) {
@@ -246,7 +253,7 @@ func (h *connHealth) status(now time.Time) (state string, until time.Time, reaso
 	return live.HealthOK, time.Time{}, ""
 }
 
-func (h *connHealth) lastBreakerReason() string {
+func (h *Conn) lastBreakerReason() string {
 	if p := h.breakerReason.Load(); p != nil {
 		return *p
 	}
@@ -256,10 +263,10 @@ func (h *connHealth) lastBreakerReason() string {
 // maxRetryAfter caps the cooldown an upstream's Retry-After can set.
 const maxRetryAfter = time.Hour
 
-// parseRetryAfter reads a Retry-After header: delay seconds or an HTTP date,
+// ParseRetryAfter reads a Retry-After header: delay seconds or an HTTP date,
 // either capped at maxRetryAfter. It returns 0 when the header is absent or
 // unusable.
-func parseRetryAfter(v string, now time.Time) time.Duration {
+func ParseRetryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}
@@ -275,9 +282,4 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		}
 	}
 	return 0
-}
-
-// ceilSeconds rounds d up to whole seconds, at least 1, for Retry-After.
-func ceilSeconds(d time.Duration) int {
-	return max(int((d+time.Second-1)/time.Second), 1)
 }

@@ -1,4 +1,4 @@
-package gateway
+package health
 
 import (
 	"net/http"
@@ -7,11 +7,13 @@ import (
 
 // Upstream rate-limit headers (DESIGN.md, Gateway): a response saying that a
 // dimension of the account's rate limit has nothing left cools the whole
-// connection until that dimension resets, so the next request goes
-// elsewhere (or is told UPSTREAM_COOLDOWN) instead of earning a 429.
+// connection until that dimension resets (Conn.CoolConnection), so the next
+// request goes elsewhere (or is told UPSTREAM_COOLDOWN) instead of earning
+// a 429. The gateway reads them on every upstream answer: the common path
+// (nothing exhausted, RateLimitExhausted false) is six map lookups.
 
-// reasonRateLimitHeaders is the health reason of such a cooldown.
-const reasonRateLimitHeaders = "upstream rate-limit headers"
+// ReasonRateLimitHeaders is the health reason of such a cooldown.
+const ReasonRateLimitHeaders = "upstream rate-limit headers"
 
 // maxRateLimitReset caps the cooldown rate-limit headers can set: a daily
 // token limit's reset must not take a connection out for hours on one
@@ -35,24 +37,8 @@ var rateLimitPairs = [...]rateLimitPair{
 	{"Anthropic-Ratelimit-Output-Tokens-Remaining", "Anthropic-Ratelimit-Output-Tokens-Reset", true},
 }
 
-// noteRateLimitHeaders cools c (every model) until the earliest reset of
-// the exhausted dimensions h reports, if any. It is called on every upstream
-// response, so the common path (nothing exhausted) is six map lookups.
-// count_tokens answers are left out: Anthropic limits token counting
-// separately from messages, so its headers say nothing about the account's
-// inference budget (and the route counts toward no rpm/rpd either).
-func (x *exchange) noteRateLimitHeaders(c *conn, h http.Header) {
-	if x.rt == routeCountTokens || !rateLimitExhausted(h) {
-		return
-	}
-	now := x.g.now()
-	if d := rateLimitCooldown(h, now); d > 0 {
-		x.coolConnection(c, now, d, reasonRateLimitHeaders)
-	}
-}
-
-// rateLimitExhausted reports whether any remaining header of h is "0".
-func rateLimitExhausted(h http.Header) bool {
+// RateLimitExhausted reports whether any remaining header of h is "0".
+func RateLimitExhausted(h http.Header) bool {
 	for i := range rateLimitPairs {
 		if v := h[rateLimitPairs[i].remaining]; len(v) > 0 && v[0] == "0" {
 			return true
@@ -61,11 +47,11 @@ func rateLimitExhausted(h http.Header) bool {
 	return false
 }
 
-// rateLimitCooldown is how long h says the connection must rest at now: the
+// RateLimitCooldown is how long h says the connection must rest at now: the
 // earliest future reset among the dimensions whose remaining is "0", at
 // most maxRateLimitReset, or 0 when there is none (a reset that is missing,
 // unparsable, zero, negative or past is ignored).
-func rateLimitCooldown(h http.Header, now time.Time) time.Duration {
+func RateLimitCooldown(h http.Header, now time.Time) time.Duration {
 	var best time.Duration
 	for i := range rateLimitPairs {
 		p := &rateLimitPairs[i]
