@@ -69,28 +69,6 @@ type keyState struct {
 	metrics *clientMetrics
 }
 
-// newKeyLimits returns the key's rate limits. A gate name is built only for
-// a limit that is set (it names that limit's rejections): a key that is not
-// in the config in force is prepared per request (keyOf).
-func newKeyLimits(id string, e limits.EffectiveClientKey) ratelimit.Limits {
-	l := ratelimit.Limits{
-		Spacing: e.DispatchSpacing(),
-		RPM:     int64(e.RPM),
-		TPM:     max(e.TPM, 0),
-		TPD:     max(e.TPD, 0),
-	}
-	if l.Spacing > 0 {
-		l.SpacingGate = "key-rpm:" + id
-	}
-	if l.TPM > 0 {
-		l.GateTPM = "key-tpm:" + id
-	}
-	if l.TPD > 0 {
-		l.GateTPD = "key-tpd:" + id
-	}
-	return l
-}
-
 // keyWithCarry is a key state and a fresh carry in one allocation.
 type keyWithCarry struct {
 	ks    keyState
@@ -108,7 +86,7 @@ func (g *Gateway) prepareKey(k ClientKey, carry *keyCarry) *keyState {
 	}
 	*ks = keyState{id: k.ID, name: k.Name, eff: k.Limits.Effective(), carry: carry,
 		metrics: g.metrics.client(k.Name)}
-	ks.lim = newKeyLimits(k.ID, ks.eff)
+	ks.lim = ratelimit.ForClientKey(k.ID, ks.eff)
 	if ks.eff.MaxConcurrent > 0 {
 		ks.gate = admission.GateRef{Level: live.LevelKey, Key: keyGateKey(k.ID)}
 	}

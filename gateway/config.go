@@ -278,7 +278,7 @@ func (g *Gateway) prepareConn(cc Connection, eff limits.EffectiveSettings, warni
 	if c.execBound <= 0 {
 		c.execBound = time.Duration(limits.DefaultExecutionMaxWaitMs) * time.Millisecond
 	}
-	c.lim = newConnLimits(cc.ID, o)
+	c.lim = ratelimit.ForConnection(cc.ID, o)
 	c.labelHdr = []string{c.label}
 	c.durObs = g.metrics.upstreamDuration.WithLabelValues(c.label)
 	return c

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 )
@@ -47,38 +46,6 @@ type DayUsage = ratelimit.DayUsage
 // UsageCounter keeps the daily counts behind rpd and tpd, shared by every
 // gateway replica (cmd adapts the store's usage_daily tables).
 type UsageCounter = ratelimit.UsageCounter
-
-// newConnLimits returns the rate limits of connection id, with its gate names.
-func newConnLimits(id string, o limits.Overrides) ratelimit.Limits {
-	deref := func(p *int) int {
-		if p == nil || *p < 0 {
-			return 0
-		}
-		return *p
-	}
-	deref64 := func(p *int64) int64 {
-		if p == nil || *p < 0 {
-			return 0
-		}
-		return *p
-	}
-	e := limits.Effective{RPM: deref(o.RPM), MinTimeMs: deref(o.MinTimeMs)}
-	l := ratelimit.Limits{
-		Spacing: e.DispatchSpacing(),
-		RPM:     int64(e.RPM),
-		RPD:     int64(deref(o.RPD)),
-		TPM:     deref64(o.TPM),
-		TPD:     deref64(o.TPD),
-		GateRPD: "rpd:" + id,
-		GateTPM: "tpm:" + id,
-		GateTPD: "tpd:" + id,
-	}
-	l.SpacingGate = "minTime:" + id
-	if e.RPM > 0 && time.Minute/time.Duration(e.RPM) >= time.Duration(e.MinTimeMs)*time.Millisecond {
-		l.SpacingGate = "rpm:" + id
-	}
-	return l
-}
 
 // applyRates gives every connection of s its rate state, carried over by
 // id, with the new spacing in force. g.applyMu must be held.

@@ -13,6 +13,8 @@
 //
 // It never admits or queues a request (that is admission), never decides
 // where a request goes, never builds the rejection a client sees (the
-// gateway words it from a Block or a Turn), and never builds gate keys: the
-// gateway hands it Limits with their gate names.
+// gateway words it from a Block or a Turn), and never builds or reads the
+// admission gate keys (connection:<id>, model:<id>:<M>: the gateway's); it
+// names only its own rate gates (rpm:<id>, key-tpm:<id>, …) in
+// ForConnection and ForClientKey.
 package ratelimit

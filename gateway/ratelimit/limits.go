@@ -1,6 +1,10 @@
 package ratelimit
 
-import "time"
+import (
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+)
 
 // The codes of rate-limit rejections (the gateway's error.code).
 const (
@@ -21,6 +25,65 @@ type Limits struct {
 	RPM, RPD, TPM, TPD int64
 	// GateRPD, GateTPM and GateTPD name the budgets' gates.
 	GateRPD, GateTPM, GateTPD string
+}
+
+// ForConnection returns the rate limits of connection id from its
+// overrides (a negative value counts as unset), with the gate names of
+// their rejections: rpm:<id> or minTime:<id> (whichever sets the spacing),
+// rpd:<id>, tpm:<id> and tpd:<id>.
+func ForConnection(id string, o limits.Overrides) Limits {
+	deref := func(p *int) int {
+		if p == nil || *p < 0 {
+			return 0
+		}
+		return *p
+	}
+	deref64 := func(p *int64) int64 {
+		if p == nil || *p < 0 {
+			return 0
+		}
+		return *p
+	}
+	e := limits.Effective{RPM: deref(o.RPM), MinTimeMs: deref(o.MinTimeMs)}
+	l := Limits{
+		Spacing: e.DispatchSpacing(),
+		RPM:     int64(e.RPM),
+		RPD:     int64(deref(o.RPD)),
+		TPM:     deref64(o.TPM),
+		TPD:     deref64(o.TPD),
+		GateRPD: "rpd:" + id,
+		GateTPM: "tpm:" + id,
+		GateTPD: "tpd:" + id,
+	}
+	l.SpacingGate = "minTime:" + id
+	if e.RPM > 0 && time.Minute/time.Duration(e.RPM) >= time.Duration(e.MinTimeMs)*time.Millisecond {
+		l.SpacingGate = "rpm:" + id
+	}
+	return l
+}
+
+// ForClientKey returns the rate limits of client key id: rpm as a dispatch
+// spacing (gate key-rpm:<id>), tpm (key-tpm:<id>) and tpd (key-tpd:<id>). A
+// gate name is built only for a limit that is set (it names that limit's
+// rejections): a key that is not in the config in force is prepared per
+// request.
+func ForClientKey(id string, e limits.EffectiveClientKey) Limits {
+	l := Limits{
+		Spacing: e.DispatchSpacing(),
+		RPM:     int64(e.RPM),
+		TPM:     max(e.TPM, 0),
+		TPD:     max(e.TPD, 0),
+	}
+	if l.Spacing > 0 {
+		l.SpacingGate = "key-rpm:" + id
+	}
+	if l.TPM > 0 {
+		l.GateTPM = "key-tpm:" + id
+	}
+	if l.TPD > 0 {
+		l.GateTPD = "key-tpd:" + id
+	}
+	return l
 }
 
 // Any reports whether any rate limit is set.

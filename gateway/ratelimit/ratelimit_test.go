@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
@@ -199,5 +200,31 @@ func TestBudgets(t *testing.T) {
 	}
 	if got := (&State{}).Budgets(&Limits{}, t0); got != nil {
 		t.Errorf("budgets without limits = %v, want nil", got)
+	}
+}
+
+// TestForConnection: the stricter of rpm and minTime sets the spacing and
+// names its gate; negative values count as unset.
+func TestForConnection(t *testing.T) {
+	t.Parallel()
+	p := func(n int) *int { return &n }
+	tests := []struct {
+		name string
+		o    limits.Overrides
+		want Limits
+	}{
+		{name: "rpm stricter", o: limits.Overrides{RPM: p(30), MinTimeMs: p(100)},
+			want: Limits{Spacing: 2 * time.Second, SpacingGate: "rpm:c1", RPM: 30}},
+		{name: "minTime stricter", o: limits.Overrides{RPM: p(600), MinTimeMs: p(500)},
+			want: Limits{Spacing: 500 * time.Millisecond, SpacingGate: "minTime:c1", RPM: 600}},
+		{name: "negative unset", o: limits.Overrides{RPD: p(-1)}, want: Limits{SpacingGate: "minTime:c1"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.want.GateRPD, tc.want.GateTPM, tc.want.GateTPD = "rpd:c1", "tpm:c1", "tpd:c1"
+			if diff := cmp.Diff(tc.want, ForConnection("c1", tc.o)); diff != "" {
+				t.Errorf("limits mismatch (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
