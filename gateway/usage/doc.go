@@ -4,7 +4,8 @@
 // for stream usage, and the usage taps that sum the tokens an upstream
 // answer reports (JSON bodies and server-sent events, OpenAI and Anthropic
 // shapes) as it passes, optionally stripping the usage event the gateway
-// asked for on the client's behalf.
+// asked for on the client's behalf; and the framing of an event stream
+// (SendableEnd: how much of it can go to the client now).
 //
 // It owns byte scanning only. It never does I/O, never holds a body beyond
 // the call that is given it (a Tap holds at most one unfinished SSE event),
