@@ -3,6 +3,7 @@ package cluster
 import (
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,6 +82,75 @@ func TestSharedLearnedCap(t *testing.T) {
 			if g.Key == "connection:a" && (g.Cap != 8 || !g.Adaptive) {
 				t.Errorf("gateway %d: live gate %+v, want cap 8, adaptive", i, g)
 			}
+		}
+	}
+}
+
+// TestLearnedCapClimbsAcrossReplicas (issue 23, item 5): an adaptive
+// connection with cap 8 behind two replicas is cut to 5 by a burst of
+// concurrency 429s; then the upstream stops rejecting and eight clients,
+// four per replica, keep it busy. Each replica alone never has 5 requests in
+// flight, but the gate is full across the cluster, and that is what "found
+// the gate full" counts: the learned cap climbs back to 8 on both replicas
+// within 60 s (10 s quiet after the cut, then one step per 10 × cap full
+// successes).
+func TestLearnedCapClimbsAcrossReplicas(t *testing.T) {
+	e := newTwoGateways(t, upstreamtest.Options{})
+	o := limits.Overrides{MaxConcurrent: ptr(8), MaxWaitMs: ptr(30000), Adaptive: ptr(true)}
+	e.apply(e.conn("a", "ka", 0, o))
+	ctx := t.Context()
+
+	// The cut: the account takes one request at a time while two arrive.
+	hold := make(chan struct{})
+	if err := e.up.SetKeyBehavior("ka", upstreamtest.Behavior{Hold: hold, MaxInFlight: 1}); err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		_ = e.post(ctx, 0)
+	}()
+	if err := e.up.WaitInFlight(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	_ = e.post(ctx, 1) // 429: too many concurrent requests
+	close(hold)
+	<-held
+	waitFor(t, 5*time.Second, "both replicas at the cut cap", func() bool {
+		if e.effectiveCap(0, "connection:a") != 5 {
+			_ = e.post(ctx, 0) // a request reads the shared state
+		}
+		return e.effectiveCap(0, "connection:a") == 5 && e.effectiveCap(1, "connection:a") == 5
+	})
+
+	// The upstream stops rejecting; eight clients keep the gate busy.
+	if err := e.up.SetKeyBehavior("ka", upstreamtest.Behavior{Latency: 2 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for !stop.Load() && ctx.Err() == nil {
+				if r := e.post(ctx, i%2); r.status != http.StatusOK {
+					t.Errorf("client %d: status %d", i, r.status)
+					return
+				}
+			}
+		})
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) && (e.effectiveCap(0, "connection:a") < 8 || e.effectiveCap(1, "connection:a") < 8) {
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond): // sampling the live view, not synchronising
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	for i := range e.gws {
+		if got := e.effectiveCap(i, "connection:a"); got != 8 {
+			t.Errorf("gateway %d: effective cap %d 60 s after the upstream stopped rejecting, want back at 8", i, got)
 		}
 	}
 }

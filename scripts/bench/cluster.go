@@ -294,6 +294,13 @@ func (r *report) writeClusterProfile(b *strings.Builder, what string) {
 		if s.Cluster != nil && strings.HasPrefix(what, s.Name+" ") {
 			fmt.Fprintf(b, "  What Redis runs per request: %s; Gatehouse CPU per request %.1f µs single → %.1f µs cluster; redis-server %.1f µs CPU per request.\n",
 				s.Cluster.Mix, s.Cluster.SingleCPUUs, s.Cluster.CPUPerReqUs, s.Cluster.RedisCPUUs)
+			if len(r.ClusterTopCPU) > 0 && !r.clusterTopShown {
+				r.clusterTopShown = true
+				fmt.Fprintf(b, "  CPU profile of the cluster-mode Gatehouse (non-streaming c=16): %s; top (flat):\n", r.ClusterProfileNote)
+				for _, l := range r.ClusterTopCPU {
+					fmt.Fprintf(b, "    %s\n", l)
+				}
+			}
 			return
 		}
 	}

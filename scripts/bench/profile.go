@@ -17,23 +17,28 @@ import (
 // It returns a note for the report and the top functions of the profile; a
 // missing endpoint is not an error.
 func (e *env) profile(ctx context.Context, o options, out string, stderr io.Writer) (string, []string) {
+	return e.profileOf(ctx, o, out, stderr, "gatehouse", e.gatehouseURL)
+}
+
+// profileOf profiles the Gatehouse at url, named name in the files it writes.
+func (e *env) profileOf(ctx context.Context, o options, out string, stderr io.Writer, name, url string) (string, []string) {
 	client, tr := newClient(2, 30*time.Second)
 	defer tr.CloseIdleConnections()
 	probeCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err := expectStatus(probeCtx, client, http.MethodGet, e.gatehouseURL+"/debug/pprof/", e.apiToken, nil, http.StatusOK)
+	err := expectStatus(probeCtx, client, http.MethodGet, url+"/debug/pprof/", e.apiToken, nil, http.StatusOK)
 	cancel()
 	if err != nil {
 		return "skipped: Gatehouse does not serve /debug/pprof/ (" + err.Error() + ")", nil
 	}
 	secs := max(1, int(o.duration.Seconds()))
-	fmt.Fprintf(stderr, "bench: profiling Gatehouse for %ds during non-streaming c=16 ...\n", secs)
-	prof := filepath.Join(out, "gatehouse-cpu.pprof")
+	fmt.Fprintf(stderr, "bench: profiling %s for %ds during non-streaming c=16 ...\n", name, secs)
+	prof := filepath.Join(out, name+"-cpu.pprof")
 	done := make(chan error, 1)
 	go func() {
-		done <- fetchTo(ctx, e.gatehouseURL+fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), e.apiToken, prof, time.Duration(secs+30)*time.Second)
+		done <- fetchTo(ctx, url+fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), e.apiToken, prof, time.Duration(secs+30)*time.Second)
 	}()
 	sc := standardScenarios()[1]
-	t := newTarget(e.gatehouseURL+"/v1", e.clientKey, benchModel, false, nil)
+	t := newTarget(url+"/v1", e.clientKey, benchModel, false, nil)
 	closedLoop(ctx, t, sc.conc, time.Duration(secs)*time.Second+time.Second, nil)
 	if err := <-done; err != nil {
 		return "failed: " + err.Error(), nil
@@ -42,13 +47,13 @@ func (e *env) profile(ctx context.Context, o options, out string, stderr io.Writ
 	if err != nil {
 		return fmt.Sprintf("saved %s; go tool pprof failed: %v", prof, err), nil
 	}
-	topPath := filepath.Join(out, "gatehouse-cpu-top.txt")
+	topPath := filepath.Join(out, name+"-cpu-top.txt")
 	if err := os.WriteFile(topPath, top, 0o644); err != nil {
 		return fmt.Sprintf("saved %s; writing %s failed: %v", prof, topPath, err), nil
 	}
 	// Allocations since start (every run so far), for go tool pprof -sample_index=alloc_space.
-	allocs := filepath.Join(out, "gatehouse-allocs.pprof")
-	if err := fetchTo(ctx, e.gatehouseURL+"/debug/pprof/allocs", e.apiToken, allocs, 30*time.Second); err != nil {
+	allocs := filepath.Join(out, name+"-allocs.pprof")
+	if err := fetchTo(ctx, url+"/debug/pprof/allocs", e.apiToken, allocs, 30*time.Second); err != nil {
 		return fmt.Sprintf("%s (top functions in %s); allocation profile failed: %v", prof, topPath, err), topLines(top, 12)
 	}
 	return fmt.Sprintf("%s (top functions in %s; allocations since start in %s)", prof, topPath, allocs), topLines(top, 12)

@@ -91,8 +91,13 @@ type report struct {
 	Targets     []targetCheck     `json:"targets"`
 	ProfileNote string            `json:"profile"`
 	// TopCPU is the top of the CPU profile (go tool pprof -top), when taken.
-	TopCPU []string    `json:"topCpu,omitempty"`
-	Runs   []runRecord `json:"runs"`
+	TopCPU []string `json:"topCpu,omitempty"`
+	// The same for the cluster-mode Gatehouse.
+	ClusterProfileNote string      `json:"clusterProfile,omitempty"`
+	ClusterTopCPU      []string    `json:"clusterTopCpu,omitempty"`
+	Runs               []runRecord `json:"runs"`
+
+	clusterTopShown bool // writeClusterProfile printed ClusterTopCPU
 }
 
 func median(xs []float64) float64 {

@@ -240,6 +240,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	rep.ProfileNote = "not requested (-profile=false)"
 	if o.profile && o.standard {
 		rep.ProfileNote, rep.TopCPU = e.profile(ctx, o, out, stderr)
+		if o.cluster {
+			rep.ClusterProfileNote, rep.ClusterTopCPU = e.profileOf(ctx, o, out, stderr, "gatehouse-cluster", e.clusterURL)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("bench: interrupted: %w", err)
