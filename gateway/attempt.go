@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 	"github.com/gatehouse-dev/gatehouse/gateway/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
@@ -161,6 +162,9 @@ func (x *exchange) attempt() attemptResult {
 		lp, sp = nil, nil // takes no slot: not a sample of the gates' load
 	}
 	full := lp.Enter()
+	if ci, ok := p.permit.(admission.ClusterInFlight); ok && len(lp) > 0 {
+		full = lp.FullAcross(ci, full)
+	}
 	defer lp.Leave(t0)
 	sp.Enter()
 	defer sp.Leave()

@@ -286,6 +286,27 @@ func (p LearnPath) Enter() uint8 {
 	return full
 }
 
+// InFlightCounter is what a shared admission controller's grant tells
+// (admission.ClusterInFlight): the requests holding a capped gate across the
+// cluster right after the grant was admitted, itself included.
+type InFlightCounter interface {
+	InFlightAt(gateKey string) (int, bool)
+}
+
+// FullAcross adds to full (Enter's bits) the gates of p that a shared
+// admission controller (cluster mode) found full when it admitted the
+// request: its cluster-wide in-flight there, the request included, reached
+// the effective cap. With several replicas this replica's own in-flight
+// rarely does.
+func (p LearnPath) FullAcross(ci InFlightCounter, full uint8) uint8 {
+	for i, lg := range p {
+		if n, ok := ci.InFlightAt(lg.key); ok && int64(n) >= lg.eff.Load() {
+			full |= 1 << i
+		}
+	}
+	return full
+}
+
 // Leave ends a dispatch on every gate of p, which held them since start.
 func (p LearnPath) Leave(start time.Time) {
 	if len(p) == 0 {
