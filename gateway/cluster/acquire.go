@@ -216,12 +216,19 @@ func queueGate(req admission.Request, path []*gateState) *gateState {
 
 // admit runs the uncontended admission (admit.lua) for w, a newcomer: it
 // admits only when nobody waits on the path and every capped gate has
-// room, and changes nothing otherwise (the caller then runs attempt).
+// room, and changes nothing otherwise (the caller then runs attempt). When
+// this replica last saw a capped gate of the path full or with waiters it
+// answers false at once, so that a newcomer to a busy gate makes one round
+// trip (the full attempt), not two.
 func (c *Controller) admit(w *waiter) (bool, error) {
 	var buf [2 + 2*maxPath]any
 	args := append(buf[:0], w.member, c.ttlArg)
 	c.mu.Lock()
 	for _, g := range w.path {
+		if g.cap > 0 && (g.queued > 0 || len(g.parked) > 0 || g.count >= g.cap) {
+			c.mu.Unlock()
+			return false, nil
+		}
 		args = append(args, g.keyArg, g.capArg)
 	}
 	c.mu.Unlock()
@@ -235,6 +242,11 @@ func (c *Controller) admit(w *waiter) (bool, error) {
 		return false, nil
 	}
 	w.setFound(vals[1:])
+	c.mu.Lock()
+	for _, g := range w.path {
+		g.queued = 0 // admit.lua admits only when nobody waits on the path
+	}
+	c.mu.Unlock()
 	return true, nil
 }
 
