@@ -12,7 +12,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
-	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 )
 
 // Config is one immutable snapshot of everything the gateway routes by: the
@@ -86,8 +85,7 @@ type state struct {
 	conns       []*conn // config order, disabled included
 	byID        map[string]*conn
 	routes      [2]map[string][]*target // by style, then requested model name
-	modelsBody  []byte                  // GET /v1/models
-	modelBodies map[string][]byte       // GET /v1/models/{id}, by id
+	models      modelList               // GET /v1/models and /v1/models/{id}
 	caps        map[string]int
 	maxAttempts int
 	keys        map[string]*keyState // client keys by id
@@ -208,7 +206,7 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 			byName[name] = ts
 		}
 	}
-	s.modelsBody, s.modelBodies = modelsList(s)
+	s.models = modelsList(s)
 	return s, warnings
 }
 
@@ -301,45 +299,4 @@ func (g *Gateway) newTarget(c *conn, model string) *target {
 		}),
 		stats: g.metrics.target(c.label, model),
 	}
-}
-
-// modelsList renders GET /v1/models: every model of every enabled
-// connection, as its bare id and as provider/model, in the OpenAI list shape.
-func modelsList(s *state) (list []byte, byID map[string][]byte) {
-	type entry struct{ id, owner string }
-	seen := make(map[string]bool)
-	var entries []entry
-	add := func(id, owner string) {
-		if !seen[id] {
-			seen[id] = true
-			entries = append(entries, entry{id, owner})
-		}
-	}
-	for _, c := range s.conns {
-		if !c.enabled || !c.styleOK {
-			continue
-		}
-		for _, m := range c.models {
-			add(m, c.provider)
-			if c.provider != "" {
-				add(c.provider+"/"+m, c.provider)
-			}
-		}
-	}
-	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.id, b.id) })
-	b := []byte(`{"object":"list","data":[`)
-	byID = make(map[string][]byte, len(entries))
-	for i, e := range entries {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		obj := []byte(`{"id":`)
-		obj = usage.AppendJSONString(obj, e.id)
-		obj = append(obj, `,"object":"model","created":0,"owned_by":`...)
-		obj = usage.AppendJSONString(obj, cmp.Or(e.owner, "gatehouse"))
-		obj = append(obj, '}')
-		byID[e.id] = obj
-		b = append(b, obj...)
-	}
-	return append(b, "]}"...), byID
 }

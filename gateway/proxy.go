@@ -104,7 +104,7 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 		return x, aerr
 	}
 	if rt == routeModels || rt == routeModel {
-		return x, listModels(w, r, s, rt)
+		return x, listModels(w, r, s, ks, rt)
 	}
 	if aerr := x.readBody(w, r); aerr != nil {
 		return x, aerr
@@ -176,26 +176,6 @@ func (g *Gateway) authenticate(x *exchange, r *http.Request) (*state, *keyState,
 func errKeyDisabled(name string) *apiError {
 	return &apiError{status: http.StatusForbidden, code: CodeKeyDisabled,
 		message: "client key " + strconv.Quote(name) + " is disabled"}
-}
-
-// listModels answers GET /v1/models and /v1/models/{id} from s, returning
-// errAnswered, or the error to send.
-func listModels(w http.ResponseWriter, r *http.Request, s *state, rt route) *apiError {
-	body := s.modelsBody
-	if rt == routeModel {
-		id := strings.TrimPrefix(r.URL.Path, modelPrefix)
-		if body = s.modelBodies[id]; body == nil {
-			return &apiError{status: http.StatusNotFound, code: CodeModelNotFound, message: "no enabled connection serves model " + quoteModel(id)}
-		}
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(http.StatusOK)
-	if r.Method == http.MethodGet {
-		_, _ = w.Write(body)
-	}
-	return errAnswered
 }
 
 // readBody reads r's body into x.body, or returns the error to send

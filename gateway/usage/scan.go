@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"unicode/utf8"
@@ -33,6 +34,11 @@ var (
 	ErrSyntax    = errors.New("usage: request body is not valid JSON")
 	ErrNoModel   = errors.New("usage: request body has no string \"model\"")
 	ErrDupModel  = errors.New("usage: request body has more than one \"model\"")
+	// ErrFoldedModel is a top-level key that is not "model" but equals it
+	// case-insensitively ("MODEL", "Model"): an upstream whose JSON decoder
+	// matches keys that way (Go's encoding/json does) could serve that model
+	// instead of the one Gatehouse checked.
+	ErrFoldedModel = errors.New("usage: request body has a key that case-folds to \"model\"")
 )
 
 // Scan finds the top-level "model" (a string) and "stream" (a boolean)
@@ -119,6 +125,9 @@ func Scan(b []byte) (Request, error) {
 				info.IncludeUsage = so.IncludeUsage
 			}
 		default:
+			if len(key) >= len("model") && len(key) <= 3*len("model") && foldsToModel(key) {
+				return info, ErrFoldedModel
+			}
 			if !s.value(0) {
 				return info, ErrSyntax
 			}
@@ -141,6 +150,15 @@ func Scan(b []byte) (Request, error) {
 	}
 	return info, nil
 }
+
+// foldsToModel reports whether key equals "model" under Unicode simple case
+// folding, as the decoders that match keys case-insensitively compare them
+// (a non-ASCII letter such as U+212A KELVIN SIGN folds to an ASCII one).
+func foldsToModel(key []byte) bool {
+	return bytes.EqualFold(key, modelKey)
+}
+
+var modelKey = []byte("model")
 
 // maxNesting bounds how deep skipped values may nest, so a hostile body
 // cannot exhaust the stack.
@@ -377,6 +395,8 @@ func Describe(err error) string {
 		return `the request body must be a JSON object with a string "model"`
 	case errors.Is(err, ErrDupModel):
 		return `the request body names "model" more than once`
+	case errors.Is(err, ErrFoldedModel):
+		return `the request body has a key that differs from "model" only in case; send "model" once, in lower case`
 	case errors.Is(err, ErrNotObject):
 		return "the request body must be a JSON object"
 	}

@@ -33,6 +33,13 @@ func TestScanBody(t *testing.T) {
 		{name: "empty model", body: `{"model":""}`, wantErr: ErrNoModel},
 		{name: "array", body: `[{"model":"m"}]`, wantErr: ErrNotObject},
 		{name: "duplicate", body: `{"model":"a","model":"b"}`, wantErr: ErrDupModel},
+		{name: "upper case after", body: `{"model":"cheap-m","MODEL":"premium-m"}`, wantErr: ErrFoldedModel},
+		{name: "title case before", body: `{"Model":"premium-m","model":"cheap-m"}`, wantErr: ErrFoldedModel},
+		{name: "mixed case alone", body: `{"mOdEl":"premium-m"}`, wantErr: ErrFoldedModel},
+		{name: "escaped upper case", body: `{"model":"a","\u004dODEL":"b"}`, wantErr: ErrFoldedModel},
+		{name: "folded key of any type", body: `{"model":"a","Model":5}`, wantErr: ErrFoldedModel},
+		{name: "longer key kept", body: `{"model":"a","Models":"b","model_x":1}`, wantModel: "a"},
+		{name: "nested folded key ignored", body: `{"model":"a","x":{"MODEL":"b"}}`, wantModel: "a"},
 		{name: "truncated", body: `{"model":"m","messages":[`, wantErr: ErrSyntax},
 		{name: "trailing garbage", body: `{"model":"m"}x`, wantErr: ErrSyntax},
 		{name: "bad literal", body: `{"model":"m","x":tru}`, wantErr: ErrSyntax},
@@ -88,6 +95,7 @@ func FuzzScanBody(f *testing.F) {
 		`{"model":"a\u00e9\"b","x":[1,2,{"y":null}]}`,
 		`{"stream":false,"model":"p/m"}`,
 		`{}`, `[]`, `{"model":1}`, `{"model":"m"} `,
+		`{"model":"cheap-m","MODEL":"premium-m"}`, `{"Model":"x","model":"y"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -100,13 +108,21 @@ func FuzzScanBody(f *testing.F) {
 		var model string
 		modelErr := json.Unmarshal(doc["model"], &model)
 		if err != nil {
-			if modelErr == nil && model != "" && !errors.Is(err, ErrDupModel) && !errors.Is(err, ErrSyntax) {
+			if modelErr == nil && model != "" && !errors.Is(err, ErrDupModel) && !errors.Is(err, ErrFoldedModel) && !errors.Is(err, ErrSyntax) {
 				t.Fatalf("Scan(%q) = %v, but encoding/json reads model %q", body, err, model)
 			}
 			return
 		}
 		if info.Model != model {
 			t.Fatalf("model %q, encoding/json says %q", info.Model, model)
+		}
+		// What an upstream decoding into a struct (keys matched without
+		// regard to case) would serve is the model the scanner found.
+		var upstream struct {
+			Model string `json:"model"`
+		}
+		if json.Unmarshal(body, &upstream) == nil && upstream.Model != info.Model {
+			t.Fatalf("Scan(%q) found model %q, a case-insensitive decoder serves %q", body, info.Model, upstream.Model)
 		}
 		var stream bool
 		_ = json.Unmarshal(doc["stream"], &stream)
