@@ -154,6 +154,24 @@ func (l *Limits) AddTokens(ctx context.Context, connID string, tpm, tokens int64
 	return nil
 }
 
+// ReserveTokens implements ratelimit.Store: it reserves tokens in connID's tpm window when they fit (an
+// empty window takes any reservation, else used + tokens must stay within
+// tpm), in one script, exact across replicas. It returns whether they were
+// reserved, the tokens used in the window after the call, and the time left
+// in the window. A reservation is settled with AddTokens(actual − tokens).
+func (l *Limits) ReserveTokens(ctx context.Context, connID string, tpm, tokens int64) (ok bool, used int64, left time.Duration, err error) {
+	ctx, cancel := context.WithTimeout(ctx, l.opTimeout)
+	defer cancel()
+	v, err := tokensScript.Run(ctx, l.rdb, []string{l.keys.tpm(connID)}, tpm, tokens, 1).Int64Slice()
+	if err != nil {
+		return false, 0, 0, fmt.Errorf("cluster: reserve tokens: %w", err)
+	}
+	if len(v) != 3 {
+		return false, 0, 0, fmt.Errorf("cluster: reserve tokens: unexpected reply %v", v)
+	}
+	return v[0] == 1, v[1], time.Duration(v[2]) * time.Millisecond, nil
+}
+
 // CoolDown implements ratelimit.Store: model on connID cools for d.
 func (l *Limits) CoolDown(ctx context.Context, connID, model string, d time.Duration) error {
 	return l.mark(ctx, connID, modelField(model), d)

@@ -26,6 +26,12 @@ type Request struct {
 	streamOptStart, streamOptEnd int
 	// IncludeUsage is stream_options.include_usage.
 	IncludeUsage bool
+	// MaxOutput is the output bound the request sets, the largest of a
+	// top-level max_tokens, max_completion_tokens or max_output_tokens and
+	// Gemini's generationConfig.maxOutputTokens that is a positive integer;
+	// 0 when none is (a budget reservation then assumes the settings'
+	// defaultOutputReserve).
+	MaxOutput int64
 }
 
 // Errors from Scan; the gateway answers them with 400.
@@ -110,6 +116,27 @@ func Scan(b []byte) (Request, error) {
 					return info, ErrSyntax
 				}
 			}
+		case "max_tokens", "max_completion_tokens", "max_output_tokens":
+			vs := s.i
+			if !s.value(0) {
+				return info, ErrSyntax
+			}
+			if n, ok := positiveInt(s.b[vs:s.i]); ok {
+				info.MaxOutput = max(info.MaxOutput, n)
+			}
+		case "generationConfig":
+			vs := s.i
+			if !s.value(0) {
+				return info, ErrSyntax
+			}
+			var gc struct {
+				MaxOutputTokens json.RawMessage `json:"maxOutputTokens"`
+			}
+			if s.b[vs] == '{' && json.Unmarshal(s.b[vs:s.i], &gc) == nil {
+				if n, ok := positiveInt(gc.MaxOutputTokens); ok {
+					info.MaxOutput = max(info.MaxOutput, n)
+				}
+			}
 		case "stream_options":
 			vs := s.i
 			if !s.value(0) {
@@ -149,6 +176,22 @@ func Scan(b []byte) (Request, error) {
 		return info, ErrNoModel
 	}
 	return info, nil
+}
+
+// positiveInt reads v, a JSON value, as a positive integer of at most 18
+// digits; anything else is not an output bound (the upstream says so).
+func positiveInt(v []byte) (int64, bool) {
+	if len(v) == 0 || len(v) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, n > 0
 }
 
 // foldsToModel reports whether key equals "model" under Unicode simple case

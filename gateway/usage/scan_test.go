@@ -61,6 +61,30 @@ func TestScanBody(t *testing.T) {
 	}
 }
 
+// TestScanMaxOutput: the output bound is the largest positive integer of the
+// fields that set one; other values are no bound.
+func TestScanMaxOutput(t *testing.T) {
+	t.Parallel()
+	for body, want := range map[string]int64{
+		`{"model":"m"}`:                                                            0,
+		`{"model":"m","max_tokens":150}`:                                           150,
+		`{"max_completion_tokens":77,"model":"m"}`:                                 77,
+		`{"model":"m","max_output_tokens":9,"max_tokens":12}`:                      12,
+		`{"model":"m","generationConfig":{"temperature":1,"maxOutputTokens":300}}`: 300,
+		`{"model":"m","x":{"max_tokens":5}}`:                                       0,
+		`{"model":"m","max_tokens":1.5}`:                                           0,
+		`{"model":"m","max_tokens":-3}`:                                            0,
+		`{"model":"m","max_tokens":"100"}`:                                         0,
+		`{"model":"m","max_tokens":0}`:                                             0,
+		`{"model":"m","generationConfig":[1]}`:                                     0,
+	} {
+		info, err := Scan([]byte(body))
+		if err != nil || info.MaxOutput != want {
+			t.Errorf("Scan(%s): MaxOutput %d, err %v; want %d", body, info.MaxOutput, err, want)
+		}
+	}
+}
+
 func TestRewriteModel(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
