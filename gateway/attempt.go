@@ -157,6 +157,8 @@ func (x *exchange) attempt() attemptResult {
 	}
 
 	t0 := time.Now()
+	x.attempts++
+	x.logT = t
 	lp, sp := t.learn, t.shadow
 	if x.rt == routeCountTokens {
 		lp, sp = nil, nil // takes no slot: not a sample of the gates' load
@@ -192,7 +194,7 @@ func (x *exchange) attempt() attemptResult {
 			// Cut by the shutdown bound before the upstream answered.
 			p.done(health.ErrExcluded)
 			x.setQueueHeader(c)
-			x.status = errShuttingDown.status
+			x.status, x.failed = errShuttingDown.status, errShuttingDown
 			writeError(x.w, x.st, errShuttingDown)
 			return attemptAnswered
 		case x.r.Context().Err() != nil:
@@ -202,9 +204,9 @@ func (x *exchange) attempt() attemptResult {
 			p.done(err)
 			c.health.Failure("execution bound reached before the upstream answered")
 			x.setQueueHeader(c)
-			x.status = http.StatusGatewayTimeout
-			writeError(x.w, x.st, &apiError{status: http.StatusGatewayTimeout, code: CodeExecutionTimeout,
-				message: "the upstream did not answer within the execution bound of " + c.execBound.String()})
+			x.status, x.failed = http.StatusGatewayTimeout, &apiError{status: http.StatusGatewayTimeout, code: CodeExecutionTimeout,
+				message: "the upstream did not answer within the execution bound of " + c.execBound.String()}
+			writeError(x.w, x.st, x.failed)
 			return attemptAnswered
 		}
 		p.done(err)
@@ -256,6 +258,9 @@ func (x *exchange) attempt() attemptResult {
 	if tap != nil {
 		used = tap.Tokens()
 		in, out, _ := tap.Reported()
+		x.tokensIn, x.tokensOut = in, out
+		x.costMicros = int64(t.rate.Cost(in, out, 0))
+		ks.metrics.spend(x.costMicros)
 		ks.metrics.tokens(in, out)
 		if span != nil {
 			x.attemptUsage(tap)
@@ -302,6 +307,7 @@ func (x *exchange) writeLast() {
 	h[HeaderConnection] = []string{l.label}
 	h[HeaderQueueMs] = x.queueMs()
 	x.status = l.status
+	x.firstByte()
 	x.w.WriteHeader(l.status)
 	_, _ = x.w.Write(l.body)
 }

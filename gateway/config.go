@@ -76,6 +76,8 @@ type target struct {
 	// the connection is adaptive; shadow its shadow gates.
 	learn  health.LearnPath
 	shadow health.ShadowPath
+	// rate is the model's price (settings prices), for the request's cost.
+	rate limits.Rate
 }
 
 // state is the immutable routing snapshot built by Apply.
@@ -174,6 +176,7 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 				continue
 			}
 			t := g.newTarget(c, m)
+			t.rate = eff.Prices.Lookup(c.provider, m)
 			ts = append(ts, t)
 			all = append(all, t)
 			addTarget(byName, m, t)

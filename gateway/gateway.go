@@ -99,6 +99,12 @@ type Options struct {
 	// a client span per upstream attempt, whose context goes upstream in
 	// traceparent. nil or a no-op provider traces nothing and costs nothing.
 	TracerProvider trace.TracerProvider
+	// RequestLog receives a record of every /v1 request at its end (see
+	// RequestRecord); nil logs nothing.
+	RequestLog RequestLog
+	// Replica names this process in the request log (cluster mode: the
+	// replica id).
+	Replica string
 }
 
 // Gateway is the /v1 proxy. Create it with New, give it a Config with
@@ -155,6 +161,10 @@ type Gateway struct {
 	// shadows keeps the shadow gates.
 	shadows *health.Shadows
 
+	// reqlog receives every request's record; replica names this process in it.
+	reqlog  RequestLog
+	replica string
+
 	// zeroMs is X-Gatehouse-Queue-Ms for a request that did not wait,
 	// shared by every response (len == cap: never appended to in place).
 	zeroMs []string
@@ -176,6 +186,11 @@ func New(opts Options) *Gateway {
 		rates:      make(map[string]*ratelimit.State),
 		limiter:    ratelimit.Local{},
 		zeroMs:     []string{"0"},
+		reqlog:     opts.RequestLog,
+		replica:    opts.Replica,
+	}
+	if g.reqlog == nil {
+		g.reqlog = noRequestLog{}
 	}
 	g.tracer = newTracer(opts.TracerProvider)
 	g.days = ratelimit.NewDays(g.log)

@@ -24,6 +24,7 @@ type metrics struct {
 	rateRejectBy     map[string]prometheus.Counter // by budget name, bound in advance
 	clientRequests   *prometheus.CounterVec
 	clientTokens     *prometheus.CounterVec
+	clientSpend      *prometheus.CounterVec
 
 	mu      sync.Mutex
 	targets map[[2]string]*targetMetrics
@@ -36,6 +37,7 @@ type clientMetrics struct {
 	name     string
 	ok       prometheus.Counter // status 200, bound in advance
 	in, out  prometheus.Counter
+	usd      prometheus.Counter // spend in dollars
 	mu       sync.RWMutex
 	byStatus map[int]prometheus.Counter
 }
@@ -58,6 +60,13 @@ func (c *clientMetrics) request(status int) {
 	ctr.Inc()
 }
 
+// spend counts what a request of the key cost, in micro-dollars.
+func (c *clientMetrics) spend(micros int64) {
+	if micros > 0 {
+		c.usd.Add(float64(micros) / 1e6)
+	}
+}
+
 // tokens counts the input and output tokens an upstream reported for the key.
 func (c *clientMetrics) tokens(in, out int64) {
 	if in > 0 {
@@ -77,7 +86,8 @@ func (m *metrics) client(name string) *clientMetrics {
 		c = &clientMetrics{vec: m.clientRequests, name: name, byStatus: make(map[int]prometheus.Counter),
 			ok:  m.clientRequests.WithLabelValues(name, "200"),
 			in:  m.clientTokens.WithLabelValues(name, "input"),
-			out: m.clientTokens.WithLabelValues(name, "output")}
+			out: m.clientTokens.WithLabelValues(name, "output"),
+			usd: m.clientSpend.WithLabelValues(name)}
 		m.clients[name] = c
 	}
 	return c
@@ -157,6 +167,10 @@ func newMetrics() *metrics {
 			Name: "gatehouse_client_tokens_total",
 			Help: "Tokens the upstreams reported per client key (by name), by kind (input, output).",
 		}, []string{"client", "kind"}),
+		clientSpend: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatehouse_client_spend_usd_total",
+			Help: "What the answered requests of each client key (by name) cost, in US dollars, at the prices setting.",
+		}, []string{"client"}),
 		targets: make(map[[2]string]*targetMetrics),
 		clients: make(map[string]*clientMetrics),
 	}
@@ -299,5 +313,5 @@ func (c *gatesCollector) Collect(ch chan<- prometheus.Metric) {
 // register adds every series to reg.
 func (m *metrics) register(reg prometheus.Registerer, gates prometheus.Collector) {
 	reg.MustRegister(m.waitSeconds, m.rejections, m.attempts, m.upstreamRequests,
-		m.upstreamDuration, m.overhead, m.rateRejections, m.clientRequests, m.clientTokens, gates)
+		m.upstreamDuration, m.overhead, m.rateRejections, m.clientRequests, m.clientTokens, m.clientSpend, gates)
 }

@@ -45,7 +45,7 @@ func (g *Gateway) begin(w http.ResponseWriter, r *http.Request) *exchange {
 	}
 	if e != errAnswered {
 		writeError(w, x.st, e)
-		x.status = e.status
+		x.status, x.failed = e.status, e
 	} else if x.status == 0 {
 		x.status = http.StatusOK
 	}
@@ -53,11 +53,12 @@ func (g *Gateway) begin(w http.ResponseWriter, r *http.Request) *exchange {
 	if ss != nil {
 		ss.end(x)
 	}
+	x.record(r)
 	return nil
 }
 
-// end closes an exchange that ran: the client metrics, the overhead metric
-// and the server span.
+// end closes an exchange that ran: the client metrics, the overhead metric,
+// the server span and the request log.
 func (x *exchange) end() {
 	x.countClient()
 	if overhead := time.Since(x.start) - x.waited - x.upstream; overhead > 0 {
@@ -66,6 +67,7 @@ func (x *exchange) end() {
 	if x.span != nil {
 		x.span.end(x)
 	}
+	x.record(x.r)
 }
 
 // errShuttingDown answers a request queued, or arriving, after Drain, and
@@ -121,9 +123,10 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 func (x *exchange) checkRoute(w http.ResponseWriter, r *http.Request) (route, *apiError) {
 	rt, ok := routeOf(r.URL.Path)
 	if !ok {
+		x.rt = routeUnknown
 		return rt, &apiError{status: http.StatusNotFound, code: CodeNotFound, message: "no such route: " + r.URL.Path}
 	}
-	x.st = rt.style()
+	x.st, x.rt = rt.style(), rt
 	want, allow := http.MethodPost, "POST"
 	listing := rt == routeModels || rt == routeModel
 	if listing {
@@ -302,6 +305,18 @@ type exchange struct {
 	qErr      error
 	qFull     *admission.Error
 	qRechoose bool
+
+	// The request log's facts (requestlog.go): the gateway's own error
+	// answered (nil for upstream answers), attempts dispatched, the target of
+	// the latest, when the first byte was relayed (since start), the tokens
+	// the upstream reported and their cost; rec is the record handed over.
+	failed              *apiError
+	attempts            int
+	logT                *target
+	ttft                time.Duration
+	tokensIn, tokensOut int64
+	costMicros          int64
+	rec                 RequestRecord
 }
 
 // run makes up to maxAttempts attempts and answers the client. Its frame is
@@ -364,7 +379,7 @@ func (x *exchange) answerFailed() {
 // fail answers the client with the gateway's own error e, with the time the
 // request spent queued (X-Gatehouse-Queue-Ms) like every answer after routing.
 func (x *exchange) fail(e *apiError) {
-	x.status = e.status
+	x.status, x.failed = e.status, e
 	x.w.Header()[HeaderQueueMs] = x.queueMs()
 	writeError(x.w, x.st, e)
 }

@@ -55,6 +55,9 @@ func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap 
 			if werr != nil {
 				return
 			}
+			if len(out) > 0 {
+				x.firstByte()
+			}
 		}
 		if rerr == nil {
 			continue

@@ -18,8 +18,9 @@ const (
 	routeMessages
 	routeCountTokens // Anthropic's POST /v1/messages/count_tokens: no slot, no rpm/rpd
 	numRoutes
-	routeModels // GET /v1/models; not forwarded
-	routeModel  // GET /v1/models/{id}; not forwarded
+	routeModels  // GET /v1/models; not forwarded
+	routeModel   // GET /v1/models/{id}; not forwarded
+	routeUnknown // no such route (for the request log)
 )
 
 // modelPrefix starts the path of one model (GET /v1/models/{id}); the id may hold a

@@ -133,6 +133,14 @@ func (ss *serverSpan) prepared(x *exchange) {
 	}
 }
 
+// traceID is the span's trace id, for the request log.
+func (ss *serverSpan) traceID() string {
+	if tid := ss.span.SpanContext().TraceID(); tid.IsValid() {
+		return tid.String()
+	}
+	return ""
+}
+
 // end records the outcome and ends the span.
 func (ss *serverSpan) end(x *exchange) {
 	if st := ss.sw.status; st != 0 {

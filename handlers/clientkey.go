@@ -27,7 +27,7 @@ type createdClientKey struct {
 // a GET body can be written back.
 func clientKeyReadOnly(field string) bool {
 	switch field {
-	case "id", "preview", "version", "createdAt", "updatedAt", "lastUsedAt":
+	case "id", "preview", "version", "createdAt", "updatedAt", "lastUsedAt", "spend":
 		return true
 	}
 	return false
@@ -134,7 +134,21 @@ func (s *Server) getClientKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, k, etag(k.Version))
+	sp, err := s.store.ClientKeySpend(r.Context(), k.ID, s.now())
+	if err != nil {
+		return err
+	}
+	out := struct {
+		store.ClientKey
+		Spend spendJSON `json:"spend"`
+	}{k, spendJSON{TodayUSD: microsToUSD(sp.TodayMicros), MonthUSD: microsToUSD(sp.MonthMicros)}}
+	return writeJSON(w, http.StatusOK, out, etag(k.Version))
+}
+
+// spendJSON is a client key's spend in US dollars: the current UTC day and month.
+type spendJSON struct {
+	TodayUSD float64 `json:"todayUsd"`
+	MonthUSD float64 `json:"monthUsd"`
 }
 
 // patchClientKey serves PATCH /api/v1/client-keys/{id}, a JSON Merge Patch applied to

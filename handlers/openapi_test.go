@@ -134,7 +134,7 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 
 	a.do(t, call{method: http.MethodGet, path: path("settings")}).want(t, http.StatusOK)
 	a.do(t, call{method: http.MethodPatch, path: path("settings"),
-		body: `{"defaultMaxWaitMs":45000,"providers":{"zai":{"maxConcurrent":8}}}`}).want(t, http.StatusOK)
+		body: `{"defaultMaxWaitMs":45000,"providers":{"zai":{"maxConcurrent":8}},"prices":{"zai/glm-5":{"input":2,"output":8}}}`}).want(t, http.StatusOK)
 	a.do(t, call{method: http.MethodGet, path: path("gates"), token: a.viewer}).want(t, http.StatusOK)
 
 	tok := a.do(t, call{method: http.MethodPost, path: path("api-tokens"), body: `{"name":"ci","role":"viewer"}`}).
@@ -159,15 +159,6 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 		header: map[string]string{"If-Match": gotKey.header.Get("ETag")}}).want(t, http.StatusPreconditionFailed)
 	a.do(t, call{method: http.MethodPatch, path: path("client-keys", keyID), body: `{"limits":{"weight":0}}`}).
 		want(t, http.StatusUnprocessableEntity)
-	a.do(t, call{method: http.MethodDelete, path: path("client-keys", keyID)}).want(t, http.StatusNoContent)
-
-	page := a.do(t, call{method: http.MethodGet, path: path("audit") + "?limit=2"}).want(t, http.StatusOK).json(t)
-	cursor, _ := page["nextCursor"].(string)
-	if cursor == "" {
-		t.Fatalf("audit page of 2 has no nextCursor: %v", page)
-	}
-	a.do(t, call{method: http.MethodGet, path: path("audit") + "?cursor=" + cursor}).want(t, http.StatusOK)
-
 	logged := []store.RequestRow{{StartedAt: time.Now().Add(-time.Minute), KeyID: keyID, KeyName: "agent-1",
 		ConnectionID: id, ConnectionName: "every-op", Provider: "zai", Model: "glm-5", UpstreamModel: "glm-5",
 		Route: "chat", Status: 200, Attempts: 1, TTFTMs: 3, InputTokens: 1000, OutputTokens: 500, CostMicros: 6000,
@@ -183,9 +174,22 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	}
 	a.do(t, call{method: http.MethodGet, path: path("requests") + "?status=4xx&cursor=" + next}).want(t, http.StatusOK)
 	a.do(t, call{method: http.MethodGet, path: path("requests", logged[0].ID), token: a.viewer}).want(t, http.StatusOK)
+	spent := a.do(t, call{method: http.MethodGet, path: path("client-keys", keyID)}).want(t, http.StatusOK).json(t)
+	if diff := cmp.Diff(map[string]any{"todayUsd": 0.006, "monthUsd": 0.006}, spent["spend"]); diff != "" {
+		t.Errorf("client key spend mismatch (-want +got):\n%s", diff)
+	}
 	a.do(t, call{method: http.MethodGet, path: path("requests", "01890000-0000-7000-8000-000000000000")}).want(t, http.StatusNotFound)
 	a.do(t, call{method: http.MethodGet, path: path("usage") + "?groupBy=model&bucket=day", token: a.viewer}).want(t, http.StatusOK)
 	a.do(t, call{method: http.MethodGet, path: path("usage") + "?since=yesterday", invalidRequest: true}).want(t, http.StatusBadRequest)
+
+	a.do(t, call{method: http.MethodDelete, path: path("client-keys", keyID)}).want(t, http.StatusNoContent)
+
+	page := a.do(t, call{method: http.MethodGet, path: path("audit") + "?limit=2"}).want(t, http.StatusOK).json(t)
+	cursor, _ := page["nextCursor"].(string)
+	if cursor == "" {
+		t.Fatalf("audit page of 2 has no nextCursor: %v", page)
+	}
+	a.do(t, call{method: http.MethodGet, path: path("audit") + "?cursor=" + cursor}).want(t, http.StatusOK)
 
 	exported := a.do(t, call{method: http.MethodGet, path: path("config")}).want(t, http.StatusOK)
 	a.do(t, call{method: http.MethodGet, path: path("config") + "?format=yaml"}).want(t, http.StatusOK)

@@ -254,7 +254,21 @@ func (s *Store) WriteRequests(ctx context.Context, rows []RequestRow) error {
 			s.parts.Store(day, true)
 		}
 	}
-	_, err := s.pool.CopyFrom(ctx, pgx.Identifier{"requests"}, requestColumns,
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := copyRequests(ctx, tx, rows); err != nil {
+			return err
+		}
+		return addSpend(ctx, tx, rows)
+	})
+	if err != nil {
+		return fmt.Errorf("store: write request log: %w", translate(err))
+	}
+	return nil
+}
+
+// copyRequests COPYs rows into requests.
+func copyRequests(ctx context.Context, tx pgx.Tx, rows []RequestRow) error {
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"requests"}, requestColumns,
 		pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
 			r := &rows[i]
 			ttft := any(nil)
@@ -269,10 +283,7 @@ func (s *Store) WriteRequests(ctx context.Context, rows []RequestRow) error {
 				r.InputTokens, r.OutputTokens, r.CachedTokens, r.CostMicros,
 				nullText(r.TraceID, 64), nullText(r.Replica, 128)}, nil
 		}))
-	if err != nil {
-		return fmt.Errorf("store: write request log: %w", translate(err))
-	}
-	return nil
+	return err
 }
 
 // newID returns a UUIDv7 (RFC 9562) for a row started at t: time-ordered, so the

@@ -169,6 +169,25 @@ func TestRequestLogWritesListsAndAggregates(t *testing.T) {
 	if _, err := s.RequestUsage(t.Context(), store.UsageQuery{GroupBy: "secret", Bucket: "hour"}); err == nil {
 		t.Error("RequestUsage with an unknown groupBy: no error")
 	}
+
+	// Spend sums the dispatched rows of the same batches, per day, key, connection
+	// and model: team-a's 20 requests of 6000 micro-dollars; team-b was refused.
+	for _, tc := range []struct {
+		key  string
+		want store.Spend
+	}{{keyA, store.Spend{TodayMicros: 120000, MonthMicros: 120000}}, {keyB, store.Spend{}}} {
+		got, err := s.ClientKeySpend(t.Context(), tc.key, base)
+		if err != nil {
+			t.Fatalf("ClientKeySpend: %v", err)
+		}
+		if got != tc.want {
+			t.Errorf("ClientKeySpend(%s) = %+v, want %+v", tc.key, got, tc.want)
+		}
+	}
+	nextMonth := time.Date(base.Year(), base.Month()+1, 1, 0, 0, 0, 0, time.UTC)
+	if got, _ := s.ClientKeySpend(t.Context(), keyA, nextMonth); got != (store.Spend{}) {
+		t.Errorf("spend in the next month = %+v, want none", got)
+	}
 }
 
 // TestRequestLogRetention moves a fake clock through the days: partitions are made

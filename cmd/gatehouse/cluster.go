@@ -28,6 +28,7 @@ type clusterMode struct {
 	limits *cluster.Limits // rpm/minTime spacing, tpm window, cooldowns and suspensions
 	rdb    *redis.Client
 	mode   cluster.FailMode
+	id     string // this replica's id
 }
 
 // clusterSettings checks GATEHOUSE_CLUSTER_FAIL_MODE and GATEHOUSE_CLUSTER_LEASE_TTL
@@ -91,7 +92,7 @@ func startCluster(ctx context.Context, cfg *config, logger *slog.Logger) (*clust
 	}
 	logger.Info("cluster mode", slog.String("replica", id), slog.String("fail_mode", mode.String()),
 		slog.String("state", state))
-	return &clusterMode{ctrl: ctrl, limits: lim, rdb: rdb, mode: mode}, nil
+	return &clusterMode{ctrl: ctrl, limits: lim, rdb: rdb, mode: mode, id: id}, nil
 }
 
 // redactedURLError keeps go-redis's reason but not the URL, which may hold a

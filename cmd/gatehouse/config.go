@@ -32,6 +32,8 @@ type config struct {
 	ShutdownTimeout    string
 	BodyReadTimeout    string
 	Outbound           string
+	RequestLog         string
+	RequestLogRet      string
 	Demo               bool
 }
 
@@ -74,6 +76,8 @@ func addServeFlags(fs *flag.FlagSet, cfg *config, getenv func(string) string) {
 	fs.StringVar(&cfg.ShutdownTimeout, "shutdown-timeout", env("GATEHOUSE_SHUTDOWN_TIMEOUT", "30s"), "after SIGTERM/SIGINT, how long in-flight requests and streams may finish (GATEHOUSE_SHUTDOWN_TIMEOUT)")
 	fs.StringVar(&cfg.BodyReadTimeout, "body-read-timeout", env("GATEHOUSE_BODY_READ_TIMEOUT", "30s"), "a request body not fully arrived by then gets 408 (GATEHOUSE_BODY_READ_TIMEOUT)")
 	fs.StringVar(&cfg.Outbound, "outbound", env("GATEHOUSE_OUTBOUND", gateway.OutboundFastHTTP), "upstream client: fasthttp or net/http (GATEHOUSE_OUTBOUND)")
+	fs.StringVar(&cfg.RequestLog, "request-log", env("GATEHOUSE_REQUEST_LOG", "on"), "log every gateway request in Postgres: on or off (GATEHOUSE_REQUEST_LOG)")
+	fs.StringVar(&cfg.RequestLogRet, "request-log-retention", env("GATEHOUSE_REQUEST_LOG_RETENTION", "7d"), "how long request log rows are kept, e.g. 7d or 36h (GATEHOUSE_REQUEST_LOG_RETENTION)")
 	fs.BoolVar(&cfg.Demo, "demo", false, "managed Postgres, an admin, a client key, a fake upstream with demo connections")
 }
 

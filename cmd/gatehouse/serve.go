@@ -71,6 +71,10 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	logOn, logRetention, err := requestLogSettings(&cfg)
+	if err != nil {
+		return err
+	}
 	if !gateway.ValidOutbound(cfg.Outbound) {
 		return fmt.Errorf("GATEHOUSE_OUTBOUND %q: want %s or %s", cfg.Outbound, gateway.OutboundNetHTTP, gateway.OutboundFastHTTP)
 	}
@@ -137,6 +141,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		defer demo.Close()
 	}
 
+	stopLog := func() {}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	loader := newConfigLoader(st, logger)
@@ -170,6 +175,18 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 			return false, "shutting down"
 		}
 		return loaded()
+	}
+	gwOpts.Replica = hostName()
+	if shared != nil {
+		gwOpts.Replica = shared.id
+	}
+	if logOn {
+		// Stopped after the HTTP server has drained (below), so the last requests are
+		// logged; the deferred stop covers the early returns.
+		reqlog := startRequestLog(ctx, st, logRetention, reg, logger)
+		defer reqlog.stop()
+		gwOpts.RequestLog = reqlog
+		stopLog = reqlog.stop
 	}
 	gw := gateway.New(gwOpts)
 	defer gw.Close()
@@ -254,6 +271,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		})
 	}
 	stopped.Wait()
+	stopLog()
 	cancelRun()
 	return nil
 }

@@ -115,6 +115,9 @@ const (
 	// modelConcurrency field (ApplyForm). Args: the LineError itself, whose own
 	// Code and Args say what is wrong with the line.
 	CodeLine = "line"
+	// CodeUSD: a price that is not a number of dollars from 0 to 10000 with
+	// at most 6 decimals. Args: the upper bound.
+	CodeUSD = "usd"
 )
 
 // Codes returns every code this package may put in a FieldError or
@@ -129,6 +132,7 @@ func Codes() []string {
 		CodeNotProviderMap, CodeNotModelList, CodeNotWhole, CodeNotBool, CodeAdaptiveNeedsCap,
 		CodeLineShape, CodeModelMissing, CodeDuplicateModel, CodeDuplicateListed, CodeTooManyModels, CodeProviderLineShape, CodeDuplicateProvider, CodeLine,
 		CodeNotAliasMap, CodeAliasOfAlias, CodeAliasLineShape, CodeDuplicateAlias, CodeTooManyAliases,
+		CodeUSD,
 	}
 	for _, bound := range []string{CodeAtLeast, CodeAtMost, CodeMoreThan, CodeLessThan, CodeExactly} {
 		codes = append(codes, bound, bound+CodeSuffixChars, bound+CodeSuffixItems)

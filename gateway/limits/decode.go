@@ -241,6 +241,15 @@ func (d *decoder) decodeField(raw []byte, fv reflect.Value, rules string, path [
 			fv.Set(p)
 			return
 		}
+		if elem == reflect.TypeFor[Micros]() {
+			m, ok := ParseUSD(string(trimJSONSpace(raw)))
+			if !ok {
+				d.add(path, usdMessage())
+				return
+			}
+			fv.Set(reflect.ValueOf(&m))
+			return
+		}
 		if !isIntKind(elem.Kind()) {
 			panic("limits: unsupported field type " + fv.Type().String())
 		}

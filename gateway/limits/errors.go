@@ -139,6 +139,8 @@ func describe(tag, param string, kind reflect.Kind) message {
 		if isRange {
 			return newMessage(CodeWholeNumberRange, "must be a whole number from %v to %v", lo, hi)
 		}
+	case tagUSD:
+		return usdMessage()
 	case tagCap:
 		return newMessage(CodeCapRange, "cap must be a whole number from %v to %v", lo, hi)
 	case tagModelKey:

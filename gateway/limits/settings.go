@@ -25,6 +25,7 @@ import (
 //	aliases                    at most 500 entries; alias and target are model
 //	                           names (see validModelKey); a target may not be
 //	                           an alias (see ParseAliases)
+//	prices                     ≤ 500 model patterns (see Prices)
 type Settings struct {
 	GlobalMaxConcurrent       *int                        `json:"globalMaxConcurrent,omitempty" validate:"omitnil,between=0:100000"`
 	DefaultMaxWaitMs          *int                        `json:"defaultMaxWaitMs,omitempty" validate:"omitnil,between=1:120000"`
@@ -36,6 +37,7 @@ type Settings struct {
 	BreakerCooldownMs         *int                        `json:"breakerCooldownMs,omitempty" validate:"omitnil,between=1000:3600000"`
 	Providers                 map[string]ProviderSettings `json:"providers,omitempty" validate:"omitempty,dive,keys,providerkey,endkeys"`
 	Aliases                   map[string]string           `json:"aliases,omitempty" validate:"omitempty,max=500,dive,keys,modelkey,endkeys,modelkey"`
+	Prices                    Prices                      `json:"prices,omitempty" validate:"omitempty,max=500,dive,keys,modelpattern,endkeys"`
 }
 
 // ProviderSettings are the gate settings of one provider (all of its
@@ -95,6 +97,8 @@ type EffectiveSettings struct {
 	// Aliases maps a client's model name to the model it stands for
 	// (provider/model or a bare id); nil when none.
 	Aliases map[string]string
+	// Prices are the prices per model pattern (none: every model costs 0).
+	Prices Prices
 }
 
 // EffectiveProvider is a provider's settings with absent keys as 0 (off).
@@ -114,6 +118,7 @@ func (s Settings) Effective() EffectiveSettings {
 		SuspendMs:                 valueOr(s.SuspendMs, DefaultSuspendMs),
 		BreakerFailures:           valueOr(s.BreakerFailures, DefaultBreakerFailures),
 		BreakerCooldownMs:         valueOr(s.BreakerCooldownMs, DefaultBreakerCooldownMs),
+		Prices:                    clonePrices(s.Prices),
 	}
 	if len(s.Providers) > 0 {
 		e.Providers = make(map[string]EffectiveProvider, len(s.Providers))
@@ -141,6 +146,7 @@ func (s Settings) WithDefaults() Settings {
 		SuspendMs:                 ptrOr(s.SuspendMs, d.SuspendMs),
 		BreakerFailures:           ptrOr(s.BreakerFailures, d.BreakerFailures),
 		BreakerCooldownMs:         ptrOr(s.BreakerCooldownMs, d.BreakerCooldownMs),
+		Prices:                    clonePrices(s.Prices),
 	}
 	if len(s.Providers) > 0 {
 		out.Providers = make(map[string]ProviderSettings, len(s.Providers))

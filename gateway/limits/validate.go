@@ -55,6 +55,7 @@ func NewValidator() *validator.Validate {
 		tagCap:         validateBetween,
 		tagModelKey:    func(fl validator.FieldLevel) bool { return validModelKey(fl.Field().String()) },
 		tagProviderKey: func(fl validator.FieldLevel) bool { return validProviderKey(fl.Field().String()) },
+		tagUSD:         validateUSD,
 		tagModelPattern: func(fl validator.FieldLevel) bool {
 			return validModelPattern(fl.Field().String())
 		},

@@ -1,0 +1,206 @@
+package limits
+
+import (
+	"math/bits"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/go-playground/validator/v10"
+)
+
+// Prices are the settings key "prices": per model pattern (as in a client
+// key's models: provider/model, a bare upstream id, or provider/*), what a
+// million tokens cost in US dollars. No price ships built in: a model without
+// one costs 0.
+//
+// Write ranges: at most MaxPrices patterns; each value from 0 to 10000 with
+// at most 6 decimals (a JSON number; 2, 2.5 and 1e-6 are fine).
+type Prices map[string]Price
+
+// Price is one pattern's price per million tokens; absent = 0.
+type Price struct {
+	Input       *Micros `json:"input,omitempty" validate:"omitnil,usd"`
+	Output      *Micros `json:"output,omitempty" validate:"omitnil,usd"`
+	CachedInput *Micros `json:"cachedInput,omitempty" validate:"omitnil,usd"`
+}
+
+// Micros is an amount of US dollars in millionths (int64): prices and
+// spend are never floats. It encodes to JSON as dollars ("2.5").
+type Micros int64
+
+// MicrosPerUSD is one dollar in Micros.
+const MicrosPerUSD = 1_000_000
+
+// MaxPrice is the highest price per million tokens (10 000 USD); MaxPrices
+// the most patterns the prices setting may hold.
+const (
+	MaxPrice  Micros = 10_000 * MicrosPerUSD
+	MaxPrices        = 500
+)
+
+// MarshalJSON writes m as dollars with up to 6 decimals.
+func (m Micros) MarshalJSON() ([]byte, error) { return []byte(m.String()), nil }
+
+// String is m as dollars: "2", "0.000001", "-1.5".
+func (m Micros) String() string {
+	neg := m < 0
+	u := uint64(m)
+	if neg {
+		u = -u
+	}
+	s := strconv.FormatUint(u/MicrosPerUSD, 10)
+	if frac := u % MicrosPerUSD; frac != 0 {
+		f := strconv.FormatUint(frac+MicrosPerUSD, 10)[1:] // six digits, leading zeros kept
+		s += "." + strings.TrimRight(f, "0")
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+// ParseUSD reads a JSON number of dollars with at most 6 decimals as Micros,
+// exactly (no float rounding); ok is false for anything else, and for
+// magnitudes past 10^12 dollars.
+func ParseUSD(s string) (m Micros, ok bool) {
+	s = strings.TrimSpace(s)
+	if len(s) == 0 || len(s) > 40 {
+		return 0, false
+	}
+	neg := s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	mant, exp := s, 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
+		if err != nil || e < -30 || e > 30 {
+			return 0, false
+		}
+		mant, exp = s[:i], e
+	}
+	intPart, frac, hasDot := strings.Cut(mant, ".")
+	if intPart == "" || (hasDot && frac == "") || !allDigits(intPart) || !allDigits(frac) ||
+		(len(intPart) > 1 && intPart[0] == '0') {
+		return 0, false
+	}
+	// digits × 10^(exp − len(frac)) dollars = digits × 10^(exp − len(frac) + 6) micros.
+	digits := strings.TrimLeft(intPart+frac, "0")
+	shift := exp - len(frac) + 6
+	for shift < 0 {
+		if digits == "" {
+			break
+		}
+		if digits[len(digits)-1] != '0' {
+			return 0, false // more than 6 decimals
+		}
+		digits = digits[:len(digits)-1]
+		shift++
+	}
+	if digits == "" {
+		return 0, true
+	}
+	if len(digits)+max(shift, 0) > 18 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(digits+strings.Repeat("0", max(shift, 0)), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return Micros(n), true
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// tagUSD is the validator rule of a price: 0 to MaxPrice.
+const tagUSD = "usd"
+
+func validateUSD(fl validator.FieldLevel) bool {
+	f := fl.Field()
+	if f.Kind() != reflect.Int64 {
+		return false
+	}
+	return f.Int() >= 0 && f.Int() <= int64(MaxPrice)
+}
+
+// usdMessage says what a price must be.
+func usdMessage() message {
+	return newMessage(CodeUSD, "must be a number of US dollars from 0 to %v with at most 6 decimals", int64(MaxPrice/MicrosPerUSD))
+}
+
+// Rate is a resolved price: Micros per million tokens of each kind.
+type Rate struct {
+	Input, Output, CachedInput Micros
+	// Found is false when no pattern matched (the model has no price).
+	Found bool
+}
+
+// Lookup returns the price of provider's upstream model: the pattern
+// "provider/model" first, then the bare "model", then "provider/*" (the most
+// specific wins). Found is false when none matches.
+func (p Prices) Lookup(provider, model string) Rate {
+	for _, k := range [...]string{provider + "/" + model, model, provider + "/*"} {
+		if pr, ok := p[k]; ok {
+			return Rate{Input: valueOr(pr.Input, 0), Output: valueOr(pr.Output, 0),
+				CachedInput: valueOr(pr.CachedInput, 0), Found: true}
+		}
+	}
+	return Rate{}
+}
+
+// Cost is what in input, out output and cached cached-input tokens cost at
+// r, in Micros, rounded up (a budget is never undercharged). Cached tokens are
+// part of in as upstreams report them: they are charged at CachedInput
+// instead of Input. It saturates instead of overflowing.
+func (r Rate) Cost(in, out, cached int64) Micros {
+	if cached > in {
+		cached = in
+	}
+	var hiSum, loSum uint64
+	add := func(tokens int64, price Micros) {
+		if tokens <= 0 || price <= 0 {
+			return
+		}
+		hi, lo := bits.Mul64(uint64(tokens), uint64(price))
+		var c uint64
+		loSum, c = bits.Add64(loSum, lo, 0)
+		hiSum += hi + c
+	}
+	add(in-cached, r.Input)
+	add(out, r.Output)
+	add(cached, r.CachedInput)
+	if hiSum >= 1_000_000 { // the quotient would not fit in 64 bits
+		return Micros(1<<63 - 1)
+	}
+	q, rem := bits.Div64(hiSum, loSum, 1_000_000)
+	if rem != 0 {
+		q++
+	}
+	if q > 1<<63-1 {
+		return Micros(1<<63 - 1)
+	}
+	return Micros(q)
+}
+
+// clonePrices copies p deeply.
+func clonePrices(p Prices) Prices {
+	if len(p) == 0 {
+		return nil
+	}
+	out := make(Prices, len(p))
+	for k, v := range p {
+		out[k] = Price{Input: clonePtr(v.Input), Output: clonePtr(v.Output), CachedInput: clonePtr(v.CachedInput)}
+	}
+	return out
+}

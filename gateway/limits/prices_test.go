@@ -1,0 +1,141 @@
+package limits
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseUSD(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want Micros
+		ok   bool
+	}{
+		{"2", 2_000_000, true},
+		{"8.0", 8_000_000, true},
+		{"0.000001", 1, true},
+		{"1e-6", 1, true},
+		{"2.5E2", 250_000_000, true},
+		{"10000", 10_000_000_000, true},
+		{"0", 0, true},
+		{"0.0000001", 0, false}, // 7 decimals
+		{"1.2345678", 0, false},
+		{"01", 0, false},
+		{"1.", 0, false},
+		{".5", 0, false},
+		{"abc", 0, false},
+		{"", 0, false},
+		{"1e999999999", 0, false},
+		{"-1", -1_000_000, true}, // parsed; the range rule refuses it
+	} {
+		got, ok := ParseUSD(tc.in)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("ParseUSD(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestMicrosString(t *testing.T) {
+	t.Parallel()
+	for m, want := range map[Micros]string{0: "0", 1: "0.000001", 2_500_000: "2.5", 6000: "0.006", -1_500_000: "-1.5"} {
+		if got := m.String(); got != want {
+			t.Errorf("Micros(%d).String() = %q, want %q", m, got, want)
+		}
+	}
+}
+
+func FuzzParseUSD(f *testing.F) {
+	for _, s := range []string{"2", "0.000001", "1e-6", "10000", "1.2345678", "-3.25", "9e11"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m, ok := ParseUSD(s)
+		if !ok {
+			return
+		}
+		back, ok := ParseUSD(m.String())
+		if !ok || back != m {
+			t.Fatalf("ParseUSD(%q) = %d, but its String %q reads back as %d, %v", s, m, m.String(), back, ok)
+		}
+	})
+}
+
+func TestPricesLookupMostSpecificWins(t *testing.T) {
+	t.Parallel()
+	p := Prices{
+		"zai/glm-5": {Input: new(Micros(1))},
+		"glm-5":     {Input: new(Micros(2))},
+		"zai/*":     {Input: new(Micros(3))},
+		"gpt-4o":    {Output: new(Micros(4))},
+	}
+	for _, tc := range []struct {
+		provider, model string
+		want            Rate
+	}{
+		{"zai", "glm-5", Rate{Input: 1, Found: true}},
+		{"other", "glm-5", Rate{Input: 2, Found: true}},
+		{"zai", "glm-4.7", Rate{Input: 3, Found: true}},
+		{"openai", "gpt-4o", Rate{Output: 4, Found: true}},
+		{"openai", "gpt-5", Rate{}},
+	} {
+		if diff := cmp.Diff(tc.want, p.Lookup(tc.provider, tc.model)); diff != "" {
+			t.Errorf("Lookup(%s, %s) mismatch (-want +got):\n%s", tc.provider, tc.model, diff)
+		}
+	}
+}
+
+func TestRateCost(t *testing.T) {
+	t.Parallel()
+	r := Rate{Input: 2_000_000, Output: 8_000_000, CachedInput: 500_000, Found: true}
+	for _, tc := range []struct {
+		in, out, cached int64
+		want            Micros
+	}{
+		{1000, 500, 0, 6000}, // DESIGN's example: $2/$8 per million, 1000 in, 500 out
+		{1, 0, 0, 2},
+		{1, 1, 1, 9}, // 0.5 rounds up to 1, plus 8
+		{0, 1, 0, 8}, // 8 micros
+		{3, 0, 0, 6}, // exact
+		{1, 0, 5, 1}, // cached never exceeds input
+		{0, 0, 0, 0},
+		{1 << 62, 1 << 62, 0, Micros(1<<63 - 1)}, // saturates
+	} {
+		if got := r.Cost(tc.in, tc.out, tc.cached); got != tc.want {
+			t.Errorf("Cost(%d, %d, %d) = %d, want %d", tc.in, tc.out, tc.cached, got, tc.want)
+		}
+	}
+	if got := (Rate{Input: 1}).Cost(1, 0, 0); got != 1 {
+		t.Errorf("a millionth of a micro-dollar rounds up to 1, got %d", got)
+	}
+}
+
+func TestDecodeSettingsPrices(t *testing.T) {
+	t.Parallel()
+	s, errs := DecodeSettings([]byte(`{"prices":{"zai/glm-5":{"input":2,"output":8.5,"cachedInput":0.000001},"openai/*":{"output":1e1}}}`), "")
+	if len(errs) > 0 {
+		t.Fatalf("DecodeSettings: %v", errs)
+	}
+	want := Prices{"zai/glm-5": {Input: new(Micros(2_000_000)), Output: new(Micros(8_500_000)), CachedInput: new(Micros(1))},
+		"openai/*": {Output: new(Micros(10_000_000))}}
+	if diff := cmp.Diff(want, s.Prices); diff != "" {
+		t.Errorf("prices mismatch (-want +got):\n%s", diff)
+	}
+	_, errs = DecodeSettings([]byte(`{"prices":{"glm-5":{"input":1.0000001,"output":-1,"cachedInput":"2","other":1},"bad model":{"input":1},"x/*/y":{"input":1}}}`), "settings")
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Field+" "+e.Code)
+	}
+	wantErrs := []string{
+		"settings.prices.bad model modelPattern",
+		"settings.prices.glm-5.cachedInput usd",
+		"settings.prices.glm-5.input usd",
+		"settings.prices.glm-5.other unknownField",
+		"settings.prices.glm-5.output usd",
+		"settings.prices.x/*/y modelPattern",
+	}
+	if diff := cmp.Diff(wantErrs, got); diff != "" {
+		t.Errorf("errors mismatch (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,123 @@
+package gateway
+
+import (
+	"net/http"
+	"time"
+)
+
+// RequestRecord is what the gateway reports of one /v1 request when it ends,
+// admitted or not, served or failed: who, where, what the client got, and how
+// long each part took. Never prompts, answers or secrets. Its strings are the
+// gateway's own (names from the config, the model as scanned), so filling one
+// allocates nothing; a RequestLog copies it and must not keep the pointer.
+type RequestRecord struct {
+	StartedAt      time.Time
+	KeyID          string
+	KeyName        string
+	ConnectionID   string
+	ConnectionName string
+	Provider       string
+	// Model is the model as the client sent it; UpstreamModel the one sent upstream.
+	Model         string
+	UpstreamModel string
+	// Route is chat, completions, responses, messages, embeddings,
+	// count_tokens, models or unknown.
+	Route  string
+	Stream bool
+	// Status is the status the client got; StatusClientGone when the client
+	// went away before an answer.
+	Status int
+	// Code is the Gatehouse error code of an answer the gateway made itself
+	// ("" for upstream answers); Gate the gate that held it back or refused it.
+	Code     string
+	Gate     string
+	Priority string
+	// Attempts counts the upstream attempts dispatched.
+	Attempts int
+	QueueMs  int
+	// TTFTMs is the time to the first byte relayed from upstream, -1 when none was.
+	TTFTMs       int
+	UpstreamMs   int
+	TotalMs      int
+	InputTokens  int64
+	OutputTokens int64
+	CachedTokens int64
+	CostMicros   int64
+	TraceID      string
+	Replica      string
+}
+
+// StatusClientGone is a record's Status when the client went away before its
+// answer (nginx's 499).
+const StatusClientGone = 499
+
+// RequestLog receives a record at the end of every /v1 request. Record is
+// called on the request's goroutine: it must not block (buffer, or drop and
+// count) and must not keep r.
+type RequestLog interface {
+	Record(r *RequestRecord)
+}
+
+// noRequestLog is the RequestLog of a gateway without one.
+type noRequestLog struct{}
+
+func (noRequestLog) Record(*RequestRecord) {}
+
+// routeNames are the request log's names of the routes.
+var routeNames = [...]string{
+	routeChat: "chat", routeCompletions: "completions", routeEmbeddings: "embeddings",
+	routeResponses: "responses", routeMessages: "messages", routeCountTokens: "count_tokens",
+	routeModels: "models", routeModel: "models", routeUnknown: "unknown",
+}
+
+// record reports x, serving r, to the request log. It reuses x.rec: the exchange is on
+// the heap already, so the record costs no allocation of its own.
+func (x *exchange) record(r *http.Request) {
+	rec := &x.rec
+	*rec = RequestRecord{
+		StartedAt: x.start, KeyName: x.keyName, Route: routeNames[x.rt], Stream: x.info.Stream,
+		Model: x.info.Model, Status: x.status, Attempts: x.attempts, QueueMs: int(x.waited.Milliseconds()),
+		TTFTMs: -1, UpstreamMs: int(x.upstream.Milliseconds()), TotalMs: int(time.Since(x.start).Milliseconds()),
+		InputTokens: x.tokensIn, OutputTokens: x.tokensOut, CostMicros: x.costMicros,
+		Replica: x.g.replica,
+	}
+	if rec.Status == 0 {
+		rec.Status = StatusClientGone
+	}
+	if x.key != nil {
+		rec.KeyID = x.key.id
+	}
+	if t := x.logT; t != nil {
+		rec.ConnectionID, rec.ConnectionName, rec.Provider, rec.UpstreamModel = t.c.id, t.c.name, t.c.provider, t.model
+	}
+	if e := x.failed; e != nil {
+		rec.Code, rec.Gate = e.code, e.gate
+	}
+	if x.ttft > 0 {
+		rec.TTFTMs = int(x.ttft.Milliseconds())
+	}
+	if x.span != nil {
+		rec.TraceID = x.span.traceID()
+	} else {
+		rec.TraceID = traceIDOf(r.Header)
+	}
+	x.g.reqlog.Record(rec)
+}
+
+// traceIDOf is the trace id of an incoming W3C traceparent
+// ("00-<32 hex>-<16 hex>-<flags>"), "" when there is none. The id is a
+// substring of the header: no allocation.
+func traceIDOf(h http.Header) string {
+	v := h["Traceparent"]
+	if len(v) == 0 || len(v[0]) < 55 || v[0][2] != '-' || v[0][35] != '-' {
+		return ""
+	}
+	return v[0][3:35]
+}
+
+// firstByte notes when the first byte of an upstream answer went to the client.
+func (x *exchange) firstByte() {
+	if x.ttft == 0 {
+		x.ttft = max(time.Since(x.start), time.Nanosecond)
+	}
+}

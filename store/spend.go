@@ -1,0 +1,84 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// spendKey is one row of spend_daily.
+type spendKey struct {
+	day                  time.Time
+	keyID, connID, model string
+}
+
+type spendSum struct {
+	requests, in, out, cost int64
+}
+
+const addSpendSQL = `
+INSERT INTO spend_daily (day, client_key_id, connection_id, model, requests, input_tokens, output_tokens, cost_micros)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+ON CONFLICT (client_key_id, day, connection_id, model) DO UPDATE
+SET requests = spend_daily.requests + EXCLUDED.requests,
+    input_tokens = spend_daily.input_tokens + EXCLUDED.input_tokens,
+    output_tokens = spend_daily.output_tokens + EXCLUDED.output_tokens,
+    cost_micros = spend_daily.cost_micros + EXCLUDED.cost_micros`
+
+// addSpend sums the dispatched rows (a key, a connection and at least one attempt)
+// per (UTC day, key, connection, upstream model) and adds the sums to spend_daily,
+// in one batch on tx.
+func addSpend(ctx context.Context, tx pgx.Tx, rows []RequestRow) error {
+	sums := map[spendKey]*spendSum{}
+	for i := range rows {
+		r := &rows[i]
+		if r.Attempts == 0 || !isUUID(r.KeyID) || !isUUID(r.ConnectionID) {
+			continue
+		}
+		k := spendKey{day: utcDay(r.StartedAt), keyID: r.KeyID, connID: r.ConnectionID, model: cleanText(r.UpstreamModel, 128)}
+		s := sums[k]
+		if s == nil {
+			s = &spendSum{}
+			sums[k] = s
+		}
+		s.requests++
+		s.in += r.InputTokens
+		s.out += r.OutputTokens
+		s.cost += r.CostMicros
+	}
+	if len(sums) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for k, s := range sums {
+		b.Queue(addSpendSQL, k.day, k.keyID, k.connID, k.model, s.requests, s.in, s.out, s.cost)
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
+// Spend is what a client key spent: today (UTC) and this month (UTC), in micro-dollars.
+type Spend struct {
+	TodayMicros int64
+	MonthMicros int64
+}
+
+const clientKeySpendSQL = `
+SELECT coalesce(sum(cost_micros) FILTER (WHERE day = $2), 0)::bigint, coalesce(sum(cost_micros), 0)::bigint
+FROM spend_daily WHERE client_key_id = $1 AND day >= $3 AND day <= $2`
+
+// ClientKeySpend returns key id's spend on now's UTC day and in its UTC month, as
+// written so far (the request log's writer adds it about once a second).
+func (s *Store) ClientKeySpend(ctx context.Context, id string, now time.Time) (Spend, error) {
+	var sp Spend
+	if err := checkID(id); err != nil {
+		return sp, fmt.Errorf("store: client key spend %s: %w", id, err)
+	}
+	day := utcDay(now)
+	month := time.Date(day.Year(), day.Month(), 1, 0, 0, 0, 0, time.UTC)
+	if err := s.db.QueryRow(ctx, clientKeySpendSQL, id, day, month).Scan(&sp.TodayMicros, &sp.MonthMicros); err != nil {
+		return Spend{}, fmt.Errorf("store: client key spend %s: %w", id, translate(err))
+	}
+	return sp, nil
+}
