@@ -112,6 +112,13 @@ func TestCreatedLocationIsReadable(t *testing.T) {
 			got := a.do(t, call{method: http.MethodGet, path: loc, token: a.viewer}).want(t, http.StatusOK).json(t)
 			delete(want, "lastUsedAt")
 			delete(got, "lastUsedAt")
+			if tt.resource == "client-keys" {
+				// Only the GET of one key shows its spend; a new key has spent nothing.
+				if diff := cmp.Diff(map[string]any{"todayUsd": 0.0, "monthUsd": 0.0}, got["spend"]); diff != "" {
+					t.Errorf("new key's spend mismatch (-want +got):\n%s", diff)
+				}
+				delete(got, "spend")
+			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("GET %s (-created +got):\n%s", loc, diff)
 			}

@@ -1,5 +1,10 @@
 package store
 
+import (
+	"context"
+	"time"
+)
+
 // Test hooks for the external tests (package store_test).
 
 // Lookups returns how many database lookups c has made.
@@ -17,3 +22,8 @@ const (
 
 // MigrateFS applies the migrations in fsys (tests bring a database to an older schema).
 var MigrateFS = migrate
+
+// EnsureRequestPartitions makes the request log's partitions of the UTC days first to last.
+func (s *Store) EnsureRequestPartitions(ctx context.Context, first, last time.Time) error {
+	return s.ensureRequestPartitions(ctx, first, last)
+}

@@ -16,7 +16,10 @@ import (
 func testSecretKey() []byte { return bytes.Repeat([]byte{0x42}, store.SecretKeySize) }
 
 // newStore returns a Store on a fresh migrated database.
-func newStore(t *testing.T) *store.Store {
+func newStore(t *testing.T) *store.Store { return newStoreTB(t) }
+
+// newStoreTB is newStore for tests and benchmarks.
+func newStoreTB(t testing.TB) *store.Store {
 	t.Helper()
 	pool := storetest.Pool(t)
 	s, err := store.New(pool, testSecretKey(), slog.New(slog.DiscardHandler))
@@ -32,7 +35,10 @@ func newStore(t *testing.T) *store.Store {
 var pools sync.Map // *store.Store → *pgxpool.Pool
 
 // poolOf returns the pool under s, a Store of newStore.
-func poolOf(t *testing.T, s *store.Store) *pgxpool.Pool {
+func poolOf(t *testing.T, s *store.Store) *pgxpool.Pool { return poolOfTB(t, s) }
+
+// poolOfTB is poolOf for tests and benchmarks.
+func poolOfTB(t testing.TB, s *store.Store) *pgxpool.Pool {
 	t.Helper()
 	p, ok := pools.Load(s)
 	if !ok {

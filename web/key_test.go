@@ -173,12 +173,21 @@ func TestOverviewWaitingKeys(t *testing.T) {
 		got = append(got, text(s)+" → "+s.Find("a").AttrOr("href", "-"))
 	})
 	wantRows := []string{
-		"team-b 60% share · 2 queued · weight 3 → /keys/kb",
-		"team-a 20% share · 6 queued · weight 1 → /keys/ka",
+		"team-b requests 60% share · 2 queued · weight 3 → /keys/kb",
+		"team-a requests 20% share · 6 queued · weight 1 → /keys/ka",
 		"no key 20% share · 1 queued · weight 1 → -",
 	}
 	if diff := cmp.Diff(wantRows, got); diff != "" {
 		t.Errorf("waiting keys block mismatch (-want +got):\n%s", diff)
+	}
+	// Each waiting key and each connection links to its requests in the log.
+	var links []string
+	block.Find(`[data-testid="waiting-requests"]`).Each(func(_ int, s *goquery.Selection) { links = append(links, s.AttrOr("href", "")) })
+	if diff := cmp.Diff([]string{"/requests?key=kb", "/requests?key=ka"}, links); diff != "" {
+		t.Errorf("waiting keys' request links mismatch (-want +got):\n%s", diff)
+	}
+	if href := byTestID(t, doc, "conn-c1").Find(`[data-testid="conn-requests"]`).AttrOr("href", ""); href != "/requests?connection=c1" {
+		t.Errorf("connection's requests link %q, want /requests?connection=c1", href)
 	}
 	if n := byTestID(t, doc, "conn-c2").Find(`[data-testid="waiting-keys"]`).Length(); n != 0 {
 		t.Errorf("connection without a split queue draws %d waiting blocks", n)

@@ -21,6 +21,8 @@ const (
 	NavKeys        = "keys"
 	NavTokens      = "tokens"
 	NavAudit       = "audit"
+	NavRequests    = "requests"
+	NavUsage       = "usage"
 	NavUsers       = "users"
 	NavAccount     = "account"
 )

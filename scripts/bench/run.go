@@ -68,6 +68,7 @@ type options struct {
 	gomemlimit string
 	outbound   string
 	cluster    bool
+	requestLog string
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -87,12 +88,15 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.gomemlimit, "gomemlimit", "512MiB", "GOMEMLIMIT of Gatehouse and the fake upstream (as in production)")
 	fs.StringVar(&o.outbound, "outbound", "fasthttp", "Gatehouse's upstream client (GATEHOUSE_OUTBOUND): fasthttp or net/http")
 	fs.BoolVar(&o.cluster, "cluster", true, "also run the scenarios with cluster targets through the same build in cluster mode, on a redis-server of its own (needs redis-server)")
+	fs.StringVar(&o.requestLog, "request-log", "on", "Gatehouse's request log (GATEHOUSE_REQUEST_LOG): on or off")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	switch {
 	case o.outbound != "net/http" && o.outbound != "fasthttp":
 		return o, fmt.Errorf("bench: -outbound %q: want net/http or fasthttp", o.outbound)
+	case o.requestLog != "on" && o.requestLog != "off":
+		return o, fmt.Errorf("bench: -request-log %q: want on or off", o.requestLog)
 	case fs.NArg() > 0:
 		return o, fmt.Errorf("bench: unexpected arguments %q", fs.Args())
 	case o.duration < 500*time.Millisecond:

@@ -219,7 +219,7 @@ func (e *env) startGatehouse(ctx context.Context, o options, name, dataDir, redi
 		"GATEHOUSE_DATABASE_URL=", "GATEHOUSE_REDIS_URL="+redisURL,
 		"GATEHOUSE_DATA_DIR="+dataDir, "GATEHOUSE_ADDR=127.0.0.1:0", "GATEHOUSE_LOG_LEVEL=info",
 		"GATEHOUSE_BOOTSTRAP_API_TOKEN="+e.apiToken, "GATEHOUSE_BOOTSTRAP_CLIENT_KEY="+e.clientKey,
-		"GATEHOUSE_OUTBOUND="+o.outbound)
+		"GATEHOUSE_OUTBOUND="+o.outbound, "GATEHOUSE_REQUEST_LOG="+o.requestLog)
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	gh, line, err := startChild(startCtx, name, bin, []string{"serve"}, ghEnv,

@@ -1,0 +1,168 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/csv"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/web"
+)
+
+// requestsPageSize is how many requests one /requests page shows.
+const requestsPageSize = 50
+
+// uiRequests serves GET /requests: the request log, newest first, filtered by the
+// same query parameters as GET /api/v1/requests, paged with its cursor.
+func (s *Server) uiRequests(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+	q := r.URL.Query()
+	v := web.RequestList{Errors: web.FieldErrors{}, Filter: web.RequestFilter{
+		Key: q.Get("key"), Connection: q.Get("connection"), Model: q.Get("model"), Status: q.Get("status"),
+		Code: q.Get("code"), Since: q.Get("since"), Until: q.Get("until"),
+	}}
+	keys, err := s.store.ListClientKeys(r.Context())
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		v.Keys = append(v.Keys, web.Option{Value: k.ID, Label: k.Name})
+	}
+	conns, err := s.store.ListConnections(r.Context())
+	if err != nil {
+		return err
+	}
+	for _, c := range conns {
+		v.Connections = append(v.Connections, web.Option{Value: c.ID, Label: c.Name})
+	}
+	f, errs := requestFilterOf(q)
+	status := http.StatusOK
+	if len(errs) > 0 {
+		uiAddErrors(rq.l, v.Errors, errs)
+		status = http.StatusUnprocessableEntity
+	} else {
+		f.Limit = requestsPageSize
+		rows, next, err := s.store.ListRequests(r.Context(), f)
+		if err != nil {
+			return err
+		}
+		for _, row := range rows {
+			v.Rows = append(v.Rows, requestRowView(row))
+		}
+		params := filterParams(q)
+		if next != nil {
+			older := cloneValues(params)
+			older.Set("cursor", requestCursor(next))
+			v.NextURL = "/requests?" + older.Encode()
+		}
+		if f.After != nil {
+			v.FirstURL = "/requests"
+			if len(params) > 0 {
+				v.FirstURL += "?" + params.Encode()
+			}
+		}
+		v.CSVURL = "/requests.csv"
+		if len(params) > 0 {
+			v.CSVURL += "?" + params.Encode()
+		}
+	}
+	return s.uiRender(w, r, rq, status, web.RequestsPage(s.uiPage(r, rq), v))
+}
+
+// filterParams keeps the filter parameters of q that are set (no cursor, no limit).
+func filterParams(q url.Values) url.Values {
+	out := url.Values{}
+	for _, k := range []string{"key", "connection", "model", "status", "code", "since", "until"} {
+		if v := q.Get(k); v != "" {
+			out.Set(k, v)
+		}
+	}
+	return out
+}
+
+func cloneValues(v url.Values) url.Values {
+	out := make(url.Values, len(v))
+	for k, vs := range v {
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
+}
+
+func requestRowView(r store.RequestRow) web.RequestRow {
+	return web.RequestRow{
+		ID: r.ID, At: r.StartedAt, KeyID: r.KeyID, KeyName: r.KeyName, ConnectionID: r.ConnectionID,
+		ConnectionName: r.ConnectionName, Provider: r.Provider, Model: r.Model, UpstreamModel: r.UpstreamModel,
+		Route: r.Route, Stream: r.Stream, Status: r.Status, Code: r.Code, Gate: r.Gate, Priority: r.Priority,
+		Attempts: r.Attempts, QueueMs: r.QueueMs, TTFTMs: r.TTFTMs, UpstreamMs: r.UpstreamMs, TotalMs: r.TotalMs,
+		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CachedTokens: r.CachedTokens,
+		CostMicros: r.CostMicros, TraceID: r.TraceID, Replica: r.Replica,
+	}
+}
+
+// uiRequest serves GET /requests/{id}.
+func (s *Server) uiRequest(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+	row, err := s.store.GetRequest(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return s.uiRender(w, r, rq, http.StatusOK, web.RequestPage(s.uiPage(r, rq), requestRowView(row)))
+}
+
+// uiRequestsCSV serves GET /requests.csv: the first thousand rows of a filter.
+func (s *Server) uiRequestsCSV(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+	f, errs := requestFilterOf(r.URL.Query())
+	if len(errs) > 0 {
+		return &uiStatus{status: http.StatusBadRequest, key: "status.other"}
+	}
+	f.Limit = store.MaxRequestPage
+	rows, _, err := s.store.ListRequests(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	out := [][]string{{"id", "started_at", "key", "connection", "provider", "model", "upstream_model", "route",
+		"stream", "status", "code", "gate", "attempts", "queue_ms", "ttft_ms", "upstream_ms", "total_ms",
+		"input_tokens", "output_tokens", "cost_usd", "trace_id", "replica"}}
+	for _, x := range rows {
+		ttft := ""
+		if x.TTFTMs >= 0 {
+			ttft = strconv.Itoa(x.TTFTMs)
+		}
+		out = append(out, []string{x.ID, x.StartedAt.Format(time.RFC3339Nano), x.KeyName, x.ConnectionName,
+			x.Provider, x.Model, x.UpstreamModel, x.Route, strconv.FormatBool(x.Stream), strconv.Itoa(x.Status),
+			x.Code, x.Gate, strconv.Itoa(x.Attempts), strconv.Itoa(x.QueueMs), ttft, strconv.Itoa(x.UpstreamMs),
+			strconv.Itoa(x.TotalMs), strconv.FormatInt(x.InputTokens, 10), strconv.FormatInt(x.OutputTokens, 10),
+			strconv.FormatFloat(microsToUSD(x.CostMicros), 'f', -1, 64), x.TraceID, x.Replica})
+	}
+	return writeCSV(w, "requests.csv", out)
+}
+
+// writeCSV renders rows to a buffer and sends them as a download named name. A
+// cell that a spreadsheet would read as a formula is quoted with a leading '.
+func writeCSV(w http.ResponseWriter, name string, rows [][]string) error {
+	var buf bytes.Buffer
+	cw := csv.NewWriter(&buf)
+	for _, row := range rows {
+		for i, c := range row {
+			if c != "" && (c[0] == '=' || c[0] == '+' || c[0] == '@' || (c[0] == '-' && len(c) > 1 && (c[1] < '0' || c[1] > '9'))) {
+				row[i] = "'" + c
+			}
+		}
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/csv; charset=utf-8")
+	h.Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(buf.Bytes())
+	return err
+}

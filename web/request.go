@@ -1,0 +1,120 @@
+package web
+
+import (
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// RequestRow is one request of the log as the pages show it. Empty strings are
+// values the request never had; TTFTMs < 0 means no byte was relayed.
+type RequestRow struct {
+	ID             string
+	At             time.Time
+	KeyID          string
+	KeyName        string
+	ConnectionID   string
+	ConnectionName string
+	Provider       string
+	Model          string
+	UpstreamModel  string
+	Route          string
+	Stream         bool
+	Status         int
+	Code           string
+	Gate           string
+	Priority       string
+	Attempts       int
+	QueueMs        int
+	TTFTMs         int
+	UpstreamMs     int
+	TotalMs        int
+	InputTokens    int64
+	OutputTokens   int64
+	CachedTokens   int64
+	CostMicros     int64
+	TraceID        string
+	Replica        string
+}
+
+// RequestFilter is the /requests filter form as typed (the query's names).
+type RequestFilter struct {
+	Key, Connection, Model, Status, Code, Since, Until string
+}
+
+// Option is one choice of a select.
+type Option struct {
+	Value, Label string
+}
+
+// RequestList is the /requests page's view model.
+type RequestList struct {
+	Filter      RequestFilter
+	Errors      FieldErrors
+	Keys        []Option // the client keys, for the key filter
+	Connections []Option // the connections, for the connection filter
+	Rows        []RequestRow
+	// NextURL is the next (older) page, "" on the last; FirstURL the first page
+	// when this is not it.
+	NextURL, FirstURL string
+	// CSVURL downloads the rows of this filter (up to a thousand).
+	CSVURL string
+}
+
+// RequestsURL is the /requests page filtered by one key or connection id
+// (filter "key" or "connection").
+func RequestsURL(filter, id string) string {
+	return "/requests?" + filter + "=" + url.QueryEscape(id)
+}
+
+// statusClass is a row's class by the status the client got.
+func statusClass(status int) string {
+	switch {
+	case status >= 500:
+		return "status-5xx"
+	case status == 429:
+		return "status-429"
+	case status >= 400:
+		return "status-4xx"
+	}
+	return "status-ok"
+}
+
+// usd writes micro-dollars as dollars with 6 decimals trimmed: "$0.006".
+func usd(micros int64) string {
+	neg := micros < 0
+	if neg {
+		micros = -micros
+	}
+	s := strconv.FormatInt(micros/1_000_000, 10)
+	if frac := micros % 1_000_000; frac != 0 {
+		f := strconv.FormatInt(frac+1_000_000, 10)[1:]
+		for len(f) > 2 && f[len(f)-1] == '0' {
+			f = f[:len(f)-1]
+		}
+		s += "." + f
+	}
+	if neg {
+		s = "-" + s
+	}
+	return "$" + s
+}
+
+// ms writes milliseconds with their unit.
+func msText(l *Localizer, n int) string { return l.Int(int64(n)) + " ms" }
+
+// codeText explains a Gatehouse error code in words ("" when the catalog has none).
+func codeText(l *Localizer, code string) string {
+	if code == "" {
+		return ""
+	}
+	return catalogOr(l, "code."+code, "")
+}
+
+// UsageView is the /usage page's view model.
+type UsageView struct {
+	// Range is the chosen time range ("24h" or "7d"); Ranges the choices.
+	Range  string
+	Ranges []Option
+	Charts []Chart
+}
