@@ -343,7 +343,8 @@ func TestDashOverviewNamesWaitingKeys(t *testing.T) {
 	res.testid("waiting-key").Each(func(_ int, s *goquery.Selection) {
 		got = append(got, strings.Join(strings.Fields(s.Text()), " ")+" "+s.Find("a").AttrOr("href", ""))
 	})
-	want := []string{"team-b 75% share · 6 queued · weight 3 /keys/" + b.ID, "team-a 25% share · 4 queued · weight 1 /keys/" + a.ID}
+	// Each key also links to its requests in the log ("requests").
+	want := []string{"team-b requests 75% share · 6 queued · weight 3 /keys/" + b.ID, "team-a requests 25% share · 4 queued · weight 1 /keys/" + a.ID}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("waiting keys mismatch (-want +got):\n%s", diff)
 	}
