@@ -58,9 +58,10 @@ func (x *exchange) wantsUsage(c *conn) bool {
 
 // payload returns the body to send for upstream model m: the client's bytes,
 // or a copy with the model value replaced and, with addUsage,
-// stream_options.include_usage set.
+// stream_options.include_usage set. A Gemini body names no model (the URL
+// does): it always goes as it is.
 func (x *exchange) payload(m string, addUsage bool) []byte {
-	if m == x.info.Model && !addUsage {
+	if (m == x.info.Model && !addUsage) || x.st == styleGemini {
 		return x.body.raw
 	}
 	if x.body.altM != m || x.body.altUsage != addUsage || len(x.body.alt) == 0 {
@@ -84,11 +85,11 @@ func (x *exchange) attempt() attemptResult {
 	ks.carry.inflight.Add(1)
 	defer ks.carry.inflight.Add(-1)
 	var used int64 // tokens the upstream reported
-	if ks.lim.Any() && x.rt != routeCountTokens {
+	if ks.lim.Any() && !x.rt.free() {
 		keyReserved := x.countKeyDispatch()
 		defer func() { x.settleKey(keyReserved, used) }()
 	}
-	if c.lim.Any() && x.rt != routeCountTokens {
+	if c.lim.Any() && !x.rt.free() {
 		reserved, v := x.countDispatch(c)
 		switch v {
 		case ratelimit.DispatchGone:
@@ -105,10 +106,14 @@ func (x *exchange) attempt() attemptResult {
 
 	ctx, cancel := context.WithTimeoutCause(x.r.Context(), c.execBound, errExecTimeout)
 	defer cancel()
-	// The connection's URL for the route, shared (a RoundTripper does not
-	// modify its request), or a copy with the client's query.
+	// The connection's URL for the route (a gemini connection's for the
+	// model), shared (a RoundTripper does not modify its request), or a copy
+	// with the query the upstream gets (Gemini's alt; see upstreamQuery).
 	u := &c.urls[x.rt]
-	if q := x.r.URL.RawQuery; q != u.RawQuery {
+	if t.urls != nil {
+		u = &t.urls[x.rt]
+	}
+	if q := upstreamQuery(x.st, x.r.URL.RawQuery); q != u.RawQuery {
 		uq := *u
 		uq.RawQuery = q
 		u = &uq
@@ -160,7 +165,7 @@ func (x *exchange) attempt() attemptResult {
 	x.attempts++
 	x.logT = t
 	lp, sp := t.learn, t.shadow
-	if x.rt == routeCountTokens {
+	if x.rt.free() {
 		lp, sp = nil, nil // takes no slot: not a sample of the gates' load
 	}
 	full := lp.Enter()
@@ -250,7 +255,11 @@ func (x *exchange) attempt() attemptResult {
 	var tap *usage.Tap
 	if status < 300 {
 		sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-		tap = usage.NewTap(sse, addUsage)
+		if x.st == styleGemini {
+			tap = usage.NewGeminiTap(sse)
+		} else {
+			tap = usage.NewTap(sse, addUsage)
+		}
 	}
 	x.status = status
 	x.relay(ctx, c, resp, tap)
@@ -258,8 +267,8 @@ func (x *exchange) attempt() attemptResult {
 	if tap != nil {
 		used = tap.Tokens()
 		in, out, _ := tap.Reported()
-		x.tokensIn, x.tokensOut = in, out
-		x.costMicros = int64(t.rate.Cost(in, out, 0))
+		x.tokensIn, x.tokensOut, x.tokensCached = in, out, tap.Cached()
+		x.costMicros = int64(t.rate.Cost(in, out, x.tokensCached))
 		ks.metrics.spend(x.costMicros)
 		ks.metrics.tokens(in, out)
 		if span != nil {

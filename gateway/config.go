@@ -31,7 +31,7 @@ type Connection struct {
 	ID       string
 	Name     string
 	Provider string // lower-case provider key, e.g. "zai"
-	APIStyle string // "openai" or "anthropic"
+	APIStyle string // "openai", "anthropic" or "gemini"
 	// BaseURL includes the upstream's version prefix: a client's
 	// POST /v1/chat/completions goes to BaseURL + "/chat/completions".
 	BaseURL   string
@@ -52,6 +52,7 @@ type conn struct {
 	enabled            bool
 	priority           int
 	models             []string
+	base               url.URL // BaseURL, parsed
 	urls               [numRoutes]url.URL
 	authHeader         string // canonical header name carrying the upstream key
 	authValue          []string
@@ -78,20 +79,26 @@ type target struct {
 	shadow health.ShadowPath
 	// rate is the model's price (settings prices), for the request's cost.
 	rate limits.Rate
+	// urls are a gemini connection's URLs for this model (the model is in
+	// the path), by route; nil for the other styles, whose URLs are the
+	// connection's.
+	urls *[numRoutes]url.URL
 }
 
 // state is the immutable routing snapshot built by Apply.
 type state struct {
-	loadedAt    time.Time
-	eff         limits.EffectiveSettings
-	conns       []*conn // config order, disabled included
-	byID        map[string]*conn
-	routes      [2]map[string][]*target // by style, then requested model name
-	models      modelList               // GET /v1/models and /v1/models/{id}
-	caps        map[string]int
-	maxAttempts int
-	keys        map[string]*keyState // client keys by id
-	keyOrder    []*keyState          // client keys in config order
+	loadedAt time.Time
+	eff      limits.EffectiveSettings
+	conns    []*conn // config order, disabled included
+	byID     map[string]*conn
+	routes   [numStyles]map[string][]*target // by style, then upstream model name (bare or provider/model)
+	// geminiModels is what GET /v1beta/models may list (gemini.go).
+	geminiModels []geminiModelEntry
+	models       modelList // GET /v1/models and /v1/models/{id}
+	caps         map[string]int
+	maxAttempts  int
+	keys         map[string]*keyState // client keys by id
+	keyOrder     []*keyState          // client keys in config order
 }
 
 // msOr turns an optional millisecond override into a duration, 0 when absent.
@@ -117,8 +124,9 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 	adaptive := make(map[string]health.LearnSpec)
 	shadowSpecs := make(map[string]health.ShadowSpec)
 	var all []*target
-	s.routes[styleOpenAI] = make(map[string][]*target)
-	s.routes[styleAnthropic] = make(map[string][]*target)
+	for st := range numStyles {
+		s.routes[st] = make(map[string][]*target)
+	}
 	var warnings []string
 	// Every global and connection gate is named, 0 when uncapped, so that the
 	// controller keeps its counters (and wait histogram) across reloads.
@@ -210,6 +218,7 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 		}
 	}
 	s.models = modelsList(s)
+	s.geminiModels = geminiModelEntries(s)
 	return s, warnings
 }
 
@@ -240,6 +249,8 @@ func (g *Gateway) prepareConn(cc Connection, eff limits.EffectiveSettings, warni
 		c.style, c.styleOK = styleOpenAI, true
 	case "anthropic":
 		c.style, c.styleOK = styleAnthropic, true
+	case "gemini":
+		c.style, c.styleOK = styleGemini, true
 	default:
 		*warnings = append(*warnings, "connection "+c.label+": unknown apiStyle "+cc.APIStyle)
 	}
@@ -248,6 +259,7 @@ func (g *Gateway) prepareConn(cc Connection, eff limits.EffectiveSettings, warni
 		*warnings = append(*warnings, "connection "+c.label+": base URL is not an absolute http(s) URL")
 		c.styleOK = false
 	} else {
+		c.base = *base
 		for r := range numRoutes {
 			u := *base
 			u.Path = base.Path + routeSuffix[r]
@@ -255,9 +267,12 @@ func (g *Gateway) prepareConn(cc Connection, eff limits.EffectiveSettings, warni
 			c.urls[r] = u
 		}
 	}
-	if c.style == styleAnthropic {
+	switch c.style {
+	case styleAnthropic:
 		c.authHeader, c.authValue = "X-Api-Key", []string{cc.APIKey}
-	} else {
+	case styleGemini:
+		c.authHeader, c.authValue = "X-Goog-Api-Key", []string{cc.APIKey}
+	default:
 		c.authHeader, c.authValue = "Authorization", []string{"Bearer " + cc.APIKey}
 	}
 	o := cc.Overrides
@@ -286,7 +301,7 @@ func (g *Gateway) prepareConn(cc Connection, eff limits.EffectiveSettings, warni
 }
 
 func (g *Gateway) newTarget(c *conn, model string) *target {
-	return &target{
+	t := &target{
 		c:     c,
 		model: model,
 		req: admission.Prepare(admission.Request{
@@ -302,4 +317,8 @@ func (g *Gateway) newTarget(c *conn, model string) *target {
 		}),
 		stats: g.metrics.target(c.label, model),
 	}
+	if c.style == styleGemini {
+		t.urls = geminiTargetURLs(c, model)
+	}
+	return t
 }

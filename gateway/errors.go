@@ -51,11 +51,16 @@ type style uint8
 const (
 	styleOpenAI style = iota
 	styleAnthropic
+	styleGemini
+	numStyles
 )
 
 func (s style) String() string {
-	if s == styleAnthropic {
+	switch s {
+	case styleAnthropic:
 		return "anthropic"
+	case styleGemini:
+		return "gemini"
 	}
 	return "openai"
 }
@@ -99,6 +104,9 @@ type apiError struct {
 // OpenAI {"error":{"message","type","code"}}, Anthropic
 // {"type":"error","error":{"type","message","code"}}.
 func appendErrorJSON(dst []byte, st style, e *apiError) []byte {
+	if st == styleGemini {
+		return appendGeminiError(dst, e)
+	}
 	if st == styleAnthropic {
 		dst = append(dst, `{"type":"error","error":{"type":`...)
 		dst = usage.AppendJSONString(dst, errorType(e.status))

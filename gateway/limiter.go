@@ -111,7 +111,7 @@ func acrossReplicas(t ratelimit.Turn) string {
 // separately from messages, so its headers say nothing about the account's
 // inference budget (and the route counts toward no rpm/rpd either).
 func (x *exchange) noteRateLimitHeaders(c *conn, h http.Header) {
-	if x.rt == routeCountTokens || !health.RateLimitExhausted(h) {
+	if x.rt.free() || !health.RateLimitExhausted(h) {
 		return
 	}
 	now := x.g.now()

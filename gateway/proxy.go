@@ -105,13 +105,16 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 	if aerr != nil {
 		return x, aerr
 	}
-	if rt == routeModels || rt == routeModel {
+	if rt.listing() {
+		if rt.style() == styleGemini {
+			return x, listGeminiModels(w, r, s, ks, rt)
+		}
 		return x, listModels(w, r, s, ks, rt)
 	}
 	if aerr := x.readBody(w, r); aerr != nil {
 		return x, aerr
 	}
-	if aerr := x.route(s, rt); aerr != nil {
+	if aerr := x.route(s, r.URL.Path, rt); aerr != nil {
 		return x, aerr
 	}
 	x.g, x.w, x.r, x.s, x.rt, x.key = g, w, r, s, rt, ks
@@ -124,11 +127,14 @@ func (x *exchange) checkRoute(w http.ResponseWriter, r *http.Request) (route, *a
 	rt, ok := routeOf(r.URL.Path)
 	if !ok {
 		x.rt = routeUnknown
+		if strings.HasPrefix(r.URL.Path, geminiBeta) {
+			x.st = styleGemini
+		}
 		return rt, &apiError{status: http.StatusNotFound, code: CodeNotFound, message: "no such route: " + r.URL.Path}
 	}
 	x.st, x.rt = rt.style(), rt
 	want, allow := http.MethodPost, "POST"
-	listing := rt == routeModels || rt == routeModel
+	listing := rt.listing()
 	if listing {
 		want, allow = http.MethodGet, "GET, HEAD"
 	}
@@ -144,9 +150,11 @@ func (x *exchange) checkRoute(w http.ResponseWriter, r *http.Request) (route, *a
 // set as soon as they are known (x.key only for an enabled key).
 func (g *Gateway) authenticate(x *exchange, r *http.Request) (*state, *keyState, *apiError) {
 	secret := clientKey(r.Header)
+	if secret == "" && x.st == styleGemini {
+		secret = geminiKey(r)
+	}
 	if secret == "" {
-		return nil, nil, &apiError{status: http.StatusUnauthorized, code: CodeMissingKey,
-			message: "missing client key: send it as Authorization: Bearer <key> or x-api-key"}
+		return nil, nil, errMissingKey(x.st)
 	}
 	var key ClientKey
 	ok := false
@@ -170,6 +178,16 @@ func (g *Gateway) authenticate(x *exchange, r *http.Request) (*state, *keyState,
 		return nil, nil, errKeyDisabled(key.Name)
 	}
 	return s, x.key, nil
+}
+
+// errMissingKey is the 401 for a request without a client key, naming the
+// places the route's clients put one.
+func errMissingKey(st style) *apiError {
+	where := "Authorization: Bearer <key> or x-api-key"
+	if st == styleGemini {
+		where = "x-goog-api-key, ?key= or Authorization: Bearer <key>"
+	}
+	return &apiError{status: http.StatusUnauthorized, code: CodeMissingKey, message: "missing client key: send it as " + where}
 }
 
 // errKeyDisabled is the 403 for a disabled key. Not inlined: Quote's
@@ -210,16 +228,30 @@ func (x *exchange) readBody(w http.ResponseWriter, r *http.Request) *apiError {
 var errBodyTimeout = &apiError{status: http.StatusRequestTimeout, code: CodeRequestTimeout,
 	message: "the request body did not arrive in time"}
 
-// route scans the body for its model and sets x.info and x.targets, the
-// connections of style x.st serving it that the key may use, or returns the
-// error to send.
-func (x *exchange) route(s *state, rt route) *apiError {
-	info, err := usage.Scan(x.body.raw)
-	if err != nil {
-		return &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: usage.Describe(err)}
+// route reads the request's model — the body's, or a Gemini path's — and
+// sets x.info and x.targets, the connections of style x.st serving it (or
+// the model its alias names) that the key may use, or returns the error to
+// send.
+func (x *exchange) route(s *state, path string, rt route) *apiError {
+	var info usage.Request
+	if x.st == styleGemini {
+		// The model is the path's; the body is the upstream's to check.
+		info.Model, info.Stream = geminiPathModel(path), rt == routeStreamGenerate
+		if info.Model == "" {
+			return &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: "the path names no model"}
+		}
+	} else {
+		var err error
+		if info, err = usage.Scan(x.body.raw); err != nil {
+			return &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: usage.Describe(err)}
+		}
 	}
 	st := x.st
-	targets := s.routes[st][info.Model]
+	name := info.Model
+	if to, ok := s.eff.Aliases[name]; ok {
+		name = to
+	}
+	targets := s.routes[st][name]
 	if len(targets) == 0 {
 		return &apiError{status: http.StatusNotFound, code: CodeModelNotFound,
 			message: "model " + quoteModel(info.Model) + " is not served by any enabled " + st.String() + "-style connection"}
@@ -315,6 +347,7 @@ type exchange struct {
 	logT                *target
 	ttft                time.Duration
 	tokensIn, tokensOut int64
+	tokensCached        int64 // of tokensIn, as the upstream reported (Gemini's cachedContentTokenCount)
 	costMicros          int64
 	rec                 RequestRecord
 }
@@ -322,14 +355,14 @@ type exchange struct {
 // run makes up to maxAttempts attempts and answers the client. Its frame is
 // under a queued request's wait (see queue): kept small.
 func (x *exchange) run() {
-	if aerr := x.keyBlocked(); aerr != nil && x.rt != routeCountTokens {
+	if aerr := x.keyBlocked(); aerr != nil && !x.rt.free() {
 		x.fail(aerr)
 		return
 	}
 	for attempts, skips := 0, 0; attempts < x.s.maxAttempts && skips <= len(x.targets); {
 		var aerr *apiError
 		switch {
-		case x.rt == routeCountTokens:
+		case x.rt.free():
 			aerr = x.chooseFree()
 		case x.g.tracer != nil:
 			aerr = x.chooseTraced()

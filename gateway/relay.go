@@ -29,7 +29,10 @@ func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap 
 	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	x.w.WriteHeader(resp.StatusCode)
 	var sw sseWriter
-	if sse {
+	// flush: a Gemini stream without alt=sse is one JSON array written
+	// piece by piece, to be passed on as it comes like events are.
+	flush := !sse && x.rt == routeStreamGenerate
+	if sse || flush {
 		sw = sseWriter{w: x.w, rc: http.NewResponseController(x.w)}
 		if sw.rc.Flush() != nil {
 			return
@@ -50,7 +53,9 @@ func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap 
 			case sse:
 				werr = sw.write(out)
 			case len(out) > 0:
-				_, werr = x.w.Write(out)
+				if _, werr = x.w.Write(out); werr == nil && flush {
+					werr = sw.rc.Flush()
+				}
 			}
 			if werr != nil {
 				return

@@ -21,7 +21,7 @@ type RequestRecord struct {
 	Model         string
 	UpstreamModel string
 	// Route is chat, completions, responses, messages, embeddings,
-	// count_tokens, models or unknown.
+	// count_tokens, gemini (every Gemini model method), models or unknown.
 	Route  string
 	Stream bool
 	// Status is the status the client got; StatusClientGone when the client
@@ -68,6 +68,8 @@ var routeNames = [...]string{
 	routeChat: "chat", routeCompletions: "completions", routeEmbeddings: "embeddings",
 	routeResponses: "responses", routeMessages: "messages", routeCountTokens: "count_tokens",
 	routeModels: "models", routeModel: "models", routeUnknown: "unknown",
+	routeGenerate: "gemini", routeStreamGenerate: "gemini", routeGeminiCount: "gemini",
+	routeGeminiModels: "models", routeGeminiModel: "models",
 }
 
 // record reports x, serving r, to the request log. It reuses x.rec: the exchange is on
@@ -78,7 +80,7 @@ func (x *exchange) record(r *http.Request) {
 		StartedAt: x.start, KeyName: x.keyName, Route: routeNames[x.rt], Stream: x.info.Stream,
 		Model: x.info.Model, Status: x.status, Attempts: x.attempts, QueueMs: int(x.waited.Milliseconds()),
 		TTFTMs: -1, UpstreamMs: int(x.upstream.Milliseconds()), TotalMs: int(time.Since(x.start).Milliseconds()),
-		InputTokens: x.tokensIn, OutputTokens: x.tokensOut, CostMicros: x.costMicros,
+		InputTokens: x.tokensIn, OutputTokens: x.tokensOut, CachedTokens: x.tokensCached, CostMicros: x.costMicros,
 		Replica: x.g.replica,
 	}
 	if rec.Status == 0 {

@@ -2,9 +2,10 @@ package gateway
 
 import "strings"
 
-// The /v1 route table: every client API path the gateway answers, the API
-// style it speaks and the upstream path it is forwarded to. handlers/routes.go
-// mounts the gateway under /v1 and points here; Gateway.ServeHTTP
+// The /v1 and /v1beta route table: every client API path the gateway
+// answers, the API style it speaks and the upstream path it is forwarded to
+// (Gemini's paths are parsed in gemini.go). handlers/routes.go mounts the
+// gateway under /v1 and /v1beta and points here; Gateway.ServeHTTP
 // (proxy.go) starts with routeOf.
 
 // route is one client API endpoint.
@@ -16,22 +17,32 @@ const (
 	routeEmbeddings
 	routeResponses
 	routeMessages
-	routeCountTokens // Anthropic's POST /v1/messages/count_tokens: no slot, no rpm/rpd
+	routeCountTokens    // Anthropic's POST /v1/messages/count_tokens: no slot, no rpm/rpd
+	routeGenerate       // Gemini's POST …/models/{model}:generateContent
+	routeStreamGenerate // Gemini's POST …/models/{model}:streamGenerateContent
+	routeGeminiCount    // Gemini's POST …/models/{model}:countTokens: no slot, no rpm/rpd
 	numRoutes
-	routeModels  // GET /v1/models; not forwarded
-	routeModel   // GET /v1/models/{id}; not forwarded
-	routeUnknown // no such route (for the request log)
+	routeModels       // GET /v1/models; not forwarded
+	routeModel        // GET /v1/models/{id}; not forwarded
+	routeGeminiModels // GET /v1beta/models; not forwarded
+	routeGeminiModel  // GET /v1beta/models/{model}; not forwarded
+	routeUnknown      // no such route (for the request log)
 )
 
 // modelPrefix starts the path of one model (GET /v1/models/{id}); the id may hold a
 // slash (provider/model).
 const modelPrefix = "/v1/models/"
 
-// routeSuffix is the upstream path after the connection's BaseURL.
-var routeSuffix = [numRoutes]string{"/chat/completions", "/completions", "/embeddings", "/responses", "/messages", "/messages/count_tokens"}
+// routeSuffix is the upstream path after the connection's BaseURL; a Gemini
+// route's follows BaseURL + "/models/" + the upstream model.
+var routeSuffix = [numRoutes]string{"/chat/completions", "/completions", "/embeddings", "/responses", "/messages", "/messages/count_tokens",
+	":generateContent", ":streamGenerateContent", ":countTokens"}
 
 // routeOf maps a request path to its route.
 func routeOf(path string) (route, bool) {
+	if rt, ok := geminiRouteOf(path); ok {
+		return rt, true
+	}
 	switch path {
 	case "/v1/chat/completions":
 		return routeChat, true
@@ -55,8 +66,21 @@ func routeOf(path string) (route, bool) {
 }
 
 func (r route) style() style {
-	if r == routeMessages || r == routeCountTokens {
+	switch r {
+	case routeMessages, routeCountTokens:
 		return styleAnthropic
+	case routeGenerate, routeStreamGenerate, routeGeminiCount, routeGeminiModels, routeGeminiModel:
+		return styleGemini
 	}
 	return styleOpenAI
+}
+
+// free reports whether r is token counting: no inference, so no slot, no
+// rpm/rpd and no token budget (counttokens.go).
+func (r route) free() bool { return r == routeCountTokens || r == routeGeminiCount }
+
+// listing reports whether r is answered from the configuration (a model
+// list or one model), never forwarded.
+func (r route) listing() bool {
+	return r == routeModels || r == routeModel || r == routeGeminiModels || r == routeGeminiModel
 }

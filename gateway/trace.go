@@ -59,15 +59,19 @@ func newTracer(tp trace.TracerProvider) trace.Tracer {
 // operation is gen_ai.operation.name for a route: the GenAI conventions'
 // chat, text_completion and embeddings; the Responses API and Anthropic's
 // Messages are chat APIs, so chat as well (http.route tells them apart);
-// count_tokens is no inference and keeps a name of its own.
+// count_tokens is no inference and keeps a name of its own (Gemini's
+// countTokens too); Gemini's generateContent is the conventions'
+// generate_content.
 func (r route) operation() string {
 	switch r {
 	case routeCompletions:
 		return "text_completion"
 	case routeEmbeddings:
 		return "embeddings"
-	case routeCountTokens:
+	case routeCountTokens, routeGeminiCount:
 		return "count_tokens"
+	case routeGenerate, routeStreamGenerate:
+		return "generate_content"
 	}
 	return "chat"
 }

@@ -74,14 +74,18 @@ func (s *Server) Handler() http.Handler {
 	// Runtime profiles under /debug/pprof/ (admin API token; listed in pprof.go).
 	s.handlePprof(mux)
 
-	// Gateway (client keys; OpenAI and Anthropic shapes). The /v1 routes themselves
-	// (which paths exist, which style each speaks, where each goes upstream) are
-	// the table in gateway/routes.go; Gateway.ServeHTTP (gateway/proxy.go) starts there.
+	// Gateway (client keys; OpenAI, Anthropic and Gemini shapes). The /v1 and /v1beta
+	// routes themselves (which paths exist, which style each speaks, where each goes
+	// upstream) are the table in gateway/routes.go; Gateway.ServeHTTP
+	// (gateway/proxy.go) starts there, and answers every unknown path under them in
+	// the API's own error shape.
 	if s.deps.Gateway != nil {
 		mux.Handle("/v1/", s.deps.Gateway)
-		// Without this, ServeMux would answer /v1 itself with an HTML redirect to /v1/;
+		// Without these, ServeMux would answer /v1 itself with an HTML redirect to /v1/;
 		// the gateway answers it in the API's own error shape instead.
 		mux.Handle("/v1", s.deps.Gateway)
+		mux.Handle("/v1beta/", s.deps.Gateway)
+		mux.Handle("/v1beta", s.deps.Gateway)
 	}
 
 	return bodyDeadline(s.deps.BodyReadTimeout, mux)

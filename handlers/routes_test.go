@@ -28,7 +28,7 @@ func TestGatewayGetsEveryV1Path(t *testing.T) {
 	client := srv.Client()
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-	for _, path := range []string{"/v1", "/v1/", "/v1/models", "/v1/chat/completions"} {
+	for _, path := range []string{"/v1", "/v1/", "/v1/models", "/v1/chat/completions", "/v1beta", "/v1beta/", "/v1beta/models", "/v1beta/nope"} {
 		t.Run(path, func(t *testing.T) {
 			res, err := client.Get(srv.URL + path)
 			if err != nil {

@@ -37,6 +37,21 @@ func NewTap(sse, strip bool) *Tap {
 	if sse {
 		t.js.maxKeyDepth = 2
 	}
+	t.js.want = keyUsage
+	t.js.tap = t
+	t.js.buf = t.js.small[:0]
+	return t
+}
+
+// NewGeminiTap returns a tap for a Gemini answer: a JSON body (sse false),
+// which may be the JSON array of a stream without alt=sse, or an event
+// stream. It reads "usageMetadata" at the top of a response or of an array
+// element, and strips nothing.
+func NewGeminiTap(sse bool) *Tap {
+	t := taps.Get().(*Tap)
+	*t = Tap{sse: sse}
+	t.js.maxKeyDepth = 2
+	t.js.want = keyUsageMetadata
 	t.js.tap = t
 	t.js.buf = t.js.small[:0]
 	return t
@@ -209,3 +224,7 @@ func (t *Tap) Tokens() int64 { return t.sum.tokens() }
 // Reported is the input and output tokens the response reported so far,
 // and whether it reported any usage at all.
 func (t *Tap) Reported() (in, out int64, ok bool) { return t.sum.in, t.sum.out, t.sum.found }
+
+// Cached is the cached input tokens the response reported so far (part of
+// its input; 0 when none): Gemini's cachedContentTokenCount.
+func (t *Tap) Cached() int64 { return t.sum.cached }

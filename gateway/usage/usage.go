@@ -18,9 +18,16 @@ import (
 //     message_start "message.usage" and message_delta "usage", the Responses
 //     API's "response.usage". Later values of a field replace earlier ones
 //     (Anthropic's output_tokens is cumulative).
+//   - Gemini (NewGeminiTap): "usageMetadata" instead of "usage", at the top
+//     of a response or of a stream's chunk (an SSE event's data, or an
+//     element of the JSON array a stream without alt=sse is); input is
+//     promptTokenCount, output candidatesTokenCount + thoughtsTokenCount,
+//     cached cachedContentTokenCount, each chunk's counts replacing the
+//     last's.
 //
-// The total is total_tokens when the upstream sends it, else
-// prompt_tokens + completion_tokens, else input_tokens + output_tokens.
+// The total is total_tokens (Gemini: totalTokenCount) when the upstream
+// sends it, else prompt_tokens + completion_tokens, else input_tokens +
+// output_tokens.
 
 // maxUsageObject bounds a captured usage object; a larger one is ignored.
 const maxUsageObject = 4 << 10
@@ -43,10 +50,16 @@ const (
 	fieldCompletion
 	fieldInput
 	fieldOutput
+	fieldGeminiTotal
+	fieldGeminiPrompt
+	fieldGeminiCandidates
+	fieldGeminiThoughts
+	fieldGeminiCached
 	nUsageFields
 )
 
-var usageNames = [nUsageFields]string{"total_tokens", "prompt_tokens", "completion_tokens", "input_tokens", "output_tokens"}
+var usageNames = [nUsageFields]string{"total_tokens", "prompt_tokens", "completion_tokens", "input_tokens", "output_tokens",
+	"totalTokenCount", "promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount", "cachedContentTokenCount"}
 
 // decodeUsage reads the members of the usage object obj that usageFields
 // names, as json.Unmarshal into *int64 fields did, without its reflection
@@ -143,14 +156,35 @@ func jsonInteger(v []byte) bool {
 // usageSum merges the usage objects of one response.
 type usageSum struct {
 	total, in, out int64
-	hasTotal       bool
-	found          bool
+	cached         int64
+	// candidates and thoughts are Gemini's two parts of out.
+	candidates, thoughts int64
+	hasTotal             bool
+	found                bool
 }
 
 func (u *usageSum) merge(f usageFields) {
 	u.found = true
 	if f.has[fieldTotal] {
 		u.total, u.hasTotal = f.v[fieldTotal], true
+	}
+	if f.has[fieldGeminiTotal] {
+		u.total, u.hasTotal = f.v[fieldGeminiTotal], true
+	}
+	if f.has[fieldGeminiPrompt] {
+		u.in = f.v[fieldGeminiPrompt]
+	}
+	if f.has[fieldGeminiCandidates] || f.has[fieldGeminiThoughts] {
+		if f.has[fieldGeminiCandidates] {
+			u.candidates = f.v[fieldGeminiCandidates]
+		}
+		if f.has[fieldGeminiThoughts] {
+			u.thoughts = f.v[fieldGeminiThoughts]
+		}
+		u.out = u.candidates + u.thoughts
+	}
+	if f.has[fieldGeminiCached] {
+		u.cached = f.v[fieldGeminiCached]
 	}
 	if f.has[fieldPrompt] {
 		u.in = f.v[fieldPrompt]
@@ -175,19 +209,21 @@ func (u *usageSum) tokens() int64 {
 }
 
 // jsonUsage is the incremental scanner. It finds `"usage": {…}` members
-// whose key sits at depth ≤ maxKeyDepth (1 = the top-level object) and
-// reports each object's bytes with the key's depth.
+// (want: "usageMetadata" for Gemini) whose key sits at depth ≤ maxKeyDepth
+// (1 = the top-level object) and reports each object's bytes with the key's
+// depth.
 type jsonUsage struct {
 	maxKeyDepth int
+	want        string // the key: keyUsage or keyUsageMetadata
 	// tap is told of each usage object (Tap.found): a pointer, not a
 	// func, as the method value would be one more allocation per request.
 	tap *Tap
 
 	depth      int
 	inStr, esc bool
-	key        [5]byte // the current string, if it could still be "usage"
-	keyN       int     // bytes seen of the current string (capped at 6)
-	afterKey   uint8   // 1: "usage" just closed; 2: and its ':' seen
+	key        [len(keyUsageMetadata)]byte // the current string, if it could still be want
+	keyN       int                         // bytes seen of the current string (capped at len(want)+1)
+	afterKey   uint8                       // 1: want just closed; 2: and its ':' seen
 	capturing  bool
 	capDepth   int
 	overflow   bool
@@ -224,8 +260,14 @@ func (j *jsonUsage) feed(p []byte) {
 // text) is such strings, so feed and scanSSE skip them with IndexAny instead
 // of going byte by byte.
 func (j *jsonUsage) skippable() bool {
-	return j.inStr && !j.esc && !j.capturing && j.keyN >= 6
+	return j.inStr && !j.esc && !j.capturing && j.keyN > len(j.want)
 }
+
+// The keys a usage object is found under.
+const (
+	keyUsage         = "usage"
+	keyUsageMetadata = "usageMetadata"
+)
 
 // stringStop returns the index of the first quote or backslash in b (with
 // lines, also of the first CR or LF), -1 if there is none. IndexByte is
@@ -264,19 +306,19 @@ func (j *jsonUsage) feedByte(c byte) {
 		switch {
 		case j.esc:
 			j.esc = false
-			j.keyN = 6 // an escaped key is never taken for "usage"
+			j.keyN = len(j.want) + 1 // an escaped key is never taken for want
 		case c == '\\':
 			j.esc = true
 		case c == '"':
 			j.inStr = false
-			if j.keyN == 5 && string(j.key[:]) == "usage" && !j.capturing && j.depth >= 1 && j.depth <= j.maxKeyDepth {
+			if j.keyN == len(j.want) && string(j.key[:j.keyN]) == j.want && !j.capturing && j.depth >= 1 && j.depth <= j.maxKeyDepth {
 				j.afterKey = 1
 			}
 		default:
-			if j.keyN < 5 {
+			if j.keyN < len(j.want) {
 				j.key[j.keyN] = c
 			}
-			if j.keyN < 6 {
+			if j.keyN <= len(j.want) {
 				j.keyN++
 			}
 		}
