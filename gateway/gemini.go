@@ -49,9 +49,10 @@ func geminiRouteOf(path string) (route, bool) {
 		return 0, false
 	}
 	if i := strings.LastIndexByte(rest, ':'); i > 0 {
-		if rt, ok := geminiMethods[rest[i+1:]]; ok {
-			return rt, true
-		}
+		// A method Gatehouse does not serve (embedContent, …) is no model
+		// name: 404, not a 405 from the one-model listing.
+		rt, ok := geminiMethods[rest[i+1:]]
+		return rt, ok
 	}
 	return routeGeminiModel, rest != ""
 }

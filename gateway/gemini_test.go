@@ -311,8 +311,9 @@ func TestGeminiRoutesAndErrors(t *testing.T) {
 		geminiStatus       string // "" = the OpenAI shape
 		code               string
 	}{
-		{"unknown /v1beta path", http.MethodPost, "/v1beta/nope", nil, 404, "NOT_FOUND", CodeNotFound},
-		{"unknown /v1beta method", http.MethodGet, "/v1beta/files", nil, 404, "NOT_FOUND", CodeNotFound},
+		{"unknown /v1beta path, POST", http.MethodPost, "/v1beta/nope", nil, 404, "NOT_FOUND", CodeNotFound},
+		{"unknown /v1beta path", http.MethodGet, "/v1beta/files", nil, 404, "NOT_FOUND", CodeNotFound},
+		{"a model method not served", http.MethodPost, "/v1beta/models/gemini-x:embedContent", nil, 404, "NOT_FOUND", CodeNotFound},
 		{"an openai model on a Gemini route", http.MethodPost, "/v1beta/models/glm-5:generateContent", nil, 404, "NOT_FOUND", CodeModelNotFound},
 		{"no key", http.MethodPost, "/v1beta/models/gemini-x:generateContent", []string{"Accept", "*/*"}, 401, "UNAUTHENTICATED", CodeMissingKey},
 		{"a bad key", http.MethodPost, "/v1beta/models/gemini-x:generateContent?key=nope", []string{"Accept", "*/*"}, 401, "UNAUTHENTICATED", CodeInvalidKey},
@@ -398,5 +399,40 @@ func TestQueryNotForwarded(t *testing.T) {
 	want := "/v1/chat/completions /v1beta/models/gemini-x:generateContent?alt=json"
 	if got := strings.Join(e.up.ReceivedURIs(), " "); got != want {
 		t.Errorf("upstream URIs %q, want %q", got, want)
+	}
+}
+
+// TestGeminiFailover: a gemini connection answering 503 fails over to the
+// next; when every one answers 429 the client gets the upstream's answer,
+// and the next request, with both cooling down, Gatehouse's own 429
+// UPSTREAM_COOLDOWN in Gemini's shape with RetryInfo.
+func TestGeminiFailover(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, upstreamtest.Options{})
+	g1, g2 := e.geminiConn("g1", "k1", "gemini-x"), e.geminiConn("g2", "k2", "gemini-x")
+	g1.Priority = 10
+	e.gw.Apply(Config{Connections: []Connection{g1, g2}})
+	ctx := testCtx(t)
+	if err := e.up.SetKeyBehavior("k1", upstreamtest.Behavior{Fail: "503"}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.gemini(ctx, http.MethodPost, "/v1beta/models/gemini-x:generateContent")
+	if r.status != http.StatusOK || r.header.Get(HeaderConnection) != "conn-g2" {
+		t.Fatalf("after g1's 503 = %d via %q %s, want 200 via conn-g2", r.status, r.header.Get(HeaderConnection), r.body)
+	}
+	for _, k := range []string{"k1", "k2"} {
+		if err := e.up.SetKeyBehavior(k, upstreamtest.Behavior{Fail: "429", RetryAfter: 30 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r = e.gemini(ctx, http.MethodPost, "/v1beta/models/gemini-x:generateContent")
+	if ge := decodeGeminiError(t, r); r.status != http.StatusTooManyRequests || ge.Error.Status != "RESOURCE_EXHAUSTED" {
+		t.Fatalf("every connection 429 = %d %s, want the upstream's 429", r.status, r.body)
+	}
+	r = e.gemini(ctx, http.MethodPost, "/v1beta/models/gemini-x:generateContent")
+	ge := decodeGeminiError(t, r)
+	reason, delay := ge.reason()
+	if r.status != http.StatusTooManyRequests || reason != CodeUpstreamCooldown || delay == "" || delay != r.header.Get("Retry-After")+"s" {
+		t.Errorf("both cooling = %d (Retry-After %q) %s, want 429 UPSTREAM_COOLDOWN with RetryInfo", r.status, r.header.Get("Retry-After"), r.body)
 	}
 }
