@@ -5,7 +5,10 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/web"
@@ -48,8 +51,14 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request, rq *uiRequest) 
 	u, err := s.store.Authenticate(r.Context(), email, password)
 	if errors.Is(err, store.ErrInvalidCredentials) {
 		s.log.InfoContext(r.Context(), "dashboard sign-in failed", slog.String("client", client))
+		if !utf8.ValidString(email) || strings.ContainsFunc(email, unicode.IsControl) {
+			f.Email = "" // not shown back: no account has such an address
+		}
 		f.Error = rq.l.T("login.failed")
 		return s.uiRender(w, r, rq, http.StatusUnauthorized, web.LoginPage(s.uiPage(r, rq), f))
+	}
+	if err != nil && r.Context().Err() != nil {
+		return nil // the client left while waiting for a password hash slot; its attempt stays charged
 	}
 	if err != nil {
 		s.dash.throttle.refund(keys)

@@ -2,9 +2,11 @@ package handlers
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -210,5 +212,37 @@ func TestDashSignOutIsPost(t *testing.T) {
 	// Signed out, the page has nothing to offer: on to the sign-in form.
 	if loc := d.get(t, c, "/logout").want(t, http.StatusSeeOther).header.Get("Location"); loc != "/login" {
 		t.Errorf("GET /logout signed out: redirect to %q, want /login", loc)
+	}
+}
+
+// TestDashSignInBadEmail: an e-mail that is not valid UTF-8 or holds a control
+// character is a failed sign-in — 401, charged and throttled like any failure
+// (5 free for the account and address, then 429) — never a 500 or an ERROR line
+// (Postgres refuses a NUL in a query parameter; the store never sends it one).
+func TestDashSignInBadEmail(t *testing.T) {
+	t.Parallel()
+	for _, email := range []string{"admin\x00@example.com", "\xff\xfe@example.com", "admin@example.com\x1b"} {
+		t.Run(strconv.Quote(email), func(t *testing.T) {
+			t.Parallel()
+			logs := &syncBuffer{}
+			d := newDashWith(t, func(deps *Deps) {
+				deps.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			})
+			c := d.client(t)
+			form := url.Values{"email": {email}, "password": {"wrong"}}
+			for i := range 5 {
+				if res := d.post(t, c, "/login", form); res.status != http.StatusUnauthorized {
+					t.Fatalf("attempt %d: status %d, want 401:\n%s", i+1, res.status, res.body)
+				}
+			}
+			res := d.post(t, c, "/login", form)
+			res.want(t, http.StatusTooManyRequests)
+			if res.header.Get("Retry-After") == "" {
+				t.Error("429 without Retry-After")
+			}
+			if strings.Contains(logs.String(), `"level":"ERROR"`) {
+				t.Errorf("an ERROR was logged:\n%s", logs)
+			}
+		})
 	}
 }

@@ -27,3 +27,6 @@ var MigrateFS = migrate
 func (s *Store) EnsureRequestPartitions(ctx context.Context, first, last time.Time) error {
 	return s.ensureRequestPartitions(ctx, first, last)
 }
+
+// PasswordHashPeak returns the most password hashes s has seen running at once.
+func (s *Store) PasswordHashPeak() int64 { return s.hashes.peak.Load() }

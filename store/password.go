@@ -1,12 +1,18 @@
 package store
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"runtime"
+	"runtime/debug"
 	"strings"
+	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -28,6 +34,81 @@ const (
 	maxArgonTime      = 16
 	maxArgonThreads   = 16
 )
+
+// hashGate bounds the password hashes running at once (DESIGN.md, "Gateway rules that
+// hold under attack", bounded memory): each argon2id hash allocates argonMemoryKiB
+// (19 MiB), so 300 sign-ins at once would hold 5.7 GB. At most slots hashes run; the
+// rest wait their turn (or until their request ends). In a burst — a hash finishing
+// while others wait for a slot — its memory is handed back to the heap at once (a
+// collection before its slot is freed, so the next hash reuses it instead of growing
+// the heap by another 19 MiB at GOGC=400), and to the operating system when the last
+// hash of the burst is done. A lone hash forces nothing: its 19 MiB are ordinary
+// garbage.
+type hashGate struct {
+	slots   chan struct{}
+	pending atomic.Int64 // hashes running or waiting
+	running atomic.Int64
+	burst   atomic.Bool  // a collection was forced since pending was last 0
+	peak    atomic.Int64 // most hashes seen running at once (tests read it)
+}
+
+// newHashGate returns a gate for 2 × GOMAXPROCS hashes at once.
+func newHashGate() *hashGate {
+	return &hashGate{slots: make(chan struct{}, 2*runtime.GOMAXPROCS(0))}
+}
+
+// do runs hash when a slot is free, or returns ctx's error when ctx ends first.
+func (g *hashGate) do(ctx context.Context, hash func()) error {
+	g.pending.Add(1)
+	defer func() {
+		if g.pending.Add(-1) == 0 && g.burst.CompareAndSwap(true, false) {
+			debug.FreeOSMemory()
+		}
+	}()
+	select {
+	case g.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-g.slots }()
+	n := g.running.Add(1)
+	for p := g.peak.Load(); n > p && !g.peak.CompareAndSwap(p, n); p = g.peak.Load() {
+	}
+	hash()
+	g.running.Add(-1)
+	if g.pending.Load() > int64(cap(g.slots)) { // someone waits for this slot
+		g.burst.Store(true)
+		runtime.GC()
+	}
+	return nil
+}
+
+// hashPassword is hashPassword through the gate.
+func (s *Store) hashPassword(ctx context.Context, password string) (string, error) {
+	var h string
+	err := s.hashes.do(ctx, func() { h = hashPassword(password) })
+	return h, err
+}
+
+// burnPassword is burnPassword through the gate.
+func (s *Store) burnPassword(ctx context.Context, password string) error {
+	return s.hashes.do(ctx, func() { burnPassword(password) })
+}
+
+// signInEmail reports whether email can name an account at all: valid UTF-8 without
+// control characters (a NUL would make Postgres fail the query). Anything else is a
+// failed sign-in like an unknown address, never a database error.
+func signInEmail(email string) bool {
+	if !utf8.ValidString(email) {
+		return false
+	}
+	for _, r := range email {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
 
 type argonParams struct {
 	memory  uint32

@@ -59,6 +59,7 @@ type Store struct {
 	// parts holds the UTC days (time.Time) whose request log partition is known
 	// to exist (WriteRequests), shared by the copies of withDB.
 	parts *sync.Map
+	hashes *hashGate // shared by every Store bound to a transaction of this one
 }
 
 // New returns a Store over pool. secretKey must be 32 bytes (see ParseSecretKey); the
@@ -74,7 +75,7 @@ func New(pool *pgxpool.Pool, secretKey []byte, logger *slog.Logger) (*Store, err
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Store{pool: pool, db: pool, sealer: aead, logger: logger, parts: new(sync.Map)}, nil
+	return &Store{pool: pool, db: pool, sealer: aead, logger: logger, parts: new(sync.Map), hashes: newHashGate()}, nil
 }
 
 // InTx runs fn with a Store bound to one transaction; the transaction commits when fn

@@ -53,9 +53,12 @@ func (s *Store) CreateUser(ctx context.Context, actor, email, password, role str
 	if err := checkUserInput(email, password, role); err != nil {
 		return User{}, fmt.Errorf("store: create user: %w", err)
 	}
-	hash := hashPassword(password)
+	hash, err := s.hashPassword(ctx, password)
+	if err != nil {
+		return User{}, fmt.Errorf("store: create user: %w", err)
+	}
 	var u User
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		rows, _ := tx.Query(ctx, createUserSQL, email, hash, role)
 		var err error
 		if u, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[User]); err != nil {
@@ -82,7 +85,10 @@ func (s *Store) EnsureUser(ctx context.Context, email, password, role string) (c
 	if err := checkUserInput(email, password, role); err != nil {
 		return false, fmt.Errorf("store: ensure user: %w", err)
 	}
-	hash := hashPassword(password)
+	hash, err := s.hashPassword(ctx, password)
+	if err != nil {
+		return false, fmt.Errorf("store: ensure user: %w", err)
+	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		rows, _ := tx.Query(ctx, ensureUserSQL, email, hash, role)
 		u, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[User])
@@ -111,15 +117,23 @@ func (s *Store) Authenticate(ctx context.Context, email, password string) (User,
 		u    User
 		hash string
 	)
-	err := s.db.QueryRow(ctx, authenticateSQL, strings.TrimSpace(email)).
-		Scan(&u.ID, &u.Email, &u.Role, &u.CreatedAt, &u.UpdatedAt, &hash)
-	if err = translate(err); err == ErrNotFound {
-		burnPassword(password)
+	err := ErrNotFound
+	if signInEmail(email) {
+		err = translate(s.db.QueryRow(ctx, authenticateSQL, strings.TrimSpace(email)).
+			Scan(&u.ID, &u.Email, &u.Role, &u.CreatedAt, &u.UpdatedAt, &hash))
+	}
+	if err == ErrNotFound {
+		if err := s.burnPassword(ctx, password); err != nil {
+			return User{}, fmt.Errorf("store: authenticate: %w", err)
+		}
 		return User{}, ErrInvalidCredentials
 	} else if err != nil {
 		return User{}, fmt.Errorf("store: authenticate: %w", err)
 	}
-	ok, err := checkPassword(hash, password)
+	var ok bool
+	if gateErr := s.hashes.do(ctx, func() { ok, err = checkPassword(hash, password) }); gateErr != nil {
+		return User{}, fmt.Errorf("store: authenticate: %w", gateErr)
+	}
 	if err != nil {
 		// A hash we cannot read is an operator problem, not the user's: log, refuse.
 		s.logger.Error("unreadable password hash", slog.String("user_id", u.ID), slog.Any("error", err))
@@ -187,8 +201,11 @@ func (s *Store) SetPassword(ctx context.Context, actor, id, password string) err
 	if err := checkID(id); err != nil {
 		return fmt.Errorf("store: set password %s: %w", id, err)
 	}
-	hash := hashPassword(password)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	hash, err := s.hashPassword(ctx, password)
+	if err != nil {
+		return fmt.Errorf("store: set password %s: %w", id, err)
+	}
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, setPasswordSQL, id, hash)
 		if err != nil {
 			return translate(err)

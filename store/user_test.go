@@ -1,7 +1,10 @@
 package store_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +35,9 @@ func TestAuthenticate(t *testing.T) {
 		{name: "wrong password", email: "Admin@Example.com", password: "Correct horse", wantErr: store.ErrInvalidCredentials},
 		{name: "empty password", email: "Admin@Example.com", password: "", wantErr: store.ErrInvalidCredentials},
 		{name: "unknown email", email: "nobody@example.com", password: "correct horse", wantErr: store.ErrInvalidCredentials},
+		{name: "NUL in email", email: "Admin@Example.com\x00", password: "correct horse", wantErr: store.ErrInvalidCredentials},
+		{name: "invalid UTF-8 email", email: "Admin@Example.com\xff", password: "correct horse", wantErr: store.ErrInvalidCredentials},
+		{name: "control character in email", email: "Admin@Example.com\n", password: "correct horse", wantErr: store.ErrInvalidCredentials},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -234,5 +240,44 @@ func TestConcurrentDemotionsKeepAnAdmin(t *testing.T) {
 	}
 	if admins != 1 {
 		t.Errorf("%d admins left, want 1", admins)
+	}
+}
+
+// TestPasswordHashesBounded: many sign-ins at once never run more than 2 × GOMAXPROCS
+// password hashes together (each holds 19 MiB); every one still gets its answer, and
+// one whose request ends while it waits for a slot returns at once with that error.
+func TestPasswordHashesBounded(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	mustCreateUser(t, s, "bounded@example.com", "correct horse", store.RoleViewer)
+	const n = 24
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			email := "bounded@example.com"
+			if i%2 == 1 {
+				email = fmt.Sprintf("nobody-%d@example.com", i) // an unknown e-mail hashes too
+			}
+			_, err := s.Authenticate(t.Context(), email, "wrong")
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, store.ErrInvalidCredentials) {
+			t.Errorf("Authenticate: %v, want ErrInvalidCredentials", err)
+		}
+	}
+	peak, limit := s.PasswordHashPeak(), int64(2*runtime.GOMAXPROCS(0))
+	if peak < 1 || peak > limit {
+		t.Errorf("%d password hashes ran at once, want 1..%d", peak, limit)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := s.Authenticate(ctx, "nobody@example.com", "wrong"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Authenticate with an ended context: %v, want context.Canceled", err)
 	}
 }
