@@ -36,6 +36,9 @@ const (
 	// CodeRequestTimeout (408) answers a request whose body did not arrive
 	// within the server's body read bound.
 	CodeRequestTimeout = "REQUEST_TIMEOUT"
+	// CodeAuthThrottled (429, Retry-After) answers a client address that
+	// sent too many invalid keys, before its key is checked (AuthThrottle).
+	CodeAuthThrottled = "AUTH_THROTTLED"
 )
 
 // Header names the gateway sets on responses.

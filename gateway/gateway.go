@@ -57,6 +57,10 @@ type Options struct {
 	// per request and must be fast and safe for concurrent use. nil refuses
 	// every key.
 	Authenticate func(ctx context.Context, secret string) (ClientKey, bool)
+	// AuthThrottle bounds failed client-key authentication per client
+	// address (DESIGN.md, "Gateway rules that hold under attack"); nil
+	// throttles nothing.
+	AuthThrottle AuthThrottle
 	// Now is the clock for cooldowns, suspensions, admission bookkeeping,
 	// the UTC day of rpd/tpd and the tpm minute windows (default
 	// time.Now). Circuit breakers and the rpm/minTime spacing use the real
@@ -112,7 +116,9 @@ type Options struct {
 type Gateway struct {
 	log  *slog.Logger
 	auth func(context.Context, string) (ClientKey, bool)
-	now  func() time.Time
+	// throttle is Options.AuthThrottle, or one that never throttles.
+	throttle AuthThrottle
+	now      func() time.Time
 	// transport is the outbound leg, chosen once in New (net/http or
 	// fasthttp, both behind http.RoundTripper).
 	transport http.RoundTripper
@@ -176,6 +182,7 @@ func New(opts Options) *Gateway {
 	g := &Gateway{
 		log:        cmp.Or(opts.Logger, slog.Default()),
 		auth:       opts.Authenticate,
+		throttle:   cmp.Or[AuthThrottle](opts.AuthThrottle, noThrottle{}),
 		now:        opts.Now,
 		maxBody:    opts.MaxBodyBytes,
 		metrics:    newMetrics(),

@@ -156,12 +156,16 @@ func (g *Gateway) authenticate(x *exchange, r *http.Request) (*state, *keyState,
 	if secret == "" {
 		return nil, nil, errMissingKey(x.st)
 	}
+	if wait := g.throttle.Wait(r); wait > 0 {
+		return nil, nil, errAuthThrottled(wait)
+	}
 	var key ClientKey
 	ok := false
 	if g.auth != nil {
 		key, ok = g.auth(r.Context(), secret)
 	}
 	if !ok {
+		g.throttle.Failed(r)
 		return nil, nil, &apiError{status: http.StatusUnauthorized, code: CodeInvalidKey, message: "invalid client key"}
 	}
 	x.keyName = key.Name
@@ -188,6 +192,16 @@ func errMissingKey(st style) *apiError {
 		where = "x-goog-api-key, ?key= or Authorization: Bearer <key>"
 	}
 	return &apiError{status: http.StatusUnauthorized, code: CodeMissingKey, message: "missing client key: send it as " + where}
+}
+
+// errAuthThrottled is the 429 for a client address that must wait before
+// its next key is checked.
+//
+//go:noinline
+func errAuthThrottled(wait time.Duration) *apiError {
+	return &apiError{status: http.StatusTooManyRequests, code: CodeAuthThrottled,
+		retryAfter: max(int((wait+time.Second-1)/time.Second), 1),
+		message:    "too many invalid client keys from this address; try again later"}
 }
 
 // errKeyDisabled is the 403 for a disabled key. Not inlined: Quote's

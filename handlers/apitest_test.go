@@ -74,6 +74,7 @@ type testAPI struct {
 
 type apiOptions struct {
 	gates GateSource
+	deny  UpstreamDeny
 }
 
 func newTestAPI(t *testing.T, opts apiOptions) *testAPI {
@@ -85,7 +86,7 @@ func newTestAPI(t *testing.T, opts apiOptions) *testAPI {
 	if err != nil {
 		t.Fatalf("store.New: %v", err)
 	}
-	srv := httptest.NewServer(New(Deps{Store: st, Logger: logger, Gates: opts.gates}).Handler())
+	srv := httptest.NewServer(New(Deps{Store: st, Logger: logger, Gates: opts.gates, UpstreamDeny: opts.deny}).Handler())
 	t.Cleanup(srv.Close)
 	_, admin, err := st.CreateAPIToken(t.Context(), store.ActorSystem, "test-admin", store.RoleAdmin)
 	if err != nil {

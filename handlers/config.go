@@ -39,6 +39,7 @@ const (
 	codeConfigShape = "configShape" // a part of the document has the wrong JSON type
 	codeConfigEnv   = "configEnv"   // an apiKey's ${ENV_VAR} cannot be used
 	codeConfigTwice = "configTwice" // a name given to two entries of one list
+	codeConfigTag   = "configTag"   // a YAML tag other than the core schema's
 )
 
 // getConfig serves GET /api/v1/config (admin): the configuration document, JSON unless

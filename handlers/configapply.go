@@ -22,6 +22,9 @@ type ApplyOptions struct {
 	// rejects such references: the REST API must not copy the server's environment
 	// into an upstream request (see docs/ARCHITECTURE.md).
 	Getenv func(string) string
+	// EnvAllow names the variables a ${NAME} may read besides those whose name starts
+	// with GATEHOUSE_SECRET_ (the CLI's --env-allow).
+	EnvAllow []string
 }
 
 // ConfigPlan is what applying a document changes (or, in a dry run, would change).
@@ -69,7 +72,7 @@ func (t *ConfigTool) Apply(ctx context.Context, actor string, doc []byte, opts A
 
 func (s *Server) applyConfig(ctx context.Context, actor string, doc []byte, opts ApplyOptions) (ConfigPlan, error) {
 	changes, err := s.store.ApplyConfig(ctx, actor, opts.DryRun, func(cur store.ConfigState) (store.DesiredConfig, error) {
-		return s.desiredConfig(doc, cur, opts)
+		return s.desiredConfig(ctx, doc, cur, opts)
 	})
 	if err != nil {
 		return ConfigPlan{}, err

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,7 +35,7 @@ func under(place string, errs limits.FieldErrors) limits.FieldErrors {
 
 // desiredConfig decodes and validates a configuration document against cur: every
 // problem together (limits.FieldErrors), or what the store is to make of it.
-func (s *Server) desiredConfig(doc []byte, cur store.ConfigState, opts ApplyOptions) (store.DesiredConfig, error) {
+func (s *Server) desiredConfig(ctx context.Context, doc []byte, cur store.ConfigState, opts ApplyOptions) (store.DesiredConfig, error) {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(doc, &members); err != nil || members == nil {
 		return store.DesiredConfig{}, limits.FieldErrors{fieldError("", limits.CodeNotObject)}
@@ -52,7 +53,7 @@ func (s *Server) desiredConfig(doc []byte, cur store.ConfigState, opts ApplyOpti
 			errs = append(errs, fe...)
 			want.Settings = data
 		case "connections":
-			conns, fe, err := s.desiredConnections(raw, cur, opts)
+			conns, fe, err := s.desiredConnections(ctx, raw, cur, opts)
 			if err != nil {
 				return store.DesiredConfig{}, err
 			}
@@ -127,14 +128,14 @@ func (s *Server) desiredSettings(raw json.RawMessage, cur store.Settings) (json.
 // desiredConnections decodes the document's connections, each with the API's rules
 // (decodeConnection: create rules for a name not stored yet), its errors under
 // connections[<name>] (connections[<index>] when the name is unusable or repeated).
-func (s *Server) desiredConnections(raw json.RawMessage, cur store.ConfigState, opts ApplyOptions) ([]store.ConnectionInput, limits.FieldErrors, error) {
+func (s *Server) desiredConnections(ctx context.Context, raw json.RawMessage, cur store.ConfigState, opts ApplyOptions) ([]store.ConnectionInput, limits.FieldErrors, error) {
 	var elems []json.RawMessage
 	if isNullJSON(raw) || json.Unmarshal(raw, &elems) != nil {
 		return nil, limits.FieldErrors{configError("connections", codeConfigShape, "must be a list of connections")}, nil
 	}
-	stored := map[string]bool{}
-	for _, c := range cur.Connections {
-		stored[c.Name] = true
+	stored := map[string]*store.Connection{}
+	for i, c := range cur.Connections {
+		stored[c.Name] = &cur.Connections[i]
 	}
 	var (
 		errs  limits.FieldErrors
@@ -158,7 +159,7 @@ func (s *Server) desiredConnections(raw json.RawMessage, cur store.ConfigState, 
 			named[name] = true
 			place = "connections[" + name + "]"
 		}
-		if fe, err := resolveAPIKey(members, opts.Getenv); err != nil {
+		if fe, err := resolveAPIKey(members, opts.Getenv, opts.EnvAllow); err != nil {
 			return nil, nil, err
 		} else if len(fe) > 0 {
 			errs = append(errs, under(place, fe)...)
@@ -168,7 +169,7 @@ func (s *Server) desiredConnections(raw json.RawMessage, cur store.ConfigState, 
 		if err != nil {
 			return nil, nil, fmt.Errorf("handlers: encode connection: %w", err)
 		}
-		in, err := s.decodeConnection(body, !stored[name])
+		in, err := s.decodeConnection(body, stored[name] == nil)
 		var fe limits.FieldErrors
 		switch {
 		case errors.As(err, &fe):
@@ -177,6 +178,10 @@ func (s *Server) desiredConnections(raw json.RawMessage, cur store.ConfigState, 
 		case err != nil:
 			return nil, nil, err
 		}
+		if fe := s.upstreamErrors(ctx, stored[name], in); len(fe) > 0 {
+			errs = append(errs, under(place, fe)...)
+			continue
+		}
 		out = append(out, in)
 	}
 	return out, errs, nil
@@ -184,9 +189,10 @@ func (s *Server) desiredConnections(raw json.RawMessage, cur store.ConfigState, 
 
 // resolveAPIKey replaces a connection's apiKey of the form ${NAME} by the value of
 // environment variable NAME, through getenv. It reports (at "apiKey") a reference when
-// getenv is nil, a variable that is unset or empty, and a key that holds "${" other
+// getenv is nil, a variable it may not read (envAllowed), a variable that is unset or
+// empty, and a key that holds "${" other
 // than as one whole reference, since that is a mistyped reference more often than a key.
-func resolveAPIKey(members map[string]json.RawMessage, getenv func(string) string) (limits.FieldErrors, error) {
+func resolveAPIKey(members map[string]json.RawMessage, getenv func(string) string, allow []string) (limits.FieldErrors, error) {
 	var key string
 	if json.Unmarshal(members["apiKey"], &key) != nil || !strings.Contains(key, "${") {
 		return nil, nil
@@ -200,6 +206,11 @@ func resolveAPIKey(members map[string]json.RawMessage, getenv func(string) strin
 		return limits.FieldErrors{configError("apiKey", codeConfigEnv,
 			"${"+name+"} is resolved only by the gatehouse config command, never from the server's environment; "+
 				"send the key itself, or leave apiKey out to keep the stored key")}, nil
+	}
+	if !envAllowed(name, allow) {
+		return limits.FieldErrors{configError("apiKey", codeConfigEnv,
+			"${"+name+"} may not be read: an apiKey reads only variables named GATEHOUSE_SECRET_* "+
+				"(never GATEHOUSE_SECRET_KEY) or listed in --env-allow")}, nil
 	}
 	value := getenv(name)
 	if value == "" {
@@ -215,6 +226,17 @@ func resolveAPIKey(members map[string]json.RawMessage, getenv func(string) strin
 }
 
 // envReference returns NAME when s is exactly ${NAME}.
+// envAllowed reports whether an apiKey's ${name} may read variable name: one named
+// GATEHOUSE_SECRET_* other than GATEHOUSE_SECRET_KEY (the installation secret), or one
+// the operator listed. Any other variable of the CLI's environment — the admin
+// password, the database URL — must never become a key sent to an upstream.
+func envAllowed(name string, allow []string) bool {
+	if slices.Contains(allow, name) {
+		return true
+	}
+	return strings.HasPrefix(name, "GATEHOUSE_SECRET_") && name != "GATEHOUSE_SECRET_KEY"
+}
+
 func envReference(s string) (string, bool) {
 	name, ok := strings.CutPrefix(s, "${")
 	if !ok {

@@ -86,9 +86,11 @@ type ConfigTool struct {
 	s *Server
 }
 
-// NewConfigTool returns a ConfigTool over st, without the dashboard's state.
-func NewConfigTool(st *store.Store) *ConfigTool {
-	return &ConfigTool{s: &Server{store: st, log: slog.New(slog.DiscardHandler), validate: newValidator()}}
+// NewConfigTool returns a ConfigTool over st, without the dashboard's state; deny is
+// GATEHOUSE_UPSTREAM_DENY for the connections it writes.
+func NewConfigTool(st *store.Store, deny UpstreamDeny) *ConfigTool {
+	return &ConfigTool{s: &Server{store: st, log: slog.New(slog.DiscardHandler), validate: newValidator(),
+		deps: Deps{UpstreamDeny: deny}}}
 }
 
 // Export returns the stored configuration as a document, format "json" (indented) or

@@ -37,8 +37,9 @@ func (e *SyntaxError) Error() string {
 // field error); anything else is read as one YAML document and converted value by value,
 // numbers keeping their text, so the decoders' whole-number rule is the same for both
 // (1.5 is rejected, 1e3 is 1000). Errors: *SyntaxError with the line for a document
-// that does not parse or that JSON cannot hold (non-scalar keys, keys given twice, a
-// custom tag, .inf), limits.FieldErrors for JSON with duplicate keys.
+// that does not parse or that JSON cannot hold (non-scalar keys, keys given twice,
+// .inf), limits.FieldErrors for JSON with duplicate keys and for a YAML tag other than
+// the core schema's (at its path, see coreTag).
 func ConfigJSON(data []byte) ([]byte, error) {
 	if json.Valid(data) {
 		if dups := duplicateKeys(data); len(dups) > 0 {
@@ -63,7 +64,7 @@ func ConfigJSON(data []byte) ([]byte, error) {
 	}
 	c := &yamlConverter{}
 	var buf bytes.Buffer
-	if err := c.write(&buf, &doc); err != nil {
+	if err := c.write(&buf, &doc, ""); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
@@ -86,40 +87,63 @@ type yamlConverter struct {
 	nodes int
 }
 
-func (c *yamlConverter) write(buf *bytes.Buffer, n *yaml.Node) error {
+// coreTag reports whether n's tag is one of the types a configuration document is made
+// of: the core schema's map, seq, str, int, float, bool and null (plus the timestamp
+// and binary scalars the parser resolves by itself, kept as text). Any other tag — a
+// language object such as !!python/object, a local !tag — is refused with its path
+// (DESIGN.md, "Declarative config"): a document never asks its reader to build a type.
+func coreTag(n *yaml.Node) bool {
+	switch n.ShortTag() {
+	case "!!map", "!!seq", "!!str", "!!int", "!!float", "!!bool", "!!null", "!!timestamp", "!!binary":
+		return true
+	}
+	return false
+}
+
+// tagError is the problem of a node with a tag other than the core schema's, at path.
+func tagError(n *yaml.Node, path string) error {
+	return limits.FieldErrors{configError(path, codeConfigTag,
+		fmt.Sprintf("YAML tag %s (line %d) is not allowed: write plain YAML values", n.Tag, n.Line))}
+}
+
+// write writes n, found at path (JSON-style: settings.maxAttempts, connections[0]).
+func (c *yamlConverter) write(buf *bytes.Buffer, n *yaml.Node, path string) error {
 	c.nodes++
 	if c.nodes > maxYAMLNodes {
 		return &SyntaxError{Line: n.Line, Msg: fmt.Sprintf("the document expands to more than %d values", maxYAMLNodes)}
+	}
+	if n.Kind != yaml.DocumentNode && n.Kind != yaml.AliasNode && !coreTag(n) {
+		return tagError(n, path)
 	}
 	switch n.Kind {
 	case yaml.DocumentNode:
 		if len(n.Content) == 0 {
 			return &SyntaxError{Msg: "the document is empty"}
 		}
-		return c.write(buf, n.Content[0])
+		return c.write(buf, n.Content[0], path)
 	case yaml.AliasNode:
-		return c.write(buf, n.Alias)
+		return c.write(buf, n.Alias, path)
 	case yaml.SequenceNode:
 		buf.WriteByte('[')
 		for i, e := range n.Content {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			if err := c.write(buf, e); err != nil {
+			if err := c.write(buf, e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
 			}
 		}
 		buf.WriteByte(']')
 		return nil
 	case yaml.MappingNode:
-		return c.writeMapping(buf, n)
+		return c.writeMapping(buf, n, path)
 	case yaml.ScalarNode:
 		return writeScalar(buf, n)
 	}
 	return &SyntaxError{Line: n.Line, Msg: "unsupported YAML node"}
 }
 
-func (c *yamlConverter) writeMapping(buf *bytes.Buffer, n *yaml.Node) error {
+func (c *yamlConverter) writeMapping(buf *bytes.Buffer, n *yaml.Node, path string) error {
 	buf.WriteByte('{')
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -132,6 +156,13 @@ func (c *yamlConverter) writeMapping(buf *bytes.Buffer, n *yaml.Node) error {
 		}
 		if k.ShortTag() == "!!merge" {
 			return &SyntaxError{Line: k.Line, Msg: "merge keys (<<) are not supported; write the keys out"}
+		}
+		at := k.Value
+		if path != "" {
+			at = path + "." + k.Value
+		}
+		if !coreTag(k) {
+			return tagError(k, at)
 		}
 		if seen[k.Value] {
 			return &SyntaxError{Line: k.Line, Msg: fmt.Sprintf("key %q is given twice in one mapping; give each key once", k.Value)}
@@ -146,7 +177,7 @@ func (c *yamlConverter) writeMapping(buf *bytes.Buffer, n *yaml.Node) error {
 		}
 		buf.Write(key)
 		buf.WriteByte(':')
-		if err := c.write(buf, v); err != nil {
+		if err := c.write(buf, v, at); err != nil {
 			return err
 		}
 	}

@@ -44,7 +44,6 @@ func TestConfigYAML(t *testing.T) {
 		{"a: 1\n---\nb: 2\n", "error: line 2: a second YAML document"},
 		{"", "error: the document is empty"},
 		{"? [a]\n: 1\n", "error: line 1: a key must be a string"},
-		{"a: !custom 1\n", "error: line 1: unsupported tag"},
 	} {
 		got, err := ConfigJSON([]byte(tt.in))
 		if want, isErr := strings.CutPrefix(tt.want, "error: "); isErr {
@@ -63,5 +62,35 @@ func TestConfigYAML(t *testing.T) {
 	var fe limits.FieldErrors
 	if !errors.As(err, &fe) || len(fe) != 1 || fe[0].Field != "settings.maxAttempts" {
 		t.Errorf("duplicate JSON key: %v, want a field error at settings.maxAttempts", err)
+	}
+}
+
+// TestConfigYAMLTags (issue 24, finding 10): a YAML tag other than the core schema's —
+// on a mapping, a sequence, a scalar or a key — is refused with its path, 422 over the
+// API, and nothing is written.
+func TestConfigYAMLTags(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ in, path string }{
+		{"settings: !!python/object:os.system {maxAttempts: 1}\n", "settings"},
+		{"connections:\n  - !!python/object/apply:os.system [ls]\n", "connections[0]"},
+		{"settings:\n  maxAttempts: !custom 1\n", "settings.maxAttempts"},
+		{"settings:\n  !!python/name:os.system maxAttempts: 1\n", "settings.maxAttempts"},
+		{"connections: !!set {a: null}\n", "connections"},
+	} {
+		_, err := ConfigJSON([]byte(tt.in))
+		var fe limits.FieldErrors
+		if !errors.As(err, &fe) || len(fe) != 1 || fe[0].Field != tt.path || !strings.Contains(fe[0].Message, "YAML tag") {
+			t.Errorf("ConfigJSON(%q) = %v; want one field error at %q naming the tag", tt.in, err, tt.path)
+		}
+	}
+	a := newTestAPI(t, apiOptions{})
+	before := auditCount(t, a)
+	p := problemOf(t, a.do(t, call{method: http.MethodPost, path: path("config", "apply"), contentType: yamlContentType,
+		body: "settings:\n  maxAttempts: 2\nconnections:\n  - !!python/object:builtins.dict {name: x}\n"}), http.StatusUnprocessableEntity)
+	if len(p.Errors) != 1 || p.Errors[0].Field != "connections[0]" {
+		t.Errorf("errors %+v, want one at connections[0]", p.Errors)
+	}
+	if n := auditCount(t, a); n != before {
+		t.Errorf("audit rows %d → %d: a refused document wrote something", before, n)
 	}
 }

@@ -88,6 +88,9 @@ func (s *Server) createConnection(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
+	if fe := s.upstreamErrors(r.Context(), nil, in); len(fe) > 0 {
+		return fe
+	}
 	c, err := s.store.CreateConnection(r.Context(), actor(r), in)
 	if err != nil {
 		return nameTaken(err)
@@ -112,6 +115,9 @@ func (s *Server) replaceConnection(w http.ResponseWriter, r *http.Request) error
 		func(cur store.Connection) (store.ConnectionInput, error) {
 			if !pre.matches(cur.Version) {
 				return store.ConnectionInput{}, errPreconditionFailed()
+			}
+			if fe := s.upstreamErrors(r.Context(), &cur, in); len(fe) > 0 {
+				return store.ConnectionInput{}, fe
 			}
 			return in, nil
 		})
@@ -144,7 +150,14 @@ func (s *Server) patchConnection(w http.ResponseWriter, r *http.Request) error {
 			if err != nil {
 				return store.ConnectionInput{}, fmt.Errorf("handlers: merge patch: %w", err)
 			}
-			return s.decodeConnection(merged, false)
+			in, err := s.decodeConnection(merged, false)
+			if err != nil {
+				return store.ConnectionInput{}, err
+			}
+			if fe := s.upstreamErrors(r.Context(), &cur, in); len(fe) > 0 {
+				return store.ConnectionInput{}, fe
+			}
+			return in, nil
 		})
 	if err != nil {
 		return nameTaken(err)

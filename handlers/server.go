@@ -57,6 +57,14 @@ type Deps struct {
 	// TrustedProxies are the reverse proxies (GATEHOUSE_TRUSTED_PROXIES) whose
 	// X-Forwarded-For names the client; see clientAddr.
 	TrustedProxies []netip.Prefix
+	// AuthThrottle throttles failed API-token authentication per client address; give
+	// the gateway the same one (gateway.Options.AuthThrottle) so that /v1, /api/v1
+	// and /metrics count together. nil: one of its own over TrustedProxies.
+	AuthThrottle *AuthThrottle
+	// UpstreamDeny lists the addresses a connection's baseUrl may not resolve to
+	// (GATEHOUSE_UPSTREAM_DENY). The zero value denies nothing; cmd parses the
+	// variable, DefaultUpstreamDeny when unset.
+	UpstreamDeny UpstreamDeny
 }
 
 // Server holds the wired dependencies of every handler.
@@ -69,6 +77,8 @@ type Server struct {
 	validate *validator.Validate
 	// dash is the dashboard's state (see ui.go).
 	dash *uiState
+	// authThrottle counts failed bearer authentication (auththrottle.go).
+	authThrottle *AuthThrottle
 }
 
 // New returns a Server for d.
@@ -87,6 +97,10 @@ func New(d Deps) *Server {
 		now:      now,
 		validate: newValidator(),
 		dash:     newUIState(d.Store, d.SecureCookies, now),
+	}
+	s.authThrottle = d.AuthThrottle
+	if s.authThrottle == nil {
+		s.authThrottle = NewAuthThrottle(d.TrustedProxies, now)
 	}
 	s.dash.csrf.SetDenyHandler(http.HandlerFunc(s.uiCSRFDenied))
 	return s

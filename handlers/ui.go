@@ -97,10 +97,7 @@ var (
 func (s *Server) ui(access uiAccess, h uiHandler) http.Handler {
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
-		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'")
-		w.Header().Set("Referrer-Policy", "same-origin")
+		setPageHeaders(w.Header())
 		rq := &uiRequest{now: s.now(), l: s.uiLocalizer(w, r)}
 		sess, err := s.dash.sessions.load(r)
 		if err != nil {
@@ -280,10 +277,24 @@ func (s *Server) uiFail(w http.ResponseWriter, r *http.Request, rq *uiRequest, e
 		http.Error(w, http.StatusText(status), status)
 		return
 	}
+	setPageHeaders(w.Header())
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_, _ = buf.WriteTo(w)
+}
+
+// contentSecurityPolicy is every dashboard page's CSP (DESIGN.md, "Dashboard"): only
+// Gatehouse's own script, stylesheet and images (static/, content-hashed URLs) — no
+// inline script, no style attribute — no framing, forms posting only here.
+const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+
+// setPageHeaders sets the headers of every dashboard page, error pages included.
+func setPageHeaders(h http.Header) {
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("Referrer-Policy", "same-origin")
 }
 
 // uiForm parses a POSTed form (urlencoded), bounded by the body limit.

@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	cdplog "github.com/chromedp/cdproto/log"
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
@@ -52,7 +54,7 @@ func newBrowser(t *testing.T) context.Context {
 		chromedp.UserDataDir(t.TempDir()),
 	)
 	t.Cleanup(allocCancel)
-	ctx, cancel := chromedp.NewContext(allocCtx)
+	ctx, cancel := chromedp.NewContext(allocCtx, cspWatch(t))
 	t.Cleanup(cancel)
 	if err := chromedp.Do(ctx); err != nil { // starts the browser, with no deadline
 		t.Fatalf("start chromium: %v", err)
@@ -65,12 +67,36 @@ func newBrowser(t *testing.T) context.Context {
 // context.
 func newTab(t *testing.T, parent context.Context, opts ...chromedp.ContextOption) context.Context {
 	t.Helper()
-	ctx, cancel := chromedp.NewContext(parent, opts...)
+	ctx, cancel := chromedp.NewContext(parent, append(opts, cspWatch(t))...)
 	t.Cleanup(cancel)
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("open tab: %v", err)
 	}
 	return ctx
+}
+
+// cspWatch makes a tab report every Content Security Policy violation its pages log
+// (an inline style or script the dashboard's CSP refuses): the test fails with them
+// when it ends.
+func cspWatch(t *testing.T) chromedp.ContextOption {
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range seen {
+			t.Errorf("the browser logged a CSP violation: %s", m)
+		}
+	})
+	return chromedp.WithListener(func(ev any) {
+		if e, ok := ev.(*cdplog.EventEntryAdded); ok && strings.Contains(e.Entry.Text, "Content Security Policy") {
+			mu.Lock()
+			seen = append(seen, e.Entry.URL+": "+e.Entry.Text)
+			mu.Unlock()
+		}
+	})
 }
 
 // front makes a tab the active one: a hidden tab gets no animation frames, and

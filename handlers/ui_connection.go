@@ -110,7 +110,7 @@ func formBool(vs []string) bool {
 // rules of the REST API (decodeConnection). On edit, cur is the stored row: a field
 // absent from the form keeps its stored value, the overrides are applied onto the
 // stored ones (limits.ApplyForm) and a blank apiKey keeps the stored key.
-func (s *Server) connectionInput(l *web.Localizer, form url.Values, cur *store.Connection) (store.ConnectionInput, web.FieldErrors, error) {
+func (s *Server) connectionInput(ctx context.Context, l *web.Localizer, form url.Values, cur *store.Connection) (store.ConnectionInput, web.FieldErrors, error) {
 	doc := map[string]any{"enabled": true}
 	var base limits.Overrides
 	if cur != nil {
@@ -184,6 +184,10 @@ func (s *Server) connectionInput(l *web.Localizer, form url.Values, cur *store.C
 	if errs.Any() {
 		return store.ConnectionInput{}, errs, nil
 	}
+	if fe := s.upstreamErrors(ctx, cur, in); len(fe) > 0 {
+		uiAddErrors(l, errs, fe)
+		return store.ConnectionInput{}, errs, nil
+	}
 	return in, nil, nil
 }
 
@@ -239,7 +243,7 @@ func (s *Server) uiCreateConnection(w http.ResponseWriter, r *http.Request, rq *
 		return err
 	}
 	fields := typedFields(form, web.ConnectionFields{APIStyle: "openai", Enabled: true})
-	in, errs, err := s.connectionInput(rq.l, form, nil)
+	in, errs, err := s.connectionInput(r.Context(), rq.l, form, nil)
 	if err != nil {
 		return err
 	}
@@ -290,7 +294,7 @@ func (s *Server) uiSaveConnection(w http.ResponseWriter, r *http.Request, rq *ui
 			return s.store.UpdateConnection(r.Context(), uiActor(rq), id, version, fn)
 		},
 		func(cur store.Connection) (store.ConnectionInput, web.FieldErrors, error) {
-			return s.connectionInput(rq.l, form, &cur)
+			return s.connectionInput(r.Context(), rq.l, form, &cur)
 		})
 	status := http.StatusUnprocessableEntity
 	switch {

@@ -242,3 +242,27 @@ func TestDashSettingsKeepsAPIProviderCaps(t *testing.T) {
 		t.Errorf("a save of the page as shown changed the settings (-before +after):\n%s", diff)
 	}
 }
+
+// TestDashCSP (issue 24, finding 10): every dashboard page — error pages and the
+// cross-origin refusal included — sends DESIGN.md's Content-Security-Policy.
+func TestDashCSP(t *testing.T) {
+	t.Parallel()
+	const want = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+		"frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+	d := newDash(t)
+	check := func(what string, p page) {
+		t.Helper()
+		if got := p.header.Get("Content-Security-Policy"); got != want {
+			t.Errorf("%s (%d): Content-Security-Policy %q, want %q", what, p.status, got, want)
+		}
+	}
+	check("sign-in page", d.get(t, d.client(t), "/login"))
+	check("signed-out redirect", d.get(t, d.client(t), "/"))
+	c := d.signIn(t, "admin@example.com")
+	conn := d.createConnection(t, "zai-main", `{}`)
+	for _, p := range []string{"/", "/connections", "/connections/new", "/connections/" + conn.ID, "/settings",
+		"/keys", "/tokens", "/audit", "/users", "/account", "/logout", "/connections/00000000-0000-0000-0000-000000000000", "/nowhere"} {
+		check(p, d.get(t, c, p))
+	}
+	check("cross-site POST", d.post(t, c, "/settings", url.Values{}, "Sec-Fetch-Site", "cross-site"))
+}

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -99,6 +100,9 @@ type loginThrottle struct {
 	mu      sync.Mutex
 	entries map[throttleKey]*lru.Element // of *throttleEntry
 	order   *lru.List                    // least recently touched first
+	// size is len(entries), readable without mu: an empty table answers
+	// "no wait" without hashing a key (the bearer throttle asks on every request).
+	size atomic.Int64
 }
 
 func newLoginThrottle(now func() time.Time) *loginThrottle {
@@ -183,6 +187,37 @@ func (t *loginThrottle) begin(k loginKeys) (retry, delay time.Duration) {
 	return 0, delay
 }
 
+// wait returns how long key must still wait under p before its next attempt is
+// checked (0: now). It charges nothing.
+func (t *loginThrottle) wait(key throttleKey, p throttlePolicy) time.Duration {
+	if t.size.Load() == 0 {
+		return 0
+	}
+	now := t.now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.get(key, now)
+	if e == nil {
+		return 0
+	}
+	if d := p.delay(e.failures); d > 0 {
+		if until := e.last.Add(d); until.After(now) {
+			return until.Sub(now)
+		}
+	}
+	return 0
+}
+
+// fail charges one failure to key.
+func (t *loginThrottle) fail(key throttleKey) {
+	now := t.now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.touch(key, now)
+	e.failures++
+	e.last = now
+}
+
 // succeeded records that the attempt begun for k had the right password.
 func (t *loginThrottle) succeeded(k loginKeys) {
 	t.mu.Lock()
@@ -229,6 +264,7 @@ func (t *loginThrottle) touch(key throttleKey, now time.Time) *throttleEntry {
 	}
 	e := &throttleEntry{key: key}
 	t.entries[key] = t.order.PushBack(e)
+	t.size.Store(int64(len(t.entries)))
 	return e
 }
 
@@ -249,6 +285,7 @@ func (t *loginThrottle) remove(key throttleKey) {
 	if el, ok := t.entries[key]; ok {
 		t.order.Remove(el)
 		delete(t.entries, key)
+		t.size.Store(int64(len(t.entries)))
 	}
 }
 

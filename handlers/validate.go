@@ -49,12 +49,17 @@ const (
 	codeNotArray  = "notArray"  // not an array of strings
 	codeNameTaken = "nameTaken" // another connection has the name
 	codeCursor    = "cursor"    // not a nextCursor the API gave out
+	// codeKeyForHost: apiKey absent while baseUrl moves to another origin.
+	codeKeyForHost = "keyForHost"
+	// codeUpstreamDenied: a baseUrl host in GATEHOUSE_UPSTREAM_DENY (argument: the host).
+	codeUpstreamDenied = "upstreamDenied"
 )
 
 // apiCodes lists the codes above; a test checks that the catalogs word each one.
 func apiCodes() []string {
 	return []string{codeConnName, codeBaseURL, codeSecret, codeLabel, codeNotNull, codeNotString,
-		codeNotBool, codeNotArray, codeNameTaken, codeCursor, codeTimestamp, codeStatus, codeTimeRange}
+		codeNotBool, codeNotArray, codeNameTaken, codeCursor, codeTimestamp, codeStatus, codeTimeRange,
+		codeKeyForHost, codeUpstreamDenied}
 }
 
 // apiMessage is the English the API shows for the problems the handlers find
@@ -83,6 +88,10 @@ func apiMessage(code string, args ...any) string {
 		format = "is already taken"
 	case codeCursor:
 		format = "must be the nextCursor of a previous page"
+	case codeKeyForHost:
+		format = "required when the base URL's host changes: the stored key never follows a URL to another host"
+	case codeUpstreamDenied:
+		format = "resolves to an address GATEHOUSE_UPSTREAM_DENY refuses: %v"
 	case limits.CodeUnknownField:
 		format = "unknown field"
 	case limits.CodeDuplicateField:

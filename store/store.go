@@ -58,7 +58,7 @@ type Store struct {
 	logger *slog.Logger
 	// parts holds the UTC days (time.Time) whose request log partition is known
 	// to exist (WriteRequests), shared by the copies of withDB.
-	parts *sync.Map
+	parts  *sync.Map
 	hashes *hashGate // shared by every Store bound to a transaction of this one
 }
 

@@ -38,7 +38,7 @@ func TestOverviewLearnedAndShadowGates(t *testing.T) {
 	if got := conn.AttrOr("data-state", ""); got != StateQueueing {
 		t.Errorf("adaptive gate state = %q, want queueing", got)
 	}
-	if got := conn.Find(`[data-f="fill"]`).AttrOr("style", ""); got != "width:100%;" {
+	if got := conn.Find(`[data-f="fill"]`).AttrOr("width", ""); got != "100%" {
 		t.Errorf("adaptive bar = %q, want full against the learned cap", got)
 	}
 	sh := byTestID(t, doc, "gate-shadow:connection:c1")

@@ -95,8 +95,8 @@ func TestOverviewPage(t *testing.T) {
 			t.Errorf("%s shows a wait line with no admission in the window", key)
 		}
 	}
-	if got := byTestID(t, doc, "gate-connection:c1").Find(`[data-f="fill"]`).AttrOr("style", ""); got != "width:75%;" {
-		t.Errorf("bar style = %q, want width:75%%;", got)
+	if got := byTestID(t, doc, "gate-connection:c1").Find(`[data-f="fill"]`).AttrOr("width", ""); got != "75%" {
+		t.Errorf("bar width = %q, want 75%%", got)
 	}
 	c2 := byTestID(t, doc, "conn-c2")
 	if got := text(c2.Find(`[data-testid="health"]`)); got != "◐ cooling 12 s (429 from upstream)" {

@@ -371,3 +371,30 @@ func TestNoRawKeysRendered(t *testing.T) {
 		}
 	}
 }
+
+// TestNothingInline (issue 24, finding 10): no page carries what the dashboard's CSP
+// (script-src 'self'; style-src 'self') refuses — a style attribute or element, an
+// inline script, an event-handler attribute, a javascript: URL —, so every page works
+// under it and the browser logs no violation.
+func TestNothingInline(t *testing.T) {
+	t.Parallel()
+	for name, c := range allPages("en") {
+		doc := render(t, c)
+		if n := doc.Find("[style], style").Length(); n > 0 {
+			h, _ := doc.Find("[style], style").First().Parent().Html()
+			t.Errorf("%s: %d style attributes or elements, first in %s", name, n, h)
+		}
+		doc.Find("script").Each(func(_ int, s *goquery.Selection) {
+			if src, ok := s.Attr("src"); !ok || src == "" || strings.TrimSpace(s.Text()) != "" {
+				t.Errorf("%s: an inline script", name)
+			}
+		})
+		doc.Find("*").Each(func(_ int, s *goquery.Selection) {
+			for _, a := range s.Nodes[0].Attr {
+				if strings.HasPrefix(strings.ToLower(a.Key), "on") || strings.HasPrefix(strings.ToLower(strings.TrimSpace(a.Val)), "javascript:") {
+					t.Errorf("%s: <%s %s=%q>", name, s.Nodes[0].Data, a.Key, a.Val)
+				}
+			}
+		})
+	}
+}

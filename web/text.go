@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/a-h/templ"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
@@ -75,13 +74,9 @@ func gateName(p Page, g GateBar) string {
 	}
 }
 
-func barStyle(g GateBar) templ.SafeCSS {
-	return templ.SafeCSS("width:" + percent(g.InFlight, g.capInForce()) + ";")
-}
-
-func pipStyle(queued int) templ.SafeCSS {
-	return templ.SafeCSS("width:" + queuePipWidth(queued) + ";")
-}
+// barWidth is the width of a gate's fill: in flight over the cap in force. It is an
+// SVG width attribute, not a style attribute, which the CSP (style-src 'self') refuses.
+func barWidth(g GateBar) string { return percent(g.InFlight, g.capInForce()) }
 
 // liveLabels is the JSON app.js uses to write states and health in the page's language.
 func liveLabels(p Page) string {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/handlers"
 )
 
 // config is every setting of DESIGN.md's configuration table. Environment variables set
@@ -28,6 +29,7 @@ type config struct {
 	ClusterFailMode    string
 	ClusterLeaseTTL    string
 	TrustedProxies     string
+	UpstreamDeny       string
 	MetricsAddr        string
 	ShutdownTimeout    string
 	BodyReadTimeout    string
@@ -72,6 +74,7 @@ func addServeFlags(fs *flag.FlagSet, cfg *config, getenv func(string) string) {
 	fs.StringVar(&cfg.ClusterFailMode, "cluster-fail-mode", env("GATEHOUSE_CLUSTER_FAIL_MODE", "fail-open"), "fail-open or fail-closed (GATEHOUSE_CLUSTER_FAIL_MODE)")
 	fs.StringVar(&cfg.ClusterLeaseTTL, "cluster-lease-ttl", env("GATEHOUSE_CLUSTER_LEASE_TTL", ""), "cluster mode: how long a dead replica's slots stay taken, e.g. 15s (GATEHOUSE_CLUSTER_LEASE_TTL; default 15s)")
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", env("GATEHOUSE_TRUSTED_PROXIES", ""), "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (GATEHOUSE_TRUSTED_PROXIES)")
+	fs.StringVar(&cfg.UpstreamDeny, "upstream-deny", env("GATEHOUSE_UPSTREAM_DENY", handlers.DefaultUpstreamDeny), "comma-separated CIDRs, addresses and host names a connection's baseUrl may not resolve to; none = no list (GATEHOUSE_UPSTREAM_DENY)")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", env("GATEHOUSE_METRICS_ADDR", ""), "a second listener serving only /metrics, without auth (GATEHOUSE_METRICS_ADDR); unset = none")
 	fs.StringVar(&cfg.ShutdownTimeout, "shutdown-timeout", env("GATEHOUSE_SHUTDOWN_TIMEOUT", "30s"), "after SIGTERM/SIGINT, how long in-flight requests and streams may finish (GATEHOUSE_SHUTDOWN_TIMEOUT)")
 	fs.StringVar(&cfg.BodyReadTimeout, "body-read-timeout", env("GATEHOUSE_BODY_READ_TIMEOUT", "30s"), "a request body not fully arrived by then gets 408 (GATEHOUSE_BODY_READ_TIMEOUT)")

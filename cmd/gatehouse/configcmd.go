@@ -23,7 +23,8 @@ const configUsage = `usage:
                                                  transaction; --prune deletes the connections and
                                                  client keys FILE does not name
 FILE is YAML or JSON ("-" reads standard input). A connection's apiKey may be ${ENV_VAR},
-read from this command's environment; leave apiKey out to keep the stored key.
+read from this command's environment when its name starts with GATEHOUSE_SECRET_ or is
+listed in --env-allow A,B; leave apiKey out to keep the stored key.
 (run "gatehouse config apply --help" for the flags)
 `
 
@@ -49,7 +50,7 @@ func runConfig(ctx context.Context, args []string, getenv func(string) string, s
 			}
 			return nil
 		}, func(ctx context.Context, st *store.Store) error {
-			out, err := handlers.NewConfigTool(st).Export(ctx, format)
+			out, err := handlers.NewConfigTool(st, handlers.UpstreamDeny{}).Export(ctx, format)
 			if err != nil {
 				return fmt.Errorf("config export: %w", err)
 			}
@@ -73,9 +74,13 @@ func runConfig(ctx context.Context, args []string, getenv func(string) string, s
 // or does not parse starts nothing.
 func runConfigApply(ctx context.Context, sub string, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	name := "config " + sub
-	var prune bool
+	var (
+		prune    bool
+		envAllow string
+	)
 	extra := func(fs *flag.FlagSet) {
 		fs.BoolVar(&prune, "prune", false, "also delete the connections and client keys FILE does not name")
+		fs.StringVar(&envAllow, "env-allow", "", "comma-separated names of environment variables an apiKey's ${ENV_VAR} may read besides GATEHOUSE_SECRET_*")
 	}
 	args, file, err := takeFileArg(name, args, getenv, extra)
 	if err != nil {
@@ -106,8 +111,12 @@ func runConfigApply(ctx context.Context, sub string, args []string, getenv func(
 		}
 		return nil
 	}, func(ctx context.Context, st *store.Store) error {
-		plan, err := handlers.NewConfigTool(st).Apply(ctx, handlers.ConfigActorCLI, doc, handlers.ApplyOptions{
-			DryRun: sub == "diff", Prune: prune, Getenv: getenv,
+		deny, err := upstreamDeny(getenv("GATEHOUSE_UPSTREAM_DENY"))
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		plan, err := handlers.NewConfigTool(st, deny).Apply(ctx, handlers.ConfigActorCLI, doc, handlers.ApplyOptions{
+			DryRun: sub == "diff", Prune: prune, Getenv: getenv, EnvAllow: splitList(envAllow),
 		})
 		var fe limits.FieldErrors
 		switch {
@@ -171,4 +180,27 @@ func problemsError(name, file string, fe limits.FieldErrors, stderr io.Writer) e
 		noun = "problem"
 	}
 	return fmt.Errorf("%s: %s has %d %s (listed above); nothing was changed", name, strings.TrimSpace(file), len(fe), noun)
+}
+
+// upstreamDeny parses GATEHOUSE_UPSTREAM_DENY; unset is handlers.DefaultUpstreamDeny.
+func upstreamDeny(v string) (handlers.UpstreamDeny, error) {
+	if v == "" {
+		v = handlers.DefaultUpstreamDeny
+	}
+	d, err := handlers.ParseUpstreamDeny(v)
+	if err != nil {
+		return handlers.UpstreamDeny{}, fmt.Errorf("GATEHOUSE_UPSTREAM_DENY: %w", err)
+	}
+	return d, nil
+}
+
+// splitList splits a comma-separated flag value, dropping blanks.
+func splitList(v string) []string {
+	var out []string
+	for item := range strings.SplitSeq(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

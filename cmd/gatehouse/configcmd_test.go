@@ -193,11 +193,26 @@ func TestConfigCommand(t *testing.T) {
 `, 1)
 	withNew = strings.Replace(withNew, "clientKeys: []\n", "clientKeys:\n  - name: ci\n", 1)
 	f = c.file("new.yaml", withNew)
-	if _, stderr, err := c.run("config", "apply", f); err == nil || !strings.Contains(stderr, "connections[from-env].apiKey: environment variable ZAI_TEST_KEY is not set") {
+	// Only GATEHOUSE_SECRET_* and --env-allow names are read (issue 24, finding 10):
+	// the admin password is never an upstream key, even when it is set.
+	c.env["GATEHOUSE_ADMIN_PASSWORD"] = "the-admin-password-123"
+	c.env["ZAI_TEST_KEY"] = "sk-from-the-environment-42"
+	for _, ref := range []string{"GATEHOUSE_ADMIN_PASSWORD", "GATEHOUSE_SECRET_KEY", "ZAI_TEST_KEY"} {
+		g := c.file("ref.yaml", strings.Replace(withNew, "${ZAI_TEST_KEY}", "${"+ref+"}", 1))
+		_, stderr, err := c.run("config", "apply", g)
+		if err == nil || !strings.Contains(stderr, "connections[from-env].apiKey: ${"+ref+"} may not be read: an apiKey reads only variables named GATEHOUSE_SECRET_*") {
+			t.Fatalf("${%s}: %v\n%s", ref, err, stderr)
+		}
+	}
+	if after, n := c.state(); !sameVersions(before, after) || n != audits {
+		t.Fatalf("a refused ${ENV_VAR} changed something")
+	}
+	delete(c.env, "ZAI_TEST_KEY")
+	if _, stderr, err := c.run("config", "apply", f, "--env-allow", "ZAI_TEST_KEY"); err == nil || !strings.Contains(stderr, "connections[from-env].apiKey: environment variable ZAI_TEST_KEY is not set") {
 		t.Fatalf("unset variable: %v\n%s", err, stderr)
 	}
 	c.env["ZAI_TEST_KEY"] = "sk-from-the-environment-42"
-	out, _, err = c.run("config", "apply", f)
+	out, _, err = c.run("config", "apply", f, "--env-allow", "ZAI_TEST_KEY")
 	if err != nil || !strings.Contains(out, "+ connection from-env\n") || !strings.Contains(out, "+ client_key ci\n") {
 		t.Fatalf("config apply with new entries = %q, %v", out, err)
 	}

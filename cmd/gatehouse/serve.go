@@ -67,6 +67,10 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return fmt.Errorf("GATEHOUSE_TRUSTED_PROXIES: %w", err)
 	}
+	deny, err := upstreamDeny(cfg.UpstreamDeny)
+	if err != nil {
+		return err
+	}
 	shutdownTimeout, bodyReadTimeout, err := serveTimeouts(&cfg)
 	if err != nil {
 		return err
@@ -156,8 +160,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 			logger.Warn("flush traces", slog.Any("error", err))
 		}
 	}()
+	// One throttle of failed bearer authentication for /v1, /api/v1 and /metrics.
+	authThrottle := handlers.NewAuthThrottle(trusted, nil)
 	gwOpts := gateway.Options{Logger: logger, Registerer: reg, Authenticate: loader.authenticate,
-		Usage: usageCounter{st: st}, KeyUsage: keyUsageCounter{st: st}, TracerProvider: tp, Outbound: cfg.Outbound}
+		AuthThrottle: authThrottle,
+		Usage:        usageCounter{st: st}, KeyUsage: keyUsageCounter{st: st}, TracerProvider: tp, Outbound: cfg.Outbound}
 	ready := loader.ready
 	if shared != nil {
 		gwOpts.Admission = shared.ctrl
@@ -207,6 +214,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		Ready:           ready,
 		BodyReadTimeout: bodyReadTimeout,
 		TrustedProxies:  trusted,
+		AuthThrottle:    authThrottle,
+		UpstreamDeny:    deny,
 	})
 	// Every request's context derives from base: when the shutdown timeout has run out,
 	// cancelling it with gateway.ErrShuttingDown ends streams with an SSE error event.

@@ -1,0 +1,156 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// DefaultUpstreamDeny is GATEHOUSE_UPSTREAM_DENY when unset: the cloud metadata
+// services (IPv4 link-local, AWS's IPv6 address, Google's name), which hand out
+// credentials to whoever can reach them.
+const DefaultUpstreamDeny = "169.254.0.0/16,fd00:ec2::254/128,metadata.google.internal"
+
+// upstreamLookupTimeout bounds the name lookup of a written baseUrl.
+const upstreamLookupTimeout = 3 * time.Second
+
+// UpstreamDeny lists the upstream addresses a connection's baseUrl may not resolve to
+// (GATEHOUSE_UPSTREAM_DENY): CIDRs, single addresses and host names. A write whose
+// baseUrl names a denied host, or a host that resolves (now) to a denied address, is
+// refused with 422 at baseUrl; the gateway checks again at dial time, so a name that
+// resolves there later is refused then (502). The zero value denies nothing.
+type UpstreamDeny struct {
+	prefixes []netip.Prefix
+	names    map[string]bool // lower case, no trailing dot
+	lookup   func(ctx context.Context, host string) ([]netip.Addr, error)
+}
+
+// ParseUpstreamDeny reads a comma-separated list of CIDRs, addresses and host names;
+// "none" denies nothing.
+func ParseUpstreamDeny(s string) (UpstreamDeny, error) {
+	d := UpstreamDeny{names: map[string]bool{}}
+	if strings.TrimSpace(s) == "none" {
+		return d, nil
+	}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		switch {
+		case item == "":
+			continue
+		case strings.Contains(item, "/"):
+			p, err := netip.ParsePrefix(item)
+			if err != nil {
+				return UpstreamDeny{}, fmt.Errorf("upstream deny list: %q is not a CIDR", item)
+			}
+			d.prefixes = append(d.prefixes, p.Masked())
+		default:
+			if a, err := netip.ParseAddr(strings.Trim(item, "[]")); err == nil {
+				d.prefixes = append(d.prefixes, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+				continue
+			}
+			name := strings.TrimSuffix(strings.ToLower(item), ".")
+			if strings.ContainsAny(name, " /:@") {
+				return UpstreamDeny{}, fmt.Errorf("upstream deny list: %q is not a CIDR, an address or a host name", item)
+			}
+			d.names[name] = true
+		}
+	}
+	return d, nil
+}
+
+// DeniesAddr reports whether a is in a denied range.
+func (d UpstreamDeny) DeniesAddr(a netip.Addr) bool {
+	a = a.Unmap()
+	for _, p := range d.prefixes {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// DeniesHost reports whether host (a name or an address literal, without port) is
+// denied by name or as an address; it does not resolve names.
+func (d UpstreamDeny) DeniesHost(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if a, err := netip.ParseAddr(host); err == nil {
+		return d.DeniesAddr(a)
+	}
+	return d.names[host]
+}
+
+// check returns the reason baseURL is refused, or "" when it may be used. A name is
+// resolved; a name that does not resolve now is allowed (the dial-time check holds).
+func (d UpstreamDeny) check(ctx context.Context, baseURL string) string {
+	if len(d.prefixes) == 0 && len(d.names) == 0 {
+		return ""
+	}
+	u, err := url.Parse(baseURL)
+	if err != nil || u.Hostname() == "" {
+		return "" // the baseurl rule reports it
+	}
+	host := u.Hostname()
+	if d.DeniesHost(host) {
+		return host
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return ""
+	}
+	lookup := d.lookup
+	if lookup == nil {
+		lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, upstreamLookupTimeout)
+	defer cancel()
+	addrs, err := lookup(ctx, host)
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		if d.DeniesAddr(a) {
+			return host + " (" + a.Unmap().String() + ")"
+		}
+	}
+	return ""
+}
+
+// upstreamErrors checks where a connection write sends its key, against the stored
+// connection cur (nil on create): a baseUrl whose origin (scheme, host or port)
+// differs from the stored one needs apiKey in the same write — the stored key never
+// follows a URL to a new host —, and a new or changed baseUrl may not name or
+// resolve to an address of GATEHOUSE_UPSTREAM_DENY.
+func (s *Server) upstreamErrors(ctx context.Context, cur *store.Connection, in store.ConnectionInput) limits.FieldErrors {
+	var errs limits.FieldErrors
+	if cur != nil && in.APIKey == "" && origin(in.BaseURL) != origin(cur.BaseURL) {
+		errs = append(errs, fieldError("apiKey", codeKeyForHost))
+	}
+	if cur == nil || in.BaseURL != cur.BaseURL {
+		if host := s.deps.UpstreamDeny.check(ctx, in.BaseURL); host != "" {
+			errs = append(errs, fieldError("baseUrl", codeUpstreamDenied, host))
+		}
+	}
+	return errs
+}
+
+// origin is a URL's scheme, host and port, lower case, with the scheme's default
+// port made explicit.
+func origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	scheme, host, port := strings.ToLower(u.Scheme), strings.TrimSuffix(strings.ToLower(u.Hostname()), "."), u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[scheme]
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
+}
