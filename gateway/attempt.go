@@ -214,9 +214,23 @@ func (x *exchange) attempt() attemptResult {
 			writeError(x.w, x.st, x.failed)
 			return attemptAnswered
 		}
-		p.done(err)
-		c.health.Failure("upstream connection error")
 		x.lastErr = &apiError{status: http.StatusBadGateway, code: CodeUpstreamError, message: "the upstream connection failed"}
+		var ue *outbound.UnansweredError
+		if errors.As(err, &ue) && ue.Stale {
+			// A stale pooled connection tells nothing of the upstream.
+			p.done(health.ErrExcluded)
+		} else {
+			p.done(err)
+			c.health.Failure("upstream connection error")
+		}
+		if ue != nil && ue.Sent && x.r.Header.Get("Idempotency-Key") == "" {
+			// The upstream may have read and run it: never send it again,
+			// to this connection or another.
+			x.setQueueHeader(c)
+			x.status = http.StatusBadGateway
+			writeError(x.w, x.st, x.lastErr)
+			return attemptAnswered
+		}
 		return attemptFailed
 	}
 	status := resp.StatusCode

@@ -1,8 +1,9 @@
 // Package outbound owns the upstream clients: FastTransport (fasthttp's
 // HostClient, doing its I/O on the caller's goroutine, the default) and
 // NewTransport (net/http's Transport), both http.RoundTrippers chosen once
-// at wiring time; their connection pools and the one retry of a request
-// that met a stale pooled connection; the conversion of a fasthttp answer
+// at wiring time; their connection pools, the check of an idle pooled
+// connection before a request is written on it, and the one retry, on a
+// fresh connection, of a request that met a stale one; the conversion of a fasthttp answer
 // into an http.Response whose body streams; and the header rules of the
 // outbound leg (which client headers go upstream, which upstream headers
 // come back).

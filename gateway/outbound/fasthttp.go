@@ -29,16 +29,14 @@ import (
 //   - the request body is streamed from Request.Body as it is (with
 //     Content-Length), headers and a small body in one write;
 //   - response bodies stream: Read returns what has arrived;
-//   - idle connections are reused (per host, most recently used first); a
-//     reused connection that fails before any answer byte (the write fails,
-//     or EOF comes instead of an answer) is retried once on another
-//     connection when the body can be sent again. Unlike net/http, whose
-//     background reader sees an idle connection close before the request is
-//     written, this cannot tell an upstream that closed the connection while
-//     idle from one that read the request and then dropped it: in that
-//     second, rare case the upstream gets the request twice. Checking the
-//     connection before writing, and retrying after a write only for an
-//     idempotent request, would remove it (docs/ARCHITECTURE.md);
+//   - idle connections are reused (per host, most recently used first);
+//     before a request is written on one, a non-blocking peek at its socket
+//     (idleConnAlive) drops it if the upstream closed it or wrote to it
+//     while idle, as net/http's background read does. A reused connection
+//     that still fails before any answer byte is retried once, on a freshly
+//     dialled connection, only when the request was not written whole or
+//     carries Idempotency-Key: a request the upstream may have read is never
+//     sent twice (UnansweredError);
 //   - https base URLs use TLS (HTTP/1.1; net/http negotiates HTTP/2).
 //
 // Dialing is bounded by 10 s (and the context's deadline), not by the
@@ -159,9 +157,11 @@ type fastCall struct {
 	// chunked: the body comes in chunked transfer encoding.
 	chunked bool
 	// stale: the attempt failed on a reused connection before any byte of
-	// an answer arrived.
-	stale bool
-	eof   bool
+	// an answer arrived; sent: it failed after the whole request was
+	// written, before any byte of an answer; fresh: the attempt must dial a
+	// connection of its own (the retry).
+	stale, sent, fresh bool
+	eof                bool
 }
 
 // endConn gives the connection back (keep) or closes it.
@@ -234,19 +234,32 @@ func (t *FastTransport) Do(ctx context.Context, r *http.Request) (*http.Response
 		case body != nil && body != http.NoBody:
 			req.SetBodyStream(body, int(r.ContentLength))
 		}
-		call.stale = false
+		call.stale, call.sent = false, false
 		err := hc.Do(req, resp)
 		if err == nil {
 			break
 		}
-		if call.stale && try == 0 && ctx.Err() == nil && (body == nil || raw != nil || r.GetBody != nil) {
+		// A reused connection that failed before any byte of an answer goes
+		// again once, on a fresh connection: when the request was not
+		// written whole, or when it was but the client made it safe to
+		// repeat (Idempotency-Key). Otherwise the upstream may have run it:
+		// never send it twice.
+		again := call.stale && try == 0 && ctx.Err() == nil &&
+			(!call.sent || r.Header.Get("Idempotency-Key") != "") &&
+			(body == nil || raw != nil || r.GetBody != nil)
+		if again {
+			call.fresh = true
 			if raw == nil && r.GetBody != nil {
-				if body, err = r.GetBody(); err == nil {
+				var gerr error
+				if body, gerr = r.GetBody(); gerr == nil {
 					continue
 				}
 			} else {
 				continue
 			}
+		}
+		if call.stale || call.sent {
+			err = &UnansweredError{Err: err, Sent: call.sent, Stale: call.stale}
 		}
 		fasthttp.ReleaseRequest(req)
 		fasthttp.ReleaseResponse(resp)
@@ -314,23 +327,45 @@ func (fastConnTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 	if call == nil {
 		return false, errors.New("outbound: fasthttp request without its call")
 	}
-	cc, err := hc.AcquireConn(req.GetTimeOut(), false)
-	if err != nil {
-		return false, err
-	}
-	conn := cc.Conn()
-	reused := !cc.LastUseTime().IsZero()
+	var conn net.Conn
+	reused := false
 	call.hc = hc
-	call.release = func(keep bool) {
-		if keep {
-			hc.ReleaseConn(cc)
-		} else {
-			hc.CloseConn(cc)
+	if call.fresh {
+		// A retry: on a connection of its own, never another pooled one
+		// (after an upstream restart every pooled connection may be dead).
+		c, err := freshConn(call.ctx, hc, req.GetTimeOut())
+		if err != nil {
+			return false, err
+		}
+		conn = c
+		call.release = func(bool) { _ = c.Close() }
+	} else {
+		for {
+			cc, err := hc.AcquireConn(req.GetTimeOut(), false)
+			if err != nil {
+				return false, err
+			}
+			reused = !cc.LastUseTime().IsZero()
+			// Never write on a pooled connection the upstream has closed
+			// (or written to unasked): take the next one, or dial.
+			if reused && !idleConnAlive(cc.Conn()) {
+				hc.CloseConn(cc)
+				continue
+			}
+			conn = cc.Conn()
+			call.release = func(keep bool) {
+				if keep {
+					hc.ReleaseConn(cc)
+				} else {
+					hc.CloseConn(cc)
+				}
+			}
+			break
 		}
 	}
 	call.stop = context.AfterFunc(call.ctx, func() { _ = conn.Close() })
 	bw := hc.AcquireWriter(conn)
-	err = req.Write(bw)
+	err := req.Write(bw)
 	if err == nil {
 		err = bw.Flush()
 	}
@@ -344,7 +379,10 @@ func (fastConnTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 	if err := resp.ReadLimitBody(br, 0); err != nil {
 		hc.ReleaseReader(br)
 		call.endConn(false)
-		call.stale = reused && errors.Is(err, io.EOF)
+		if unanswered(err) {
+			call.sent = true
+			call.stale = reused
+		}
 		return false, err
 	}
 	call.closeAfter = req.ConnectionClose()
