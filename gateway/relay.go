@@ -25,6 +25,9 @@ func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap 
 	defer resp.Body.Close()
 	h := x.w.Header()
 	outbound.CopyResponseHeader(h, resp.Header)
+	if tap.Strips() {
+		delete(h, "Content-Length") // the body is not relayed as it is
+	}
 	x.setQueueHeader(c)
 	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	x.w.WriteHeader(resp.StatusCode)

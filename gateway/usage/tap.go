@@ -6,9 +6,10 @@ import (
 )
 
 // Tap watches a response body on its way to the client and sums the
-// usage it reports. For streams it can also strip the events that carry a
-// top-level usage object: the final OpenAI usage chunk the gateway asked
-// for on the client's behalf.
+// usage it reports. For streams it can also strip the usage the gateway
+// asked for on the client's behalf: an event with a top-level usage object
+// and no choices is dropped, one that also carries choices loses only its
+// usage member (stripUsage).
 type Tap struct {
 	sum   usageSum
 	js    jsonUsage
@@ -22,14 +23,14 @@ type Tap struct {
 
 	ev     []byte // strip: the current event so far
 	out    []byte // strip: what to send for the latest feed
-	dropEv bool   // strip: the current event carries top-level usage
+	dropEv bool   // strip: the current event carries top-level usage (stripUsage decides)
 }
 
 // taps recycles taps (release): one per answered request otherwise.
 var taps = sync.Pool{New: func() any { return new(Tap) }}
 
 // NewTap returns a tap for a JSON body (sse false) or an event stream.
-// strip drops the events whose data has a top-level usage object.
+// strip removes the top-level usage the gateway added (stripUsage).
 func NewTap(sse, strip bool) *Tap {
 	t := taps.Get().(*Tap)
 	*t = Tap{sse: sse, strip: strip && sse}
@@ -76,6 +77,10 @@ func (t *Tap) found(obj []byte, keyDepth int) {
 	}
 }
 
+// Strips reports whether t may change the body (a stream it strips usage
+// from): its Content-Length no longer holds. A nil tap never does.
+func (t *Tap) Strips() bool { return t != nil && t.strip }
+
 // Feed watches p and returns the bytes to send to the client: p itself,
 // unless stripping, when complete events are released as they end.
 func (t *Tap) Feed(p []byte) []byte {
@@ -101,8 +106,11 @@ func (t *Tap) Feed(p []byte) []byte {
 // stream: an unterminated last event, unless it is the usage event. A nil
 // tap holds nothing.
 func (t *Tap) Flushed() []byte {
-	if t == nil || !t.strip || t.dropEv {
+	if t == nil || !t.strip {
 		return nil
+	}
+	if t.dropEv {
+		return stripUsage(t.ev)
 	}
 	return t.ev
 }
@@ -212,6 +220,8 @@ func (t *Tap) endEvent() {
 	if t.strip {
 		if !t.dropEv {
 			t.out = append(t.out, t.ev...)
+		} else {
+			t.out = append(t.out, stripUsage(t.ev)...)
 		}
 		t.ev = t.ev[:0]
 	}

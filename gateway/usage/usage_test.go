@@ -47,6 +47,15 @@ func TestUsageTap(t *testing.T) {
 		{name: "long stream strings stripped", sse: true, strip: true, want: 12,
 			body:    `data: {"choices":[{"delta":{"content":"` + strings.Repeat("dolor sit ", 50) + `\n\"x\""}}]}` + "\n\n" + usageChunk,
 			wantOut: `data: {"choices":[{"delta":{"content":"` + strings.Repeat("dolor sit ", 50) + `\n\"x\""}}]}` + "\n\n"},
+		// Some providers put usage on the last delta: stripping takes only
+		// the usage member the gateway asked for, never the content
+		// (issue 24, finding 6).
+		{name: "stripping keeps a last delta that carries usage", sse: true, strip: true, want: 3,
+			body: `data: {"id":"c","choices":[{"delta":{"content":"end"},"finish_reason":"stop"}],"usage":{"total_tokens":3}}` + "\n\ndata: [DONE]\n\n",
+			wantOut: `data: {"id":"c","choices":[{"delta":{"content":"end"},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n"},
+		{name: "stripping usage as the first member", sse: true, strip: true, want: 4,
+			body:    "event: chunk\r\n" + `data: {"usage": {"total_tokens":4} , "choices":[{"delta":{"content":"x"}}]}` + "\r\n\r\n",
+			wantOut: "event: chunk\r\n" + `data: { "choices":[{"delta":{"content":"x"}}]}` + "\n\n"},
 		{name: "stripping keeps an unterminated last event", body: "data: {\"a\":1}\n\ndata: [DONE]", sse: true, strip: true,
 			wantOut: "data: {\"a\":1}\n\ndata: [DONE]"},
 	}
