@@ -51,7 +51,7 @@ func TestUsageTap(t *testing.T) {
 		// the usage member the gateway asked for, never the content
 		// (issue 24, finding 6).
 		{name: "stripping keeps a last delta that carries usage", sse: true, strip: true, want: 3,
-			body: `data: {"id":"c","choices":[{"delta":{"content":"end"},"finish_reason":"stop"}],"usage":{"total_tokens":3}}` + "\n\ndata: [DONE]\n\n",
+			body:    `data: {"id":"c","choices":[{"delta":{"content":"end"},"finish_reason":"stop"}],"usage":{"total_tokens":3}}` + "\n\ndata: [DONE]\n\n",
 			wantOut: `data: {"id":"c","choices":[{"delta":{"content":"end"},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n"},
 		{name: "stripping usage as the first member", sse: true, strip: true, want: 4,
 			body:    "event: chunk\r\n" + `data: {"usage": {"total_tokens":4} , "choices":[{"delta":{"content":"x"}}]}` + "\r\n\r\n",
