@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"errors"
+	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 )
@@ -36,3 +38,13 @@ var errClusterUnavailable = &apiError{status: http.StatusServiceUnavailable, cod
 // clusterUnavailable reports whether err says the shared admission store is
 // unreachable (gateway/cluster's *UnavailableError matches the sentinel).
 func clusterUnavailable(err error) bool { return errors.Is(err, admission.ErrUnavailable) }
+
+// logAdmitErr logs an admission error that was neither typed nor the client
+// leaving, at most once a minute.
+func (g *Gateway) logAdmitErr(err error) {
+	now := time.Now().UnixNano()
+	last := g.admitErrAt.Load()
+	if now-last >= int64(time.Minute) && g.admitErrAt.CompareAndSwap(last, now) {
+		g.log.Warn("gateway: admission failed with an unexpected error; answered 503 "+CodeClusterUnavailable, slog.Any("error", err))
+	}
+}

@@ -294,7 +294,15 @@ func (x *exchange) awaited(i uint8) (aerr *apiError, done bool) {
 			if clusterUnavailable(err) {
 				return errClusterUnavailable, true
 			}
-			return errClientGone, true
+			if x.r.Context().Err() != nil {
+				return errClientGone, true
+			}
+			// Neither the client leaving nor a typed rejection: a shared
+			// store's error (a Redis OOM, NOPERM or script error) the
+			// admitter did not turn into its fail mode. Never an empty 200:
+			// answered as the store being away.
+			g.logAdmitErr(err)
+			return errClusterUnavailable, true
 		}
 		if ae.Code == admission.CodeShuttingDown {
 			x.waited += ae.Waited

@@ -150,6 +150,9 @@ type Gateway struct {
 	// days counts the daily budgets in usage and keyUsage.
 	days  *ratelimit.Days
 	rates map[string]*ratelimit.State // by connection id; guarded by applyMu
+	// admitErrAt is when an admission error that was neither typed nor the
+	// client leaving was last logged (unix nanos; logAdmitErr).
+	admitErrAt atomic.Int64
 	// limiter keeps spacing, tpm window, cooldowns and suspensions: in this
 	// process, or shared in cluster mode (chosen once, in New).
 	limiter limiter

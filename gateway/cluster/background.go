@@ -329,7 +329,7 @@ func (c *Controller) markDown(err error) {
 		w.kick()
 	}
 	c.mu.Unlock()
-	c.log.Warn("cluster: Redis unreachable; admission runs "+c.mode.String(), slog.Any("error", err))
+	c.log.Warn("cluster: Redis unreachable or failing; admission runs "+c.mode.String(), slog.Any("error", err))
 }
 
 // listen turns wake-up messages into kicks: of the waiter a message names

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
-	"github.com/redis/go-redis/v9"
 )
 
 // acquireDegraded admits while Redis is away: through the fallback with
@@ -93,18 +92,11 @@ func (c *Controller) unavailable() error {
 	return &UnavailableError{Cause: c.downErr}
 }
 
-// unreachable reports whether err means Redis cannot serve us (network,
-// timeout, a server that is loading or has no master), as opposed to an
-// error in the request itself.
-func unreachable(err error) bool {
-	var re redis.Error
-	if !errors.As(err, &re) {
-		return true
-	}
-	for _, p := range []string{"LOADING", "MASTERDOWN", "READONLY", "BUSY", "CLUSTERDOWN", "TRYAGAIN"} {
-		if redis.HasErrorPrefix(re, p) {
-			return true
-		}
-	}
-	return false
-}
+// unreachable reports whether err means Redis cannot serve us: it cannot be
+// reached (network, timeout), or it answers with an error — LOADING,
+// MASTERDOWN, READONLY, but also OOM under maxmemory with noeviction, NOPERM
+// or a script error. Every failure of a Redis call counts: the replica
+// follows its fail mode rather than hand the error to the gateway, which
+// could only refuse the request (DESIGN, "Gateway rules that hold under
+// attack"). Whether Redis serves again is the heartbeat's to find out.
+func unreachable(err error) bool { return err != nil }
