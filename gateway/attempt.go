@@ -107,14 +107,19 @@ func (x *exchange) attempt() attemptResult {
 	ctx, cancel := context.WithTimeoutCause(x.r.Context(), c.execBound, errExecTimeout)
 	defer cancel()
 	// The connection's URL for the route (a gemini connection's for the
-	// model), shared (a RoundTripper does not modify its request), or a copy
-	// with the query the upstream gets (Gemini's alt; see upstreamQuery).
+	// model), shared (a RoundTripper does not modify its request). The
+	// client's query string is not forwarded (DESIGN: only Gemini's alt is,
+	// on its routes): what reaches the upstream is what the gateway decided,
+	// after the configured URL's own query.
 	u := &c.urls[x.rt]
 	if t.urls != nil {
 		u = &t.urls[x.rt]
 	}
-	if q := upstreamQuery(x.st, x.r.URL.RawQuery); q != u.RawQuery {
+	if q := upstreamQuery(x.st, x.r.URL.RawQuery); q != "" {
 		uq := *u
+		if uq.RawQuery != "" {
+			q = uq.RawQuery + "&" + q
+		}
 		uq.RawQuery = q
 		u = &uq
 	}

@@ -205,3 +205,16 @@ func TestStalePoolAfterUpstreamRestart(t *testing.T) {
 		t.Errorf("health after the restart = %q (%s), want ok", h.Health, h.Reason)
 	}
 }
+
+// TestClientQueryNotForwarded: the client's query string does not reach
+// the upstream (issue 24, finding 10: it was forwarded verbatim).
+func TestClientQueryNotForwarded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, upstreamtest.Options{RecordHeaders: true})
+	e.gw.Apply(Config{Connections: []Connection{e.conn("a", "ka", "glm-5")}})
+	expectVia(t, e.post(testCtx(t), "/v1/chat/completions?x=1&api-version=2", chatBody("glm-5", false)), "conn-a")
+	uris := e.up.ReceivedURIs()
+	if len(uris) != 1 || uris[0] != "/v1/chat/completions" {
+		t.Errorf("upstream got %q, want [/v1/chat/completions]", uris)
+	}
+}
