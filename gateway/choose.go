@@ -275,7 +275,7 @@ func (x *exchange) waitRequest(i uint8) {
 	if x.waited > 0 {
 		req.MaxWait = max(req.MaxWait-x.waited, time.Millisecond)
 	}
-	x.key.carry.queued.Add(1)
+	x.key.carry.queued[priorityIndex(req.Priority)].Add(1)
 	x.qReq = req
 }
 
@@ -283,7 +283,7 @@ func (x *exchange) waitRequest(i uint8) {
 // (x.cur) or the error to send, or not done to try the next candidate.
 func (x *exchange) awaited(i uint8) (aerr *apiError, done bool) {
 	g, t := x.g, x.targets[i]
-	x.key.carry.queued.Add(-1)
+	x.key.carry.queued[priorityIndex(x.qReq.Priority)].Add(-1)
 	permit, err := x.qPermit, x.qErr
 	x.qPermit, x.qErr = nil, nil
 	if err != nil {

@@ -52,8 +52,17 @@ func keyGateKey(id string) string { return "key:" + id }
 // (by key id), like ratelimit.State for a connection.
 type keyCarry struct {
 	rate     ratelimit.State
-	inflight atomic.Int64 // requests of the key holding a permit
-	queued   atomic.Int64 // requests of the key waiting for admission
+	inflight atomic.Int64                // requests of the key holding a permit
+	queued   [numPriorities]atomic.Int64 // requests of the key waiting for admission, by class (priorityIndex)
+}
+
+// queuedTotal is the key's requests waiting for admission, every class.
+func (c *keyCarry) queuedTotal() int {
+	n := int64(0)
+	for i := range c.queued {
+		n += c.queued[i].Load()
+	}
+	return int(n)
 }
 
 // keyState is a client key prepared for the hot path.
@@ -64,9 +73,10 @@ type keyState struct {
 	lim      ratelimit.Limits  // rpm spacing, tpm and tpd of the key, with key-* gate names
 	// storeID names the key's rpm turn and tpm window in the shared rate-limit
 	// store, apart from connection ids (key:<id>); "" when it has neither.
-	storeID string
-	carry   *keyCarry
-	metrics *clientMetrics
+	storeID  string
+	priority admission.Priority // the key's class (limits "priority")
+	carry    *keyCarry
+	metrics  *clientMetrics
 }
 
 // keyWithCarry is a key state and a fresh carry in one allocation.
@@ -87,6 +97,7 @@ func (g *Gateway) prepareKey(k ClientKey, carry *keyCarry) *keyState {
 	*ks = keyState{id: k.ID, name: k.Name, eff: k.Limits.Effective(), carry: carry,
 		metrics: g.metrics.client(k.Name)}
 	ks.lim = ratelimit.ForClientKey(k.ID, ks.eff)
+	ks.priority = keyPriority(ks.eff.Priority)
 	if ks.eff.MaxConcurrent > 0 {
 		ks.gate = admission.GateRef{Level: live.LevelKey, Key: keyGateKey(k.ID)}
 	}
@@ -158,6 +169,7 @@ func (ks *keyState) allowedTargets(ts []*target) []*target {
 // resolved path cached); a capped key's path is resolved per acquisition.
 func (x *exchange) request(t *target) admission.Request {
 	req := t.req
+	req.Priority = x.priority
 	ks := x.key
 	if ks == nil {
 		return req
@@ -169,7 +181,8 @@ func (x *exchange) request(t *target) admission.Request {
 		// A new path: a Request of its own, not a copy of the prepared t.req,
 		// whose cached resolution belongs to t.req's gates.
 		x.path = append(append(x.pathBuf[:0], ks.gate), t.req.Gates...)
-		req = admission.Request{Gates: x.path, MaxWait: req.MaxWait, QueueKey: req.QueueKey, MaxQueueDepth: req.MaxQueueDepth}
+		req = admission.Request{Gates: x.path, MaxWait: req.MaxWait, QueueKey: req.QueueKey, MaxQueueDepth: req.MaxQueueDepth,
+			Priority: x.priority}
 	}
 	req.Client, req.Weight = ks.id, ks.eff.Weight
 	return req
@@ -261,7 +274,15 @@ func (s *state) liveClients(stats map[string]admission.GateStats) []live.Client 
 	out := make([]live.Client, 0, len(s.keyOrder))
 	for _, ks := range s.keyOrder {
 		c := live.Client{ID: ks.id, Name: ks.name, Weight: ks.eff.Weight, Cap: ks.eff.MaxConcurrent,
-			InFlight: int(ks.carry.inflight.Load()), Queued: int(ks.carry.queued.Load())}
+			Priority: ks.priority.String(), InFlight: int(ks.carry.inflight.Load()), Queued: ks.carry.queuedTotal()}
+		for i, p := range admission.Priorities {
+			if n := ks.carry.queued[i].Load(); n > 0 {
+				if c.QueuedByPriority == nil {
+					c.QueuedByPriority = make(map[string]int, numPriorities)
+				}
+				c.QueuedByPriority[p.String()] = int(n)
+			}
+		}
 		if st, ok := stats[ks.gate.Key]; ok && ks.gate.Key != "" {
 			c.Admitted, c.Timeouts = st.Admitted, st.Timeouts
 		}

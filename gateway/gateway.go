@@ -257,6 +257,7 @@ func (g *Gateway) Apply(cfg Config) {
 		g.log.Warn("gateway: config", slog.String("problem", w))
 	}
 	bc := health.BreakerConfig{Failures: s.eff.BreakerFailures, Cooldown: s.eff.BreakerCooldown()}
+	g.applyPriorityAging(s.eff.PriorityAging())
 	keep := make(map[string]bool, len(s.conns))
 	g.healthMu.Lock()
 	for _, c := range s.conns {
@@ -356,6 +357,7 @@ func (g *Gateway) Snapshot() live.Snapshot {
 		gs := gateIdentity(s, st.Key, st.Level)
 		gs.Cap, gs.EffectiveCap, gs.InFlight, gs.Queued = st.Cap, st.Cap, st.InFlight, st.Queued
 		gs.QueuedByClient = st.QueuedByClient
+		gs.QueuedByPriority = priorityNames(st.QueuedByPriority)
 		if c, ok := configured[st.Key]; ok {
 			gs.Cap, gs.Adaptive = c, true
 		}

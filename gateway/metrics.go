@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -253,7 +254,8 @@ func newGatesCollector(g *Gateway) *gatesCollector {
 		clientInflight: prometheus.NewDesc("gatehouse_client_inflight",
 			"Requests of the client key (by name) holding a permit on this replica.", []string{"client"}, nil),
 		clientQueued: prometheus.NewDesc("gatehouse_client_queued",
-			"Requests of the client key (by name) waiting for admission on this replica.", []string{"client"}, nil),
+			"Requests of the client key (by name) waiting for admission on this replica, by the priority class they asked for.",
+			[]string{"client", "priority"}, nil),
 	}
 }
 
@@ -288,7 +290,10 @@ func (c *gatesCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, cl := range snap.Clients {
 		ch <- prometheus.MustNewConstMetric(c.clientInflight, prometheus.GaugeValue, float64(cl.InFlight), cl.Name)
-		ch <- prometheus.MustNewConstMetric(c.clientQueued, prometheus.GaugeValue, float64(cl.Queued), cl.Name)
+		for _, p := range admission.Priorities {
+			name := p.String()
+			ch <- prometheus.MustNewConstMetric(c.clientQueued, prometheus.GaugeValue, float64(cl.QueuedByPriority[name]), cl.Name, name)
+		}
 	}
 	for _, cs := range snap.Connections {
 		label := cs.Name

@@ -111,6 +111,9 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 		}
 		return x, listModels(w, r, s, ks, rt)
 	}
+	if aerr := x.checkPriority(r, ks); aerr != nil {
+		return x, aerr
+	}
 	if aerr := x.readBody(w, r); aerr != nil {
 		return x, aerr
 	}
@@ -324,8 +327,10 @@ type exchange struct {
 	slotUsed bool
 	// key is the client key the request authenticated with (nil before);
 	// keyName its name, set as soon as it is known.
-	key     *keyState
-	keyName string
+	key *keyState
+	// priority is the request's class: its key's, lowered by X-Gatehouse-Priority.
+	priority admission.Priority
+	keyName  string
 	// path holds the gate path of a key with a cap (request); pathBuf is
 	// its storage, so building it allocates nothing.
 	path    []admission.GateRef

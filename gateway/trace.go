@@ -20,7 +20,7 @@ import (
 //
 //   - a server span "<operation> <model>" (gen_ai.operation.name, gen_ai.provider.name,
 //     gen_ai.request.model, gen_ai.response.model, gen_ai.usage.input_tokens,
-//     gen_ai.usage.output_tokens, gatehouse.client, gatehouse.connection,
+//     gen_ai.usage.output_tokens, gatehouse.client, gatehouse.priority, gatehouse.connection,
 //     http.route, http.response.status_code), continuing an incoming W3C traceparent;
 //   - a child "gatehouse.admission" per connection choice, covering the queue wait
 //     (gatehouse.gate, gatehouse.queue_ms);
@@ -41,6 +41,7 @@ const (
 	attrConnection = attribute.Key("gatehouse.connection")
 	attrGate       = attribute.Key("gatehouse.gate")
 	attrQueueMs    = attribute.Key("gatehouse.queue_ms")
+	attrPriority   = attribute.Key("gatehouse.priority")
 )
 
 // propagator reads and writes W3C traceparent/tracestate; it is fixed (not
@@ -130,6 +131,9 @@ func (g *Gateway) startServerSpan(w http.ResponseWriter, r *http.Request) (http.
 func (ss *serverSpan) prepared(x *exchange) {
 	if x.keyName != "" {
 		ss.span.SetAttributes(attrClient.String(x.keyName))
+	}
+	if x.key != nil {
+		ss.span.SetAttributes(attrPriority.String(x.priority.String()))
 	}
 	if x.info.Model != "" {
 		ss.span.SetName(x.rt.operation() + " " + x.info.Model)

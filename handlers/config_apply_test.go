@@ -141,7 +141,7 @@ func TestConfigClientKeyLimitsApply(t *testing.T) {
 	a := newTestAPI(t, apiOptions{})
 	created := a.do(t, call{method: http.MethodPost, path: path("client-keys"), body: `{"name":"team-a","limits":{"weight":1}}`}).
 		want(t, http.StatusCreated).json(t)
-	doc := `{"clientKeys":[{"name":"team-a","enabled":false,"limits":{"weight":3,"maxConcurrent":2}}]}`
+	doc := `{"clientKeys":[{"name":"team-a","enabled":false,"limits":{"weight":3,"maxConcurrent":2,"priority":"batch"}}]}`
 	dry := planOf(t, a.do(t, call{method: http.MethodPost, path: path("config", "apply") + "?dryRun=true", body: doc}).want(t, http.StatusOK))
 	var diff []string
 	for _, ch := range dry.Changes {
@@ -149,7 +149,8 @@ func TestConfigClientKeyLimitsApply(t *testing.T) {
 			diff = append(diff, ch.Action+" "+ch.Name+" "+d.Path+" "+d.Op)
 		}
 	}
-	want := []string{"update team-a enabled changed", "update team-a limits.maxConcurrent added", "update team-a limits.weight changed"}
+	want := []string{"update team-a enabled changed", "update team-a limits.maxConcurrent added", "update team-a limits.priority added",
+		"update team-a limits.weight changed"}
 	if d := cmp.Diff(want, diff); d != "" {
 		t.Errorf("dry-run plan mismatch (-want +got):\n%s", d)
 	}
@@ -158,10 +159,16 @@ func TestConfigClientKeyLimitsApply(t *testing.T) {
 	}
 	a.do(t, call{method: http.MethodPost, path: path("config", "apply"), body: doc}).want(t, http.StatusOK)
 	k, err := a.store.GetClientKey(t.Context(), created["id"].(string))
-	if err != nil || k.Enabled || k.Version != 2 || !strings.Contains(string(k.Limits), `"maxConcurrent": 2`) {
+	if err != nil || k.Enabled || k.Version != 2 || !strings.Contains(string(k.Limits), `"maxConcurrent": 2`) || !strings.Contains(string(k.Limits), `"priority": "batch"`) {
 		t.Errorf("key after apply = %+v (limits %s), %v; want the same key disabled with the new limits", k, k.Limits, err)
 	}
 	if _, err := a.store.LookupClientKey(t.Context(), created["secret"].(string)); err != nil {
 		t.Errorf("the key's secret changed with its limits: %v", err)
+	}
+	// An unknown class is refused with its path, nothing written.
+	bad := a.do(t, call{method: http.MethodPost, path: path("config", "apply"),
+		body: `{"clientKeys":[{"name":"team-a","limits":{"priority":"urgent"}}]}`, invalidRequest: true}).want(t, http.StatusUnprocessableEntity)
+	if body := string(bad.body); !strings.Contains(body, `limits.priority`) || !strings.Contains(body, "interactive, standard, batch") {
+		t.Errorf("bad class: %s", body)
 	}
 }

@@ -28,10 +28,14 @@ type ClientLive struct {
 	Name     string `json:"name"`
 	Weight   int    `json:"weight"`
 	Cap      int    `json:"cap"`
+	Priority string `json:"priority"`
 	InFlight int    `json:"inFlight"`
 	Queued   int    `json:"queued"`
-	Admitted int64  `json:"admitted"`
-	Timeouts int64  `json:"timeouts"`
+	// QueuedByPriority splits Queued by the class the requests asked for; absent
+	// when none wait.
+	QueuedByPriority map[string]int `json:"queuedByPriority,omitempty"`
+	Admitted         int64          `json:"admitted"`
+	Timeouts         int64          `json:"timeouts"`
 }
 
 // ClusterView is cluster mode's state as this replica sees it (live.Cluster).
@@ -71,6 +75,9 @@ type GateView struct {
 	// QueuedByClient splits Queued by client key id ("" for requests of no
 	// key); absent when nobody is queued on the gate.
 	QueuedByClient map[string]int `json:"queuedByClient,omitempty"`
+	// QueuedByPriority splits Queued by the class the waiters asked for
+	// (interactive, standard, batch); absent when nobody is queued on the gate.
+	QueuedByPriority map[string]int `json:"queuedByPriority,omitempty"`
 }
 
 // ConnectionLive is one connection's health and remaining rate-limit budgets. Until is
@@ -99,13 +106,13 @@ func newGatesView(snap live.Snapshot) GatesView {
 		Clients:     make([]ClientLive, 0, len(snap.Clients)),
 	}
 	for _, c := range snap.Clients {
-		v.Clients = append(v.Clients, ClientLive{ID: c.ID, Name: c.Name, Weight: c.Weight, Cap: c.Cap,
-			InFlight: c.InFlight, Queued: c.Queued, Admitted: c.Admitted, Timeouts: c.Timeouts})
+		v.Clients = append(v.Clients, ClientLive{ID: c.ID, Name: c.Name, Weight: c.Weight, Cap: c.Cap, Priority: c.Priority,
+			InFlight: c.InFlight, Queued: c.Queued, QueuedByPriority: c.QueuedByPriority, Admitted: c.Admitted, Timeouts: c.Timeouts})
 	}
 	for _, g := range snap.Gates {
 		gv := GateView{
 			Key: g.Key, Level: g.Level, Cap: g.Cap, EffectiveCap: g.EffectiveCap, Adaptive: g.Adaptive,
-			InFlight: g.InFlight, Queued: g.Queued, QueuedByClient: g.QueuedByClient,
+			InFlight: g.InFlight, Queued: g.Queued, QueuedByClient: g.QueuedByClient, QueuedByPriority: g.QueuedByPriority,
 			Admitted: g.Admitted, Timeouts: g.Timeouts, QueueFull: g.QueueFull, Cancels: g.Cancels,
 			WaitMsTotal: g.WaitTotal.Milliseconds(),
 		}

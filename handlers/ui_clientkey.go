@@ -31,9 +31,18 @@ func storedKeyFields(k store.ClientKey) web.KeyFields {
 		TPM:           intText(l.TPM),
 		TPD:           intText(l.TPD),
 		Models:        limits.FormatModelList(l.Models),
+		Priority:      valueText(l.Priority),
 		Enabled:       k.Enabled,
 		Version:       strconv.FormatInt(k.Version, 10),
 	}
+}
+
+// valueText is an optional text limit as the form shows it, "" when absent.
+func valueText(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 // typedKeyFields is what the form submitted, over base for the fields it left out.
@@ -42,7 +51,7 @@ func typedKeyFields(form url.Values, base web.KeyFields) web.KeyFields {
 	for name, dst := range map[string]*string{
 		limits.KeyWeight: &f.Weight, limits.KeyMaxConcurrent: &f.MaxConcurrent, limits.KeyMaxWaitMs: &f.MaxWaitMs,
 		limits.KeyRPM: &f.RPM, limits.KeyTPM: &f.TPM, limits.KeyTPD: &f.TPD, limits.KeyModels: &f.Models,
-		"version": &f.Version,
+		limits.KeyPriority: &f.Priority, "version": &f.Version,
 	} {
 		if vs, ok := form[name]; ok && len(vs) > 0 {
 			*dst = vs[0]

@@ -94,7 +94,7 @@ func TestDashKeyEditSaves(t *testing.T) {
 	if diff := cmp.Diff([]string{"1"}, form["weight"]); diff != "" {
 		t.Errorf("weight field mismatch (-want +got):\n%s", diff)
 	}
-	for _, name := range []string{"maxConcurrent", "maxWaitMs", "rpm", "tpm", "tpd", "models", "enabled", "version"} {
+	for _, name := range []string{"maxConcurrent", "maxWaitMs", "rpm", "tpm", "tpd", "models", "priority", "enabled", "version"} {
 		if _, ok := form[name]; !ok {
 			t.Errorf("the form has no field %q", name)
 		}
@@ -106,12 +106,14 @@ func TestDashKeyEditSaves(t *testing.T) {
 	form.Set("tpm", "100000")
 	form.Set("tpd", "1e7")
 	form.Set("models", "zai/*\nglm-5")
+	form.Set("priority", "batch")
 	res := d.post(t, c, "/keys/"+k.ID, form).want(t, http.StatusSeeOther)
 	if loc := res.header.Get("Location"); loc != "/keys/"+k.ID {
 		t.Errorf("redirect to %q, want the key's page", loc)
 	}
 	got, after := d.keyLimits(t, k.ID)
-	want := map[string]any{"weight": 3.0, "maxConcurrent": 8.0, "maxWaitMs": 5000.0, "rpm": 60.0, "tpm": 100000.0, "tpd": 1e7, "models": []any{"zai/*", "glm-5"}}
+	want := map[string]any{"weight": 3.0, "maxConcurrent": 8.0, "maxWaitMs": 5000.0, "rpm": 60.0, "tpm": 100000.0, "tpd": 1e7,
+		"models": []any{"zai/*", "glm-5"}, "priority": "batch"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("stored limits mismatch (-want +got):\n%s", diff)
 	}
@@ -131,6 +133,23 @@ func TestDashKeyEditSaves(t *testing.T) {
 	}
 	if v := page.testid("field-models").Text(); v != "zai/*\nglm-5" {
 		t.Errorf("models after reload %q", v)
+	}
+	if v, _ := page.testid("field-priority").Find("option[selected]").Attr("value"); v != "batch" {
+		t.Errorf("priority after reload %q, want batch selected", v)
+	}
+	list := d.get(t, c, "/keys").want(t, http.StatusOK)
+	if got := texts(list.testid("key-priority")); len(got) != 1 || got[0] != "batch" {
+		t.Errorf("keys table priority %q, want batch", got)
+	}
+	// A class the list does not know is refused beside the field, nothing written.
+	form = formValues(page.testid("key-form"))
+	form.Set("priority", "urgent")
+	bad := d.post(t, c, "/keys/"+k.ID, form).want(t, http.StatusUnprocessableEntity)
+	if msg := texts(bad.testid("error-priority")); len(msg) != 1 || !strings.Contains(msg[0], "interactive, standard, batch") {
+		t.Errorf("error beside priority %q", msg)
+	}
+	if got, _ := d.keyLimits(t, k.ID); got["priority"] != "batch" {
+		t.Errorf("a refused class was written: %v", got["priority"])
 	}
 	if got := texts(page.testid("last-change")); len(got) != 1 || !strings.Contains(got[0], "admin@example.com (version "+keyVersion(after)+")") {
 		t.Errorf("last change %q", got)

@@ -17,7 +17,7 @@ import (
 // settingsNumberFields are the settings form's number fields, by JSON name.
 var settingsNumberFields = []string{
 	"globalMaxConcurrent", "defaultMaxWaitMs", "defaultExecutionMaxWaitMs", "defaultMaxQueueDepth",
-	"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs",
+	"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs", "priorityAgingMs",
 }
 
 // storedSettingsFields fills the settings form from the stored row (absent keys
@@ -33,6 +33,7 @@ func storedSettingsFields(st store.Settings) (web.SettingsFields, []string) {
 		SuspendMs:                 intText(set.SuspendMs),
 		BreakerFailures:           intText(set.BreakerFailures),
 		BreakerCooldownMs:         intText(set.BreakerCooldownMs),
+		PriorityAgingMs:           intText(set.PriorityAgingMs),
 		Providers:                 limits.FormatProviderCaps(set.Providers),
 		Aliases:                   limits.FormatAliases(set.Aliases),
 		Version:                   strconv.FormatInt(st.Version, 10),
@@ -46,7 +47,8 @@ func typedSettingsFields(form url.Values, base web.SettingsFields) web.SettingsF
 		"globalMaxConcurrent": &f.GlobalMaxConcurrent, "defaultMaxWaitMs": &f.DefaultMaxWaitMs,
 		"defaultExecutionMaxWaitMs": &f.DefaultExecutionMaxWaitMs, "defaultMaxQueueDepth": &f.DefaultMaxQueueDepth,
 		"maxAttempts": &f.MaxAttempts, "suspendMs": &f.SuspendMs, "breakerFailures": &f.BreakerFailures,
-		"breakerCooldownMs": &f.BreakerCooldownMs, "providers": &f.Providers, "aliases": &f.Aliases, "version": &f.Version,
+		"breakerCooldownMs": &f.BreakerCooldownMs, "priorityAgingMs": &f.PriorityAgingMs,
+		"providers": &f.Providers, "aliases": &f.Aliases, "version": &f.Version,
 	} {
 		if vs, ok := form[name]; ok && len(vs) > 0 {
 			*dst = vs[0]

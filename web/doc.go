@@ -48,8 +48,9 @@
 // priority, models, enabled, maxConcurrent, modelConcurrency, maxWaitMs,
 // executionMaxWaitMs, maxQueueDepth, rpm, rpd, tpm, tpd, minTime, version; settings:
 // globalMaxConcurrent, defaultMaxWaitMs, defaultExecutionMaxWaitMs,
-// defaultMaxQueueDepth, maxAttempts, suspendMs, breakerFailures, breakerCooldownMs,
-// providers). Field values in view models are the raw typed strings, so a failed save
+// defaultMaxQueueDepth, priorityAgingMs, maxAttempts, suspendMs, breakerFailures,
+// breakerCooldownMs, providers; client keys: weight, maxConcurrent, maxWaitMs, rpm,
+// tpm, tpd, models, priority). Field values in view models are the raw typed strings, so a failed save
 // re-renders exactly what was typed. The "enabled" checkbox is preceded by a hidden
 // "enabled=false": the field is true when any submitted value is "true". Disabled
 // (read-only) controls are not submitted at all.

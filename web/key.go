@@ -98,6 +98,15 @@ func weightText(p Page, w *int) string {
 	return strconv.Itoa(*w)
 }
 
+// priorityText is a key's class on the keys table: its name, or the default's
+// marked as such.
+func priorityText(p Page, name *string) string {
+	if name == nil {
+		return p.L.T("keys.priorityDefault", p.L.T("priority."+limits.DefaultPriority))
+	}
+	return p.L.T("priority." + *name)
+}
+
 // KeyFields is what a client key's limits form holds, as typed: each value is the
 // raw text of its input, so a failed save re-renders exactly what was typed. Form
 // names are the JSON names of the limits (limits.ClientKeyLimitKeys), plus
@@ -110,6 +119,7 @@ type KeyFields struct {
 	TPM           string // tpm
 	TPD           string // tpd
 	Models        string // models: one entry a line (limits.ParseModelList)
+	Priority      string // priority: a class's name, "" for the default
 	Enabled       bool   // enabled (drawn after a hidden "false")
 	Version       string // version (hidden): the version the form was loaded at
 }

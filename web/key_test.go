@@ -135,7 +135,7 @@ func TestKeyFormPage(t *testing.T) {
 func TestOverviewWaitingKeys(t *testing.T) {
 	t.Parallel()
 	model := live.Gate{Key: "model:c1:glm-5", Level: live.LevelModel, ConnectionID: "c1", Model: "glm-5", Cap: 1, InFlight: 1, Queued: 9,
-		QueuedByClient: map[string]int{"ka": 6, "kb": 2, "": 1}}
+		QueuedByClient: map[string]int{"ka": 6, "kb": 2, "": 1}, QueuedByPriority: map[string]int{"batch": 6, "interactive": 3}}
 	conn := live.Gate{Key: "connection:c1", Level: live.LevelConnection, ConnectionID: "c1", Cap: 4, InFlight: 1, Queued: 2,
 		QueuedByClient: map[string]int{"kb": 2}}
 	in := OverviewInput{
@@ -188,6 +188,13 @@ func TestOverviewWaitingKeys(t *testing.T) {
 	}
 	if href := byTestID(t, doc, "conn-c1").Find(`[data-testid="conn-requests"]`).AttrOr("href", ""); href != "/requests?connection=c1" {
 		t.Errorf("connection's requests link %q, want /requests?connection=c1", href)
+	}
+	if got := text(block.Find(`[data-testid="waiting-priority"]`)); got != "3 interactive · 6 batch" {
+		t.Errorf("queue by class %q, want 3 interactive · 6 batch, highest class first", got)
+	}
+	pt := render(t, OverviewPage(testPage("pt-BR", RoleViewer), ov))
+	if got := text(byTestID(t, pt, "conn-c1").Find(`[data-testid="waiting-priority"]`)); got != "3 interativa · 6 lote" {
+		t.Errorf("queue by class in Portuguese %q", got)
 	}
 	if n := byTestID(t, doc, "conn-c2").Find(`[data-testid="waiting-keys"]`).Length(); n != 0 {
 		t.Errorf("connection without a split queue draws %d waiting blocks", n)

@@ -54,11 +54,13 @@ type Overview struct {
 	Global []GateBar
 	// GlobalBottleneck is the global gate's key when requests wait on it.
 	GlobalBottleneck string
-	// GlobalWaiting are the client keys waiting at the global gate.
-	GlobalWaiting  []WaitingKey
-	Connections    []ConnectionBlock
-	LiveURL        string
-	LiveIntervalMs int
+	// GlobalWaiting are the client keys waiting at the global gate, and
+	// GlobalWaitingByPriority its queue by class.
+	GlobalWaiting           []WaitingKey
+	GlobalWaitingByPriority map[string]int
+	Connections             []ConnectionBlock
+	LiveURL                 string
+	LiveIntervalMs          int
 	// Cluster is set in cluster mode only; the summary's counts are then cluster-wide.
 	Cluster *live.Cluster
 }
@@ -88,6 +90,8 @@ type ConnectionBlock struct {
 	// Waiting are the client keys waiting at the bottleneck, largest share first
 	// (empty when the gateway does not split its queue by key).
 	Waiting []WaitingKey
+	// WaitingByPriority is the bottleneck's queue by priority class (live.Gate).
+	WaitingByPriority map[string]int
 }
 
 // GateBar is one gate drawn as a bar.
@@ -225,6 +229,7 @@ func BuildOverview(in OverviewInput) Overview {
 	out.GlobalBottleneck = bottleneck(out.Global)
 	clients := live.ClientsByID(in.Clients)
 	out.GlobalWaiting = waitingAt(out.Global, out.GlobalBottleneck, clients)
+	out.GlobalWaitingByPriority = priorityAt(out.Global, out.GlobalBottleneck)
 	for _, c := range in.Connections {
 		blk := ConnectionBlock{ConnectionStatus: c}
 		if !c.Enabled {
@@ -263,6 +268,7 @@ func BuildOverview(in OverviewInput) Overview {
 		blk.Gates = append(blk.Gates, models...)
 		blk.Bottleneck = bottleneck(blk.Gates)
 		blk.Waiting = waitingAt(blk.Gates, blk.Bottleneck, clients)
+		blk.WaitingByPriority = priorityAt(blk.Gates, blk.Bottleneck)
 		out.Connections = append(out.Connections, blk)
 	}
 	return out

@@ -86,6 +86,34 @@ func waitingAt(gates []GateBar, bottleneck string, clients map[string]live.Clien
 	return nil
 }
 
+// priorityAt is the queue of the gate keyed bottleneck among gates by priority class.
+func priorityAt(gates []GateBar, bottleneck string) map[string]int {
+	for _, g := range gates {
+		if bottleneck != "" && g.Key == bottleneck {
+			return g.QueuedByPriority
+		}
+	}
+	return nil
+}
+
+// priorityBreakdown writes a queue by class, highest class first ("3 interactive
+// · 40 batch"), or "" when every waiter is of the default class (nothing to say).
+func priorityBreakdown(p Page, by map[string]int) string {
+	if len(by) == 0 || len(by) == 1 && by[limits.DefaultPriority] > 0 {
+		return ""
+	}
+	out := ""
+	for _, name := range limits.PriorityNames {
+		if n := by[name]; n > 0 {
+			if out != "" {
+				out += " · "
+			}
+			out += p.L.T("overview.queuedClass", p.L.Int(int64(n)), p.L.T("priority."+name))
+		}
+	}
+	return out
+}
+
 // shareText writes a share as a whole percentage ("75%"); a share that rounds
 // to 0 but is not 0 is "<1%".
 func shareText(s float64) string {

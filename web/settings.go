@@ -10,6 +10,7 @@ type SettingsFields struct {
 	SuspendMs                 string // suspendMs
 	BreakerFailures           string // breakerFailures
 	BreakerCooldownMs         string // breakerCooldownMs
+	PriorityAgingMs           string // priorityAgingMs
 	// Providers is the per-provider caps textarea (form name "providers"): one
 	// "provider maxConcurrent [maxWaitMs]" a line; see limits.ParseProviderCaps.
 	Providers string
@@ -32,7 +33,7 @@ type SettingsForm struct {
 // SettingsFieldNames returns the settings form's field names in page order.
 func SettingsFieldNames() []string {
 	return []string{
-		"globalMaxConcurrent", "defaultMaxWaitMs", "defaultExecutionMaxWaitMs", "defaultMaxQueueDepth",
+		"globalMaxConcurrent", "defaultMaxWaitMs", "defaultExecutionMaxWaitMs", "defaultMaxQueueDepth", "priorityAgingMs",
 		"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs", "providers", "aliases",
 	}
 }

@@ -88,3 +88,6 @@ func (l Local) Drain() { l.C.Drain() }
 
 // Stats is Controller.Stats.
 func (l Local) Stats() []GateStats { return l.C.Stats() }
+
+// SetPriorityAging is Controller.SetPriorityAging.
+func (l Local) SetPriorityAging(d time.Duration) { l.C.SetPriorityAging(d) }

@@ -32,7 +32,19 @@ type ClientKeyLimits struct {
 	// upstream id, or "provider/*"; absent or empty = all. Never an empty,
 	// non-nil slice. A repeated entry is rejected where it repeats.
 	Models []string `json:"models,omitempty" validate:"omitempty,max=500,dive,modelpattern"`
+	// Priority is the key's class at a saturated gate: "interactive",
+	// "standard" or "batch" (PriorityNames); absent means DefaultPriority. A
+	// request may lower its own with X-Gatehouse-Priority, never raise it.
+	Priority *string `json:"priority,omitempty" validate:"omitnil,oneof=interactive standard batch"`
 }
+
+// PriorityNames are the priority classes a client key may have, highest
+// first (the oneof rule on ClientKeyLimits.Priority says the same; a test
+// keeps them, and admission's names, in step).
+var PriorityNames = []string{"interactive", "standard", "batch"}
+
+// DefaultPriority is a client key's class when its limits set none.
+const DefaultPriority = "standard"
 
 // DefaultWeight is a client key's weight when its limits set none.
 const DefaultWeight = 1
@@ -43,14 +55,15 @@ const MaxKeyModels = 500
 // The JSON names of the client-key limits that Overrides does not already name
 // (maxConcurrent, maxWaitMs, rpm, tpm and tpd are spelt as there).
 const (
-	KeyWeight = "weight"
-	KeyModels = "models"
+	KeyWeight   = "weight"
+	KeyModels   = "models"
+	KeyPriority = "priority"
 )
 
 // ClientKeyLimitKeys returns the JSON names of every client-key limit, in the
 // order of DESIGN.md's table (the order the dashboard shows them).
 func ClientKeyLimitKeys() []string {
-	return []string{KeyWeight, KeyMaxConcurrent, KeyMaxWaitMs, KeyRPM, KeyTPM, KeyTPD, KeyModels}
+	return []string{KeyWeight, KeyMaxConcurrent, KeyMaxWaitMs, KeyRPM, KeyTPM, KeyTPD, KeyModels, KeyPriority}
 }
 
 // clientKeyLimitsPrefix names stored client-key limits in warnings.
@@ -100,13 +113,14 @@ func (l ClientKeyLimits) Clone() ClientKeyLimits {
 		TPM:           clonePtr(l.TPM),
 		TPD:           clonePtr(l.TPD),
 		Models:        slices.Clone(l.Models),
+		Priority:      clonePtr(l.Priority),
 	}
 }
 
 // IsZero reports whether l sets no key at all.
 func (l ClientKeyLimits) IsZero() bool {
 	return l.Weight == nil && l.MaxConcurrent == nil && l.MaxWaitMs == nil && l.RPM == nil &&
-		l.TPM == nil && l.TPD == nil && len(l.Models) == 0
+		l.TPM == nil && l.TPD == nil && len(l.Models) == 0 && l.Priority == nil
 }
 
 // Effective returns l with absent keys filled in: weight DefaultWeight, 0 (none)
@@ -120,6 +134,7 @@ func (l ClientKeyLimits) Effective() EffectiveClientKey {
 		TPM:           valueOr(l.TPM, 0),
 		TPD:           valueOr(l.TPD, 0),
 		Models:        NewModelAllowlist(l.Models),
+		Priority:      valueOr(l.Priority, DefaultPriority),
 	}
 }
 
@@ -133,6 +148,8 @@ type EffectiveClientKey struct {
 	TPM, TPD      int64
 	// Models says which models the key may use (the zero value allows all).
 	Models ModelAllowlist
+	// Priority is the key's class, one of PriorityNames.
+	Priority string
 }
 
 // MaxWait is MaxWaitMs as a duration (0 = no bound of the key's own).

@@ -48,7 +48,7 @@ func FormatModelList(models []string) string { return strings.Join(models, "\n")
 // fields carry the JSON names (ClientKeyLimitKeys); a field absent from the
 // form leaves its key as it is in base, a field present but blank removes
 // its key (weight then falls back to DefaultWeight); numbers follow the
-// JSON rules. models is the one-entry-a-line textarea (ParseModelList),
+// JSON rules; priority is a class's name. models is the one-entry-a-line textarea (ParseModelList),
 // whose bad lines are reported on the models path with Code CodeLine and the
 // LineError as the one argument. Every problem is reported with its path
 // under pathPrefix ("limits.weight"); on any problem the result is the zero
@@ -67,6 +67,14 @@ func ApplyClientKeyForm(base ClientKeyLimits, form url.Values, pathPrefix string
 		}
 		if text == "" {
 			delete(members, key)
+			continue
+		}
+		if key == KeyPriority {
+			raw, err := json.Marshal(text) // a string: the decoder checks the name
+			if err != nil {
+				return ClientKeyLimits{}, FieldErrors{plainMessage(CodeInvalid).fieldError(pathPrefix)}
+			}
+			members[key] = raw
 			continue
 		}
 		if key != KeyModels {

@@ -240,6 +240,16 @@ func (d *decoder) decodeField(raw []byte, fv reflect.Value, rules string, path [
 			d.decodeStruct(raw, p.Elem(), path, ns)
 			fv.Set(p)
 			return
+		case reflect.String:
+			// A name (a client key's priority): anything but a JSON string
+			// gets the rule's own message, as a bad string does.
+			var str string
+			if err := json.Unmarshal(raw, &str); err != nil {
+				d.add(path, stringMessage(rules))
+				return
+			}
+			fv.Set(reflect.ValueOf(&str))
+			return
 		}
 		if elem == reflect.TypeFor[Micros]() {
 			m, ok := ParseUSD(string(trimJSONSpace(raw)))
@@ -422,6 +432,17 @@ func mapElemMessage(rules string) message {
 	if i := slices.Index(parts, "endkeys"); i >= 0 && i+1 < len(parts) {
 		tag, param, _ := strings.Cut(parts[i+1], "=")
 		return describe(tag, param, reflect.String)
+	}
+	return plainMessage(CodeInvalid)
+}
+
+// stringMessage words the first oneof rule of a string field's rules, for
+// a value that is not a string at all.
+func stringMessage(rules string) message {
+	for p := range strings.SplitSeq(rules, ",") {
+		if tag, param, _ := strings.Cut(p, "="); tag == "oneof" {
+			return describe(tag, param, reflect.String)
+		}
 	}
 	return plainMessage(CodeInvalid)
 }

@@ -19,6 +19,7 @@ import (
 //	suspendMs                  0–86400000   default 1800000 (0 = never suspend after 401/403)
 //	breakerFailures            0–100        default 5 (0 = breaker off)
 //	breakerCooldownMs          1000–3600000 default 30000
+//	priorityAgingMs            100–3600000  default 10000 (a waiter moves up one priority class per period)
 //	providers.<p>              p matches [a-z0-9-]{1,32}
 //	providers.<p>.maxConcurrent 0–100000    0 or absent = no provider cap
 //	providers.<p>.maxWaitMs     0–120000    0 or absent = defaultMaxWaitMs
@@ -35,6 +36,7 @@ type Settings struct {
 	SuspendMs                 *int                        `json:"suspendMs,omitempty" validate:"omitnil,between=0:86400000"`
 	BreakerFailures           *int                        `json:"breakerFailures,omitempty" validate:"omitnil,between=0:100"`
 	BreakerCooldownMs         *int                        `json:"breakerCooldownMs,omitempty" validate:"omitnil,between=1000:3600000"`
+	PriorityAgingMs           *int                        `json:"priorityAgingMs,omitempty" validate:"omitnil,between=100:3600000"`
 	Providers                 map[string]ProviderSettings `json:"providers,omitempty" validate:"omitempty,dive,keys,providerkey,endkeys"`
 	Aliases                   map[string]string           `json:"aliases,omitempty" validate:"omitempty,max=500,dive,keys,modelkey,endkeys,modelkey"`
 	Prices                    Prices                      `json:"prices,omitempty" validate:"omitempty,max=500,dive,keys,modelpattern,endkeys"`
@@ -60,6 +62,7 @@ const (
 	DefaultSuspendMs           = 1800000
 	DefaultBreakerFailures     = 5
 	DefaultBreakerCooldownMs   = 30000
+	DefaultPriorityAgingMs     = 10000
 )
 
 // settingsWarningPrefix names the settings row in NormalizeSettings' warnings.
@@ -77,6 +80,7 @@ func DefaultSettings() Settings {
 		SuspendMs:                 new(DefaultSuspendMs),
 		BreakerFailures:           new(DefaultBreakerFailures),
 		BreakerCooldownMs:         new(DefaultBreakerCooldownMs),
+		PriorityAgingMs:           new(DefaultPriorityAgingMs),
 	}
 }
 
@@ -91,6 +95,7 @@ type EffectiveSettings struct {
 	SuspendMs                 int // 0 = never suspend
 	BreakerFailures           int // 0 = breaker off
 	BreakerCooldownMs         int
+	PriorityAgingMs           int
 	// Providers holds every provider that sets something; a provider not
 	// listed has no cap and no wait of its own.
 	Providers map[string]EffectiveProvider
@@ -119,6 +124,7 @@ func (s Settings) Effective() EffectiveSettings {
 		BreakerFailures:           valueOr(s.BreakerFailures, DefaultBreakerFailures),
 		BreakerCooldownMs:         valueOr(s.BreakerCooldownMs, DefaultBreakerCooldownMs),
 		Prices:                    clonePrices(s.Prices),
+		PriorityAgingMs:           valueOr(s.PriorityAgingMs, DefaultPriorityAgingMs),
 	}
 	if len(s.Providers) > 0 {
 		e.Providers = make(map[string]EffectiveProvider, len(s.Providers))
@@ -147,6 +153,7 @@ func (s Settings) WithDefaults() Settings {
 		BreakerFailures:           ptrOr(s.BreakerFailures, d.BreakerFailures),
 		BreakerCooldownMs:         ptrOr(s.BreakerCooldownMs, d.BreakerCooldownMs),
 		Prices:                    clonePrices(s.Prices),
+		PriorityAgingMs:           ptrOr(s.PriorityAgingMs, d.PriorityAgingMs),
 	}
 	if len(s.Providers) > 0 {
 		out.Providers = make(map[string]ProviderSettings, len(s.Providers))
@@ -163,6 +170,9 @@ func (e EffectiveSettings) SuspendDuration() time.Duration { return ms(e.Suspend
 
 // BreakerCooldown is BreakerCooldownMs as a duration.
 func (e EffectiveSettings) BreakerCooldown() time.Duration { return ms(e.BreakerCooldownMs) }
+
+// PriorityAging is PriorityAgingMs as a duration.
+func (e EffectiveSettings) PriorityAging() time.Duration { return ms(e.PriorityAgingMs) }
 
 // DefaultMaxWait is DefaultMaxWaitMs as a duration.
 func (e EffectiveSettings) DefaultMaxWait() time.Duration { return ms(e.DefaultMaxWaitMs) }

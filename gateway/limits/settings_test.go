@@ -20,23 +20,24 @@ func TestDecodeSettings(t *testing.T) {
 		{
 			name: "every key",
 			in: `{"globalMaxConcurrent":64,"defaultMaxWaitMs":20000,"defaultExecutionMaxWaitMs":300000,"defaultMaxQueueDepth":500,` +
-				`"maxAttempts":2,"suspendMs":60000,"breakerFailures":3,"breakerCooldownMs":10000,` +
+				`"maxAttempts":2,"suspendMs":60000,"breakerFailures":3,"breakerCooldownMs":10000,"priorityAgingMs":5000,` +
 				`"providers":{"zai":{"maxConcurrent":8,"maxWaitMs":15000},"open-ai2":{"maxConcurrent":0}}}`,
 			want: Settings{
 				GlobalMaxConcurrent: new(64), DefaultMaxWaitMs: new(20000), DefaultExecutionMaxWaitMs: new(300000), DefaultMaxQueueDepth: new(500),
-				MaxAttempts: new(2), SuspendMs: new(60000), BreakerFailures: new(3), BreakerCooldownMs: new(10000),
+				MaxAttempts: new(2), SuspendMs: new(60000), BreakerFailures: new(3), BreakerCooldownMs: new(10000), PriorityAgingMs: new(5000),
 				Providers: map[string]ProviderSettings{"zai": {MaxConcurrent: new(8), MaxWaitMs: new(15000)}, "open-ai2": {MaxConcurrent: new(0)}},
 			},
 		},
 		{name: "empty provider entries are dropped", in: `{"providers":{"zai":{},"x":null}}`, want: Settings{}},
 		{
 			name: "every problem with its path",
-			in: `{"maxAttempts":11,"defaultMaxWaitMs":0,"breakerCooldownMs":999,"suspendMs":"1","tmp":1,` +
+			in: `{"maxAttempts":11,"defaultMaxWaitMs":0,"breakerCooldownMs":999,"suspendMs":"1","tmp":1,"priorityAgingMs":99,` +
 				`"providers":{"Bad_Key":{"maxConcurrent":1},"zai":{"maxConcurrent":-1,"maxWaitMs":1.5,"rpm":3},"openai":5}}`,
 			wantErrs: FieldErrors{
 				{Field: "settings.breakerCooldownMs", Message: "must be a whole number from 1000 to 3600000"},
 				{Field: "settings.defaultMaxWaitMs", Message: "must be a whole number from 1 to 120000"},
 				{Field: "settings.maxAttempts", Message: "must be a whole number from 1 to 10"},
+				{Field: "settings.priorityAgingMs", Message: "must be a whole number from 100 to 3600000"},
 				{Field: "settings.providers.Bad_Key", Message: "provider name must be 1 to 32 characters of a-z, 0-9 and '-'"},
 				{Field: "settings.providers.openai", Message: plainMessage(CodeNotObject).text},
 				{Field: "settings.providers.zai.maxConcurrent", Message: "must be a whole number from 0 to 100000"},
@@ -119,7 +120,7 @@ func TestSettingsEffective(t *testing.T) {
 	t.Parallel()
 	defaults := EffectiveSettings{
 		GlobalMaxConcurrent: 0, DefaultMaxWaitMs: 30000, DefaultExecutionMaxWaitMs: 600000, DefaultMaxQueueDepth: 0,
-		MaxAttempts: 3, SuspendMs: 1800000, BreakerFailures: 5, BreakerCooldownMs: 30000,
+		MaxAttempts: 3, SuspendMs: 1800000, BreakerFailures: 5, BreakerCooldownMs: 30000, PriorityAgingMs: 10000,
 	}
 	tests := []struct {
 		name string
@@ -132,7 +133,7 @@ func TestSettingsEffective(t *testing.T) {
 			name: "set keys win, zeros included",
 			in:   Settings{SuspendMs: new(0), MaxAttempts: new(1), Providers: map[string]ProviderSettings{"zai": {MaxConcurrent: new(4)}}},
 			want: EffectiveSettings{
-				DefaultMaxWaitMs: 30000, DefaultExecutionMaxWaitMs: 600000, MaxAttempts: 1, SuspendMs: 0, BreakerFailures: 5, BreakerCooldownMs: 30000,
+				DefaultMaxWaitMs: 30000, DefaultExecutionMaxWaitMs: 600000, MaxAttempts: 1, SuspendMs: 0, BreakerFailures: 5, BreakerCooldownMs: 30000, PriorityAgingMs: 10000,
 				Providers: map[string]EffectiveProvider{"zai": {MaxConcurrent: 4}},
 			},
 		},

@@ -77,10 +77,14 @@ type Client struct {
 	Name     string
 	Weight   int
 	Cap      int
+	Priority string // the key's class: "interactive", "standard" or "batch"
 	InFlight int
 	Queued   int
-	Admitted int64
-	Timeouts int64
+	// QueuedByPriority splits Queued by the class the requests asked for
+	// (the key's, or lower by X-Gatehouse-Priority); nil when none wait.
+	QueuedByPriority map[string]int
+	Admitted         int64
+	Timeouts         int64
 }
 
 // Gate is one admission gate: who it belongs to, its cap, load and counters.
@@ -119,6 +123,9 @@ type Gate struct {
 	// QueuedByClient splits Queued by client key id (nil when nobody waits;
 	// waiters of no key count under "").
 	QueuedByClient map[string]int
+	// QueuedByPriority splits Queued by the priority class the waiters asked
+	// for ("interactive", "standard", "batch"; nil when nobody waits).
+	QueuedByPriority map[string]int
 	// Admitted counts admissions through the gate; Timeouts, QueueFull and
 	// Cancels the requests that ended waiting on it.
 	Admitted  int64
