@@ -308,6 +308,7 @@ func (x *exchange) setQueueHeader(c *conn) {
 	h := x.w.Header()
 	h[HeaderConnection] = c.labelHdr
 	h[HeaderQueueMs] = x.queueMs()
+	x.setRateLimitHeaders(h)
 }
 
 // queueMs is the X-Gatehouse-Queue-Ms header value.
@@ -334,6 +335,7 @@ func (x *exchange) writeLast() {
 	h.Set("Content-Length", strconv.Itoa(len(l.body)))
 	h[HeaderConnection] = []string{l.label}
 	h[HeaderQueueMs] = x.queueMs()
+	x.setRateLimitHeaders(h)
 	x.status = l.status
 	x.firstByte()
 	x.w.WriteHeader(l.status)

@@ -56,6 +56,20 @@ type keyCarry struct {
 	queued   [numPriorities]atomic.Int64 // requests of the key waiting for admission, by class (priorityIndex)
 }
 
+// queuedByPriority is the key's waiting requests by class name, nil when none wait.
+func (c *keyCarry) queuedByPriority() map[string]int {
+	var out map[string]int
+	for i, p := range admission.Priorities {
+		if n := c.queued[i].Load(); n > 0 {
+			if out == nil {
+				out = make(map[string]int, numPriorities)
+			}
+			out[p.String()] = int(n)
+		}
+	}
+	return out
+}
+
 // queuedTotal is the key's requests waiting for admission, every class.
 func (c *keyCarry) queuedTotal() int {
 	n := int64(0)
@@ -74,7 +88,8 @@ type keyState struct {
 	// storeID names the key's rpm turn and tpm window in the shared rate-limit
 	// store, apart from connection ids (key:<id>); "" when it has neither.
 	storeID  string
-	priority admission.Priority // the key's class (limits "priority")
+	priority admission.Priority     // the key's class (limits "priority")
+	own      limits.ClientKeyLimits // the key's limits as configured (GET /v1/gatehouse/limits)
 	carry    *keyCarry
 	metrics  *clientMetrics
 }
@@ -98,6 +113,7 @@ func (g *Gateway) prepareKey(k ClientKey, carry *keyCarry) *keyState {
 		metrics: g.metrics.client(k.Name)}
 	ks.lim = ratelimit.ForClientKey(k.ID, ks.eff)
 	ks.priority = keyPriority(ks.eff.Priority)
+	ks.own = k.Limits
 	if ks.eff.MaxConcurrent > 0 {
 		ks.gate = admission.GateRef{Level: live.LevelKey, Key: keyGateKey(k.ID)}
 	}
@@ -275,14 +291,7 @@ func (s *state) liveClients(stats map[string]admission.GateStats) []live.Client 
 	for _, ks := range s.keyOrder {
 		c := live.Client{ID: ks.id, Name: ks.name, Weight: ks.eff.Weight, Cap: ks.eff.MaxConcurrent,
 			Priority: ks.priority.String(), InFlight: int(ks.carry.inflight.Load()), Queued: ks.carry.queuedTotal()}
-		for i, p := range admission.Priorities {
-			if n := ks.carry.queued[i].Load(); n > 0 {
-				if c.QueuedByPriority == nil {
-					c.QueuedByPriority = make(map[string]int, numPriorities)
-				}
-				c.QueuedByPriority[p.String()] = int(n)
-			}
-		}
+		c.QueuedByPriority = ks.carry.queuedByPriority()
 		if st, ok := stats[ks.gate.Key]; ok && ks.gate.Key != "" {
 			c.Admitted, c.Timeouts = st.Admitted, st.Timeouts
 		}

@@ -44,6 +44,9 @@ func (g *Gateway) begin(w http.ResponseWriter, r *http.Request) *exchange {
 		return x
 	}
 	if e != errAnswered {
+		h := w.Header()
+		h[HeaderQueueMs] = g.zeroMs
+		x.setRateLimitHeaders(h)
 		writeError(w, x.st, e)
 		x.status, x.failed = e.status, e
 	} else if x.status == 0 {
@@ -105,7 +108,11 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 	if aerr != nil {
 		return x, aerr
 	}
+	if rt == routeLimits {
+		return x, x.answerLimits(w, r, ks)
+	}
 	if rt.listing() {
+		w.Header()[HeaderQueueMs] = g.zeroMs
 		if rt.style() == styleGemini {
 			return x, listGeminiModels(w, r, s, ks, rt)
 		}
@@ -137,7 +144,7 @@ func (x *exchange) checkRoute(w http.ResponseWriter, r *http.Request) (route, *a
 	}
 	x.st, x.rt = rt.style(), rt
 	want, allow := http.MethodPost, "POST"
-	listing := rt.listing()
+	listing := rt.listing() || rt == routeLimits
 	if listing {
 		want, allow = http.MethodGet, "GET, HEAD"
 	}
@@ -181,6 +188,9 @@ func (g *Gateway) authenticate(x *exchange, r *http.Request) (*state, *keyState,
 			message: "the gateway has no configuration loaded or is shutting down"}
 	}
 	x.key = g.keyOf(s, key)
+	if x.key != nil {
+		x.priority = x.key.priority
+	}
 	if !key.Enabled {
 		return nil, nil, errKeyDisabled(key.Name)
 	}
@@ -432,6 +442,8 @@ func (x *exchange) answerFailed() {
 // request spent queued (X-Gatehouse-Queue-Ms) like every answer after routing.
 func (x *exchange) fail(e *apiError) {
 	x.status, x.failed = e.status, e
-	x.w.Header()[HeaderQueueMs] = x.queueMs()
+	h := x.w.Header()
+	h[HeaderQueueMs] = x.queueMs()
+	x.setRateLimitHeaders(h)
 	writeError(x.w, x.st, e)
 }

@@ -21,7 +21,7 @@ type RequestRecord struct {
 	Model         string
 	UpstreamModel string
 	// Route is chat, completions, responses, messages, embeddings,
-	// count_tokens, gemini (every Gemini model method), models or unknown.
+	// count_tokens, gemini (every Gemini model method), models, limits or unknown.
 	Route  string
 	Stream bool
 	// Status is the status the client got; StatusClientGone when the client
@@ -67,7 +67,7 @@ func (noRequestLog) Record(*RequestRecord) {}
 var routeNames = [...]string{
 	routeChat: "chat", routeCompletions: "completions", routeEmbeddings: "embeddings",
 	routeResponses: "responses", routeMessages: "messages", routeCountTokens: "count_tokens",
-	routeModels: "models", routeModel: "models", routeUnknown: "unknown",
+	routeModels: "models", routeModel: "models", routeLimits: "limits", routeUnknown: "unknown",
 	routeGenerate: "gemini", routeStreamGenerate: "gemini", routeGeminiCount: "gemini",
 	routeGeminiModels: "models", routeGeminiModel: "models",
 }
@@ -87,7 +87,7 @@ func (x *exchange) record(r *http.Request) {
 		rec.Status = StatusClientGone
 	}
 	if x.key != nil {
-		rec.KeyID = x.key.id
+		rec.KeyID, rec.Priority = x.key.id, x.priority.String()
 	}
 	if t := x.logT; t != nil {
 		rec.ConnectionID, rec.ConnectionName, rec.Provider, rec.UpstreamModel = t.c.id, t.c.name, t.c.provider, t.model

@@ -26,6 +26,7 @@ const (
 	routeModel        // GET /v1/models/{id}; not forwarded
 	routeGeminiModels // GET /v1beta/models; not forwarded
 	routeGeminiModel  // GET /v1beta/models/{model}; not forwarded
+	routeLimits       // GET /v1/gatehouse/limits: the key's own limits (signals.go)
 	routeUnknown      // no such route (for the request log)
 )
 
@@ -58,6 +59,8 @@ func routeOf(path string) (route, bool) {
 		return routeCountTokens, true
 	case "/v1/models":
 		return routeModels, true
+	case limitsPath:
+		return routeLimits, true
 	}
 	if len(path) > len(modelPrefix) && strings.HasPrefix(path, modelPrefix) {
 		return routeModel, true

@@ -1,0 +1,197 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
+)
+
+// signalKeys: R has an rpm, T a tpm and a tpd (tpm the tighter), D a tpd
+// tighter than its tpm, N no rate at all.
+func signalKeys() map[string]ClientKey {
+	return map[string]ClientKey{
+		"sk-r": {ID: "kr", Name: "r", Enabled: true, Limits: limits.ClientKeyLimits{RPM: ptr(600000)}},
+		"sk-t": {ID: "kt", Name: "t", Enabled: true, Limits: limits.ClientKeyLimits{TPM: ptr(int64(100000)), TPD: ptr(int64(10000000))}},
+		"sk-d": {ID: "kd", Name: "d", Enabled: true, Limits: limits.ClientKeyLimits{TPM: ptr(int64(1000000)), TPD: ptr(int64(1000)),
+			Priority: ptr("batch"), Weight: ptr(2)}},
+		"sk-n": {ID: "kn", Name: "n", Enabled: true},
+	}
+}
+
+func newSignalEnv(t *testing.T) *env {
+	t.Helper()
+	keys := signalKeys()
+	e := newEnv(t, upstreamtest.Options{}, withKeys(keys))
+	e.gw.Apply(Config{Connections: []Connection{e.conn("c1", "k1", "glm-5")}, ClientKeys: keyConfig(keys)})
+	return e
+}
+
+// openAIResetForm is OpenAI's reset duration: "6m0s", "20ms", "1s".
+var openAIResetForm = regexp.MustCompile(`^([0-9]+h)?([0-9]+m)?([0-9]+s|[0-9]+ms)$`)
+
+func headerInt(t *testing.T, r reply, name string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(r.header.Get(name), 10, 64)
+	if err != nil {
+		t.Fatalf("%s = %q: %v (headers %v)", name, r.header.Get(name), err, r.header)
+	}
+	return n
+}
+
+// TestRateLimitHeadersCountDown: a key's X-RateLimit-Remaining-Requests
+// counts down by one per request with its rpm, in the minute window; its
+// reset is in OpenAI's duration form.
+func TestRateLimitHeadersCountDown(t *testing.T) {
+	t.Parallel()
+	e := newSignalEnv(t)
+	for attempt := 0; ; attempt++ {
+		minute := time.Now().Truncate(time.Minute)
+		var got []int64
+		for range 4 {
+			r := e.post(testCtx(t), "/v1/chat/completions", chatBody("glm-5", false), as("sk-r")...)
+			if r.status != http.StatusOK {
+				t.Fatalf("status %d: %s", r.status, r.body)
+			}
+			if l := headerInt(t, r, "X-RateLimit-Limit-Requests"); l != 600000 {
+				t.Errorf("limit %d, want 600000", l)
+			}
+			if reset := r.header.Get("X-RateLimit-Reset-Requests"); !openAIResetForm.MatchString(reset) {
+				t.Errorf("reset %q is not in OpenAI's form", reset)
+			}
+			if r.header.Get("X-RateLimit-Limit-Tokens") != "" {
+				t.Errorf("a key without token budgets got X-RateLimit-Limit-Tokens %q", r.header.Get("X-RateLimit-Limit-Tokens"))
+			}
+			got = append(got, headerInt(t, r, "X-RateLimit-Remaining-Requests"))
+		}
+		t.Logf("remaining requests: %v", got)
+		counted := got[0] < 600000
+		for i := 1; i < len(got); i++ {
+			counted = counted && got[i] == got[i-1]-1
+		}
+		if counted {
+			break
+		}
+		if !time.Now().Truncate(time.Minute).After(minute) || attempt > 0 {
+			t.Fatalf("remaining requests %v, want one fewer per request", got)
+		}
+		// The minute window rolled over during the run: once more.
+	}
+	// A key without rates gets none of the headers, and X-Gatehouse-Queue-Ms.
+	r := e.post(testCtx(t), "/v1/chat/completions", chatBody("glm-5", false), as("sk-n")...)
+	if r.header.Get("X-RateLimit-Limit-Requests") != "" || r.header.Get("X-RateLimit-Remaining-Tokens") != "" || r.header.Get(HeaderQueueMs) == "" {
+		t.Errorf("key without rates: headers %v", r.header)
+	}
+}
+
+// TestRateLimitHeadersTokens: X-RateLimit-*-Tokens describe the tightest of
+// a key's tpm and tpd, and Remaining-Tokens falls as the upstream's usage is
+// charged (30 tokens a request from the fake upstream).
+func TestRateLimitHeadersTokens(t *testing.T) {
+	t.Parallel()
+	e := newSignalEnv(t)
+	for _, tc := range []struct {
+		secret string
+		limit  int64
+	}{{"sk-t", 100000}, {"sk-d", 1000}} {
+		var got []int64
+		for range 4 {
+			r := e.post(testCtx(t), "/v1/chat/completions", chatBody("glm-5", false), as(tc.secret)...)
+			if r.status != http.StatusOK {
+				t.Fatalf("%s: status %d: %s", tc.secret, r.status, r.body)
+			}
+			if l := headerInt(t, r, "X-RateLimit-Limit-Tokens"); l != tc.limit {
+				t.Errorf("%s: token limit %d, want the tighter budget %d", tc.secret, l, tc.limit)
+			}
+			if reset := r.header.Get("X-RateLimit-Reset-Tokens"); !openAIResetForm.MatchString(reset) {
+				t.Errorf("%s: reset %q is not in OpenAI's form", tc.secret, reset)
+			}
+			got = append(got, headerInt(t, r, "X-RateLimit-Remaining-Tokens"))
+		}
+		t.Logf("%s remaining tokens: %v", tc.secret, got)
+		for i := 1; i < len(got); i++ {
+			if got[i] >= got[i-1] {
+				t.Errorf("%s: remaining tokens %v, want them to fall with each request", tc.secret, got)
+				break
+			}
+		}
+		if last := got[len(got)-1]; last > tc.limit-90 {
+			t.Errorf("%s: remaining %d after 4 requests of 30 tokens, want at most %d", tc.secret, last, tc.limit-90)
+		}
+	}
+}
+
+// TestRateLimitHeadersOnRefusals: an answer the gateway gives itself (a
+// model the key may not reach: 404) carries the key's headers and
+// X-Gatehouse-Queue-Ms too.
+func TestRateLimitHeadersOnRefusals(t *testing.T) {
+	t.Parallel()
+	e := newSignalEnv(t)
+	r := e.post(testCtx(t), "/v1/chat/completions", chatBody("no-such-model", false), as("sk-r")...)
+	if r.status != http.StatusNotFound || r.header.Get("X-RateLimit-Limit-Requests") != "600000" || r.header.Get(HeaderQueueMs) != "0" {
+		t.Errorf("404: status %d headers %v", r.status, r.header)
+	}
+	r = e.post(testCtx(t), "/v1/chat/completions", chatBody("glm-5", false), append(as("sk-r"), HeaderPriority, "urgent")...)
+	if r.status != http.StatusBadRequest || r.header.Get("X-RateLimit-Remaining-Requests") == "" || r.header.Get(HeaderQueueMs) != "0" {
+		t.Errorf("400: status %d headers %v", r.status, r.header)
+	}
+}
+
+// TestGatehouseLimits: GET /v1/gatehouse/limits answers the calling key's
+// limits exactly as configured (the API's "limits" object), its class, its
+// budgets with what is left and when they reset, and its load.
+func TestGatehouseLimits(t *testing.T) {
+	t.Parallel()
+	e := newSignalEnv(t)
+	if r := e.post(testCtx(t), "/v1/chat/completions", chatBody("glm-5", false), as("sk-d")...); r.status != http.StatusOK {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	r := e.send(testCtx(t), http.MethodGet, limitsPath, "", as("sk-d")...)
+	if r.status != http.StatusOK || r.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("status %d %q: %s", r.status, r.header.Get("Content-Type"), r.body)
+	}
+	var got struct {
+		ID, Name, Priority string
+		Limits             json.RawMessage
+		Budgets            map[string]struct {
+			Limit, Remaining int64
+			ResetAt          time.Time
+			ResetIn          string
+		}
+		InFlight, Queued int
+	}
+	if err := json.Unmarshal([]byte(r.body), &got); err != nil {
+		t.Fatalf("%v: %s", err, r.body)
+	}
+	want, _ := json.Marshal(signalKeys()["sk-d"].Limits)
+	if got.ID != "kd" || got.Name != "d" || got.Priority != "batch" || string(got.Limits) != string(want) {
+		t.Errorf("key %s %s %s limits %s, want kd d batch %s", got.ID, got.Name, got.Priority, got.Limits, want)
+	}
+	tpd, ok := got.Budgets["tpd"]
+	if !ok || tpd.Limit != 1000 || tpd.Remaining != 970 || !tpd.ResetAt.After(time.Now()) || !openAIResetForm.MatchString(tpd.ResetIn) {
+		t.Errorf("tpd budget %+v (ok %v), want limit 1000, 970 left after one request of 30 tokens", tpd, ok)
+	}
+	if _, ok := got.Budgets["tpm"]; !ok || len(got.Budgets) != 2 {
+		t.Errorf("budgets %v, want tpm and tpd", got.Budgets)
+	}
+	if got.InFlight != 0 || got.Queued != 0 {
+		t.Errorf("load %d in flight, %d queued, want none", got.InFlight, got.Queued)
+	}
+	// A key with nothing set: empty limits, standard, no budgets.
+	r = e.send(testCtx(t), http.MethodGet, limitsPath, "", as("sk-n")...)
+	if r.status != http.StatusOK || r.body != `{"id":"kn","name":"n","limits":{},"priority":"standard","budgets":{},"inFlight":0,"queued":0}`+"\n" {
+		t.Errorf("plain key: %d %s", r.status, r.body)
+	}
+	// The route wants a client key, and GET.
+	if r := e.send(testCtx(t), http.MethodGet, limitsPath, ""); r.status != http.StatusUnauthorized {
+		t.Errorf("no key: %d", r.status)
+	}
+	if r := e.send(testCtx(t), http.MethodPost, limitsPath, "{}", as("sk-n")...); r.status != http.StatusMethodNotAllowed {
+		t.Errorf("POST: %d", r.status)
+	}
+}
