@@ -131,7 +131,7 @@ func TestSettings(t *testing.T) {
 	got := r.json(t)
 	delete(got, "updatedAt")
 	want := jsonValue(t, `{"globalMaxConcurrent":0,"defaultMaxWaitMs":30000,"defaultExecutionMaxWaitMs":300000,
-		"defaultMaxQueueDepth":0,"maxAttempts":3,"suspendMs":1800000,"breakerFailures":5,"breakerCooldownMs":30000,
+		"defaultMaxQueueDepth":0,"maxAttempts":3,"suspendMs":1800000,"breakerFailures":5,"breakerCooldownMs":30000,"priorityAgingMs":10000,
 		"providers":{"zai":{"maxConcurrent":8,"maxWaitMs":1000}},"version":2}`)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("settings after patch (-want +got):\n%s", diff)
@@ -166,7 +166,7 @@ func TestSettingsShowDefaults(t *testing.T) {
 	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	defaults := `"globalMaxConcurrent":0,"defaultMaxWaitMs":30000,"defaultExecutionMaxWaitMs":600000,
-		"defaultMaxQueueDepth":0,"maxAttempts":3,"suspendMs":1800000,"breakerFailures":5,"breakerCooldownMs":30000`
+		"defaultMaxQueueDepth":0,"maxAttempts":3,"suspendMs":1800000,"breakerFailures":5,"breakerCooldownMs":30000,"priorityAgingMs":10000`
 	tests := []struct {
 		name  string
 		patch string // empty: a GET
