@@ -82,7 +82,7 @@ func priorityNames(by map[admission.Priority]int) map[string]int {
 }
 
 // priorityAger is an Admitter whose waiters age through the classes (the
-// in-process controller); a shared controller without classes is not one.
+// in-process and the cluster controller).
 type priorityAger interface {
 	SetPriorityAging(time.Duration)
 }

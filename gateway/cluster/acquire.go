@@ -163,13 +163,14 @@ func (c *Controller) beginLocked(req admission.Request) (*waiter, error) {
 	}
 	c.seq++
 	w := &waiter{
-		member: c.replica + ":" + strconv.FormatUint(c.seq, 10),
-		client: c.clientField(req.Client),
-		key:    req.Client,
-		path:   path,
-		on:     -1,
-		found:  notCounted,
-		kickCh: make(chan struct{}, 1),
+		member:   c.replica + ":" + strconv.FormatUint(c.seq, 10),
+		client:   c.clientField(req.Client),
+		key:      req.Client,
+		priority: req.Priority,
+		path:     path,
+		on:       -1,
+		found:    notCounted,
+		kickCh:   make(chan struct{}, 1),
 	}
 	if len(path) > 0 {
 		w.qgate = queueGate(req, path)
@@ -254,14 +255,14 @@ func (c *Controller) admit(w *waiter) (bool, error) {
 func (c *Controller) attempt(w *waiter, req admission.Request, try bool) (outcome, error) {
 	n := len(w.path)
 	keys := []string{c.keys.queued, w.qgate.wKey}
-	args := make([]any, 0, 9+2*n)
+	args := make([]any, 0, 11+2*n)
 	c.mu.Lock()
 	tryArg := "0"
 	if try {
 		tryArg = "1"
 	}
 	args = append(args, w.member, w.on+1, tryArg, w.client, costArg(req.Weight), c.ttlArg,
-		max(req.MaxQueueDepth, 0), w.arrival, n)
+		max(req.MaxQueueDepth, 0), w.arrival, levelArg(req.Priority), c.agingArg, n)
 	for _, g := range w.path {
 		args = append(args, g.keyArg, g.capArg)
 	}
@@ -285,6 +286,16 @@ func (c *Controller) attempt(w *waiter, req admission.Request, try bool) (outcom
 		return outcome{}, fmt.Errorf("cluster: acquire: script named gate %d of %d", out.blocked+1, n)
 	}
 	return out, nil
+}
+
+// levelArgs are the scripts' class levels, boxed once: 0 interactive, 1
+// standard, 2 batch (fair.lua).
+var levelArgs = [3]any{int64(0), int64(1), int64(2)}
+
+// levelArg is p's level for the scripts, boxed; values out of range count
+// as the nearest class, as in package admission.
+func levelArg(p admission.Priority) any {
+	return levelArgs[min(max(int(p), -1), 1)+1]
 }
 
 // park records w, just queued in Redis, as parked on its blocking gate.

@@ -240,7 +240,7 @@ func (c *Controller) renew(ctx context.Context) error {
 	for _, g := range c.gates {
 		if g.cap > 0 {
 			capped = append(capped, g)
-			keys = append(keys, g.hKey, g.qKey)
+			keys = append(keys, g.hKey, g.xKey) // x: every class's waiters
 		}
 	}
 	c.mu.Unlock()

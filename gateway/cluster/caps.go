@@ -132,10 +132,12 @@ func (c *Controller) Stats() []admission.GateStats {
 		}
 		if len(g.parked) > 0 {
 			by := make(map[string]int, 4)
+			byP := make(map[admission.Priority]int, 3)
 			for _, w := range g.parked {
 				by[w.key]++
+				byP[w.priority]++
 			}
-			byKey[g.key].QueuedByClient = by
+			byKey[g.key].QueuedByClient, byKey[g.key].QueuedByPriority = by, byP
 		}
 	}
 	caps := c.caps
@@ -148,6 +150,12 @@ func (c *Controller) Stats() []admission.GateStats {
 		}
 		s.InFlight += f.InFlight
 		s.Queued += f.Queued
+		for p, n := range f.QueuedByPriority {
+			if s.QueuedByPriority == nil {
+				s.QueuedByPriority = make(map[admission.Priority]int, len(f.QueuedByPriority))
+			}
+			s.QueuedByPriority[p] += n
+		}
 		for id, n := range f.QueuedByClient {
 			if s.QueuedByClient == nil {
 				s.QueuedByClient = make(map[string]int, len(f.QueuedByClient))
@@ -168,6 +176,25 @@ func (c *Controller) Stats() []admission.GateStats {
 	}
 	slices.SortFunc(out, func(a, b admission.GateStats) int { return strings.Compare(a.Key, b.Key) })
 	return out
+}
+
+// SetPriorityAging changes how long a waiter waits before it moves up one
+// priority class (≤ 0: admission.DefaultPriorityAging), here and in the
+// fallback. A waiter queued in Redis keeps the times it was given when it
+// parked; the new period applies to those that park from now on.
+func (c *Controller) SetPriorityAging(d time.Duration) {
+	c.fallback.SetPriorityAging(d)
+	c.mu.Lock()
+	c.agingArg = agingMs(d)
+	c.mu.Unlock()
+}
+
+// agingMs is the aging period d in ms for the scripts, boxed.
+func agingMs(d time.Duration) any {
+	if d <= 0 {
+		d = admission.DefaultPriorityAging
+	}
+	return max(d.Milliseconds(), 1)
 }
 
 // Totals returns the replica-wide outcome counters, fallback included.

@@ -120,6 +120,10 @@ type Options struct {
 	DefaultHold time.Duration
 	// Logger receives mode switches and lost leases (default slog.Default()).
 	Logger *slog.Logger
+	// PriorityAging is how long a waiter waits before it moves up one
+	// priority class (default admission.DefaultPriorityAging; see
+	// SetPriorityAging).
+	PriorityAging time.Duration
 }
 
 var _ admission.Admitter = (*Controller)(nil)
@@ -138,6 +142,7 @@ type Controller struct {
 	log         *slog.Logger
 	keys        keyspace
 	ttlArg      any // ttl in ms, boxed once for script arguments
+	agingArg    any // the priority aging period in ms, boxed once; guarded by mu
 
 	base    context.Context // for Redis calls; never cancelled
 	stop    context.CancelFunc
@@ -201,7 +206,7 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 		closing:      make(chan struct{}),
 		drained:      make(chan struct{}),
 		subSync:      make(chan struct{}, 1),
-		fallback:     admission.New(admission.Options{DefaultHold: opts.DefaultHold}),
+		fallback:     admission.New(admission.Options{DefaultHold: opts.DefaultHold, PriorityAging: opts.PriorityAging}),
 		caps:         make(map[string]int),
 		gates:        make(map[string]*gateState),
 		leases:       make(map[*lease]struct{}),
@@ -215,6 +220,7 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 		return nil, fmt.Errorf("cluster: lease TTL %s is too short", c.ttl)
 	}
 	c.ttlArg = c.ttl.Milliseconds()
+	c.agingArg = agingMs(opts.PriorityAging)
 	c.base = context.WithoutCancel(ctx)
 	if err := c.renew(ctx); err != nil {
 		c.markDown(err)

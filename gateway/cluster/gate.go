@@ -15,7 +15,7 @@ import (
 type gateState struct {
 	key, level string
 	// Redis names, computed once (the scripts name the others from key).
-	hKey, qKey, xKey, wKey, channel string
+	hKey, xKey, wKey, channel string
 	// keyArg and capArg are key and cap boxed for script arguments, once
 	// per gate and per cap (setCap), not once per request.
 	keyArg, capArg any
@@ -51,7 +51,7 @@ func (c *Controller) newGate(level, key string) *gateState {
 	}
 	return &gateState{
 		key: key, level: level,
-		hKey: c.keys.holders(key), qKey: c.keys.queue(key), xKey: c.keys.expiry(key),
+		hKey: c.keys.holders(key), xKey: c.keys.expiry(key),
 		wKey: c.keys.waiting(key), channel: c.keys.channel(key),
 		keyArg: key, capArg: 0,
 	}
@@ -147,6 +147,8 @@ type waiter struct {
 	member string
 	client any    // the fair-state field of its client key, "c:<id>" (clientField)
 	key    string // its client key id (Request.Client), for Stats
+	// priority is its class (Request.Priority), for Stats.
+	priority admission.Priority
 	// arrival is when it first queued (µs, Redis's clock; 0 before), kept
 	// across moves so that it keeps its place among its key's waiters;
 	// entry is its queue entry (fair.lua's entryOf), set with arrival.

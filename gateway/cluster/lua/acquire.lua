@@ -12,7 +12,9 @@
 -- ARGV[5] cost: the span of one turn of the client (1e6 / weight)
 -- ARGV[6] lease TTL ms   ARGV[7] max queue depth (0 = unbounded)
 -- ARGV[8] the waiter's arrival (µs on Redis's clock; 0 = not queued yet)
--- ARGV[9] n, then per gate i: ARGV[8+2i] gate key, ARGV[9+2i] cap (0 = none)
+-- ARGV[9] its class's level (0 interactive, 1 standard, 2 batch)
+-- ARGV[10] the aging period (ms): a waiter moves up one level per period
+-- ARGV[11] n, then per gate i: ARGV[10+2i] gate key, ARGV[11+2i] cap (0 = none)
 --
 -- A lease lives the TTL from its last renewal; a queue entry only two renew
 -- periods (2/3 of the TTL), so a replica that stops renewing stops holding
@@ -21,7 +23,8 @@
 -- A capped gate lets the request through when its free slots exceed the
 -- turns before the request's there (fair.lua's position): so a newcomer
 -- never overtakes a waiter whose fair turn comes first, and a key's waiters
--- keep their arrival order. Nobody waiting on any gate of the path (one
+-- keep their arrival order; waiters of a higher level (its class, raised
+-- by aging: fair.lua) all come first. Nobody waiting on any gate of the path (one
 -- HMGET says so) is the uncontended case: a count of each capped gate's
 -- holders, a lease in each gate, and no fair state at all (as admit.lua
 -- does). Leases of dead owners are dropped when a gate looks full.
@@ -39,9 +42,11 @@ local cost = tonumber(ARGV[5])
 local ttl = tonumber(ARGV[6])
 local depth = tonumber(ARGV[7])
 local arrival = tonumber(ARGV[8])
-local n = tonumber(ARGV[9])
+local base = tonumber(ARGV[9])
+local aging = tonumber(ARGV[10])
+local n = tonumber(ARGV[11])
 local F = fair()
-local clock = redis.call('TIME')
+local clock = F.time()
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local exp = now + ttl
 local qexp = now + math.floor(ttl * 2 / 3)
@@ -50,8 +55,8 @@ if arrival == 0 then
 end
 local e = F.entryOf(cf, arrival, member)
 
-local function gate(i) return ARGV[8 + 2 * i] end
-local function cap(i) return tonumber(ARGV[9 + 2 * i]) end
+local function gate(i) return ARGV[10 + 2 * i] end
+local function cap(i) return tonumber(ARGV[11 + 2 * i]) end
 local function holders(i) return F.root .. 'h:' .. gate(i) end
 local function room(i)
   local c = cap(i)
@@ -90,12 +95,14 @@ for i = 1, n do
       break
     end
     if waiting[i] then
-      local ahead, T, tm, s = F.position(gate(i), cf, cost, e, free)
+      F.promote(gate(i))
+      local lv = (parked == i and F.levelOf(gate(i), e)) or F.levelAt(base, arrival, aging)
+      local ahead, T, tm, s = F.position(gate(i), lv, cf, cost, e, free)
       if ahead >= free then
         blocked = i
         break
       end
-      turns[i] = { T, tm, s }
+      turns[i] = { lv, T, tm, s }
     end
   end
 end
@@ -111,12 +118,12 @@ if blocked == 0 then
   for i = 1, n do
     redis.call('ZADD', holders(i), exp, member)
     local p = turns[i]
-    if p then F.takeTurn(gate(i), cf, cost, p[1], p[2], p[3]) end
+    if p then F.takeTurn(gate(i), p[1], cf, cost, p[2], p[3], p[4]) end
   end
   if parked > 0 then
-    local pg = gate(parked)
-    if F.unqueue(pg, e) and F.sync(pg) > 0 and room(parked) then
-      F.wake(pg) -- room for the next in line too
+    local left = F.leave(gate(parked), e)
+    if left and left > 0 and room(parked) then
+      F.wake(gate(parked)) -- room for the next in line too
     end
     redis.call('ZREM', KEYS[2], member)
   end
@@ -141,11 +148,11 @@ redis.call('ZADD', KEYS[2], qexp, member)
 -- Parked (again) on the blocking gate: a newcomer, a waiter blocked by
 -- another gate than its own (it moves, keeping its arrival), or one whose
 -- entry lapsed; a waiter still parked there stays as it is.
-local queued = F.enqueue(bg, cf, cost, e, qexp)
+local queued = F.enqueue(bg, base, aging, cf, cost, e, arrival, qexp, parked == blocked)
 if parked > 0 and parked ~= blocked then
-  local pg = gate(parked)
-  if F.unqueue(pg, e) and F.sync(pg) > 0 and room(parked) then
-    F.wake(pg)
+  local left = F.leave(gate(parked), e)
+  if left and left > 0 and room(parked) then
+    F.wake(gate(parked))
   end
 end
 return { 0, blocked, arrival, held, queued }

@@ -9,7 +9,8 @@
 local F = fair()
 redis.call('ZREM', KEYS[2], ARGV[1])
 local g, cap = ARGV[3], tonumber(ARGV[4])
-if F.unqueue(g, ARGV[2]) and F.sync(g) > 0
+local left = F.leave(g, ARGV[2])
+if left and left > 0
     and (cap == 0 or redis.call('ZCARD', F.root .. 'h:' .. g) < cap) then
   F.wake(g)
 end

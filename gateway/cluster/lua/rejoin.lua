@@ -29,7 +29,8 @@ end
 for i = 1, o do
   local member, entry, g, cap = ARGV[4 * i], ARGV[4 * i + 1], ARGV[4 * i + 2], tonumber(ARGV[4 * i + 3])
   redis.call('ZREM', KEYS[1 + i], member)
-  if F.unqueue(g, entry) and F.sync(g) > 0 then
+  local left = F.leave(g, entry)
+  if left and left > 0 then
     local h = F.root .. 'h:' .. g
     redis.call('ZREMRANGEBYSCORE', h, '-inf', now)
     if cap == 0 or redis.call('ZCARD', h) < cap then

@@ -5,7 +5,7 @@
 -- KEYS[2 .. m+1] the zsets of the owned entries, paired with ARGV[6 .. m+5]:
 --   the first l are leases, renewed for the TTL; the others queue entries,
 --   renewed for two renew periods (2/3 of the TTL, as acquire.lua sets them)
--- then for gate j of the g gates to read: holders, queue
+-- then for gate j of the g gates to read: holders, queue entries (x:G, every class)
 -- ARGV[1] replica id, ARGV[2] TTL ms, ARGV[3] m, ARGV[4] l, ARGV[5] g, then the m members
 -- An entry that is gone or expired is not recreated (its slot may have been
 -- given to somebody else): its index is reported as lost.
