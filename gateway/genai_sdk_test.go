@@ -17,23 +17,30 @@ import (
 // that supports Node 20 (3.x needs Node 22).
 const genaiVersion = "2.32.0"
 
-// genaiSDK returns the directory holding the pinned @google/genai SDK,
-// installing it with npm into the user's cache the first time (as
-// scripts/lint-openapi does with Redocly), and node's path. Without node
-// and npm the test is skipped, and says so.
+// genaiSDK returns the directory holding the pinned @google/genai SDK and
+// node's path (nodePackage).
 func genaiSDK(t *testing.T) (dir, node string) {
+	t.Helper()
+	return nodePackage(t, "@google/genai", "genai", genaiVersion)
+}
+
+// nodePackage returns the directory holding npm package pkg at version,
+// installing it with npm into the user's cache the first time (as
+// scripts/lint-openapi does with Redocly), under short-version, and node's
+// path. Without node and npm the test is skipped, and says so.
+func nodePackage(t *testing.T, pkg, short, version string) (dir, node string) {
 	t.Helper()
 	node, errNode := exec.LookPath("node")
 	npm, errNpm := exec.LookPath("npm")
 	if errNode != nil || errNpm != nil {
-		t.Skip("node and npm are not installed: the @google/genai SDK test needs them")
+		t.Skip("node and npm are not installed: the " + pkg + " SDK test needs them")
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		t.Fatalf("cache dir: %v", err)
 	}
-	dir = filepath.Join(cache, "gatehouse", "genai-"+genaiVersion)
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@google", "genai", "package.json")); err == nil {
+	dir = filepath.Join(cache, "gatehouse", short+"-"+version)
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json")); err == nil {
 		return dir, node
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -41,9 +48,9 @@ func genaiSDK(t *testing.T) (dir, node string) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "install", "--prefix", dir, "--no-audit", "--no-fund", "--silent", "@google/genai@"+genaiVersion)
+	cmd := exec.CommandContext(ctx, npm, "install", "--prefix", dir, "--no-audit", "--no-fund", "--silent", pkg+"@"+version)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm install @google/genai@%s: %v\n%s", genaiVersion, err, out)
+		t.Fatalf("npm install %s@%s: %v\n%s", pkg, version, err, out)
 	}
 	return dir, node
 }
