@@ -107,3 +107,51 @@ func credValue(k, secret string) string {
 	}
 	return secret
 }
+
+// TestClientSeesOnlyAllowedResponseHeaders (issue 24, finding 10): of an
+// upstream's response headers only DESIGN's allowlist reaches the client,
+// on a relayed answer and on a failed one sent back as the last answer;
+// Server, X-Upstream-*, CORS headers and the account's rate-limit headers
+// stay behind.
+func TestClientSeesOnlyAllowedResponseHeaders(t *testing.T) {
+	t.Parallel()
+	upHdr := http.Header{
+		"Server":                         {"nginx/1.2"},
+		"X-Upstream-Foo":                 {"bar"},
+		"Access-Control-Allow-Origin":    {"*"},
+		"X-Ratelimit-Remaining-Requests": {"41"},
+		"Openai-Organization":            {"org-shared"},
+		"X-Request-Id":                   {"req-42"},
+		"Cache-Control":                  {"no-store"},
+	}
+	for _, tc := range []struct {
+		name   string
+		fail   upstreamtest.Failure
+		status int
+	}{{"relayed", "", http.StatusOK}, {"last answer", "500", http.StatusInternalServerError}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, upstreamtest.Options{})
+			e.gw.Apply(Config{Connections: []Connection{e.conn("c1", "k1", "glm-5")}})
+			e.mustBehave("k1", upstreamtest.Behavior{Fail: tc.fail, Header: upHdr})
+			r := e.post(testCtx(t), "/v1/chat/completions", chatBody("glm-5", false))
+			if r.status != tc.status {
+				t.Fatalf("status %d, want %d: %s", r.status, tc.status, r.body)
+			}
+			for _, k := range []string{"Server", "X-Upstream-Foo", "Access-Control-Allow-Origin",
+				"X-Ratelimit-Remaining-Requests", "Openai-Organization"} {
+				if v, ok := r.header[k]; ok {
+					t.Errorf("upstream header %s: %q reached the client", k, v)
+				}
+			}
+			for _, k := range []string{"X-Request-Id", "Cache-Control"} {
+				if r.header.Get(k) != upHdr.Get(k) {
+					t.Errorf("header %s = %q, want the upstream's %q", k, r.header.Get(k), upHdr.Get(k))
+				}
+			}
+			if !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
+				t.Errorf("Content-Type = %q, want the upstream's JSON", r.header.Get("Content-Type"))
+			}
+		})
+	}
+}

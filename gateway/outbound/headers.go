@@ -25,10 +25,19 @@ func forwardRequestHeader(k string) bool {
 // Anthropic SDKs (X-Stainless-Lang, X-Stainless-Retry-Count, …).
 const stainlessPrefix = "X-Stainless-"
 
-func skipResponseHeader(k string) bool {
+// relayResponseHeader reports whether the upstream's response header k (in
+// canonical form) reaches the client. It is an allowlist (DESIGN.md,
+// "Gateway rules that hold under attack"): what a client needs to read the
+// body and to quote the upstream's request id, and Retry-After when the
+// upstream's answer is relayed as the last one. Never the account's own
+// rate-limit headers (they describe the shared account, not the client's
+// key), organisation ids, cookies, Server, CORS headers or anything else
+// an upstream may add. Gatehouse's own headers (X-Gatehouse-*, the key's
+// X-RateLimit-*) are set by the gateway, not copied.
+func relayResponseHeader(k string) bool {
 	switch k {
-	case "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
-		"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Set-Cookie":
+	case "Content-Type", "Content-Length", "Cache-Control", "X-Request-Id", "Request-Id",
+		"Openai-Processing-Ms", "Retry-After":
 		return true
 	}
 	return false
@@ -57,17 +66,12 @@ func CopyRequestHeader(dst, src http.Header) {
 }
 
 // CopyResponseHeader copies into dst the headers of the upstream answer src
-// that go to the client: not hop-by-hop ones (nor those src's Connection
-// header names), nor Set-Cookie. Value slices are shared.
+// that relayResponseHeader allows (Content-Length is the caller's to drop
+// when it does not relay the body as it is). Value slices are shared.
 func CopyResponseHeader(dst, src http.Header) {
 	for k, vv := range src {
-		if !skipResponseHeader(k) {
+		if relayResponseHeader(k) {
 			dst[k] = vv
-		}
-	}
-	for _, v := range src["Connection"] {
-		for name := range strings.SplitSeq(v, ",") {
-			delete(dst, http.CanonicalHeaderKey(strings.TrimSpace(name)))
 		}
 	}
 }

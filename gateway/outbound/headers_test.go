@@ -39,23 +39,43 @@ func TestCopyRequestHeader(t *testing.T) {
 	}
 }
 
-// TestCopyResponseHeader: hop-by-hop headers, cookies and the headers the
-// upstream's Connection names stay with the upstream; the rest reach the
-// client.
+// TestCopyResponseHeader: of the upstream's response headers only the
+// allowlist reaches the client (issue 24, finding 10): not hop-by-hop
+// headers, cookies, Server, CORS, the account's rate-limit headers or
+// organisation ids, nor anything else.
 func TestCopyResponseHeader(t *testing.T) {
 	t.Parallel()
 	src := http.Header{
-		"Content-Type":      {"text/event-stream"},
-		"Set-Cookie":        {"a=1"},
-		"Transfer-Encoding": {"chunked"},
-		"Keep-Alive":        {"timeout=5"},
-		"Connection":        {"x-trace"},
-		"X-Trace":           {"t1"},
-		"Retry-After":       {"3"},
+		"Content-Type":                         {"text/event-stream"},
+		"Content-Length":                       {"12"},
+		"Cache-Control":                        {"no-cache"},
+		"X-Request-Id":                         {"req-1"},
+		"Request-Id":                           {"req-2"},
+		"Openai-Processing-Ms":                 {"7"},
+		"Retry-After":                          {"3"},
+		"Set-Cookie":                           {"a=1"},
+		"Transfer-Encoding":                    {"chunked"},
+		"Keep-Alive":                           {"timeout=5"},
+		"Connection":                           {"x-trace"},
+		"X-Trace":                              {"t1"},
+		"Server":                               {"nginx/1.2"},
+		"X-Upstream-Foo":                       {"bar"},
+		"Access-Control-Allow-Origin":          {"*"},
+		"Openai-Organization":                  {"org-1"},
+		"X-Ratelimit-Remaining-Requests":       {"3"},
+		"Anthropic-Ratelimit-Tokens-Remaining": {"9"},
 	}
 	dst := http.Header{}
 	CopyResponseHeader(dst, src)
-	want := http.Header{"Content-Type": {"text/event-stream"}, "Retry-After": {"3"}}
+	want := http.Header{
+		"Content-Type":         {"text/event-stream"},
+		"Content-Length":       {"12"},
+		"Cache-Control":        {"no-cache"},
+		"X-Request-Id":         {"req-1"},
+		"Request-Id":           {"req-2"},
+		"Openai-Processing-Ms": {"7"},
+		"Retry-After":          {"3"},
+	}
 	if diff := cmp.Diff(want, dst); diff != "" {
 		t.Errorf("headers relayed to the client mismatch (-want +got):\n%s", diff)
 	}
