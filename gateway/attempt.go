@@ -251,10 +251,18 @@ func (x *exchange) attempt() attemptResult {
 		}
 		p.done(health.ErrExcluded)
 		return attemptFailed
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+	case status == http.StatusUnauthorized:
 		x.keepLast(c, resp, t0)
 		x.learnRejected(lp, status, resp.Header)
-		x.suspend(c, g.now(), x.s.eff.SuspendDuration(), "upstream "+strconv.Itoa(status))
+		x.suspend(c, g.now(), x.s.eff.SuspendDuration(), "upstream 401")
+		p.done(health.ErrExcluded)
+		return attemptFailed
+	case status == http.StatusForbidden:
+		// An endpoint or model the account lacks: that one cools, the
+		// connection stays for everyone else.
+		x.keepLast(c, resp, t0)
+		x.learnRejected(lp, status, resp.Header)
+		x.forbidden(c, t.model, g.now())
 		p.done(health.ErrExcluded)
 		return attemptFailed
 	case status == http.StatusRequestTimeout || status >= 500:

@@ -157,7 +157,7 @@ func (x *exchange) healthy() *apiError {
 			if coolGate == "" || left < coolFor {
 				coolFor, coolGate = left, "cooldown:"+t.c.id+":"+t.model
 			}
-		case health.Suspended:
+		case health.Suspended, health.Forbidden:
 			left = until.Sub(now)
 		case health.Breaker:
 			left = time.Until(until)

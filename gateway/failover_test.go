@@ -293,8 +293,10 @@ func TestFailoverNoHealthyConnection(t *testing.T) {
 		t.Fatalf("second request: status %d, want 503", r.status)
 	}
 	checkShape(t, r, "openai", CodeNoHealthy)
-	if got := r.header.Get("Retry-After"); got != "50" {
-		t.Errorf("Retry-After %q, want 50 (until the earliest suspension ends)", got)
+	// a is suspended for suspendMs (60 s) after its 401; b's 403 cools
+	// only glm-5's chat route, for breakerCooldownMs (30 s).
+	if got := r.header.Get("Retry-After"); got != "20" {
+		t.Errorf("Retry-After %q, want 20 (until b's 403 cooldown ends)", got)
 	}
 }
 

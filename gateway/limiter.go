@@ -49,7 +49,7 @@ type limiter interface {
 // check reports whether model on c may be tried at now: its own health,
 // then what the other replicas say of it.
 func (x *exchange) check(c *conn, model string, now time.Time) (health.Verdict, time.Time) {
-	if why, until := c.health.Check(model, now); why != health.Available {
+	if why, until := c.health.Check(routeSuffix[x.rt], model, now); why != health.Available {
 		return why, until
 	}
 	until, suspended := x.g.limiter.Unavailable(x.r.Context(), c.id, c.rate, c.lim.TPM, model, now)
@@ -76,7 +76,20 @@ func (x *exchange) coolConnection(c *conn, now time.Time, d time.Duration, reaso
 	x.g.limiter.CoolConnection(x.r.Context(), c.id, d)
 }
 
-// suspend takes c out of rotation for d after an upstream 401/403.
+// forbidden handles an upstream 403 for model on x's route of c: only that
+// route and model cool, for breakerCooldownMs; a second 403 on another
+// route or model within suspendMs suspends c (DESIGN.md, "Upstream 403
+// scoping"). The route's cooldown is this replica's; the suspension is
+// shared.
+func (x *exchange) forbidden(c *conn, model string, now time.Time) {
+	eff := &x.s.eff
+	if c.health.Forbidden(routeSuffix[x.rt], model, now, eff.BreakerCooldown(), eff.SuspendDuration()) {
+		x.suspend(c, now, eff.SuspendDuration(), "upstream 403 on two models or routes")
+	}
+}
+
+// suspend takes c out of rotation for d after an upstream 401, or 403s on
+// two routes or models.
 func (x *exchange) suspend(c *conn, now time.Time, d time.Duration, reason string) {
 	c.health.Suspend(now, d, reason)
 	x.g.limiter.Suspend(x.r.Context(), c.id, d)

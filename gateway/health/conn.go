@@ -33,6 +33,8 @@ type Conn struct {
 	suspendReason  string
 	cooling        map[string]*cooldown // by upstream model
 	connCool       cooldown             // every model: upstream rate-limit headers said the account is spent
+	forbidden      map[scope]time.Time  // route and model cooling after an upstream 403, until
+	last403        forbid403            // the latest 403, for the suspension after two scopes
 	breaker        *gobreaker.TwoStepCircuitBreaker[struct{}]
 	breakerCfg     BreakerConfig
 	openUntil      atomic.Int64 // unix nanoseconds (real clock) the breaker opened until
@@ -97,12 +99,17 @@ const (
 	Cooling
 	Suspended
 	Breaker
+	// Forbidden: the route and model answered 403 and cool for a while
+	// (Conn.Forbidden). Not a rate limit: the gateway counts it as
+	// unhealthy, like a suspension.
+	Forbidden
 )
 
-// Check reports whether model on this connection may be tried at now.
+// Check reports whether model on route (the upstream path suffix) of this
+// connection may be tried at now.
 // A half-open breaker counts as available while its probe is not taken
 // (Allow decides who probes), and as Verdict while the probe runs.
-func (h *Conn) Check(model string, now time.Time) (Verdict, time.Time) {
+func (h *Conn) Check(route, model string, now time.Time) (Verdict, time.Time) {
 	h.mu.Lock()
 	if now.Before(h.suspendedUntil) {
 		until := h.suspendedUntil
@@ -117,6 +124,7 @@ func (h *Conn) Check(model string, now time.Time) (Verdict, time.Time) {
 	if now.Before(h.connCool.until) && h.connCool.until.After(cool) {
 		cool = h.connCool.until
 	}
+	forbid := h.forbiddenUntilLocked(route, model, now)
 	h.mu.Unlock()
 	if br != nil {
 		switch br.State() {
@@ -130,6 +138,9 @@ func (h *Conn) Check(model string, now time.Time) (Verdict, time.Time) {
 				return Breaker, time.Now()
 			}
 		}
+	}
+	if !forbid.IsZero() {
+		return Forbidden, forbid
 	}
 	if !cool.IsZero() {
 		return Cooling, cool
@@ -198,7 +209,8 @@ func (h *Conn) Succeeded(model string) {
 	h.mu.Unlock()
 }
 
-// Suspend takes the whole connection out of rotation after a 401/403.
+// Suspend takes the whole connection out of rotation after a 401, or after
+// 403s on two routes or models (Forbidden).
 func (h *Conn) Suspend(now time.Time, d time.Duration, reason string) {
 	if d <= 0 {
 		return
@@ -216,6 +228,8 @@ func (h *Conn) Reset() {
 	h.suspendReason = ""
 	clear(h.cooling)
 	h.connCool = cooldown{}
+	clear(h.forbidden)
+	h.last403 = forbid403{}
 	cfg := h.breakerCfg
 	h.breaker = nil
 	h.mu.Unlock()
@@ -246,6 +260,11 @@ func (h *Conn) Status(now time.Time) (state string, until time.Time, reason stri
 	}
 	if cd := &h.connCool; now.Before(cd.until) && cd.until.After(until) {
 		until, reason = cd.until, cd.reason
+	}
+	for s, u := range h.forbidden {
+		if now.Before(u) && u.After(until) {
+			until, reason = u, "upstream 403 for "+s.model+" on "+s.route
+		}
 	}
 	if !until.IsZero() {
 		return live.HealthCooling, until, reason

@@ -46,10 +46,10 @@ func TestConnCooldownBackoff(t *testing.T) {
 			t.Fatalf("429 number %d cools until %v, want %v", i+1, until, now.Add(want))
 		}
 	}
-	if why, until := h.Check("m", now); why != Cooling || !until.Equal(now.Add(4*time.Second)) {
+	if why, until := h.Check("/chat/completions", "m", now); why != Cooling || !until.Equal(now.Add(4*time.Second)) {
 		t.Errorf("Check(m) = %v until %v, want Cooling for 4 s", why, until)
 	}
-	if why, _ := h.Check("other", now); why != Available {
+	if why, _ := h.Check("/chat/completions", "other", now); why != Available {
 		t.Errorf("Check(other) = %v, want Available", why)
 	}
 	if state, _, reason := h.Status(now); state != live.HealthCooling || reason != "upstream 429" {
@@ -72,10 +72,10 @@ func TestConnSuspendAndReset(t *testing.T) {
 	h := NewConn(BreakerConfig{})
 	h.CoolConnection(now, time.Minute, ReasonRateLimitHeaders)
 	h.Suspend(now, 10*time.Minute, "upstream 401")
-	if why, until := h.Check("m", now); why != Suspended || !until.Equal(now.Add(10*time.Minute)) {
+	if why, until := h.Check("/chat/completions", "m", now); why != Suspended || !until.Equal(now.Add(10*time.Minute)) {
 		t.Errorf("Check = %v until %v, want Suspended for 10 min", why, until)
 	}
-	if why, _ := h.Check("m", now.Add(10*time.Minute)); why != Available {
+	if why, _ := h.Check("/chat/completions", "m", now.Add(10*time.Minute)); why != Available {
 		t.Errorf("after the suspension and the cooldown: %v, want Available", why)
 	}
 	h.Suspend(now, 10*time.Minute, "upstream 403")
@@ -98,7 +98,7 @@ func TestConnBreakerOpens(t *testing.T) {
 		}
 		done(outcome)
 	}
-	if why, _ := h.Check("m", now); why != Breaker {
+	if why, _ := h.Check("/chat/completions", "m", now); why != Breaker {
 		t.Fatalf("Check after two failures = %v, want Breaker", why)
 	}
 	if _, ok := h.Allow(); ok {
