@@ -3,6 +3,9 @@ package gateway
 import (
 	"errors"
 	"io"
+	"net/http"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/health"
 )
 
 // copyBufSize is the buffer the response body is copied through, one per
@@ -23,7 +26,15 @@ const (
 	maxBodyBuf = 1 << 20
 )
 
-var errBodyTooLarge = errors.New("gateway: request body too large")
+// errOverloaded answers a body beyond the bound on body bytes in flight.
+var errOverloaded = &apiError{status: http.StatusServiceUnavailable, code: CodeOverloaded,
+	message: "the gateway holds as many request bodies as it may; retry shortly", retryAfter: 1}
+
+var (
+	errBodyTooLarge = errors.New("gateway: request body too large")
+	// errBodyBudget: the body would pass the bound on body bytes in flight.
+	errBodyBudget = errors.New("gateway: request body bytes in flight at their bound")
+)
 
 // reqBody is a client request body and, if the model was rewritten, the
 // rewritten copy.
@@ -37,25 +48,60 @@ type reqBody struct {
 	raw      []byte
 	alt      []byte // raw rewritten for altM (and altUsage)
 	altM     string
-	altUsage bool // alt asks for stream usage
+	altUsage bool  // alt asks for stream usage
+	held     int64 // bytes reserved in the gateway's BodyBytes
+}
+
+// hold grows b's reservation in budget to n bytes, reporting false when
+// the budget has no room for them.
+func (b *reqBody) hold(budget *health.BodyBytes, n int64) bool {
+	if n <= b.held {
+		return true
+	}
+	if !budget.Take(n - b.held) {
+		return false
+	}
+	b.held = n
+	return true
+}
+
+// release gives b's reservation back to budget.
+func (b *reqBody) release(budget *health.BodyBytes) {
+	if b.held > 0 {
+		budget.Give(b.held)
+		b.held = 0
+	}
 }
 
 // readBody reads r into b.raw, at most limit bytes. With a known
 // contentLength the buffer is sized to it (plus the byte that lets the
 // final read see EOF without growing it), up to maxBodyBuf at first.
-func readBody(r io.Reader, b *reqBody, contentLength, limit int64) error {
+// Before a byte is read the body reserves its Content-Length in budget,
+// and as its buffer grows the buffer's capacity: errBodyBudget when there
+// is no room (b.held is then what it did reserve, for release).
+func readBody(r io.Reader, b *reqBody, contentLength, limit int64, budget *health.BodyBytes) error {
 	if contentLength > limit {
 		return errBodyTooLarge
 	}
 	var buf []byte
 	if contentLength >= 0 {
+		if !b.hold(budget, contentLength+1) {
+			return errBodyBudget
+		}
 		buf = make([]byte, 0, min(contentLength+1, maxBodyBuf))
 	} else {
+		if !b.hold(budget, minBodyBuf) {
+			return errBodyBudget
+		}
 		buf = make([]byte, 0, minBodyBuf)
 	}
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
+			if !b.hold(budget, int64(cap(buf))) {
+				b.raw = buf
+				return errBodyBudget
+			}
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]

@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/health"
 )
 
 func TestReadBody(t *testing.T) {
@@ -21,6 +24,7 @@ func TestReadBody(t *testing.T) {
 		wantErr       error
 		// wantCap bounds the buffer a request holds while it waits; 0 skips.
 		wantCap int
+		budget  int64 // body bytes in flight; 0: 1 GiB
 	}{
 		{name: "known length sized exactly", body: strings.NewReader(small), contentLength: int64(len(small)), limit: 1 << 20, want: small, wantCap: len(small) + 1},
 		{name: "unknown length", body: iotest.OneByteReader(strings.NewReader(small)), contentLength: -1, limit: 1 << 20, want: small, wantCap: minBodyBuf},
@@ -28,15 +32,25 @@ func TestReadBody(t *testing.T) {
 		{name: "declared length over limit", body: strings.NewReader(small), contentLength: 1 << 21, limit: 1 << 20, wantErr: errBodyTooLarge},
 		{name: "undeclared length over limit", body: strings.NewReader(small), contentLength: -1, limit: 4, wantErr: errBodyTooLarge},
 		{name: "large declared length grows past the first buffer", body: strings.NewReader(big), contentLength: int64(len(big)), limit: 1 << 21, want: big},
+		{name: "declared length beyond the bytes in flight", body: strings.NewReader(small), contentLength: 1000, limit: 1 << 20, budget: 1000, wantErr: errBodyBudget},
+		{name: "undeclared length growing beyond the bytes in flight", body: strings.NewReader(big), contentLength: -1, limit: 1 << 21, budget: 1 << 16, wantErr: errBodyBudget},
 		{name: "read error", body: iotest.ErrReader(io.ErrUnexpectedEOF), contentLength: 10, limit: 1 << 20, wantErr: io.ErrUnexpectedEOF},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var b reqBody
-			err := readBody(tt.body, &b, tt.contentLength, tt.limit)
+			budget := health.NewBodyBytes(cmp.Or(tt.budget, 1<<30))
+			err := readBody(tt.body, &b, tt.contentLength, tt.limit, budget)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("readBody error = %v, want %v", err, tt.wantErr)
+			}
+			if got := budget.InUse(); got != b.held || got < int64(cap(b.raw)) && err == nil {
+				t.Errorf("bytes in flight %d, held %d, buffer %d: want held = in flight >= buffer", got, b.held, cap(b.raw))
+			}
+			b.release(budget)
+			if got := budget.InUse(); got != 0 {
+				t.Errorf("after release %d bytes in flight, want 0", got)
 			}
 			if tt.wantErr != nil {
 				return

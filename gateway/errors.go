@@ -39,6 +39,9 @@ const (
 	// CodeAuthThrottled (429, Retry-After) answers a client address that
 	// sent too many invalid keys, before its key is checked (AuthThrottle).
 	CodeAuthThrottled = "AUTH_THROTTLED"
+	// CodeOverloaded (503, Retry-After 1) answers a request whose body
+	// would pass GATEHOUSE_MAX_BODY_BYTES_IN_FLIGHT.
+	CodeOverloaded = "OVERLOADED"
 )
 
 // Header names the gateway sets on responses.

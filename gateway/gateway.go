@@ -42,6 +42,10 @@ func ValidOutbound(name string) bool { return outbound.Valid(name) }
 // DefaultMaxBodyBytes bounds a client request body when Options.MaxBodyBytes is 0.
 const DefaultMaxBodyBytes = 32 << 20
 
+// DefaultMaxBodyBytesInFlight bounds the request-body bytes held at once
+// when Options.MaxBodyBytesInFlight is 0 (GATEHOUSE_MAX_BODY_BYTES_IN_FLIGHT).
+const DefaultMaxBodyBytesInFlight = 256 << 20
+
 // Options configures a Gateway. Only Authenticate is required in practice:
 // without it every request is refused.
 type Options struct {
@@ -76,6 +80,10 @@ type Options struct {
 	Outbound string
 	// MaxBodyBytes bounds client request bodies (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// MaxBodyBytesInFlight bounds the request-body bytes held in memory at
+	// once, every request together (default DefaultMaxBodyBytesInFlight):
+	// beyond it 503 OVERLOADED.
+	MaxBodyBytesInFlight int64
 	// Usage keeps the daily counts behind rpd and tpd (Postgres in
 	// production, shared by every replica). nil counts in memory only, so
 	// a restart forgets the day's counts. When it fails, the gateway counts
@@ -125,6 +133,7 @@ type Gateway struct {
 	// ownTransport is the transport New made, whose idle connections Close closes.
 	ownTransport interface{ CloseIdleConnections() }
 	maxBody      int64
+	bodyBytes    *health.BodyBytes
 	ctrl         admission.Admitter
 	// local is ctrl's controller when ctrl is exactly an admission.Local
 	// (not a wrapper around one, whose own Acquire must be called): the
@@ -213,6 +222,7 @@ func New(opts Options) *Gateway {
 	if g.maxBody <= 0 {
 		g.maxBody = DefaultMaxBodyBytes
 	}
+	g.bodyBytes = health.NewBodyBytes(cmp.Or(max(opts.MaxBodyBytesInFlight, 0), DefaultMaxBodyBytesInFlight))
 	switch {
 	case opts.Transport != nil:
 		g.transport = opts.Transport

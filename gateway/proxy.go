@@ -21,6 +21,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Three calls side by side, so that only this small frame sits under a
 	// queued request's wait (see queue).
 	if x := g.begin(w, r); x != nil {
+		defer x.body.release(g.bodyBytes) // a relay that aborts panics
 		x.run()
 		x.end()
 	}
@@ -36,6 +37,9 @@ func (g *Gateway) begin(w http.ResponseWriter, r *http.Request) *exchange {
 		w, r, ss = g.startServerSpan(w, r)
 	}
 	x, e := g.prepare(w, r)
+	if e != nil {
+		x.body.release(g.bodyBytes)
+	}
 	x.start, x.span = start, ss
 	if ss != nil {
 		ss.prepared(x)
@@ -229,9 +233,12 @@ func errKeyDisabled(name string) *apiError {
 // readBody reads r's body into x.body, or returns the error to send
 // (errAnswered when the client has gone).
 func (x *exchange) readBody(w http.ResponseWriter, r *http.Request) *apiError {
-	err := readBody(r.Body, &x.body, r.ContentLength, x.g.maxBody)
+	err := readBody(r.Body, &x.body, r.ContentLength, x.g.maxBody, x.g.bodyBytes)
 	if err == nil {
 		return nil
+	}
+	if err == errBodyBudget {
+		return errOverloaded
 	}
 	if errors.Is(err, errBodyTooLarge) {
 		return &apiError{status: http.StatusRequestEntityTooLarge, code: CodeBodyTooLarge,

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,6 +35,7 @@ type config struct {
 	MetricsAddr        string
 	ShutdownTimeout    string
 	BodyReadTimeout    string
+	MaxBodyInFlight    string
 	Outbound           string
 	RequestLog         string
 	RequestLogRet      string
@@ -78,6 +81,7 @@ func addServeFlags(fs *flag.FlagSet, cfg *config, getenv func(string) string) {
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", env("GATEHOUSE_METRICS_ADDR", ""), "a second listener serving only /metrics, without auth (GATEHOUSE_METRICS_ADDR); unset = none")
 	fs.StringVar(&cfg.ShutdownTimeout, "shutdown-timeout", env("GATEHOUSE_SHUTDOWN_TIMEOUT", "30s"), "after SIGTERM/SIGINT, how long in-flight requests and streams may finish (GATEHOUSE_SHUTDOWN_TIMEOUT)")
 	fs.StringVar(&cfg.BodyReadTimeout, "body-read-timeout", env("GATEHOUSE_BODY_READ_TIMEOUT", "30s"), "a request body not fully arrived by then gets 408 (GATEHOUSE_BODY_READ_TIMEOUT)")
+	fs.StringVar(&cfg.MaxBodyInFlight, "max-body-bytes-in-flight", env("GATEHOUSE_MAX_BODY_BYTES_IN_FLIGHT", "256MiB"), "request-body bytes held at once, every request together; beyond it 503 OVERLOADED (GATEHOUSE_MAX_BODY_BYTES_IN_FLIGHT)")
 	fs.StringVar(&cfg.Outbound, "outbound", env("GATEHOUSE_OUTBOUND", gateway.OutboundFastHTTP), "upstream client: fasthttp or net/http (GATEHOUSE_OUTBOUND)")
 	fs.StringVar(&cfg.RequestLog, "request-log", env("GATEHOUSE_REQUEST_LOG", "on"), "log every gateway request in Postgres: on or off (GATEHOUSE_REQUEST_LOG)")
 	fs.StringVar(&cfg.RequestLogRet, "request-log-retention", env("GATEHOUSE_REQUEST_LOG_RETENTION", "7d"), "how long request log rows are kept, e.g. 7d or 36h (GATEHOUSE_REQUEST_LOG_RETENTION)")
@@ -100,6 +104,23 @@ func serveTimeouts(cfg *config) (shutdown, bodyRead time.Duration, err error) {
 		return 0, 0, err
 	}
 	return shutdown, bodyRead, nil
+}
+
+// parseByteSize reads GATEHOUSE_MAX_BODY_BYTES_IN_FLIGHT: a positive number of
+// bytes, or of KiB, MiB or GiB with that suffix.
+func parseByteSize(name, v string) (int64, error) {
+	num, unit := v, int64(1)
+	for suffix, u := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+		if n, ok := strings.CutSuffix(v, suffix); ok {
+			num, unit = n, u
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64/unit {
+		return 0, fmt.Errorf("%s %q: want a positive number of bytes, or of KiB, MiB or GiB such as 256MiB", name, v)
+	}
+	return n * unit, nil
 }
 
 // newLogger returns the process logger: JSON unless stderr is a terminal.

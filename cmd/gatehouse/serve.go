@@ -75,6 +75,10 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	maxBodyInFlight, err := parseByteSize("GATEHOUSE_MAX_BODY_BYTES_IN_FLIGHT", cfg.MaxBodyInFlight)
+	if err != nil {
+		return err
+	}
 	logOn, logRetention, err := requestLogSettings(&cfg)
 	if err != nil {
 		return err
@@ -164,7 +168,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	authThrottle := handlers.NewAuthThrottle(trusted, nil)
 	gwOpts := gateway.Options{Logger: logger, Registerer: reg, Authenticate: loader.authenticate,
 		AuthThrottle: authThrottle,
-		Usage:        usageCounter{st: st}, KeyUsage: keyUsageCounter{st: st}, TracerProvider: tp, Outbound: cfg.Outbound}
+		Usage:        usageCounter{st: st}, KeyUsage: keyUsageCounter{st: st}, TracerProvider: tp, Outbound: cfg.Outbound,
+		MaxBodyBytesInFlight: maxBodyInFlight}
 	ready := loader.ready
 	if shared != nil {
 		gwOpts.Admission = shared.ctrl

@@ -202,8 +202,8 @@ func TestMetricsAuthAndListener(t *testing.T) {
 	}
 }
 
-// TestServeTimeoutErrors: a bad GATEHOUSE_SHUTDOWN_TIMEOUT or GATEHOUSE_BODY_READ_TIMEOUT
-// (or its flag) stops serve before anything starts, with an error naming the variable.
+// TestServeTimeoutErrors: a bad GATEHOUSE_SHUTDOWN_TIMEOUT, GATEHOUSE_BODY_READ_TIMEOUT
+// or GATEHOUSE_MAX_BODY_BYTES_IN_FLIGHT (or its flag) stops serve before anything starts, with an error naming the variable.
 func TestServeTimeoutErrors(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -214,6 +214,9 @@ func TestServeTimeoutErrors(t *testing.T) {
 		{"shutdown zero", "GATEHOUSE_SHUTDOWN_TIMEOUT", "0s", nil},
 		{"body negative", "GATEHOUSE_BODY_READ_TIMEOUT", "-1s", nil},
 		{"body flag", "GATEHOUSE_BODY_READ_TIMEOUT", "", []string{"--body-read-timeout", "30"}},
+		{"in flight word", "GATEHOUSE_MAX_BODY_BYTES_IN_FLIGHT", "lots", nil},
+		{"in flight zero", "GATEHOUSE_MAX_BODY_BYTES_IN_FLIGHT", "0MiB", nil},
+		{"in flight unit", "GATEHOUSE_MAX_BODY_BYTES_IN_FLIGHT", "2MB", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -228,5 +231,21 @@ func TestServeTimeoutErrors(t *testing.T) {
 				t.Fatalf("serve = %v, want an error naming %s", err, tc.key)
 			}
 		})
+	}
+}
+
+// TestParseByteSize: GATEHOUSE_MAX_BODY_BYTES_IN_FLIGHT in bytes or with a
+// KiB, MiB or GiB suffix.
+func TestParseByteSize(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]int64{"1024": 1024, "64KiB": 64 << 10, "256MiB": 256 << 20, "2GiB": 2 << 30} {
+		if got, err := parseByteSize("X", v); err != nil || got != want {
+			t.Errorf("parseByteSize(%q) = %d, %v; want %d", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"", "-1", "0", "1.5MiB", "2MB", "MiB", "99999999999GiB"} {
+		if _, err := parseByteSize("X", v); err == nil {
+			t.Errorf("parseByteSize(%q) accepted", v)
+		}
 	}
 }
