@@ -220,6 +220,13 @@ func (x *exchange) attempt() attemptResult {
 			return attemptAnswered
 		}
 		x.lastErr = &apiError{status: http.StatusBadGateway, code: CodeUpstreamError, message: "the upstream connection failed"}
+		if outbound.IsDenied(err) {
+			// GATEHOUSE_UPSTREAM_DENY refused the address at dial time:
+			// not an upstream failure (no breaker), never reached.
+			p.done(health.ErrExcluded)
+			x.lastErr = errUpstreamDenied
+			return attemptFailed
+		}
 		var ue *outbound.UnansweredError
 		if errors.As(err, &ue) && ue.Stale {
 			// A stale pooled connection tells nothing of the upstream.

@@ -26,6 +26,11 @@ const (
 	maxBodyBuf = 1 << 20
 )
 
+// errUpstreamDenied is the 502 of a connection whose host resolved to an
+// address of GATEHOUSE_UPSTREAM_DENY when the gateway dialled it.
+var errUpstreamDenied = &apiError{status: http.StatusBadGateway, code: CodeUpstreamError,
+	message: "the upstream's address is on the gateway's deny list (GATEHOUSE_UPSTREAM_DENY)"}
+
 // errOverloaded answers a body beyond the bound on body bytes in flight.
 var errOverloaded = &apiError{status: http.StatusServiceUnavailable, code: CodeOverloaded,
 	message: "the gateway holds as many request bodies as it may; retry shortly", retryAfter: 1}

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -84,6 +85,13 @@ type Options struct {
 	// once, every request together (default DefaultMaxBodyBytesInFlight):
 	// beyond it 503 OVERLOADED.
 	MaxBodyBytesInFlight int64
+	// UpstreamDeny lists the addresses the outbound clients refuse to dial
+	// (GATEHOUSE_UPSTREAM_DENY; the zero value denies nothing): a request
+	// to a connection whose host resolves there gets 502.
+	UpstreamDeny outbound.Deny
+	// lookup resolves upstream host names instead of the system resolver
+	// (tests).
+	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 	// Usage keeps the daily counts behind rpd and tpd (Postgres in
 	// production, shared by every replica). nil counts in memory only, so
 	// a restart forgets the day's counts. When it fails, the gateway counts
@@ -228,9 +236,11 @@ func New(opts Options) *Gateway {
 		g.transport = opts.Transport
 	case opts.Outbound == OutboundNetHTTP:
 		t := outbound.NewTransport()
+		t.DialContext = (&outbound.Dialer{Deny: opts.UpstreamDeny, Lookup: opts.lookup}).DialContext
 		g.transport, g.ownTransport = t, t
 	default:
 		t := outbound.NewFastTransport()
+		t.Dialer = &outbound.Dialer{Deny: opts.UpstreamDeny, Lookup: opts.lookup}
 		g.transport, g.ownTransport = t, t
 	}
 	if opts.SharedLimits != nil {

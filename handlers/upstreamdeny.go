@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
@@ -10,86 +9,37 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
-// DefaultUpstreamDeny is GATEHOUSE_UPSTREAM_DENY when unset: the cloud metadata
-// services (IPv4 link-local, AWS's IPv6 address, Google's name), which hand out
-// credentials to whoever can reach them.
-const DefaultUpstreamDeny = "169.254.0.0/16,fd00:ec2::254/128,metadata.google.internal"
+// DefaultUpstreamDeny is GATEHOUSE_UPSTREAM_DENY when unset (outbound.DefaultDeny).
+const DefaultUpstreamDeny = outbound.DefaultDeny
 
 // upstreamLookupTimeout bounds the name lookup of a written baseUrl.
 const upstreamLookupTimeout = 3 * time.Second
 
 // UpstreamDeny lists the upstream addresses a connection's baseUrl may not resolve to
-// (GATEHOUSE_UPSTREAM_DENY): CIDRs, single addresses and host names. A write whose
-// baseUrl names a denied host, or a host that resolves (now) to a denied address, is
-// refused with 422 at baseUrl; the gateway checks again at dial time, so a name that
-// resolves there later is refused then (502). The zero value denies nothing.
+// (GATEHOUSE_UPSTREAM_DENY, parsed by package outbound, which checks it again at dial
+// time). A write whose baseUrl names a denied host, or a host that resolves (now) to a
+// denied address, is refused with 422 at baseUrl; a name that resolves there later is
+// refused when the gateway dials it (502). The zero value denies nothing.
 type UpstreamDeny struct {
-	prefixes []netip.Prefix
-	names    map[string]bool // lower case, no trailing dot
-	lookup   func(ctx context.Context, host string) ([]netip.Addr, error)
+	outbound.Deny
+	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
 // ParseUpstreamDeny reads a comma-separated list of CIDRs, addresses and host names;
 // "none" denies nothing.
 func ParseUpstreamDeny(s string) (UpstreamDeny, error) {
-	d := UpstreamDeny{names: map[string]bool{}}
-	if strings.TrimSpace(s) == "none" {
-		return d, nil
-	}
-	for _, item := range strings.Split(s, ",") {
-		item = strings.TrimSpace(item)
-		switch {
-		case item == "":
-			continue
-		case strings.Contains(item, "/"):
-			p, err := netip.ParsePrefix(item)
-			if err != nil {
-				return UpstreamDeny{}, fmt.Errorf("upstream deny list: %q is not a CIDR", item)
-			}
-			d.prefixes = append(d.prefixes, p.Masked())
-		default:
-			if a, err := netip.ParseAddr(strings.Trim(item, "[]")); err == nil {
-				d.prefixes = append(d.prefixes, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
-				continue
-			}
-			name := strings.TrimSuffix(strings.ToLower(item), ".")
-			if strings.ContainsAny(name, " /:@") {
-				return UpstreamDeny{}, fmt.Errorf("upstream deny list: %q is not a CIDR, an address or a host name", item)
-			}
-			d.names[name] = true
-		}
-	}
-	return d, nil
-}
-
-// DeniesAddr reports whether a is in a denied range.
-func (d UpstreamDeny) DeniesAddr(a netip.Addr) bool {
-	a = a.Unmap()
-	for _, p := range d.prefixes {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
-// DeniesHost reports whether host (a name or an address literal, without port) is
-// denied by name or as an address; it does not resolve names.
-func (d UpstreamDeny) DeniesHost(host string) bool {
-	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
-	if a, err := netip.ParseAddr(host); err == nil {
-		return d.DeniesAddr(a)
-	}
-	return d.names[host]
+	d, err := outbound.ParseDeny(s)
+	return UpstreamDeny{Deny: d}, err
 }
 
 // check returns the reason baseURL is refused, or "" when it may be used. A name is
 // resolved; a name that does not resolve now is allowed (the dial-time check holds).
 func (d UpstreamDeny) check(ctx context.Context, baseURL string) string {
-	if len(d.prefixes) == 0 && len(d.names) == 0 {
+	if d.Empty() {
 		return ""
 	}
 	u, err := url.Parse(baseURL)

@@ -169,7 +169,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	gwOpts := gateway.Options{Logger: logger, Registerer: reg, Authenticate: loader.authenticate,
 		AuthThrottle: authThrottle,
 		Usage:        usageCounter{st: st}, KeyUsage: keyUsageCounter{st: st}, TracerProvider: tp, Outbound: cfg.Outbound,
-		MaxBodyBytesInFlight: maxBodyInFlight}
+		MaxBodyBytesInFlight: maxBodyInFlight, UpstreamDeny: deny.Deny}
 	ready := loader.ready
 	if shared != nil {
 		gwOpts.Admission = shared.ctrl

@@ -49,7 +49,7 @@ func unanswered(err error) bool {
 // its pool (the one retry after a reused connection failed), with TLS when
 // hc has it.
 func freshConn(ctx context.Context, hc *fasthttp.HostClient, timeout time.Duration) (net.Conn, error) {
-	c, err := fastDial(hc.Addr, timeout)
+	c, err := hc.DialTimeout(hc.Addr, timeout)
 	if err != nil || !hc.IsTLS {
 		return c, err
 	}

@@ -45,6 +45,9 @@ type FastTransport struct {
 	// TLSConfig, when set, is the TLS configuration for https upstreams
 	// (tests trust their own CA with it).
 	TLSConfig *tls.Config
+	// Dialer connects to upstream hosts, refusing denied addresses; nil
+	// dials without a deny list. Set before the first request.
+	Dialer *Dialer
 
 	mu    sync.Mutex // serialises adding hosts
 	hosts atomic.Pointer[map[fastHostKey]*fasthttp.HostClient]
@@ -96,7 +99,7 @@ func (t *FastTransport) host(tlsOn bool, host string) *fasthttp.HostClient {
 		IsTLS:                    tlsOn,
 		TLSConfig:                t.TLSConfig,
 		Transport:                fastConnTransport{},
-		DialTimeout:              fastDial,
+		DialTimeout:              t.Dialer.dialTimeoutFunc,
 		MaxConns:                 1 << 20,
 		MaxIdleConnDuration:      fastIdle,
 		ConnPoolStrategy:         fasthttp.LIFO,
@@ -115,14 +118,6 @@ func (t *FastTransport) host(tlsOn bool, host string) *fasthttp.HostClient {
 	m[k] = hc
 	t.hosts.Store(&m)
 	return hc
-}
-
-func fastDial(addr string, timeout time.Duration) (net.Conn, error) {
-	if timeout <= 0 || timeout > 10*time.Second {
-		timeout = 10 * time.Second
-	}
-	d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
-	return d.Dial("tcp", addr)
 }
 
 // CloseIdleConnections closes every idle upstream connection.
