@@ -44,8 +44,11 @@ func TestRedisErrorFollowsFailMode(t *testing.T) {
 	prefix := uniquePrefix(t)
 	var reps []*Controller
 	for i := range 2 {
+		// A lease TTL of 3 s renews every second: the first replica learns
+		// of the second at its next renewal (the default's 5 s was the wait's
+		// whole bound, and failed under load).
 		c := newController(t, newClient(t, srv.sock), Options{Prefix: prefix, ReplicaID: fmt.Sprintf("r%d", i),
-			Recheck: 100 * time.Millisecond})
+			Recheck: 100 * time.Millisecond, LeaseTTL: 3 * time.Second})
 		c.SetCaps(map[string]int{gate: 4})
 		reps = append(reps, c)
 	}
