@@ -32,18 +32,18 @@ type sdkCall struct {
 
 // TestOpenAISDKRateLimitHeaders runs the official OpenAI SDK against
 // Gatehouse over real HTTP, as a client key with an rpm, a tpm and a tpd of
-// 130 tokens (the fake upstream charges 30 a request): through
+// 150 tokens (the fake upstream charges 30 a request): through
 // response.headers (.withResponse()) it reads X-RateLimit-Remaining-Requests
 // counting down by one over five calls (one streamed), the limits and
-// OpenAI-form resets, X-RateLimit-Remaining-Tokens falling 130, 100, 70, 40,
-// 10 as the tpd is charged (the tighter budget), and X-Gatehouse-Queue-Ms;
+// OpenAI-form resets, X-RateLimit-Remaining-Tokens falling 150, 120, 90, 60,
+// 30 as the tpd is charged (the tighter budget), and X-Gatehouse-Queue-Ms;
 // the sixth call, past the tpd, is the SDK's RateLimitError (429), whose
 // headers it reads too.
 //
 // Not parallel, like TestGenAISDK: node's start-up takes a core for seconds.
 func TestOpenAISDKRateLimitHeaders(t *testing.T) {
 	dir, node := nodePackage(t, "openai", "openai", openaiVersion)
-	const rpm, tpd = 600000, 130
+	const rpm, tpd = 600000, 150
 	keys := map[string]ClientKey{}
 	for i := range 3 {
 		keys[fmt.Sprintf("sk-sdk-%d-0000000000", i)] = ClientKey{ID: fmt.Sprintf("k%d", i), Name: fmt.Sprintf("sdk-%d", i), Enabled: true,
@@ -99,7 +99,7 @@ func TestOpenAISDKRateLimitHeaders(t *testing.T) {
 		}
 		tokens = append(tokens, n)
 	}
-	if want := []int64{130, 100, 70, 40, 10}; !slices.Equal(tokens, want) {
+	if want := []int64{150, 120, 90, 60, 30}; !slices.Equal(tokens, want) {
 		t.Errorf("remaining tokens %v, want %v (the previous answers' usage charged)", tokens, want)
 	}
 	r := got.Refused

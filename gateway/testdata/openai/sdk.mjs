@@ -14,6 +14,9 @@ const { OpenAI } = require("openai");
 const client = new OpenAI({ maxRetries: 0 });
 const model = process.env.OPENAI_MODEL;
 const messages = [{ role: "user", content: "Say hello." }];
+// A small output bound keeps the request's token estimate (input ÷ 4 + the
+// bound) under what the key has left until its budget is spent.
+const max_tokens = 1;
 const names = [
   "x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests",
   "x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens",
@@ -24,7 +27,7 @@ const out = { calls: [] };
 
 for (let i = 0; i < 5; i++) {
   const stream = i === 3;
-  const { data, response } = await client.chat.completions.create({ model, messages, stream }).withResponse();
+  const { data, response } = await client.chat.completions.create({ model, messages, max_tokens, stream }).withResponse();
   let text = "";
   if (stream) {
     for await (const chunk of data) text += chunk.choices[0]?.delta?.content ?? "";
@@ -35,7 +38,7 @@ for (let i = 0; i < 5; i++) {
 }
 
 try {
-  await client.chat.completions.create({ model, messages });
+  await client.chat.completions.create({ model, messages, max_tokens });
   out.refused = { status: 0 };
 } catch (e) {
   out.refused = { status: e.status, name: e.constructor.name, headers: e.headers ? pick(e.headers) : null };
