@@ -61,6 +61,9 @@ type Deps struct {
 	// the gateway the same one (gateway.Options.AuthThrottle) so that /v1, /api/v1
 	// and /metrics count together. nil: one of its own over TrustedProxies.
 	AuthThrottle *AuthThrottle
+	// RequestLogOff is set when the request log is off (GATEHOUSE_REQUEST_LOG=off):
+	// the overview then shows no error or volume counts rather than zeros.
+	RequestLogOff bool
 	// UpstreamDeny lists the addresses a connection's baseUrl may not resolve to
 	// (GATEHOUSE_UPSTREAM_DENY). The zero value denies nothing; cmd parses the
 	// variable, DefaultUpstreamDeny when unset.

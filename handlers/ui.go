@@ -34,6 +34,10 @@ type uiState struct {
 	throttle *loginThrottle
 	history  *gateHistory
 	csrf     *http.CrossOriginProtection
+	// traffic caches the overview's request-log numbers (ui_traffic.go).
+	traffic trafficCache
+	// throttledAudits spaces the audit rows of refused sign-ins (ui_signin_audit.go).
+	throttledAudits throttledAudits
 }
 
 // newUIState builds the dashboard's state. The assets are embedded in the binary,
@@ -111,6 +115,11 @@ func (s *Server) ui(access uiAccess, h uiHandler) http.Handler {
 		}
 		switch {
 		case access == uiPublic:
+		case rq.user == nil && strings.Contains(r.Header.Get("Accept"), "application/json"):
+			// The live poll of a page whose session ended (signed out in another
+			// tab): 401, so the page can say so, not a redirect to a sign-in form.
+			_ = writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "signed out"}, "")
+			return
 		case rq.user == nil:
 			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return

@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/web"
 )
@@ -14,33 +16,43 @@ import (
 const auditPageSize = 50
 
 // uiAudit serves GET /audit: newest first, auditPageSize a page, paged with
-// ?before=<entry id>; ?entity=…&id=… narrows it to one entity.
+// ?before=<entry id>, filtered by actor (an e-mail or a recorded actor), entity
+// (and id), action and time (since, until: RFC 3339); every filter is kept on the
+// next page's link.
 func (s *Server) uiAudit(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	q := r.URL.Query()
 	before, err := strconv.ParseInt(q.Get("before"), 10, 64)
 	if err != nil || before < 0 {
 		before = 0
 	}
-	entity, entityID := q.Get("entity"), q.Get("id")
+	v := web.AuditList{Errors: web.FieldErrors{}, Entities: web.AuditEntities, Actions: web.AuditActions,
+		Filter: web.AuditFilter{Actor: strings.TrimSpace(q.Get("actor")), Entity: q.Get("entity"), EntityID: q.Get("id"),
+			Action: q.Get("action"), Since: q.Get("since"), Until: q.Get("until")}}
+	f := store.AuditFilter{Actor: v.Filter.Actor, Entity: v.Filter.Entity, EntityID: v.Filter.EntityID, Action: v.Filter.Action}
+	var errs limits.FieldErrors
+	f.Since, _ = timeParam(q, "since", &errs)
+	f.Until, _ = timeParam(q, "until", &errs)
+	if len(errs) > 0 {
+		uiAddErrors(rq.l, v.Errors, errs)
+		return s.uiRender(w, r, rq, http.StatusUnprocessableEntity, web.AuditPage(s.uiPage(r, rq), v))
+	}
 	// One row more than a page tells whether an older page exists.
-	rows, err := s.store.ListAuditFor(r.Context(), store.AuditFilter{Entity: entity, EntityID: entityID}, before, auditPageSize+1)
+	rows, err := s.store.ListAuditFor(r.Context(), f, before, auditPageSize+1)
 	if err != nil {
 		return err
 	}
 	more := len(rows) > auditPageSize
 	rows = rows[:min(len(rows), auditPageSize)]
-	var v web.AuditList
 	var cursor int64
 	for _, e := range rows {
 		cursor = e.ID
 		v.Entries = append(v.Entries, auditEntry(e))
 	}
 	params := url.Values{}
-	if entity != "" {
-		params.Set("entity", entity)
-	}
-	if entityID != "" {
-		params.Set("id", entityID)
+	for _, k := range []string{"actor", "entity", "id", "action", "since", "until"} {
+		if val := strings.TrimSpace(q.Get(k)); val != "" {
+			params.Set(k, val)
+		}
 	}
 	if more && cursor > 0 {
 		older := url.Values{}

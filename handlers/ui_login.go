@@ -42,6 +42,9 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request, rq *uiRequest) 
 	retry, delay := s.dash.throttle.begin(keys)
 	if retry > 0 {
 		s.log.DebugContext(r.Context(), "dashboard sign-in throttled", slog.String("client", client))
+		if s.dash.throttledAudits.allow(client, rq.now) {
+			s.auditSignIn(r.Context(), store.ActionSignInThrottled, email, "", client)
+		}
 		f.Throttled, f.RetryAfterSeconds = true, retryAfterSeconds(w, retry)
 		return s.uiRender(w, r, rq, http.StatusTooManyRequests, web.LoginPage(s.uiPage(r, rq), f))
 	}
@@ -51,6 +54,7 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request, rq *uiRequest) 
 	u, err := s.store.Authenticate(r.Context(), email, password)
 	if errors.Is(err, store.ErrInvalidCredentials) {
 		s.log.InfoContext(r.Context(), "dashboard sign-in failed", slog.String("client", client))
+		s.auditSignIn(r.Context(), store.ActionSignInFailed, email, "", client)
 		if !utf8.ValidString(email) || strings.ContainsFunc(email, unicode.IsControl) {
 			f.Email = "" // not shown back: no account has such an address
 		}
@@ -68,6 +72,7 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request, rq *uiRequest) 
 	if err := s.dash.sessions.signIn(r, rq.sess, u.ID, rq.now); err != nil {
 		return err
 	}
+	s.auditSignIn(r.Context(), store.ActionSignIn, u.Email, u.ID, client)
 	return s.uiRedirect(w, r, rq, localPath(f.Next))
 }
 

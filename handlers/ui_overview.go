@@ -63,12 +63,14 @@ func (s *Server) uiOverview(w http.ResponseWriter, r *http.Request, rq *uiReques
 	}
 	in := web.OverviewInput{
 		Now: rq.now, Gates: snap.Gates, History: history,
-		LiveURL: "/live", LiveIntervalMs: liveInterval, Cluster: snap.Cluster, Clients: snap.Clients,
+		LiveURL: "/live?fragments=overview", LiveIntervalMs: liveInterval, Cluster: snap.Cluster, Clients: snap.Clients,
 	}
 	for _, c := range conns {
 		in.Connections = append(in.Connections, connectionStatus(c, health[c.ID]))
 	}
-	return s.uiRender(w, r, rq, http.StatusOK, web.OverviewPage(s.uiPage(r, rq), web.BuildOverview(in)))
+	v := web.BuildOverview(in)
+	v.Traffic = s.traffic(r.Context(), rq.now)
+	return s.uiRender(w, r, rq, http.StatusOK, web.OverviewPage(s.uiPage(r, rq), v))
 }
 
 // connectionStatus is the overview's header of one connection: identity from the
@@ -87,6 +89,9 @@ func connectionStatus(c store.Connection, h live.Connection) web.ConnectionStatu
 type liveView struct {
 	GatesView
 	ConnectionLoad map[string]connLoadView `json:"connectionLoad"`
+	// Fragments are the overview's request-log parts as HTML, by the name of the
+	// element (data-live-fragment) whose content each replaces.
+	Fragments map[string]string `json:"fragments,omitempty"`
 }
 
 type connLoadView struct {
@@ -102,6 +107,13 @@ func (s *Server) uiLive(w http.ResponseWriter, r *http.Request, rq *uiRequest) e
 		return err
 	}
 	v := liveView{GatesView: newGatesView(snap), ConnectionLoad: connectionLoads(snap.Gates)}
+	if r.URL.Query().Get("fragments") == "overview" {
+		f, err := s.trafficFragments(r.Context(), s.uiPage(r, rq), s.traffic(r.Context(), rq.now))
+		if err != nil {
+			return err
+		}
+		v.Fragments = f
+	}
 	return writeJSON(w, http.StatusOK, v, "")
 }
 

@@ -6,6 +6,10 @@
 (function () {
   "use strict";
 
+  // After a failed save, focus moves to the error summary: the page's first news.
+  var summary = document.querySelector("[data-error-summary]");
+  if (summary) summary.focus();
+
   var root = document.querySelector("[data-live-url]");
   if (!root || !window.fetch) return;
 
@@ -19,6 +23,7 @@
   var started = Date.now();
   var failures = 0;
   var timer = null;
+  var fragments = {}; // the last HTML set per data-live-fragment name
 
   function num(el) { return el ? parseInt(el.textContent, 10) || 0 : 0; }
   function label(key, fallback) { return labels[key] || fallback; }
@@ -41,9 +46,10 @@
     if (g.queued > 0) return "queueing";
     var inForce = g.adaptive && g.effectiveCap > 0 ? g.effectiveCap : g.cap;
     if (inForce > 0 && g.inFlight >= inForce) return "full";
+    if (g.inFlight > 0) return "busy";
     return "idle";
   }
-  var stateIcons = { idle: "○", full: "●", queueing: "◐", rejecting: "✕" };
+  var stateIcons = { idle: "○", busy: "◑", full: "●", queueing: "◐", rejecting: "✕" };
   var healthIcons = { ok: "✓", cooling: "◐", "half-open": "◐", disabled: "–" };
   var healthTones = { ok: "good", cooling: "warn", "half-open": "warn", disabled: "off" };
 
@@ -117,7 +123,7 @@
       if (now - started < 60000) rej += parseInt(row.getAttribute("data-rejected"), 10) || 0;
       var state = stateOf(g, rej);
       row.setAttribute("data-state", state);
-      row.classList.remove("state-idle", "state-full", "state-queueing", "state-rejecting");
+      row.classList.remove("state-idle", "state-busy", "state-full", "state-queueing", "state-rejecting");
       row.classList.add("state-" + state);
       row.classList.toggle("uncapped", !(g.cap > 0));
       var inForce = g.adaptive && g.effectiveCap > 0 ? g.effectiveCap : g.cap;
@@ -188,6 +194,16 @@
       if (qc) qc.classList.toggle("tone-warn", q > 0);
     });
 
+    // The overview's request-log parts (errors by code, volume, keys), drawn by the
+    // server: each replaces the content of its data-live-fragment element.
+    var frags = data.fragments || {};
+    root.querySelectorAll("[data-live-fragment]").forEach(function (el) {
+      var html = frags[el.getAttribute("data-live-fragment")];
+      if (typeof html !== "string" || fragments[el.getAttribute("data-live-fragment")] === html) return;
+      fragments[el.getAttribute("data-live-fragment")] = html;
+      el.innerHTML = html;
+    });
+
     (data.connections || []).forEach(function (c) {
       var block = root.querySelector('[data-conn="' + (window.CSS && CSS.escape ? CSS.escape(c.id) : c.id) + '"]');
       if (!block) return;
@@ -205,11 +221,23 @@
     });
   }
 
-  function status(stale) {
+  // status shows why the numbers stopped: the session ended (the server answered
+  // 401 or 403: sign in again) or the server did not answer.
+  function status(why) {
     var el = root.querySelector("[data-live-status]");
     if (!el) return;
-    el.hidden = !stale;
-    if (stale) setText(el, label("stale", ""));
+    el.hidden = !why;
+    if (!why) return;
+    el.setAttribute("data-why", why);
+    if (why === "signed-out") {
+      el.textContent = label("signedOut", "") + " ";
+      var a = document.createElement("a");
+      a.href = "/login?next=" + encodeURIComponent(location.pathname);
+      a.textContent = label("signIn", "");
+      el.appendChild(a);
+    } else {
+      setText(el, label("stale", ""));
+    }
   }
 
   function tick() {
@@ -217,12 +245,15 @@
     if (document.hidden) return;
     fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin", cache: "no-store" })
       .then(function (r) {
-        if (r.status === 401 || r.status === 403) { failures = Infinity; throw new Error("signed out"); }
+        if (r.status === 401 || r.status === 403) { failures = Infinity; return null; }
         if (!r.ok) throw new Error("status " + r.status);
         return r.json();
       })
-      .then(function (data) { failures = 0; status(false); update(data); })
-      .catch(function () { failures++; status(true); })
+      .then(function (data) {
+        if (data === null) { status("signed-out"); return; }
+        failures = 0; status(""); update(data);
+      })
+      .catch(function () { failures++; status("stale"); })
       .then(schedule);
   }
 

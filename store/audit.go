@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -22,6 +24,12 @@ const (
 	ActionDelete      = "delete"
 	ActionSetPassword = "set_password"
 	ActionSetRole     = "set_role"
+
+	// Dashboard sign-ins (entity user): a good password, a bad one (or an unknown
+	// account), and an attempt refused by the throttle (429).
+	ActionSignIn          = "sign_in"
+	ActionSignInFailed    = "sign_in_failed"
+	ActionSignInThrottled = "sign_in_throttled"
 )
 
 // ActorSystem is the actor recorded for writes made by Gatehouse itself (bootstrap
@@ -53,14 +61,23 @@ FROM audit_log
 WHERE ($1::bigint = 0 OR id < $1::bigint)
   AND ($3::text = '' OR entity = $3::text)
   AND ($4::text = '' OR entity_id = $4::text)
+  AND ($5::text = '' OR actor = $5::text OR actor = 'user:' || $5::text)
+  AND ($6::text = '' OR action = $6::text)
+  AND ($7::timestamptz IS NULL OR created_at >= $7::timestamptz)
+  AND ($8::timestamptz IS NULL OR created_at < $8::timestamptz)
 ORDER BY id DESC
 LIMIT $2`
 
-// AuditFilter narrows ListAuditFor to one kind of entity and, optionally, one entity.
-// Empty fields match everything.
+// AuditFilter narrows ListAuditFor. Empty fields match everything.
 type AuditFilter struct {
 	Entity   string
 	EntityID string
+	// Actor is an actor as recorded ("token:ci", "system") or a dashboard user's
+	// email (matching "user:<email>").
+	Actor  string
+	Action string
+	// Since and Until bound created_at (since inclusive, until exclusive); zero is open.
+	Since, Until time.Time
 }
 
 // ListAudit returns up to limit entries, newest first, with ids below beforeID
@@ -77,12 +94,59 @@ func (s *Store) ListAuditFor(ctx context.Context, f AuditFilter, beforeID int64,
 		limit = DefaultAuditLimit
 	}
 	limit = min(limit, MaxAuditLimit)
-	rows, _ := s.db.Query(ctx, listAuditSQL, beforeID, limit, f.Entity, f.EntityID)
+	rows, _ := s.db.Query(ctx, listAuditSQL, beforeID, limit, f.Entity, f.EntityID, f.Actor, f.Action,
+		nullTime(f.Since), nullTime(f.Until))
 	entries, err := pgx.CollectRows(rows, pgx.RowToStructByName[AuditEntry])
 	if err != nil {
 		return nil, fmt.Errorf("store: list audit: %w", translate(err))
 	}
 	return entries, nil
+}
+
+// nullTime is t for a query, or SQL NULL when t is zero.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// SignIn is one dashboard sign-in attempt for the audit log.
+type SignIn struct {
+	// Action is ActionSignIn, ActionSignInFailed or ActionSignInThrottled.
+	Action string
+	// Email is the address as typed: the actor is "user:<email>" (the account the
+	// attempt claims; cleaned of invalid UTF-8 and control characters, at most 254
+	// characters). Never the password.
+	Email string
+	// UserID is the account's id after a good password, "" otherwise.
+	UserID string
+	// Address is the client address (GATEHOUSE_TRUSTED_PROXIES rules).
+	Address string
+}
+
+// AuditSignIn writes one sign-in attempt to the audit log: actor "user:<email>",
+// entity user, and the address in after.
+func (s *Store) AuditSignIn(ctx context.Context, in SignIn) error {
+	email := cleanEmail(in.Email)
+	after := map[string]string{"email": email, "address": in.Address}
+	return audit(ctx, s.db, "user:"+email, in.Action, EntityUser, in.UserID, nil, after)
+}
+
+// cleanEmail makes a typed e-mail safe to store as text: invalid UTF-8 replaced,
+// control characters (NUL among them) dropped, cut to 254 characters.
+func cleanEmail(e string) string {
+	e = strings.ToValidUTF8(e, "\uFFFD")
+	e = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, e)
+	if r := []rune(e); len(r) > 254 {
+		e = string(r[:254])
+	}
+	return e
 }
 
 const insertAuditSQL = `

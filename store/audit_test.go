@@ -2,7 +2,9 @@ package store_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/google/go-cmp/cmp"
@@ -128,5 +130,63 @@ func TestListAuditFor(t *testing.T) {
 				t.Errorf("actions mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestAuditFiltersAndSignIns: sign-in attempts are audit rows (actor the account
+// claimed, the address recorded, a typed e-mail that is not valid UTF-8 or holds a
+// NUL stored cleaned, never refused); the filter narrows by actor (as recorded or by
+// a user's e-mail), by action and by time.
+func TestAuditFiltersAndSignIns(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	if _, _, err := s.CreateClientKey(ctx, "token:ci", store.NewClientKeyInput("k")); err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.CreateUser(ctx, store.ActorSystem, "ops@example.com", "correct horse battery", store.RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []store.SignIn{
+		{Action: store.ActionSignInFailed, Email: "ops@example.com", Address: "192.0.2.7"},
+		{Action: store.ActionSignIn, Email: "ops@example.com", UserID: u.ID, Address: "192.0.2.7"},
+		{Action: store.ActionSignInThrottled, Email: "x\x00y\xff@example.com", Address: "198.51.100.1"},
+	} {
+		if err := s.AuditSignIn(ctx, in); err != nil {
+			t.Fatalf("AuditSignIn(%+v): %v", in, err)
+		}
+	}
+	list := func(f store.AuditFilter) []string {
+		t.Helper()
+		entries, err := s.ListAuditFor(ctx, f, 0, 10)
+		if err != nil {
+			t.Fatalf("ListAuditFor(%+v): %v", f, err)
+		}
+		var out []string
+		for _, e := range entries {
+			out = append(out, e.Actor+" "+e.Action+" "+e.EntityID+" "+string(e.After))
+		}
+		return out
+	}
+	ops := "user:ops@example.com "
+	if diff := cmp.Diff([]string{
+		ops + "sign_in " + u.ID + ` {"email": "ops@example.com", "address": "192.0.2.7"}`,
+		ops + `sign_in_failed  {"email": "ops@example.com", "address": "192.0.2.7"}`,
+	}, list(store.AuditFilter{Actor: "ops@example.com"})); diff != "" {
+		t.Errorf("by user e-mail mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{`user:xy` + "\uFFFD" + `@example.com sign_in_throttled  {"email": "xy` + "\uFFFD" + `@example.com", "address": "198.51.100.1"}`},
+		list(store.AuditFilter{Action: store.ActionSignInThrottled})); diff != "" {
+		t.Errorf("by action mismatch (-want +got):\n%s", diff)
+	}
+	if got := list(store.AuditFilter{Actor: "token:ci"}); len(got) != 1 || !strings.HasPrefix(got[0], "token:ci create ") {
+		t.Errorf("by recorded actor: %q", got)
+	}
+	if got := list(store.AuditFilter{Until: time.Now().Add(-time.Hour)}); len(got) != 0 {
+		t.Errorf("until an hour ago: %q, want none", got)
+	}
+	if got := list(store.AuditFilter{Since: time.Now().Add(-time.Hour), Actor: "system"}); len(got) != 1 {
+		t.Errorf("system since an hour ago: %q, want the user's creation", got)
 	}
 }

@@ -35,13 +35,31 @@ func ActorName(actor string) string {
 
 // AuditList is the audit page's view model.
 type AuditList struct {
-	Entries []AuditEntry
+	// Filter is the filter as typed; Errors its problems by field (since, until).
+	Filter AuditFilter
+	Errors FieldErrors
+	// Entities and Actions are the choices of the entity and action filters.
+	Entities, Actions []string
+	Entries           []AuditEntry
 	// OlderURL links to the next page of older entries ("" when this is the last page),
 	// e.g. "/audit?before=<cursor>".
 	OlderURL string
 	// NewestURL links back to the first page when this page is not it.
 	NewestURL string
 }
+
+// AuditFilter is the audit page's filter as typed: an actor (an e-mail, "token:ci",
+// "system"), an entity kind, an action and a time range (RFC 3339).
+type AuditFilter struct {
+	Actor, Entity, EntityID, Action, Since, Until string
+}
+
+// AuditEntities and AuditActions are the filter's choices: what the store records.
+var (
+	AuditEntities = []string{"connection", "settings", "client_key", "api_token", "user"}
+	AuditActions  = []string{"create", "update", "delete", "set_password", "set_role",
+		"sign_in", "sign_in_failed", "sign_in_throttled"}
+)
 
 // Diff operations.
 const (
@@ -143,8 +161,57 @@ func joinPath(parent, key string) string {
 	return parent + "." + seg
 }
 
-// shortPath drops the "rateLimitOverrides." prefix, so a cap reads "modelConcurrency.glm-5".
-func shortPath(p string) string { return strings.TrimPrefix(p, "rateLimitOverrides.") }
+// PathSep joins the keys of a diff path on the audit page.
+const PathSep = " › "
+
+// pathKeys splits a DiffJSON path back into its keys: "a.b" and `a["glm-4.7"]`
+// are ["a", "b"] and ["a", "glm-4.7"]. What it cannot read stays one key.
+func pathKeys(p string) []string {
+	var keys []string
+	for p != "" {
+		if rest, ok := strings.CutPrefix(p, "["); ok {
+			end := strings.Index(rest, "\"]")
+			for end >= 0 && end+2 < len(rest) && rest[end+2] != '.' && rest[end+2] != '[' {
+				next := strings.Index(rest[end+1:], "\"]")
+				if next < 0 {
+					end = -1
+					break
+				}
+				end += 1 + next
+			}
+			if end < 0 {
+				return append(keys, p)
+			}
+			k, err := strconv.Unquote(rest[:end+1])
+			if err != nil {
+				return append(keys, p)
+			}
+			keys = append(keys, k)
+			p = strings.TrimPrefix(rest[end+2:], ".")
+			continue
+		}
+		i := strings.IndexAny(p, ".[")
+		if i < 0 {
+			keys = append(keys, p)
+			break
+		}
+		keys = append(keys, p[:i])
+		p = strings.TrimPrefix(p[i:], ".")
+	}
+	return keys
+}
+
+// shortPath is how the audit page writes a diff path: its keys joined by PathSep,
+// whatever they hold, so every nested key reads one way (modelConcurrency › glm-5 and
+// modelConcurrency › glm-4.7, not .glm-5 beside ["glm-4.7"]), and without the
+// "rateLimitOverrides" prefix.
+func shortPath(p string) string {
+	keys := pathKeys(p)
+	if len(keys) > 1 && keys[0] == "rateLimitOverrides" {
+		keys = keys[1:]
+	}
+	return strings.Join(keys, PathSep)
+}
 
 // catalogOr returns the message for key, or fallback when the catalog has no such key
 // (actions and entities recorded by newer code still show).

@@ -115,3 +115,22 @@ func TestActorName(t *testing.T) {
 		})
 	}
 }
+
+// TestShortPath: the audit page writes every nested key one way, a dot, a bracket
+// or a quote in a key or not.
+func TestShortPath(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ path, want string }{
+		{"rateLimitOverrides.modelConcurrency.glm-5", "modelConcurrency › glm-5"},
+		{`rateLimitOverrides.modelConcurrency["glm-4.7"]`, "modelConcurrency › glm-4.7"},
+		{`limits.models`, "limits › models"},
+		{`m["a\"]b"]["x.y"].z`, `m › a"]b › x.y › z`},
+		{`[""]`, ""},
+		{"name", "name"},
+		{`m["unterminated`, `m › ["unterminated`},
+	} {
+		if got := shortPath(tc.path); got != tc.want {
+			t.Errorf("shortPath(%q) = %q, want %q", tc.path, got, tc.want)
+		}
+	}
+}

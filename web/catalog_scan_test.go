@@ -160,7 +160,7 @@ func TestDynamicKeysExist(t *testing.T) {
 	for _, tag := range Locales() {
 		keys = append(keys, "lang."+tag)
 	}
-	for _, s := range []string{StateIdle, StateFull, StateQueueing, StateRejecting} {
+	for _, s := range []string{StateIdle, StateBusy, StateFull, StateQueueing, StateRejecting} {
 		keys = append(keys, "state."+s)
 	}
 	for _, h := range []string{live.HealthOK, live.HealthCooling, live.HealthSuspended, live.HealthBreakerOpen, live.HealthHalfOpen, HealthDisabled} {

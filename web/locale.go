@@ -99,18 +99,26 @@ func (l *Localizer) T(key string, args ...any) string {
 // key+".other" by the locale's plural rule for n (English: one for 1; Brazilian
 // Portuguese: one for 0 and 1) and formats with n followed by args.
 func (l *Localizer) N(key string, n int64, args ...any) string {
-	form := ".other"
+	return l.T(l.plural(key, n), append([]any{n}, args...)...)
+}
+
+// Words is N for a message that holds no number: the words after a count drawn
+// apart ("errors in the last minute").
+func (l *Localizer) Words(key string, n int64) string { return l.T(l.plural(key, n)) }
+
+// plural is key+".one" or key+".other" by the locale's plural rule for n.
+func (l *Localizer) plural(key string, n int64) string {
 	switch l.Tag() {
 	case "pt-BR":
 		if n == 0 || n == 1 {
-			form = ".one"
+			return key + ".one"
 		}
 	default:
 		if n == 1 {
-			form = ".one"
+			return key + ".one"
 		}
 	}
-	return l.T(key+form, append([]any{n}, args...)...)
+	return key + ".other"
 }
 
 // HasKey reports whether key exists in the locale's catalog or the English fallback.

@@ -63,6 +63,8 @@ type Overview struct {
 	LiveIntervalMs          int
 	// Cluster is set in cluster mode only; the summary's counts are then cluster-wide.
 	Cluster *live.Cluster
+	// Traffic is the request log's last minute and today (set by the handler).
+	Traffic Traffic
 }
 
 // Summary is the "Right now" line.
@@ -118,7 +120,8 @@ type Sample struct {
 
 // Gate states, shown as a colour and always also as a word.
 const (
-	StateIdle      = "idle"      // room to spare
+	StateIdle      = "idle"      // nothing in flight
+	StateBusy      = "busy"      // in flight, room to spare
 	StateFull      = "full"      // at cap, nobody waiting
 	StateQueueing  = "queueing"  // requests are waiting
 	StateRejecting = "rejecting" // rejections in the last minute
@@ -133,6 +136,8 @@ func (g GateBar) State() string {
 		return StateQueueing
 	case g.capInForce() > 0 && g.InFlight >= g.capInForce():
 		return StateFull
+	case g.InFlight > 0:
+		return StateBusy
 	default:
 		return StateIdle
 	}

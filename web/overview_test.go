@@ -267,8 +267,9 @@ func TestGateState(t *testing.T) {
 		g    GateBar
 		want string
 	}{
-		{name: "idle", g: GateBar{Gate: live.Gate{Cap: 4, InFlight: 3}}, want: StateIdle},
-		{name: "uncapped busy is idle", g: GateBar{Gate: live.Gate{InFlight: 30}}, want: StateIdle},
+		{name: "idle", g: GateBar{Gate: live.Gate{Cap: 4}}, want: StateIdle},
+		{name: "in use below its cap is busy, not idle", g: GateBar{Gate: live.Gate{Cap: 4, InFlight: 3}}, want: StateBusy},
+		{name: "uncapped in use is busy", g: GateBar{Gate: live.Gate{InFlight: 30}}, want: StateBusy},
 		{name: "full", g: GateBar{Gate: live.Gate{Cap: 4, InFlight: 4}}, want: StateFull},
 		{name: "queueing", g: GateBar{Gate: live.Gate{Cap: 4, InFlight: 4, Queued: 1}}, want: StateQueueing},
 		{name: "rejecting", g: GateBar{Gate: live.Gate{Cap: 4, InFlight: 4, Queued: 1}, RejectedLastMinute: 1}, want: StateRejecting},

@@ -43,7 +43,7 @@ func TestOverviewPage(t *testing.T) {
 		t.Errorf("data-live-url = %q", got)
 	}
 	summary := text(byTestID(t, doc, "summary"))
-	if want := "Right now 3 in flight · 6 queued · 0 rejected in the last minute · p99 wait 1.8 s"; summary != want {
+	if want := "Right now 3 in flight · 6 queued · 0 rejected in the last minute · 0 errors in the last minute · p99 wait 1.8 s"; summary != want {
 		t.Errorf("summary = %q, want %q", summary, want)
 	}
 	tests := []struct {
@@ -53,10 +53,11 @@ func TestOverviewPage(t *testing.T) {
 		wantState  string
 		bottleneck bool
 	}{
-		{key: "global", wantRatio: "142 / 200", wantQueued: "0", wantState: "idle"},
-		{key: "connection:c1", wantRatio: "3 / 4", wantQueued: "0", wantState: "idle"},
+		{key: "global", wantRatio: "142 / 200", wantQueued: "0", wantState: "in use"},
+		{key: "connection:c1", wantRatio: "3 / 4", wantQueued: "0", wantState: "in use"}, // 3 of 4 is not idle
+
 		{key: "model:c1:glm-5", wantRatio: "1 / 1", wantQueued: "6", wantState: "queueing", bottleneck: true},
-		{key: "model:c1:glm-4.7", wantRatio: "2 / 3", wantQueued: "0", wantState: "idle"},
+		{key: "model:c1:glm-4.7", wantRatio: "2 / 3", wantQueued: "0", wantState: "in use"},
 		{key: "connection:c2", wantRatio: "0 / –", wantQueued: "0", wantState: "idle"},
 	}
 	for _, tt := range tests {

@@ -239,7 +239,7 @@ func TestAuditPage(t *testing.T) {
 	}}
 	doc := render(t, AuditPage(testPage("en", RoleAdmin), AuditList{Entries: entries, OlderURL: "/audit?before=abc"}))
 	line := byTestID(t, doc, "diff-line")
-	if got := text(line.Find(".diff-path").Parent()); !strings.Contains(got, "modelConcurrency.glm-5: 1 → 2") {
+	if got := text(line.Find(".diff-path").Parent()); !strings.Contains(got, "modelConcurrency › glm-5: 1 → 2") || strings.Contains(got, "rateLimitOverrides") {
 		t.Errorf("diff line = %q", got)
 	}
 	if got := byTestID(t, doc, "older").AttrOr("href", ""); got != "/audit?before=abc" {

@@ -16,6 +16,8 @@ func stateIcon(state string) string {
 		return "◐"
 	case StateFull:
 		return "●"
+	case StateBusy:
+		return "◑"
 	default:
 		return "○"
 	}
@@ -86,12 +88,14 @@ func liveLabels(p Page) string {
 		"rejected.other":   p.L.T("overview.rejectedN.other"),
 		"locale":           p.L.Tag(),
 		"stale":            p.L.T("overview.liveStale"),
+		"signedOut":        p.L.T("overview.sessionEnded"),
+		"signIn":           p.L.T("overview.signInAgain"),
 		"learned":          p.L.T("overview.learnedRatio", "%1", "%2", "%3"),
 		"wouldQueue.one":   p.L.T("overview.wouldQueueN.one"),
 		"wouldQueue.other": p.L.T("overview.wouldQueueN.other"),
 		"peak":             p.L.T("overview.peak", "%1"),
 	}
-	for _, s := range []string{StateIdle, StateFull, StateQueueing, StateRejecting} {
+	for _, s := range []string{StateIdle, StateBusy, StateFull, StateQueueing, StateRejecting} {
 		m["state."+s] = p.L.T("state." + s)
 	}
 	for _, h := range []string{live.HealthOK, live.HealthCooling, live.HealthSuspended, live.HealthBreakerOpen, live.HealthHalfOpen, HealthDisabled} {

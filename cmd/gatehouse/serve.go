@@ -221,6 +221,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		TrustedProxies:  trusted,
 		AuthThrottle:    authThrottle,
 		UpstreamDeny:    deny,
+		RequestLogOff:   !logOn,
 	})
 	// Every request's context derives from base: when the shutdown timeout has run out,
 	// cancelling it with gateway.ErrShuttingDown ends streams with an SSE error event.
