@@ -3,6 +3,8 @@ package cluster
 import (
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,5 +209,84 @@ func TestPriorityAgingFromSettings(t *testing.T) {
 	gw.Apply(gateway.Config{})
 	if got := aging(); got != int64(10000) {
 		t.Errorf("aging once priorityAgingMs is removed = %v ms, want the default 10000", got)
+	}
+}
+
+// TestPriorityWeightsWithinClassAcrossReplicas: keys A (weight 1) and B
+// (weight 3), six interactive clients each over two replicas, backlogged on
+// a cap-4 gate while a batch key waits too: of the first 200 admissions B
+// gets 3 for each of A's, within 15 %, and the batch key none (aging 1 h).
+func TestPriorityWeightsWithinClassAcrossReplicas(t *testing.T) {
+	const gate = "model:c1:m"
+	const total = 200
+	reps := replicas(t, 2, map[string]int{gate: 4}, Options{PriorityAging: time.Hour})
+	base := admission.Request{Gates: path("connection:c1", gate), MaxWait: 60 * time.Second}
+	var held []admission.Grant
+	for range 4 {
+		held = append(held, mustTryAcquire(t, reps[0], base))
+	}
+	queued := func() int { return zcard(t, reps[0].rdb, reps[0].keys.expiry(gate)) }
+	low := base
+	low.Client, low.Priority = "L", admission.PriorityBatch
+	var seq atomic.Int64
+	lowAt := make(chan int64, 1) // admissions counted when the batch waiter got in
+	go func() {
+		p, err := reps[1].Acquire(t.Context(), low)
+		if err != nil {
+			t.Errorf("L: %v", err)
+			lowAt <- -1
+			return
+		}
+		lowAt <- seq.Load()
+		p.Release()
+	}()
+	waitFor(t, 10*time.Second, "the batch waiter queued", func() bool { return queued() == 1 })
+
+	var got [2]atomic.Int64 // admissions of A, B among the first total
+	var wg sync.WaitGroup
+	for i := range 12 {
+		key, weight := "A", 1
+		if i%2 == 1 {
+			key, weight = "B", 3
+		}
+		req := base
+		req.Client, req.Weight, req.Priority = key, weight, admission.PriorityInteractive
+		c := reps[(i/2)%2]
+		wg.Go(func() {
+			for {
+				p, err := c.Acquire(t.Context(), req)
+				if err != nil {
+					t.Errorf("key %s: %v", key, err)
+					return
+				}
+				n := seq.Add(1)
+				if n <= total {
+					got[weight/3].Add(1)
+				}
+				if n >= total {
+					p.Release()
+					return
+				}
+				p.Release()
+			}
+		})
+	}
+	waitFor(t, 10*time.Second, "12 interactive waiters queued", func() bool { return queued() == 13 })
+	for _, p := range held {
+		p.Release()
+	}
+	wg.Wait()
+	a, b := got[0].Load(), got[1].Load()
+	t.Logf("first %d admissions, interactive: A (weight 1) %d, B (weight 3) %d, B/A = %.2f", total, a, b, float64(b)/float64(max(a, 1)))
+	if a == 0 || float64(b)/float64(a) < 3*0.85 || float64(b)/float64(a) > 3*1.15 {
+		t.Errorf("B/A = %d/%d, want 3 within 15 %% (weights 1:3)", b, a)
+	}
+	select {
+	case n := <-lowAt:
+		if n < total {
+			t.Errorf("the batch waiter was admitted after %d admissions, while interactive ones waited", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the batch waiter was not admitted once the interactive ones were done")
 	}
 }
