@@ -84,22 +84,34 @@ func (x *exchange) attempt() attemptResult {
 	ks := x.key
 	ks.carry.inflight.Add(1)
 	defer ks.carry.inflight.Add(-1)
-	var used int64 // tokens the upstream reported
+	// spent is what the attempt is known to have cost: unknown (the
+	// reservation stays charged) unless nothing was dispatched or the
+	// upstream answered an error status (nothing), or its usage arrived
+	// with a complete answer.
+	var spent ratelimit.Usage
+	if !x.rt.free() && (ks.lim.CountsTokens() || c.lim.CountsTokens()) {
+		res, ok := x.reserve(c)
+		defer func() { x.settleReservation(spent) }()
+		if !ok {
+			spent = ratelimit.Released
+			p.done(health.ErrExcluded)
+			return res
+		}
+	}
 	if ks.lim.Any() && !x.rt.free() {
-		keyReserved := x.countKeyDispatch()
-		defer func() { x.settleKey(keyReserved, used) }()
+		x.countKeyDispatch()
 	}
 	if c.lim.Any() && !x.rt.free() {
-		reserved, v := x.countDispatch(c)
-		switch v {
+		switch x.countDispatch(c) {
 		case ratelimit.DispatchGone:
 			p.done(health.ErrExcluded)
+			spent = ratelimit.Released
 			return attemptAnswered
 		case ratelimit.DispatchSkipped:
 			p.done(health.ErrExcluded)
+			spent = ratelimit.Released
 			return attemptSkipped
 		}
-		defer func() { x.settle(c, reserved, used) }()
 	}
 	addUsage := x.wantsUsage(c)
 	payload := x.payload(t.model, addUsage)
@@ -228,7 +240,10 @@ func (x *exchange) attempt() attemptResult {
 			return attemptFailed
 		}
 		var ue *outbound.UnansweredError
-		if errors.As(err, &ue) && ue.Stale {
+		if errors.As(err, &ue) && !ue.Sent {
+			spent = ratelimit.Released // never reached the upstream whole
+		}
+		if ue != nil && ue.Stale {
 			// A stale pooled connection tells nothing of the upstream.
 			p.done(health.ErrExcluded)
 		} else {
@@ -247,6 +262,9 @@ func (x *exchange) attempt() attemptResult {
 	}
 	status := resp.StatusCode
 	t.stats.count(status)
+	if status >= 300 {
+		spent = ratelimit.Released // the upstream did not serve it
+	}
 	x.noteRateLimitHeaders(c, resp.Header)
 	switch {
 	case status == http.StatusTooManyRequests:
@@ -296,11 +314,13 @@ func (x *exchange) attempt() attemptResult {
 		}
 	}
 	x.status = status
-	x.relay(ctx, c, resp, tap)
+	complete := x.relay(ctx, c, resp, tap)
 	x.observeUpstream(c, t0)
 	if tap != nil {
-		used = tap.Tokens()
-		in, out, _ := tap.Reported()
+		in, out, found := tap.Reported()
+		if complete && found {
+			spent = ratelimit.Usage{Known: true, Tokens: tap.Tokens()}
+		}
 		x.tokensIn, x.tokensOut, x.tokensCached = in, out, tap.Cached()
 		x.costMicros = int64(t.rate.Cost(in, out, x.tokensCached))
 		ks.metrics.spend(x.costMicros)

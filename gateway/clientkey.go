@@ -216,15 +216,7 @@ func (x *exchange) keyBlocked() *apiError {
 	if !blocked {
 		return nil
 	}
-	what, budget := "tokens per minute (tpm)", live.BudgetTPM
-	if b.Code == CodeRateLimitTPD {
-		what, budget = "tokens per day (tpd)", live.BudgetTPD
-	}
-	x.g.metrics.rateRejected(budget)
-	return &apiError{status: http.StatusTooManyRequests, code: b.Code,
-		message: "client key " + strconv.Quote(ks.name) + " is out of its " + what + " budget (gate " + b.Gate +
-			"); it resets at " + b.Until.UTC().Format(time.RFC3339),
-		retryAfter: ceilSeconds(b.Until.Sub(now)), gate: b.Gate}
+	return x.errKeyBudget(b, 0, now)
 }
 
 // keyTurn waits for the key's rpm dispatch turn while x holds its permit,
@@ -255,33 +247,12 @@ func (x *exchange) errKeyTurnTooLate(ks *keyState, d, maxWait time.Duration, whe
 		retryAfter: ceilSeconds(d), gate: ks.lim.SpacingGate}
 }
 
-// countKeyDispatch counts the request about to go upstream against its
-// key: the rpm display count and the tpm estimate it returns for settleKey.
-func (x *exchange) countKeyDispatch() (reserved int64) {
+// countKeyDispatch counts the request about to go upstream in its key's
+// minute (the rpm display count); its tokens are reserved beforehand.
+func (x *exchange) countKeyDispatch() {
 	ks := x.key
-	l, r := &ks.lim, &ks.carry.rate
-	if !l.Any() {
-		return 0
-	}
-	return r.ReserveDispatch(l, x.g.now())
-}
-
-// settleKey charges the tokens of an attempt to its key in place of the
-// estimate: the tpm window, and the day's tokens in the KeyUsage store.
-func (x *exchange) settleKey(reserved, actual int64) {
-	ks := x.key
-	l := &ks.lim
-	if !l.CountsTokens() {
-		return
-	}
-	g := x.g
-	now := g.now()
-	record := ks.carry.rate.Settle(l, now, reserved, actual)
-	if l.TPM > 0 {
-		g.limiter.AddTokens(x.r.Context(), ks.storeID, &ks.carry.rate, l.TPM, actual)
-	}
-	if record && g.keyUsage != nil {
-		g.days.Spent(x.r.Context(), g.keyUsage, ks.id, &ks.carry.rate, l, now, actual)
+	if ks.lim.Any() {
+		ks.carry.rate.CountDispatch(&ks.lim, x.g.now())
 	}
 }
 

@@ -223,29 +223,30 @@ func TestClientKeyRPMSpacesOnlyThatKey(t *testing.T) {
 	}
 }
 
-// TestClientKeyTPDExhausted: a key with tpd 10 whose requests use 8 tokens each is
-// served until the day's tokens reach 10, then answered 429 RATE_LIMIT_TPD naming
+// TestClientKeyTPDExhausted: a key with tpd 100 whose requests reserve 23
+// tokens (76 body bytes ÷ 4 + max_tokens 4) and use 40 each is served until
+// the day's 80 tokens leave too little for the next reservation, then answered 429 RATE_LIMIT_TPD naming
 // key-tpd:<id>, while another key is still served; its tokens are counted in
 // gatehouse_client_tokens_total.
 func TestClientKeyTPDExhausted(t *testing.T) {
 	t.Parallel()
 	keys := map[string]ClientKey{
-		"sk-t": {ID: "kt", Name: "budgeted", Enabled: true, Limits: limits.ClientKeyLimits{TPD: ptr(int64(10))}},
+		"sk-t": {ID: "kt", Name: "budgeted", Enabled: true, Limits: limits.ClientKeyLimits{TPD: ptr(int64(100))}},
 		"sk-u": {ID: "ku", Name: "other", Enabled: true},
 	}
 	clock := newFakeClock()
 	e := newEnv(t, upstreamtest.Options{}, withKeys(keys), withClock(clock))
-	if err := e.up.SetDefault(upstreamtest.Behavior{UsageTokens: 8}); err != nil {
+	if err := e.up.SetDefault(upstreamtest.Behavior{UsageTokens: 40}); err != nil {
 		t.Fatal(err)
 	}
 	e.gw.Apply(Config{Connections: []Connection{e.conn("c1", "k1", "glm-5")}, ClientKeys: keyConfig(keys)})
 	ctx := testCtx(t)
 	for i := range 2 {
-		if r := e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false), as("sk-t")...); r.status != http.StatusOK {
+		if r := e.post(ctx, "/v1/chat/completions", chatBodyMax("glm-5", 4), as("sk-t")...); r.status != http.StatusOK {
 			t.Fatalf("request %d = %d %s, want 200", i, r.status, r.body)
 		}
 	}
-	r := e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false), as("sk-t")...)
+	r := e.post(ctx, "/v1/chat/completions", chatBodyMax("glm-5", 4), as("sk-t")...)
 	if r.status != http.StatusTooManyRequests || r.errorCode(t) != CodeRateLimitTPD || r.header.Get("X-Gatehouse-Gate") != "key-tpd:kt" {
 		t.Errorf("third request = %d %s (gate %q), want 429 RATE_LIMIT_TPD at key-tpd:kt", r.status, r.body, r.header.Get("X-Gatehouse-Gate"))
 	}
@@ -257,12 +258,12 @@ func TestClientKeyTPDExhausted(t *testing.T) {
 	}
 	in := counter(t, e.gw.metrics.clientTokens.WithLabelValues("budgeted", "input"))
 	out := counter(t, e.gw.metrics.clientTokens.WithLabelValues("budgeted", "output"))
-	if in+out != 16 {
-		t.Errorf("gatehouse_client_tokens_total of the key = %v in + %v out, want 16 together", in, out)
+	if in+out != 80 {
+		t.Errorf("gatehouse_client_tokens_total of the key = %v in + %v out, want 80 together", in, out)
 	}
 	// A new UTC day starts the budget afresh.
 	clock.Advance(24 * time.Hour)
-	if r := e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false), as("sk-t")...); r.status != http.StatusOK {
+	if r := e.post(ctx, "/v1/chat/completions", chatBodyMax("glm-5", 4), as("sk-t")...); r.status != http.StatusOK {
 		t.Errorf("request the next day = %d %s, want 200", r.status, r.body)
 	}
 }

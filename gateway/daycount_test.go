@@ -65,6 +65,22 @@ func (f *fakeUsage) AddUsage(_ context.Context, id string, day time.Time, reques
 	return u, nil
 }
 
+func (f *fakeUsage) ReserveTokens(_ context.Context, id string, day time.Time, tokens, limit int64) (int64, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.fail != nil {
+		return 0, false, f.fail
+	}
+	u := f.entry(id, day)
+	if limit > 0 && u.Tokens+tokens > limit {
+		return u.Tokens, false, nil
+	}
+	u.Tokens += tokens
+	f.set(id, day, u)
+	return u.Tokens, true, nil
+}
+
 func (f *fakeUsage) DayUsage(_ context.Context, day time.Time) (map[string]DayUsage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -210,6 +226,9 @@ func TestRPDStoreDeniesAtDispatchFailsOver(t *testing.T) {
 	}
 }
 
+// TestTPDCountsTokensInStore: each request reserves 40 tokens (77 body
+// bytes ÷ 4 + max_tokens 20) and is charged the 60 it used; the third's 40
+// do not fit the 120 of 100 charged.
 func TestTPDCountsTokensInStore(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
@@ -221,9 +240,9 @@ func TestTPDCountsTokensInStore(t *testing.T) {
 	ctx := testCtx(t)
 
 	for range 2 {
-		expectVia(t, e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)), "conn-c1")
+		expectVia(t, e.post(ctx, "/v1/chat/completions", chatBodyMax("glm-5", 20)), "conn-c1")
 	}
-	expectRateLimited(t, e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)),
+	expectRateLimited(t, e.post(ctx, "/v1/chat/completions", chatBodyMax("glm-5", 20)),
 		CodeRateLimitTPD, "tpd:c1", secondsToMidnight(clock.Now()))
 	if got := usage.get("c1", clock.Now()).Tokens; got != 120 {
 		t.Errorf("store counts %d tokens, want 120", got)
@@ -305,10 +324,10 @@ func TestTPDExhaustedWhileQueued(t *testing.T) {
 	hold := make(chan struct{})
 	e.mustBehave("k1", upstreamtest.Behavior{Hold: hold})
 	first := make(chan reply, 1)
-	go func() { first <- e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)) }()
+	go func() { first <- e.post(ctx, "/v1/chat/completions", chatBodyMax("glm-5", 20)) }()
 	waitFor(t, 2*time.Second, "first in flight", func() bool { return e.gate("model:c1:glm-5").InFlight == 1 })
 	queued := make(chan reply, 1)
-	go func() { queued <- e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)) }()
+	go func() { queued <- e.post(ctx, "/v1/chat/completions", chatBodyMax("glm-5", 20)) }()
 	waitFor(t, 2*time.Second, "second queued", func() bool { return e.gate("model:c1:glm-5").Queued == 1 })
 	close(hold)
 	expectVia(t, <-first, "conn-c1")

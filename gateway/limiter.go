@@ -20,6 +20,9 @@ import (
 // in-process state (ratelimit.State, health.Conn) stays in the connection,
 // a client key's in its keyCarry; ids are connection ids or a key's store id.
 type limiter interface {
+	// TakeTPM and GiveTPM reserve and settle tokens of a tpm window
+	// (reservations, reserve.go).
+	ratelimit.Windows
 	// Unavailable reports until when model on connection id is suspended
 	// (suspended) or cooling according to the other replicas; zero: it is not.
 	Unavailable(ctx context.Context, id string, r *ratelimit.State, tpm int64, model string, now time.Time) (until time.Time, suspended bool)
@@ -32,9 +35,6 @@ type limiter interface {
 	// holds its permit, within the deadline its admission wait started at
 	// start (maxWait its bound, 0 = none).
 	Turn(ctx context.Context, id string, r *ratelimit.State, spacing time.Duration, start time.Time, maxWait time.Duration) ratelimit.Turn
-	// AddTokens charges tokens, already settled in r, to the window other
-	// replicas see.
-	AddTokens(ctx context.Context, id string, r *ratelimit.State, tpm, tokens int64)
 	// CoolDown, CoolConnection and Suspend tell the other replicas of a
 	// cooldown of model (after a 429), of every model (after the rate-limit
 	// headers) or a suspension (after a 401/403) of connection id for d.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -167,6 +168,12 @@ func chatBody(model string, stream bool) string {
 		s += `,"stream":true`
 	}
 	return s + "}"
+}
+
+// chatBodyMax is a chat body that bounds its answer to maxTokens: a budget
+// reservation estimates it at len(body)/4 + maxTokens tokens.
+func chatBodyMax(model string, maxTokens int) string {
+	return `{"model":"` + model + `","messages":[{"role":"user","content":"hi"}],"max_tokens":` + strconv.Itoa(maxTokens) + "}"
 }
 
 // waitFor polls cond until it holds or the deadline passes.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
+	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 )
 
@@ -271,6 +272,7 @@ func (x *exchange) route(s *state, path string, rt route) *apiError {
 	if x.st == styleGemini {
 		// The model is the path's; the body is the upstream's to check.
 		info.Model, info.Stream = geminiPathModel(path), rt == routeStreamGenerate
+		info.MaxOutput = usage.GeminiMaxOutput(x.body.raw)
 		if info.Model == "" {
 			return &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: "the path names no model"}
 		}
@@ -354,6 +356,11 @@ type exchange struct {
 	pathBuf [1 + 4]admission.GateRef
 	// status is the HTTP status answered, for the client metrics.
 	status int
+	// resv is what the attempt in flight holds of the budgets on its path
+	// (reserve.go); skipBlk why the latest connection skipped for its
+	// budget was, for the answer when no other serves.
+	resv    ratelimit.Reservation
+	skipBlk ratelimit.Block
 	// cur is the pick of the current attempt, set by the choice (zero when
 	// nothing can be tried); kept here, not on run's frame, which is under
 	// a queued request's wait.
@@ -425,8 +432,9 @@ func (x *exchange) run() {
 			x.tried |= 1 << x.cur.idx
 			attempts++
 		case attemptSkipped:
-			// The connection's budget shows as exhausted now, so choose
-			// skips it; skips bounds the loop all the same.
+			// The request does not fit the connection's budget: not tried
+			// again, and no attempt spent.
+			x.tried |= 1 << x.cur.idx
 			skips++
 		}
 	}
@@ -440,6 +448,8 @@ func (x *exchange) answerFailed() {
 		x.writeLast()
 	case x.lastErr != nil:
 		x.fail(x.lastErr)
+	case x.skipBlk.Code != "":
+		x.fail(x.rateError(x.skipBlk, x.skipBlk.Until.Sub(x.g.now())))
 	default:
 		x.fail(&apiError{status: http.StatusBadGateway, code: CodeUpstreamError, message: "no upstream connection answered"})
 	}

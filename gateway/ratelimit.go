@@ -101,37 +101,18 @@ func (x *exchange) errTurnTooLate(c *conn, d, maxWait time.Duration, where strin
 }
 
 // countDispatch counts the request that is about to go to c upstream: rpd
-// in the usage store (memory while it is away), the rpm display count, and
-// the tpm estimate, which it returns so that settle can replace it.
-func (x *exchange) countDispatch(c *conn) (reserved int64, v ratelimit.Dispatch) {
+// in the usage store (memory while it is away) and the rpm display count.
+// Its tokens are reserved beforehand (reserve.go).
+func (x *exchange) countDispatch(c *conn) ratelimit.Dispatch {
 	l := &c.lim
 	now := x.g.now()
 	if l.RPD > 0 {
 		if v := x.g.days.CountRequest(x.r.Context(), x.g.usage, c.id, c.rate, l, now); v != ratelimit.DispatchOK {
-			return 0, v
+			return v
 		}
 	}
-	return c.rate.ReserveDispatch(l, now), ratelimit.DispatchOK
-}
-
-// settle charges the tokens an attempt on c used (actual, 0 when the
-// upstream reported none) in place of the estimate reserved at dispatch:
-// to the tpm window, through the limiter, and to the day's tokens in the
-// usage store.
-func (x *exchange) settle(c *conn, reserved, actual int64) {
-	l := &c.lim
-	if !l.CountsTokens() {
-		return
-	}
-	g := x.g
-	now := g.now()
-	record := c.rate.Settle(l, now, reserved, actual)
-	if l.TPM > 0 {
-		g.limiter.AddTokens(x.r.Context(), c.id, c.rate, l.TPM, actual)
-	}
-	if record && g.usage != nil {
-		g.days.Spent(x.r.Context(), g.usage, c.id, c.rate, l, now, actual)
-	}
+	c.rate.CountDispatch(l, now)
+	return ratelimit.DispatchOK
 }
 
 // LoadUsage reads the current UTC day's counts from the usage store into the

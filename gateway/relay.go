@@ -20,8 +20,10 @@ import (
 // other body is aborted so the client sees it cut.
 //
 // A non-nil tap watches the body for token usage on the way (and, when it
-// strips, decides which stream events the client gets).
-func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap *usage.Tap) {
+// strips, decides which stream events the client gets). complete reports
+// that the upstream's body was read to its end (so the usage the tap found,
+// if any, is the answer's).
+func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap *usage.Tap) (complete bool) {
 	defer resp.Body.Close()
 	h := x.w.Header()
 	outbound.CopyResponseHeader(h, resp.Header)
@@ -78,7 +80,7 @@ func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap 
 			case len(rest) > 0:
 				_, _ = x.w.Write(rest)
 			}
-			return
+			return true
 		}
 		if x.r.Context().Err() != nil {
 			if shuttingDown(x.r.Context()) {

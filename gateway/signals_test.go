@@ -91,7 +91,8 @@ func TestRateLimitHeadersCountDown(t *testing.T) {
 
 // TestRateLimitHeadersTokens: X-RateLimit-*-Tokens describe the tightest of
 // a key's tpm and tpd, and Remaining-Tokens falls as the upstream's usage is
-// charged (30 tokens a request from the fake upstream).
+// charged (30 tokens a request from the fake upstream; each request, with
+// max_tokens 20, reserves 40 while it runs).
 func TestRateLimitHeadersTokens(t *testing.T) {
 	t.Parallel()
 	e := newSignalEnv(t)
@@ -101,7 +102,7 @@ func TestRateLimitHeadersTokens(t *testing.T) {
 	}{{"sk-t", 100000}, {"sk-d", 1000}} {
 		var got []int64
 		for range 4 {
-			r := e.post(testCtx(t), "/v1/chat/completions", chatBody("glm-5", false), as(tc.secret)...)
+			r := e.post(testCtx(t), "/v1/chat/completions", chatBodyMax("glm-5", 20), as(tc.secret)...)
 			if r.status != http.StatusOK {
 				t.Fatalf("%s: status %d: %s", tc.secret, r.status, r.body)
 			}
@@ -148,7 +149,7 @@ func TestRateLimitHeadersOnRefusals(t *testing.T) {
 func TestGatehouseLimits(t *testing.T) {
 	t.Parallel()
 	e := newSignalEnv(t)
-	if r := e.post(testCtx(t), "/v1/chat/completions", chatBody("glm-5", false), as("sk-d")...); r.status != http.StatusOK {
+	if r := e.post(testCtx(t), "/v1/chat/completions", chatBodyMax("glm-5", 20), as("sk-d")...); r.status != http.StatusOK {
 		t.Fatalf("status %d: %s", r.status, r.body)
 	}
 	r := e.send(testCtx(t), http.MethodGet, limitsPath, "", as("sk-d")...)

@@ -17,7 +17,7 @@ import (
 // settingsNumberFields are the settings form's number fields, by JSON name.
 var settingsNumberFields = []string{
 	"globalMaxConcurrent", "defaultMaxWaitMs", "defaultExecutionMaxWaitMs", "defaultMaxQueueDepth",
-	"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs", "priorityAgingMs",
+	"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs", "priorityAgingMs", "defaultOutputReserve",
 }
 
 // storedSettingsFields fills the settings form from the stored row (absent keys
@@ -34,6 +34,7 @@ func storedSettingsFields(st store.Settings) (web.SettingsFields, []string) {
 		BreakerFailures:           intText(set.BreakerFailures),
 		BreakerCooldownMs:         intText(set.BreakerCooldownMs),
 		PriorityAgingMs:           intText(set.PriorityAgingMs),
+		DefaultOutputReserve:      intText(set.DefaultOutputReserve),
 		Providers:                 limits.FormatProviderCaps(set.Providers),
 		Aliases:                   limits.FormatAliases(set.Aliases),
 		Version:                   strconv.FormatInt(st.Version, 10),
@@ -47,7 +48,7 @@ func typedSettingsFields(form url.Values, base web.SettingsFields) web.SettingsF
 		"globalMaxConcurrent": &f.GlobalMaxConcurrent, "defaultMaxWaitMs": &f.DefaultMaxWaitMs,
 		"defaultExecutionMaxWaitMs": &f.DefaultExecutionMaxWaitMs, "defaultMaxQueueDepth": &f.DefaultMaxQueueDepth,
 		"maxAttempts": &f.MaxAttempts, "suspendMs": &f.SuspendMs, "breakerFailures": &f.BreakerFailures,
-		"breakerCooldownMs": &f.BreakerCooldownMs, "priorityAgingMs": &f.PriorityAgingMs,
+		"breakerCooldownMs": &f.BreakerCooldownMs, "priorityAgingMs": &f.PriorityAgingMs, "defaultOutputReserve": &f.DefaultOutputReserve,
 		"providers": &f.Providers, "aliases": &f.Aliases, "version": &f.Version,
 	} {
 		if vs, ok := form[name]; ok && len(vs) > 0 {

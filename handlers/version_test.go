@@ -132,7 +132,7 @@ func TestSettings(t *testing.T) {
 	delete(got, "updatedAt")
 	want := jsonValue(t, `{"globalMaxConcurrent":0,"defaultMaxWaitMs":30000,"defaultExecutionMaxWaitMs":300000,
 		"defaultMaxQueueDepth":0,"maxAttempts":3,"suspendMs":1800000,"breakerFailures":5,"breakerCooldownMs":30000,"priorityAgingMs":10000,
-		"providers":{"zai":{"maxConcurrent":8,"maxWaitMs":1000}},"version":2}`)
+		"defaultOutputReserve":4096,"providers":{"zai":{"maxConcurrent":8,"maxWaitMs":1000}},"version":2}`)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("settings after patch (-want +got):\n%s", diff)
 	}
@@ -142,9 +142,9 @@ func TestSettings(t *testing.T) {
 		header: map[string]string{"If-Match": etag1}}), http.StatusPreconditionFailed)
 	// Every problem at once, with paths.
 	p := problemOf(t, a.do(t, call{method: http.MethodPatch, path: path("settings"), invalidRequest: true,
-		body: `{"maxAttempts":0,"suspendMs":"1","providers":{"Bad":{"maxConcurrent":1},"zai":{"maxWaitMs":-1}},"tmp":1}`}),
+		body: `{"maxAttempts":0,"defaultOutputReserve":0,"suspendMs":"1","providers":{"Bad":{"maxConcurrent":1},"zai":{"maxWaitMs":-1}},"tmp":1}`}),
 		http.StatusUnprocessableEntity)
-	if diff := cmp.Diff([]string{"maxAttempts", "providers.Bad", "providers.zai.maxWaitMs", "suspendMs", "tmp"}, fields(p)); diff != "" {
+	if diff := cmp.Diff([]string{"defaultOutputReserve", "maxAttempts", "providers.Bad", "providers.zai.maxWaitMs", "suspendMs", "tmp"}, fields(p)); diff != "" {
 		t.Errorf("settings errors (-want +got):\n%s", diff)
 	}
 	// One provider key removed, the rest kept.
@@ -166,7 +166,8 @@ func TestSettingsShowDefaults(t *testing.T) {
 	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	defaults := `"globalMaxConcurrent":0,"defaultMaxWaitMs":30000,"defaultExecutionMaxWaitMs":600000,
-		"defaultMaxQueueDepth":0,"maxAttempts":3,"suspendMs":1800000,"breakerFailures":5,"breakerCooldownMs":30000,"priorityAgingMs":10000`
+		"defaultMaxQueueDepth":0,"maxAttempts":3,"suspendMs":1800000,"breakerFailures":5,"breakerCooldownMs":30000,"priorityAgingMs":10000,
+		"defaultOutputReserve":4096`
 	tests := []struct {
 		name  string
 		patch string // empty: a GET
@@ -176,6 +177,9 @@ func TestSettingsShowDefaults(t *testing.T) {
 		{"one key set", `{"defaultMaxWaitMs":45000}`,
 			`{` + strings.Replace(defaults, `"defaultMaxWaitMs":30000`, `"defaultMaxWaitMs":45000`, 1) + `,"providers":{},"version":2}`},
 		{"key removed", `{"defaultMaxWaitMs":null}`, `{` + defaults + `,"providers":{},"version":3}`},
+		{"output reserve set", `{"defaultOutputReserve":256}`,
+			`{` + strings.Replace(defaults, `"defaultOutputReserve":4096`, `"defaultOutputReserve":256`, 1) + `,"providers":{},"version":4}`},
+		{"output reserve removed", `{"defaultOutputReserve":null}`, `{` + defaults + `,"providers":{},"version":5}`},
 	}
 	for _, tt := range tests { // in order: each step builds on the one before
 		c := call{method: http.MethodGet, path: path("settings"), token: a.viewer}

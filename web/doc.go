@@ -48,7 +48,7 @@
 // priority, models, enabled, maxConcurrent, modelConcurrency, maxWaitMs,
 // executionMaxWaitMs, maxQueueDepth, rpm, rpd, tpm, tpd, minTime, version; settings:
 // globalMaxConcurrent, defaultMaxWaitMs, defaultExecutionMaxWaitMs,
-// defaultMaxQueueDepth, priorityAgingMs, maxAttempts, suspendMs, breakerFailures,
+// defaultMaxQueueDepth, priorityAgingMs, defaultOutputReserve, maxAttempts, suspendMs, breakerFailures,
 // breakerCooldownMs, providers; client keys: weight, maxConcurrent, maxWaitMs, rpm,
 // tpm, tpd, models, priority). Field values in view models are the raw typed strings, so a failed save
 // re-renders exactly what was typed. The "enabled" checkbox is preceded by a hidden

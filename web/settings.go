@@ -11,6 +11,7 @@ type SettingsFields struct {
 	BreakerFailures           string // breakerFailures
 	BreakerCooldownMs         string // breakerCooldownMs
 	PriorityAgingMs           string // priorityAgingMs
+	DefaultOutputReserve      string // defaultOutputReserve
 	// Providers is the per-provider caps textarea (form name "providers"): one
 	// "provider maxConcurrent [maxWaitMs]" a line; see limits.ParseProviderCaps.
 	Providers string
@@ -34,6 +35,7 @@ type SettingsForm struct {
 func SettingsFieldNames() []string {
 	return []string{
 		"globalMaxConcurrent", "defaultMaxWaitMs", "defaultExecutionMaxWaitMs", "defaultMaxQueueDepth", "priorityAgingMs",
+		"defaultOutputReserve",
 		"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs", "providers", "aliases",
 	}
 }

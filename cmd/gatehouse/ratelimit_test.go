@@ -141,7 +141,8 @@ func TestRPDPersistsInPostgres(t *testing.T) {
 
 // TestKeyTPDPersistsInPostgres: a client key's tpd is counted in Postgres
 // (usage_daily_keys through keyUsageCounter), wired as serve wires it: once the day's
-// tokens reach the budget the key gets 429 RATE_LIMIT_TPD naming key-tpd:<id>, and a
+// tokens leave too little of the budget for the next request's reservation (76 body
+// bytes ÷ 4 + max_tokens 4 = 23 tokens, each request using 40) the key gets 429 RATE_LIMIT_TPD naming key-tpd:<id>, and a
 // gateway started afresh on the same database refuses it too, while another key
 // passes.
 func TestKeyTPDPersistsInPostgres(t *testing.T) {
@@ -149,7 +150,7 @@ func TestKeyTPDPersistsInPostgres(t *testing.T) {
 	ctx := t.Context()
 	logger := slog.New(slog.DiscardHandler)
 	st, up, upSrv := storeAndUpstream(t, logger)
-	if err := up.SetDefault(upstreamtest.Behavior{UsageTokens: 6}); err != nil {
+	if err := up.SetDefault(upstreamtest.Behavior{UsageTokens: 40}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.CreateConnection(ctx, "tester", store.ConnectionInput{
@@ -159,7 +160,7 @@ func TestKeyTPDPersistsInPostgres(t *testing.T) {
 		t.Fatalf("CreateConnection: %v", err)
 	}
 	in := store.NewClientKeyInput("budgeted")
-	in.Limits = json.RawMessage(`{"tpd": 10}`)
+	in.Limits = json.RawMessage(`{"tpd": 100}`)
 	budgeted, secret, err := st.CreateClientKey(ctx, "tester", in)
 	if err != nil {
 		t.Fatal(err)
@@ -189,8 +190,8 @@ func TestKeyTPDPersistsInPostgres(t *testing.T) {
 		t.Fatalf("3rd request: %d %s at %q, want 429 %s at %s", status, code, gate, gateway.CodeRateLimitTPD, wantGate)
 	}
 	m, err := st.ClientKeyUsageForDay(ctx, clock.Now())
-	if err != nil || m[budgeted.ID].Tokens != 12 {
-		t.Fatalf("stored key usage = %+v, %v; want 12 tokens for the key", m, err)
+	if err != nil || m[budgeted.ID].Tokens != 80 {
+		t.Fatalf("stored key usage = %+v, %v; want 80 tokens for the key", m, err)
 	}
 
 	// A restarted gateway knows the day's tokens from Postgres.
@@ -222,12 +223,12 @@ func startWired(t *testing.T, st *store.Store, opts gateway.Options) (*gateway.G
 	return gw, srv.URL
 }
 
-// postChat sends a small glm-5 chat completion to the gateway at url with the client
+// postChat sends a small glm-5 chat completion (max_tokens 4, a reservation of 23 tokens) to the gateway at url with the client
 // key key and returns the status, the error code and X-Gatehouse-Gate.
 func postChat(t *testing.T, url, key string) (status int, code, gate string) {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/v1/chat/completions",
-		strings.NewReader(`{"model":"glm-5","messages":[{"role":"user","content":"hi"}]}`))
+		strings.NewReader(`{"model":"glm-5","messages":[{"role":"user","content":"hi"}],"max_tokens":4}`))
 	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -213,6 +213,10 @@ func (u usageCounter) AddUsage(ctx context.Context, connID string, day time.Time
 	return dayUsage(t), err
 }
 
+func (u usageCounter) ReserveTokens(ctx context.Context, connID string, day time.Time, tokens, limit int64) (int64, bool, error) {
+	return u.st.ReserveTokens(ctx, connID, day, tokens, limit)
+}
+
 func (u usageCounter) DayUsage(ctx context.Context, day time.Time) (map[string]gateway.DayUsage, error) {
 	return dayUsages(u.st.UsageForDay(ctx, day))
 }
@@ -230,6 +234,10 @@ func (u keyUsageCounter) CountRequest(ctx context.Context, keyID string, day tim
 func (u keyUsageCounter) AddUsage(ctx context.Context, keyID string, day time.Time, requests, tokens int64) (gateway.DayUsage, error) {
 	t, err := u.st.AddClientKeyUsage(ctx, keyID, day, requests, tokens)
 	return dayUsage(t), err
+}
+
+func (u keyUsageCounter) ReserveTokens(ctx context.Context, keyID string, day time.Time, tokens, limit int64) (int64, bool, error) {
+	return u.st.ReserveClientKeyTokens(ctx, keyID, day, tokens, limit)
 }
 
 func (u keyUsageCounter) DayUsage(ctx context.Context, day time.Time) (map[string]gateway.DayUsage, error) {

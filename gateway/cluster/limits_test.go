@@ -346,7 +346,8 @@ func TestSharedLimitsFailOpen(t *testing.T) {
 	})
 	e := &twoGateways{t: t, up: up, upURL: upSrv.URL, urls: [2]string{srv.URL, srv.URL}, hc: &http.Client{Transport: tr}}
 	gw.Apply(gateway.Config{Connections: []gateway.Connection{
-		e.conn("a", "ka", 0, limits.Overrides{MinTimeMs: ptr(300), TPM: ptr(int64(1000))})}})
+		// tpm room for three reservations of the default 4096 output tokens.
+		e.conn("a", "ka", 0, limits.Overrides{MinTimeMs: ptr(300), TPM: ptr(int64(100000))})}})
 	// Anchored before any dispatch: turn i comes at least i × 300 ms after sent,
 	// so arrival i does too, however late the loopback delivers any of them.
 	sent := time.Now()

@@ -20,6 +20,9 @@ import (
 //	breakerFailures            0–100        default 5 (0 = breaker off)
 //	breakerCooldownMs          1000–3600000 default 30000
 //	priorityAgingMs            100–3600000  default 10000 (a waiter moves up one priority class per period)
+//	defaultOutputReserve       1–1000000    default 4096 (tokens a budget reservation
+//	                           assumes for the answer of a request that sets no
+//	                           output bound)
 //	providers.<p>              p matches [a-z0-9-]{1,32}
 //	providers.<p>.maxConcurrent 0–100000    0 or absent = no provider cap
 //	providers.<p>.maxWaitMs     0–120000    0 or absent = defaultMaxWaitMs
@@ -37,6 +40,7 @@ type Settings struct {
 	BreakerFailures           *int                        `json:"breakerFailures,omitempty" validate:"omitnil,between=0:100"`
 	BreakerCooldownMs         *int                        `json:"breakerCooldownMs,omitempty" validate:"omitnil,between=1000:3600000"`
 	PriorityAgingMs           *int                        `json:"priorityAgingMs,omitempty" validate:"omitnil,between=100:3600000"`
+	DefaultOutputReserve      *int                        `json:"defaultOutputReserve,omitempty" validate:"omitnil,between=1:1000000"`
 	Providers                 map[string]ProviderSettings `json:"providers,omitempty" validate:"omitempty,dive,keys,providerkey,endkeys"`
 	Aliases                   map[string]string           `json:"aliases,omitempty" validate:"omitempty,max=500,dive,keys,modelkey,endkeys,modelkey"`
 	Prices                    Prices                      `json:"prices,omitempty" validate:"omitempty,max=500,dive,keys,modelpattern,endkeys"`
@@ -63,6 +67,7 @@ const (
 	DefaultBreakerFailures     = 5
 	DefaultBreakerCooldownMs   = 30000
 	DefaultPriorityAgingMs     = 10000
+	DefaultOutputReserve       = 4096
 )
 
 // settingsWarningPrefix names the settings row in NormalizeSettings' warnings.
@@ -81,6 +86,7 @@ func DefaultSettings() Settings {
 		BreakerFailures:           new(DefaultBreakerFailures),
 		BreakerCooldownMs:         new(DefaultBreakerCooldownMs),
 		PriorityAgingMs:           new(DefaultPriorityAgingMs),
+		DefaultOutputReserve:      new(DefaultOutputReserve),
 	}
 }
 
@@ -96,6 +102,9 @@ type EffectiveSettings struct {
 	BreakerFailures           int // 0 = breaker off
 	BreakerCooldownMs         int
 	PriorityAgingMs           int
+	// DefaultOutputReserve is the output tokens a budget reservation
+	// assumes for a request that sets no output bound.
+	DefaultOutputReserve int
 	// Providers holds every provider that sets something; a provider not
 	// listed has no cap and no wait of its own.
 	Providers map[string]EffectiveProvider
@@ -125,6 +134,7 @@ func (s Settings) Effective() EffectiveSettings {
 		BreakerCooldownMs:         valueOr(s.BreakerCooldownMs, DefaultBreakerCooldownMs),
 		Prices:                    clonePrices(s.Prices),
 		PriorityAgingMs:           valueOr(s.PriorityAgingMs, DefaultPriorityAgingMs),
+		DefaultOutputReserve:      valueOr(s.DefaultOutputReserve, DefaultOutputReserve),
 	}
 	if len(s.Providers) > 0 {
 		e.Providers = make(map[string]EffectiveProvider, len(s.Providers))
@@ -154,6 +164,7 @@ func (s Settings) WithDefaults() Settings {
 		BreakerCooldownMs:         ptrOr(s.BreakerCooldownMs, d.BreakerCooldownMs),
 		Prices:                    clonePrices(s.Prices),
 		PriorityAgingMs:           ptrOr(s.PriorityAgingMs, d.PriorityAgingMs),
+		DefaultOutputReserve:      ptrOr(s.DefaultOutputReserve, d.DefaultOutputReserve),
 	}
 	if len(s.Providers) > 0 {
 		out.Providers = make(map[string]ProviderSettings, len(s.Providers))

@@ -35,6 +35,11 @@ type UsageCounter interface {
 	// AddUsage adds requests and tokens to id's day and returns the day's
 	// totals after the addition.
 	AddUsage(ctx context.Context, id string, day time.Time, requests, tokens int64) (DayUsage, error)
+	// ReserveTokens adds tokens to id's day unless the day's tokens would
+	// pass limit, in one atomic step. It returns the day's tokens after the
+	// call and whether these were added. A reservation is settled with
+	// AddUsage(0, actual − tokens).
+	ReserveTokens(ctx context.Context, id string, day time.Time, tokens, limit int64) (total int64, ok bool, err error)
 	// DayUsage returns every id's counts for the day; ids without usage
 	// may be absent.
 	DayUsage(ctx context.Context, day time.Time) (map[string]DayUsage, error)
@@ -107,15 +112,6 @@ func (d *Days) CountRequest(ctx context.Context, u UsageCounter, id string, r *S
 		r.pendReq++
 	}
 	return DispatchOK
-}
-
-// Spent writes tokens that r recorded (Settle) to u under id, with whatever
-// was counted in memory while u was away. It runs even if the client
-// (ctx) has gone: the tokens were spent all the same.
-func (d *Days) Spent(ctx context.Context, u UsageCounter, id string, r *State, l *Limits, now time.Time, tokens int64) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), usageTimeout)
-	defer cancel()
-	d.Flush(ctx, u, id, r, l, now, 0, tokens)
 }
 
 // Flush writes requests and tokens, plus whatever was counted in memory

@@ -27,9 +27,6 @@ func (Local) Turn(ctx context.Context, _ string, r *State, _ time.Duration, star
 	return r.Turn(ctx, start, maxWait)
 }
 
-// AddTokens does nothing: Settle charged r already.
-func (Local) AddTokens(context.Context, string, *State, int64, int64) {}
-
 // CoolDown does nothing: the connection's health keeps the cooldown.
 func (Local) CoolDown(context.Context, string, string, time.Duration) {}
 

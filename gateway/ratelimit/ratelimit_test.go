@@ -49,13 +49,12 @@ func TestTPMDebtBlocksUntilPaidOff(t *testing.T) {
 	if _, blocked := r.Blocked(l, t0); blocked {
 		t.Fatal("an empty window blocks")
 	}
-	reserved := r.ReserveDispatch(l, t0)
-	if reserved != 0 {
-		t.Fatalf("first dispatch reserved %d, want 0 (no estimate yet)", reserved)
+	var rs Reservation
+	d := NewDays(slog.New(&recordingHandler{}))
+	if _, v := rs.Reserve(t.Context(), Local{}, d, Budget{ID: "c1", L: l, R: &r}, 10, t0); v != DispatchOK {
+		t.Fatalf("reserving 10 in an empty window: %v", v)
 	}
-	if record := r.Settle(l, t0, reserved, 250); record {
-		t.Error("Settle asks to record tokens without tpd")
-	}
+	rs.Settle(t.Context(), Local{}, d, Usage{Known: true, Tokens: 250}, t0)
 	b, blocked := r.Blocked(l, t0)
 	minute := t0.Truncate(time.Minute)
 	want := Block{Code: CodeTPM, Gate: "tpm:c1", Until: minute.Add(3 * time.Minute)}
@@ -121,6 +120,19 @@ func (f *fakeUsage) AddUsage(_ context.Context, id string, _ time.Time, requests
 	return DayUsage{Requests: f.requests[id], Tokens: f.tokens[id]}, nil
 }
 
+func (f *fakeUsage) ReserveTokens(_ context.Context, id string, _ time.Time, tokens, limit int64) (int64, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return 0, false, f.err
+	}
+	if f.tokens[id]+tokens > limit {
+		return f.tokens[id], false, nil
+	}
+	f.tokens[id] += tokens
+	return f.tokens[id], true, nil
+}
+
 func (f *fakeUsage) DayUsage(context.Context, time.Time) (map[string]DayUsage, error) {
 	return nil, errors.New("not used")
 }
@@ -139,9 +151,11 @@ func TestDaysFailOpen(t *testing.T) {
 	if got := d.CountRequest(ctx, u, "c1", &r, l, t0); got != DispatchOK {
 		t.Fatalf("store down: %v, want DispatchOK (fail-open)", got)
 	}
-	if r.Settle(l, t0, 0, 40) {
-		d.Spent(ctx, u, "c1", &r, l, t0, 40)
+	var rs Reservation
+	if _, v := rs.Reserve(ctx, Local{}, d, Budget{ID: "c1", DayID: "c1", L: l, R: &r, U: u}, 100, t0); v != DispatchOK {
+		t.Fatalf("store down: reservation %v, want DispatchOK (fail-open)", v)
 	}
+	rs.Settle(ctx, Local{}, d, Usage{Known: true, Tokens: 40}, t0)
 	if got := logs.count(); got != 1 {
 		t.Errorf("%d warnings, want 1", got)
 	}
@@ -188,7 +202,7 @@ func TestBudgets(t *testing.T) {
 	t.Parallel()
 	l := &Limits{RPM: 10, RPD: 5, TPD: 100}
 	var r State
-	r.ReserveDispatch(l, t0)
+	r.CountDispatch(l, t0)
 	next, midnight := t0.Truncate(time.Minute).Add(time.Minute), time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)
 	want := map[string]live.Budget{
 		live.BudgetRPM: {Limit: 10, Remaining: 9, ResetAt: next},

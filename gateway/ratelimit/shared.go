@@ -134,8 +134,8 @@ func (l *Shared) Unavailable(ctx context.Context, id string, r *State, tpm int64
 
 // Blocked checks the tpm window in the store, when l has one; the daily
 // budgets are checked in memory as always (they are exact through the
-// UsageCounter). The estimates of this replica's requests in flight count
-// on top of the store's window.
+// UsageCounter). The store's window holds the reservations of every
+// replica's requests in flight.
 func (l *Shared) Blocked(ctx context.Context, id string, lim *Limits, r *State, now time.Time) (Block, bool) {
 	if lim.TPM == 0 {
 		return r.Blocked(lim, now)
@@ -155,9 +155,6 @@ func (l *Shared) Blocked(ctx context.Context, id string, lim *Limits, r *State, 
 	s.mu.Lock()
 	used, end := s.tpmUsed, s.windowEnd
 	s.mu.Unlock()
-	r.mu.Lock()
-	used += r.inflight
-	r.mu.Unlock()
 	return tpmBlocked(lim, used, est, end)
 }
 
@@ -206,22 +203,6 @@ func (l *Shared) Turn(ctx context.Context, id string, r *State, spacing time.Dur
 		t.Waited = waited
 	}
 	return t
-}
-
-// AddTokens charges tokens to id's shared tpm window and to the cached
-// copy, so this replica sees its own charge at once.
-func (l *Shared) AddTokens(ctx context.Context, id string, r *State, tpm, tokens int64) {
-	if tokens <= 0 || !l.down.up() {
-		return
-	}
-	s := &r.shared
-	s.mu.Lock()
-	s.tpmUsed += tokens
-	s.mu.Unlock()
-	// The tokens were spent even if the client has gone.
-	if err := l.store.AddTokens(context.WithoutCancel(ctx), id, tpm, tokens); err != nil {
-		l.down.failed(err)
-	}
 }
 
 // CoolDown tells the other replicas that model on connID cools for d.

@@ -25,7 +25,10 @@ func (f *fakeStore) View(_ context.Context, id string, _ int64) (View, error) {
 	return f.view(id)
 }
 
-func (f *fakeStore) AddTokens(context.Context, string, int64, int64) error           { return nil }
+func (f *fakeStore) AddTokens(context.Context, string, int64, int64) error { return nil }
+func (f *fakeStore) ReserveTokens(context.Context, string, int64, int64) (bool, int64, time.Duration, error) {
+	return false, 0, 0, errors.New("not used")
+}
 func (f *fakeStore) CoolDown(context.Context, string, string, time.Duration) error   { return nil }
 func (f *fakeStore) CoolConnection(context.Context, string, time.Duration) error     { return nil }
 func (f *fakeStore) Suspend(context.Context, string, time.Duration) error            { return nil }
@@ -56,8 +59,7 @@ func TestSharedView(t *testing.T) {
 		t.Errorf("adopted %v, want the learned cap 3", adopted)
 	}
 	l := &Limits{TPM: 100, GateTPM: "tpm:c1"}
-	r.ReserveDispatch(l, t0)
-	r.Settle(l, t0, 0, 20) // the estimate is 20 now
+	r.learn(20, true) // the estimate is 20 now
 	b, blocked := s.Blocked(t.Context(), "c1", l, &r, t0)
 	if !blocked || b.Code != CodeTPM || !b.Until.Equal(t0.Add(30*time.Second)) {
 		t.Errorf("Blocked = %+v, %v; want TPM until the store's window ends (90 used + 20 estimated > 100)", b, blocked)

@@ -25,10 +25,10 @@ type State struct {
 	// away; they are written with the next successful store call.
 	pendReq, pendTok int64
 	minute           time.Time // start of the current minute window
-	used             int64     // tpm: tokens charged in the window, estimates of requests in flight included
-	est              int64     // running estimate of tokens per request, 0 = none yet
+	used             int64     // tpm: tokens charged in the window, reservations of requests in flight included
+	est              int64     // running estimate of tokens per request (known usages), 0 = none yet
 	minuteReqs       int64     // dispatches in the window, for the rpm budget
-	inflight         int64     // tpm estimates reserved by requests in flight on this replica
+	reserved         int64     // tpm and tpd tokens held by reservations not yet settled (reserve.go)
 
 	shared sharedState // cluster mode: the cached shared state (shared.go)
 }

@@ -22,7 +22,13 @@ type Store interface {
 	// View returns id's shared state now; tpm is its tokens-per-minute
 	// limit, which pays off debt between windows.
 	View(ctx context.Context, id string, tpm int64) (View, error)
-	// AddTokens charges tokens to id's tpm window.
+	// ReserveTokens adds tokens to id's tpm window if they fit (any amount
+	// fits an empty window; else used + tokens ≤ tpm), in one atomic step,
+	// and returns whether they were added, the tokens used in the window
+	// after the call and the time left in the window.
+	ReserveTokens(ctx context.Context, id string, tpm, tokens int64) (ok bool, used int64, left time.Duration, err error)
+	// AddTokens charges tokens to id's tpm window (negative: gives back a
+	// reservation's excess; the window never goes below zero).
 	AddTokens(ctx context.Context, id string, tpm, tokens int64) error
 	// CoolDown marks model on connID as cooling for d (never shortening a
 	// longer cooldown already there).

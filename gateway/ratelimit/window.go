@@ -113,44 +113,11 @@ func (r *State) Budgets(l *Limits, now time.Time) map[string]live.Budget {
 	return m
 }
 
-// ReserveDispatch counts a dispatch in r's minute (the rpm display count)
-// and, with tpm, reserves the running estimate of tokens per request, which
-// it returns so that Settle can replace it.
-func (r *State) ReserveDispatch(l *Limits, now time.Time) (reserved int64) {
+// CountDispatch counts a dispatch in r's minute (the rpm display count);
+// its tokens are held by a Reservation (reserve.go).
+func (r *State) CountDispatch(l *Limits, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rolloverLocked(l, now)
 	r.minuteReqs++
-	if l.TPM > 0 {
-		reserved = r.est
-		r.used += reserved
-		r.inflight += reserved
-	}
-	return reserved
-}
-
-// Settle charges the tokens a dispatch used (actual, 0 when the upstream
-// reported none) in place of the estimate reserved: the tpm window, the
-// running estimate and the day's tokens. It reports whether the tokens
-// count towards tpd (and so must go to the usage store).
-func (r *State) Settle(l *Limits, now time.Time, reserved, actual int64) (record bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.rolloverLocked(l, now)
-	if l.TPM > 0 {
-		r.used = max(r.used+actual-reserved, 0)
-		r.inflight -= reserved
-	}
-	if actual > 0 {
-		if r.est == 0 {
-			r.est = actual
-		} else {
-			r.est = (3*r.est + actual + 3) / 4
-		}
-	}
-	record = l.TPD > 0 && actual > 0
-	if record {
-		r.tokens += actual
-	}
-	return record
 }

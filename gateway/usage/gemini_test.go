@@ -59,3 +59,22 @@ func TestGeminiTap(t *testing.T) {
 		t.Errorf("OpenAI tap on a Gemini body: %d tokens, want 0", got)
 	}
 }
+
+// TestGeminiMaxOutput: a Gemini body's output bound in either spelling;
+// anything that is not a positive integer is no bound.
+func TestGeminiMaxOutput(t *testing.T) {
+	t.Parallel()
+	for body, want := range map[string]int64{
+		`{"contents":[],"generationConfig":{"maxOutputTokens":150}}`:                           150,
+		`{"generation_config":{"max_output_tokens":70},"contents":[{"parts":[{"text":"x"}]}]}`: 70,
+		`{"generationConfig":{"maxOutputTokens":"150"}}`:                                       0,
+		`{"generationConfig":{"maxOutputTokens":-3}}`:                                          0,
+		`{"generationConfig":{"temperature":1}}`:                                               0,
+		`{"contents":[]}`:                                                                      0,
+		`not json`:                                                                             0,
+	} {
+		if got := GeminiMaxOutput([]byte(body)); got != want {
+			t.Errorf("GeminiMaxOutput(%s) = %d, want %d", body, got, want)
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package ratelimit
+
+import (
+	"context"
+	"time"
+)
+
+// The day (tpd) side of a reservation: the usage store's conditional add,
+// exact across replicas and restarts, with memory as the fallback while the
+// store is away (fail-open, as for rpd: enforced against what memory knows).
+
+// TakeTokens reserves n tokens of b's day budget (b.L.TPD > 0). ctx is the
+// client's; the store's answer is waited for even when the client leaves
+// meanwhile (a statement cut on our side may still have run in the store:
+// only its answer says what is held, and so what to give back).
+func (d *Days) TakeTokens(ctx context.Context, b *Budget, n int64, now time.Time) (Block, Dispatch) {
+	r, l, u := b.R, b.L, b.U
+	if u != nil && d.down.up() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), usageTimeout)
+		total, ok, err := u.ReserveTokens(cctx, b.DayID, now, n, l.TPD)
+		if err == nil {
+			r.mu.Lock()
+			r.rolloverLocked(l, now)
+			r.tokens = max(r.tokens, total+r.pendTok)
+			if ok {
+				r.reserved += n
+			}
+			pending := r.pendReq > 0 || r.pendTok != 0
+			midnight := r.day.AddDate(0, 0, 1)
+			r.mu.Unlock()
+			if pending {
+				d.Flush(cctx, u, b.DayID, r, l, now, 0, 0)
+			}
+			cancel()
+			if !ok {
+				return Block{CodeTPD, l.GateTPD, midnight}, DispatchSkipped
+			}
+			return Block{}, DispatchOK
+		}
+		cancel()
+		d.down.failed(err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rolloverLocked(l, now)
+	if r.tokens+n > l.TPD {
+		return Block{CodeTPD, l.GateTPD, r.day.AddDate(0, 0, 1)}, DispatchSkipped
+	}
+	r.tokens += n
+	r.reserved += n
+	if u != nil {
+		r.pendTok += n
+	}
+	return Block{}, DispatchOK
+}
+
+// GiveTokens replaces reserved tokens of b's day by actual: in memory at
+// once, in the usage store with the next successful call (this one, unless
+// the store is away). A reservation made at on an earlier UTC day than now
+// is settled in that day's row of the store (memory has moved on). It runs
+// even if the client (ctx) has gone.
+func (d *Days) GiveTokens(ctx context.Context, b *Budget, reserved, actual int64, at, now time.Time) {
+	r, l := b.R, b.L
+	diff := actual - reserved
+	r.mu.Lock()
+	r.reserved -= reserved
+	r.rolloverLocked(l, now)
+	sameDay := r.day.Equal(utcDay(at))
+	if sameDay {
+		r.tokens = max(r.tokens+diff, 0)
+	}
+	r.mu.Unlock()
+	if diff == 0 || b.U == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), usageTimeout)
+	defer cancel()
+	if !sameDay {
+		if d.down.up() {
+			_, _ = b.U.AddUsage(ctx, b.DayID, at, 0, diff) // yesterday's budget is over: best effort
+		}
+		return
+	}
+	d.Flush(ctx, b.U, b.DayID, r, l, now, 0, diff)
+}
