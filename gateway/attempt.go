@@ -269,7 +269,9 @@ func (x *exchange) attempt() attemptResult {
 	switch {
 	case status == http.StatusTooManyRequests:
 		x.keepLast(c, resp, t0)
-		if !x.learnRejected(lp, status, resp.Header) {
+		// count_tokens neither cools (Anthropic limits it apart from
+		// messages) nor, below, heals a model.
+		if !x.rt.free() && !x.learnRejected(lp, status, resp.Header) {
 			ra := health.ParseRetryAfter(resp.Header.Get("Retry-After"), g.now())
 			now := g.now()
 			x.coolDown(c, t.model, now, ra, "upstream 429 for "+t.model)
@@ -298,7 +300,7 @@ func (x *exchange) attempt() attemptResult {
 		return attemptFailed
 	}
 	p.done(nil)
-	if status < 300 {
+	if status < 300 && !x.rt.free() {
 		c.health.Succeeded(t.model)
 		lp.Succeeded(x.r.Context(), full)
 	}

@@ -153,6 +153,25 @@ func TestRateLimitHeadersWith429(t *testing.T) {
 	expectVia(t, e.post(ctx, "/v1/chat/completions", chatBody("m2", false)), "conn-a")
 }
 
+// TestCountTokens429LeavesMessages (issue 23 item 6): a 429 to count_tokens
+// does not cool the model, so /v1/messages still reaches the connection.
+func TestCountTokens429LeavesMessages(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, upstreamtest.Options{})
+	a := e.conn("a", "ka", "claude-x")
+	a.APIStyle = "anthropic"
+	e.gw.Apply(Config{Connections: []Connection{a}})
+	e.mustBehave("ka", upstreamtest.Behavior{Fail: "429", RetryAfter: time.Minute, FailTimes: 1})
+	ctx := testCtx(t)
+	if r := e.post(ctx, "/v1/messages/count_tokens", `{"model":"claude-x","messages":[{"role":"user","content":"hi"}]}`); r.status != http.StatusTooManyRequests {
+		t.Fatalf("count_tokens: status %d, want the upstream's 429: %s", r.status, r.body)
+	}
+	if h := e.health("a"); h.Health != live.HealthOK {
+		t.Errorf("health after a count_tokens 429 = %+v, want ok", h)
+	}
+	expectVia(t, e.post(ctx, "/v1/messages", `{"model":"claude-x","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`), "conn-a")
+}
+
 // TestRateLimitHeadersCountTokensIgnored: exhausted headers on a
 // count_tokens answer (Anthropic limits token counting on its own) do not
 // cool the connection for messages.

@@ -200,11 +200,14 @@ func (h *Conn) CoolConnection(now time.Time, d time.Duration, reason string) tim
 	return h.connCool.until
 }
 
-// Succeeded ends the backoff streak of model after a successful answer.
+// Succeeded ends the backoff streak of model after a successful answer. A
+// cooldown still running keeps its deadline: the answer may come from a
+// request dispatched before the 429 that set it, and ending the cooldown
+// at once would send traffic back into the upstream's Retry-After.
 func (h *Conn) Succeeded(model string) {
 	h.mu.Lock()
 	if cd := h.cooling[model]; cd != nil {
-		delete(h.cooling, model)
+		cd.streak = 0
 	}
 	h.mu.Unlock()
 }

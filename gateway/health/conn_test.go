@@ -64,6 +64,29 @@ func TestConnCooldownBackoff(t *testing.T) {
 	}
 }
 
+// TestSuccessKeepsCooldownDeadline (issue 23 item 6): a 2xx after a 429's
+// Retry-After (from a request dispatched before it) leaves the cooldown's
+// deadline as it was; it only ends the backoff streak, so the next 429
+// without Retry-After backs off from the start.
+func TestSuccessKeepsCooldownDeadline(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	h := NewConn(BreakerConfig{})
+	h.CoolDown("m", now, 0, "upstream 429")
+	h.CoolDown("m", now, 0, "upstream 429") // streak 2
+	until := h.CoolDown("m", now, 30*time.Second, "upstream 429")
+	h.Succeeded("m")
+	if why, got := h.Check("m", now.Add(time.Second)); why != Cooling || !got.Equal(until) {
+		t.Errorf("after a success: Check = %v until %v, want Cooling until %v (the Retry-After deadline)", why, got, until)
+	}
+	if why, _ := h.Check("m", until); why != Available {
+		t.Errorf("at the deadline: Check = %v, want Available", why)
+	}
+	if got := h.CoolDown("m", until, 0, "upstream 429"); !got.Equal(until.Add(time.Second)) {
+		t.Errorf("next 429 after the success cools until %v, want 1 s (the streak ended)", got)
+	}
+}
+
 // TestConnSuspendAndReset: a suspension keeps every model out until it
 // ends, ahead of any cooldown; Reset clears both.
 func TestConnSuspendAndReset(t *testing.T) {
