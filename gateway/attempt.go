@@ -84,6 +84,7 @@ func (x *exchange) attempt() attemptResult {
 	ks := x.key
 	ks.carry.inflight.Add(1)
 	defer ks.carry.inflight.Add(-1)
+	defer x.kturn.GiveBack() // no dispatch followed the key's turn (cleared below when one does)
 	// spent is what the attempt is known to have cost: unknown (the
 	// reservation stays charged) unless nothing was dispatched or the
 	// upstream answered an error status (nothing), or its usage arrived
@@ -113,6 +114,7 @@ func (x *exchange) attempt() attemptResult {
 			return attemptSkipped
 		}
 	}
+	x.kturn = ratelimit.Turn{} // dispatched: the key's turn is used
 	addUsage := x.wantsUsage(c)
 	payload := x.payload(t.model, addUsage)
 

@@ -211,6 +211,7 @@ func (x *exchange) admitNow() (aerr *apiError, ok bool) {
 			continue
 		}
 		start := time.Now()
+		x.waitedBefore = x.waited
 		permit, ok := x.tryAdmit(x.request(t))
 		if !ok {
 			continue
@@ -267,6 +268,7 @@ func (x *exchange) awaitGrant() {
 func (x *exchange) waitRequest(i uint8) {
 	x.g.metrics.attempts.Inc()
 	x.qStart = time.Now()
+	x.waitedBefore = x.waited
 	x.qPermit, x.qErr = nil, nil
 	// maxWaitMs bounds the request's whole wait: a candidate tried after
 	// another one's wait (it turned unhealthy meanwhile, or an earlier
@@ -368,11 +370,14 @@ func (x *exchange) orderByWait() {
 	sortByWait(cand.idx[:cand.n], waits[:cand.n])
 }
 
-// dispatchTurn waits for the admitted pick's dispatch turn within the
-// deadline its admission wait started at start; on failure the permit and
-// the breaker's slot are given back.
+// dispatchTurn waits for the admitted pick's dispatch turns (the key's,
+// then the connection's) within the request's one wait deadline: its
+// admission wait started at start, after the request had waited
+// x.waitedBefore on earlier candidates. On failure the permit, the
+// breaker's slot and the key's turn are given back.
 func (x *exchange) dispatchTurn(p pick, start time.Time) (pick, *apiError) {
 	c := p.t.c
+	start = start.Add(-x.waitedBefore)
 	if x.key.lim.Spacing > 0 {
 		if aerr := x.keyTurn(start, x.request(p.t).MaxWait); aerr != nil {
 			p.permit.Release()
@@ -384,6 +389,7 @@ func (x *exchange) dispatchTurn(p pick, start time.Time) (pick, *apiError) {
 		return p, nil
 	}
 	if aerr := x.takeTurn(c, start, x.request(p.t).MaxWait); aerr != nil {
+		x.kturn.GiveBack()
 		p.permit.Release()
 		p.done(health.ErrExcluded)
 		return pick{}, aerr

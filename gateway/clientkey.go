@@ -233,6 +233,7 @@ func (x *exchange) keyTurn(start time.Time, maxWait time.Duration) *apiError {
 		return errClientGone
 	}
 	x.waited += t.Waited
+	x.kturn = t
 	return nil
 }
 

@@ -335,6 +335,12 @@ type exchange struct {
 	targets []*target
 	tried   uint64 // bit i: targets[i] was dispatched to
 	waited  time.Duration
+	// waitedBefore is waited when the current candidate's wait began: its
+	// turns must come within maxWait less that (one deadline per request).
+	waitedBefore time.Duration
+	// kturn is the key's dispatch turn of the attempt to come, given back
+	// if no dispatch follows it.
+	kturn ratelimit.Turn
 	// upstream is the time spent on upstream attempts, for the overhead metric.
 	upstream time.Duration
 	last     *lastResponse

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 // State is a connection's or client key's rate-limit state in this process.
@@ -14,8 +12,9 @@ import (
 // methods are safe for concurrent use, but SetSpacing must not run
 // concurrently with itself.
 type State struct {
-	spacer  atomic.Pointer[rate.Limiter] // nil when there is no spacing
-	spacing time.Duration                // set by SetSpacing
+	spacer  atomic.Pointer[spacer] // nil when there is no spacing
+	clk     *clock                 // nil: the real clock (tests set their own)
+	spacing time.Duration          // set by SetSpacing
 
 	mu       sync.Mutex
 	day      time.Time // UTC midnight the daily counts are for
@@ -33,39 +32,67 @@ type State struct {
 	shared sharedState // cluster mode: the cached shared state (shared.go)
 }
 
-// The rpm/minTime dispatch spacing in this process: a rate.Limiter with
-// burst 1, on the real clock, since it is waited on with timers.
+// The rpm/minTime dispatch spacing in this process: the next free turn,
+// one spacing after the last one taken (no burst after idle time either),
+// on the real clock, since it is waited on with timers. A turn taken and
+// then not used (its connection's turn came too late, the attempt was
+// skipped, the client left) is given back while no later turn was taken.
 
-// SetSpacing installs the dispatch spacing d, keeping the limiter's state
-// when there already is one, so a changed rpm takes effect at once without
-// granting a free burst.
+// spacer is one State's dispatch spacing.
+type spacer struct {
+	mu    sync.Mutex
+	every time.Duration
+	next  time.Time // earliest start of the next turn; zero: at once
+}
+
+// clock is what Turn reads and waits on: the real clock, or a test's.
+type clock struct {
+	now  func() time.Time
+	wait func(ctx context.Context, now time.Time, d time.Duration) (time.Duration, bool)
+}
+
+var realClock = &clock{now: time.Now, wait: waitTurn}
+
+func (r *State) clock() *clock {
+	if r.clk != nil {
+		return r.clk
+	}
+	return realClock
+}
+
+// SetSpacing installs the dispatch spacing d, keeping the next turn's
+// schedule when there already is one (moved by the change of spacing), so
+// a changed rpm takes effect at once without granting a free turn.
 func (r *State) SetSpacing(d time.Duration, now time.Time) {
 	if d == r.spacing && (d == 0) == (r.spacer.Load() == nil) {
 		return
 	}
 	r.spacing = d
-	lim := r.spacer.Load()
+	s := r.spacer.Load()
 	switch {
 	case d <= 0:
 		r.spacer.Store(nil)
-	case lim == nil:
-		r.spacer.Store(rate.NewLimiter(rate.Every(d), 1))
+	case s == nil:
+		r.spacer.Store(&spacer{every: d})
 	default:
-		lim.SetLimitAt(now, rate.Every(d))
+		s.mu.Lock()
+		if !s.next.IsZero() {
+			s.next = s.next.Add(d - s.every)
+		}
+		s.every = d
+		s.mu.Unlock()
 	}
 }
 
 // TurnDelay is how long a dispatch turn reserved now would wait.
 func (r *State) TurnDelay(now time.Time) time.Duration {
-	lim := r.spacer.Load()
-	if lim == nil {
+	s := r.spacer.Load()
+	if s == nil {
 		return 0
 	}
-	tokens := lim.TokensAt(now)
-	if tokens >= 1 {
-		return 0
-	}
-	return time.Duration((1 - tokens) / float64(lim.Limit()) * float64(time.Second))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return max(s.next.Sub(now), 0)
 }
 
 // Verdict is how a wait for a dispatch turn ended.
@@ -87,6 +114,26 @@ type Turn struct {
 	Waited time.Duration
 	// Shared says the turn was the store's, across all replicas.
 	Shared bool
+
+	sp *spacer   // the in-process spacing a taken turn is of (GiveBack)
+	at time.Time // when the turn started
+}
+
+// GiveBack returns a taken turn that was not used (no dispatch followed)
+// to its spacing, when no later turn has been taken since; t holds nothing
+// afterwards, so a second call does nothing. A turn of the shared store is
+// not given back (the store cannot tell whether later turns were taken).
+func (t *Turn) GiveBack() {
+	s, at := t.sp, t.at
+	*t = Turn{}
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	if s.next.Equal(at.Add(s.every)) {
+		s.next = at
+	}
+	s.mu.Unlock()
 }
 
 // Turn reserves r's next dispatch turn and waits for it, ending early when
@@ -94,26 +141,35 @@ type Turn struct {
 // deadline: start is when the admission wait began and maxWait its bound
 // (0 = none). A turn that cannot come in time is given back at once.
 func (r *State) Turn(ctx context.Context, start time.Time, maxWait time.Duration) Turn {
-	lim := r.spacer.Load()
-	if lim == nil {
+	s := r.spacer.Load()
+	if s == nil {
 		return Turn{}
 	}
-	now := time.Now()
-	res := lim.ReserveN(now, 1)
-	d := res.DelayFrom(now)
-	if d <= 0 {
-		return Turn{}
+	clk := r.clock()
+	now := clk.now()
+	s.mu.Lock()
+	at := now
+	if s.next.After(at) {
+		at = s.next
 	}
-	if maxWait > 0 && now.Add(d).After(start.Add(maxWait)) {
-		res.CancelAt(now)
+	d := at.Sub(now)
+	if maxWait > 0 && at.After(start.Add(maxWait)) {
+		s.mu.Unlock()
 		return Turn{Verdict: TurnTooLate, Wait: d}
 	}
-	waited, ok := waitTurn(ctx, now, d)
+	s.next = at.Add(s.every)
+	s.mu.Unlock()
+	t := Turn{Wait: d, sp: s, at: at}
+	if d <= 0 {
+		return t
+	}
+	waited, ok := clk.wait(ctx, now, d)
 	if !ok {
-		res.Cancel()
+		t.GiveBack()
 		return Turn{Verdict: TurnGone, Wait: d}
 	}
-	return Turn{Wait: d, Waited: waited}
+	t.Waited = waited
+	return t
 }
 
 // waitTurn waits d from now for a reserved turn and returns the time it
