@@ -11,7 +11,6 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
-	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 )
 
@@ -335,12 +334,7 @@ type exchange struct {
 	targets []*target
 	tried   uint64 // bit i: targets[i] was dispatched to
 	waited  time.Duration
-	// waitedBefore is waited when the current candidate's wait began: its
-	// turns must come within maxWait less that (one deadline per request).
-	waitedBefore time.Duration
-	// kturn is the key's dispatch turn of the attempt to come, given back
-	// if no dispatch follows it.
-	kturn ratelimit.Turn
+	holds   // budgets and turns held for the attempt to come (reserve.go)
 	// upstream is the time spent on upstream attempts, for the overhead metric.
 	upstream time.Duration
 	last     *lastResponse
@@ -362,11 +356,6 @@ type exchange struct {
 	pathBuf [1 + 4]admission.GateRef
 	// status is the HTTP status answered, for the client metrics.
 	status int
-	// resv is what the attempt in flight holds of the budgets on its path
-	// (reserve.go); skipBlk why the latest connection skipped for its
-	// budget was, for the answer when no other serves.
-	resv    ratelimit.Reservation
-	skipBlk ratelimit.Block
 	// cur is the pick of the current attempt, set by the choice (zero when
 	// nothing can be tried); kept here, not on run's frame, which is under
 	// a queued request's wait.
@@ -438,8 +427,7 @@ func (x *exchange) run() {
 			x.tried |= 1 << x.cur.idx
 			attempts++
 		case attemptSkipped:
-			// The request does not fit the connection's budget: not tried
-			// again, and no attempt spent.
+			// Out of the connection's budget: not tried again, no attempt spent.
 			x.tried |= 1 << x.cur.idx
 			skips++
 		}

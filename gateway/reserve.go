@@ -17,6 +17,22 @@ import (
 // error status, or — the usage unknown (the client hung up, the stream
 // broke, no usage came) — by keeping the whole reservation charged.
 
+// holds is what an exchange holds for the attempt to come.
+type holds struct {
+	// resv is what the attempt in flight holds of the budgets on its path;
+	// skipBlk why the latest connection skipped for its budget was, for
+	// the answer when no other serves.
+	resv    ratelimit.Reservation
+	skipBlk ratelimit.Block
+	// waitedBefore is what the request had waited when the current
+	// candidate's wait began: its turns must come within maxWait less that
+	// (one deadline per request).
+	waitedBefore time.Duration
+	// kturn is the key's dispatch turn of the attempt to come, given back
+	// if no dispatch follows it.
+	kturn ratelimit.Turn
+}
+
 // estimate is x's reservation: the body's length ÷ 4, rounded up, for the
 // input, plus the request's output bound, or the settings'
 // defaultOutputReserve when it sets none.

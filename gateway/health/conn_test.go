@@ -76,10 +76,10 @@ func TestSuccessKeepsCooldownDeadline(t *testing.T) {
 	h.CoolDown("m", now, 0, "upstream 429") // streak 2
 	until := h.CoolDown("m", now, 30*time.Second, "upstream 429")
 	h.Succeeded("m")
-	if why, got := h.Check("m", now.Add(time.Second)); why != Cooling || !got.Equal(until) {
+	if why, got := h.Check("/chat/completions", "m", now.Add(time.Second)); why != Cooling || !got.Equal(until) {
 		t.Errorf("after a success: Check = %v until %v, want Cooling until %v (the Retry-After deadline)", why, got, until)
 	}
-	if why, _ := h.Check("m", until); why != Available {
+	if why, _ := h.Check("/chat/completions", "m", until); why != Available {
 		t.Errorf("at the deadline: Check = %v, want Available", why)
 	}
 	if got := h.CoolDown("m", until, 0, "upstream 429"); !got.Equal(until.Add(time.Second)) {
