@@ -234,6 +234,10 @@ func TestReservedKeyBudgetsHoldUnderParallelLoad(t *testing.T) {
 						t.Fatalf("a refused request = %d %s at %q (%v), want 429 %s at %s before dispatch", r.status, r.code, r.gate, r.err, code, gate)
 					}
 				}
+				// The one dispatched may still be on its way to the upstream.
+				if err := e.up.WaitUntil(ctx, func(s upstreamtest.Stats) bool { return s.Total.Requests >= 1 }); err != nil {
+					t.Fatal(err)
+				}
 				if got := e.up.Stats().Total.Requests; got != 1 {
 					t.Errorf("upstream got %d requests, want exactly 1 (20 × 218 tokens reserved against %s 300)", got, budget)
 				}
@@ -286,6 +290,9 @@ func TestReservedConnectionTPDSkips(t *testing.T) {
 			if r := <-replies; r.err != nil || r.status != http.StatusOK || r.via != "spare" {
 				t.Fatalf("a request = %d %s via %q (%v), want 200 via spare", r.status, r.code, r.via, r.err)
 			}
+		}
+		if err := e.up.WaitUntil(ctx, func(upstreamtest.Stats) bool { return e.up.Requests("sk-up-a", "glm-5") >= 1 }); err != nil {
+			t.Fatal(err)
 		}
 		if got := e.up.Requests("sk-up-a", "glm-5"); got != 1 {
 			t.Errorf("the connection with tpd 300 got %d requests, want exactly 1", got)
