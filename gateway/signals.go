@@ -43,6 +43,16 @@ func (x *exchange) setRateLimitHeaders(h http.Header) {
 	}
 	now := x.g.now()
 	b := ks.carry.rate.Budgets(&ks.lim, now)
+	// What is left besides this request: its own reservation, held while
+	// it is answered, is not yet spent.
+	if own := x.resv.Holding(&ks.carry.rate); own > 0 {
+		for _, k := range []string{live.BudgetTPM, live.BudgetTPD} {
+			if v, ok := b[k]; ok {
+				v.Remaining += own
+				b[k] = v
+			}
+		}
+	}
 	if r, ok := b[live.BudgetRPM]; ok {
 		h[headerLimitRequests] = []string{strconv.FormatInt(r.Limit, 10)}
 		h[headerRemainingRequests] = []string{strconv.FormatInt(max(r.Remaining, 0), 10)}

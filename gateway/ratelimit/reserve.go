@@ -111,6 +111,17 @@ func (rs *Reservation) Reserve(ctx context.Context, w Windows, d *Days, b Budget
 	return Block{}, DispatchOK
 }
 
+// Holding is what rs holds against r's budgets (each of them holds the
+// same estimate), 0 when nothing.
+func (rs *Reservation) Holding(r *State) int64 {
+	for i := range rs.n {
+		if rs.holds[i].b.R == r {
+			return rs.holds[i].amount
+		}
+	}
+	return 0
+}
+
 // Release gives back everything rs holds: nothing was dispatched.
 func (rs *Reservation) Release(ctx context.Context, w Windows, d *Days, now time.Time) {
 	rs.Settle(ctx, w, d, Released, now)
