@@ -276,6 +276,7 @@ func (s *Server) uiEditConnection(w http.ResponseWriter, r *http.Request, rq *ui
 	if err != nil {
 		return err
 	}
+	f.Live = s.connectionLive(r, rq, c)
 	return s.uiRender(w, r, rq, http.StatusOK, web.ConnectionFormPage(s.uiPage(r, rq), f))
 }
 

@@ -70,7 +70,30 @@ func (s *Server) uiOverview(w http.ResponseWriter, r *http.Request, rq *uiReques
 	}
 	v := web.BuildOverview(in)
 	v.Traffic = s.traffic(r.Context(), rq.now)
+	if !s.deps.RequestLogOff {
+		if v.Chart, err = s.overviewChart(r.Context(), rq.l, overviewRangeOf(r.URL.Query().Get("range")), rq.now); err != nil {
+			return err
+		}
+	}
 	return s.uiRender(w, r, rq, http.StatusOK, web.OverviewPage(s.uiPage(r, rq), v))
+}
+
+// connectionLive is connection c as the overview draws it, for its own page.
+func (s *Server) connectionLive(r *http.Request, rq *uiRequest, c store.Connection) *web.Overview {
+	snap := s.liveSnapshot()
+	history := s.dash.history.observe(rq.now, snap.Gates)
+	var h live.Connection
+	for _, sc := range snap.Connections {
+		if sc.ID == c.ID {
+			h = sc
+		}
+	}
+	v := web.BuildOverview(web.OverviewInput{
+		Now: rq.now, Gates: snap.Gates, History: history, Connections: []web.ConnectionStatus{connectionStatus(c, h)},
+		LiveURL: "/live?fragments=overview", LiveIntervalMs: liveInterval, Cluster: snap.Cluster, Clients: snap.Clients,
+	})
+	v.Traffic = s.traffic(r.Context(), rq.now)
+	return &v
 }
 
 // connectionStatus is the overview's header of one connection: identity from the

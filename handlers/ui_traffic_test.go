@@ -7,10 +7,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
@@ -152,5 +154,114 @@ func TestOverviewErrorsInBrowser(t *testing.T) {
 	})()`))
 	if strings.Join(key, " | ") != "4 | 3 3 × 404 MODEL_NOT_FOUND | 300" {
 		t.Errorf("key row %q, want 4 | 3 3 × 404 MODEL_NOT_FOUND | 300", key)
+	}
+}
+
+// TestOverviewChartInBrowser: the overview's requests chart, drawn on the server
+// from the request log, has a title and description for screen readers, axes with
+// their unit and a legend; each time range is a plain link (no script needed), and
+// choosing one changes the buckets and what they hold (one served request and one
+// refused by Gatehouse, a 404 for an unknown model).
+func TestOverviewChartInBrowser(t *testing.T) {
+	t.Parallel()
+	d := newTrafficDash(t)
+	d.chat(t, trafficClientKey, "glm-5")
+	d.chat(t, trafficClientKey, "no-such-model")
+	deadline := time.Now().Add(browserStep)
+	for {
+		rows, err := d.store.RecentTraffic(t.Context(), time.Now().Add(-time.Hour), time.Now().Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the request log holds %v, want both requests", rows)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the database for the writer's flush, bounded by deadline
+	}
+	tab := newBrowser(t)
+	browserSignIn(t, tab, d.srv.URL, "viewer@example.com")
+	chart := func(rangeID string) map[string]any {
+		t.Helper()
+		if rangeID == "" {
+			run(t, tab, "open overview", chromedp.Navigate(d.srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS(tid("overview-chart"))))
+		} else {
+			run(t, tab, "choose "+rangeID, chromedp.Click(chromedp.CSS(tid("range-"+rangeID))),
+				chromedp.WaitVisible(chromedp.CSS(`[data-testid="overview-chart"][data-range="`+rangeID+`"]`)))
+		}
+		return value(t, tab, "read the chart", chromedp.Evaluate[map[string]any](`(() => {
+			const f = document.querySelector('[data-testid="overview-chart"]');
+			const svg = f.querySelector('svg[role="img"]');
+			const rows = [...f.querySelectorAll('[data-testid="chart-table"] tbody tr')].map(r => [...r.children].map(c => c.textContent.trim()));
+			return {range: f.dataset.range, title: svg.querySelector("title").textContent, desc: !!svg.querySelector("desc").textContent,
+				unit: f.querySelector('[data-testid="chart-unit"]').textContent, ticks: svg.querySelectorAll(".chart-axis text").length,
+				legend: [...f.querySelectorAll('[data-testid="chart-legend"] li')].map(l => l.textContent.trim()).join(", "),
+				bars: f.querySelectorAll('[data-testid="chart-bar"]').length, buckets: rows.length,
+				served: rows.reduce((n, r) => n + Number(r[1]), 0), refused: rows.reduce((n, r) => n + Number(r[3]), 0),
+				current: f.querySelector('.ranges [aria-current="page"]').dataset.testid};
+		})()`))
+	}
+	hour := chart("")
+	if hour["range"] != "1h" || hour["title"] != "Requests, last hour" || hour["desc"] != true || hour["unit"] != "requests" ||
+		hour["ticks"].(float64) < 3 || hour["legend"] != "served, failed, refused by Gatehouse" || hour["bars"].(float64) < 2 ||
+		hour["buckets"] != 60.0 || hour["served"] != 1.0 || hour["refused"] != 1.0 || hour["current"] != "range-1h" {
+		t.Errorf("the last hour's chart: %v", hour)
+	}
+	week := chart("7d")
+	if week["title"] != "Requests, last 7 days" || week["buckets"] != 7.0 || week["served"] != 1.0 || week["current"] != "range-7d" {
+		t.Errorf("the last week's chart: %v", week)
+	}
+	quarter := chart("15m")
+	if quarter["buckets"] != 15.0 || quarter["served"] != 1.0 || quarter["current"] != "range-15m" {
+		t.Errorf("the last 15 minutes' chart: %v", quarter)
+	}
+}
+
+// TestConnectionLiveInBrowser: a connection's page shows it right now — its gates'
+// load, updated by /live without a reload, its health, the last minute's requests
+// from the request log, and a link to its requests.
+func TestConnectionLiveInBrowser(t *testing.T) {
+	t.Parallel()
+	d := newTrafficDash(t)
+	id := d.conn.ID
+	d.gates.set(live.Snapshot{Gates: []live.Gate{withLoad(connGate(id), live.Gate{Cap: 4, InFlight: 1})},
+		Connections: []live.Connection{{ID: id, Health: live.HealthOK}}})
+	if st := d.chat(t, trafficClientKey, "glm-5"); st != http.StatusOK {
+		t.Fatalf("served request: status %d", st)
+	}
+	tab := newBrowser(t)
+	browserSignIn(t, tab, d.srv.URL, "viewer@example.com")
+	run(t, tab, "open the connection", chromedp.Navigate(d.srv.URL+"/connections/"+id),
+		chromedp.WaitVisible(chromedp.CSS(tid("connection-live"))))
+	row := tid("connection-live") + " " + tid("gate-"+connGate(id).Key)
+	if got := value(t, tab, "ratio", chromedp.Text(chromedp.CSS(row+" "+tid("ratio")))); got != "1 / 4" {
+		t.Errorf("ratio at load %q, want 1 / 4", got)
+	}
+	run(t, tab, "mark the page", chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`))
+	d.gates.set(live.Snapshot{Gates: []live.Gate{withLoad(connGate(id), live.Gate{Cap: 4, InFlight: 4, Queued: 3})},
+		Connections: []live.Connection{{ID: id, Health: live.HealthCooling, Reason: "429 from upstream"}}})
+	got := value(t, tab, "live load and health", chromedp.Poll[string](`(() => {
+		const box = document.querySelector('[data-testid="connection-live"]');
+		const r = box.querySelector('[data-gate]');
+		const s = r.querySelector('[data-testid="ratio"]').textContent + " | " + r.querySelector('[data-testid="queued"]').textContent +
+			" | " + box.querySelector('[data-testid="health"]').dataset.health;
+		return s === "4 / 4 | 3 | cooling" && window.notReloaded ? s : false;
+	})()`))
+	if got != "4 / 4 | 3 | cooling" {
+		t.Errorf("live load and health %q", got)
+	}
+	traffic := value(t, tab, "traffic", chromedp.Poll[string](`(() => {
+		const p = document.querySelector('[data-testid="connection-live"] [data-live-fragment="conn-`+id+`"]');
+		const s = p && p.textContent.replace(/\s+/g, " ").trim();
+		return s && s.startsWith("1 request in the last minute") ? s : false;
+	})()`))
+	if !strings.Contains(traffic, "0 errors in the last minute") {
+		t.Errorf("traffic %q", traffic)
+	}
+	href := value(t, tab, "requests link", chromedp.Evaluate[string](`document.querySelector('[data-testid="connection-live"] [data-testid="conn-requests"]').getAttribute("href")`))
+	if href != "/requests?connection="+id {
+		t.Errorf("requests link %q", href)
 	}
 }

@@ -161,7 +161,7 @@ func uuidV7Time(id string) (time.Time, bool) {
 // UsageQuery groups the request log by bucket and group.
 type UsageQuery struct {
 	GroupBy string // "key", "connection" or "model"
-	Bucket  string // "hour" or "day"
+	Bucket  string // "hour" or "day" ("minute" for the overview's short ranges)
 	Since   time.Time
 	Until   time.Time
 	// Key and Connection narrow the rows (id or name), as in RequestFilter.
@@ -196,7 +196,7 @@ func (s *Store) RequestUsage(ctx context.Context, q UsageQuery) ([]UsageRow, err
 	default:
 		return nil, fmt.Errorf("store: request usage: %w: groupBy %q", ErrInvalid, q.GroupBy)
 	}
-	if q.Bucket != "hour" && q.Bucket != "day" {
+	if q.Bucket != "minute" && q.Bucket != "hour" && q.Bucket != "day" {
 		return nil, fmt.Errorf("store: request usage: %w: bucket %q", ErrInvalid, q.Bucket)
 	}
 	args := []any{q.Bucket, q.Since, q.Until}

@@ -130,6 +130,10 @@ type ConnectionForm struct {
 	// Warnings are localised notes about stored values that could not be read (the
 	// gateway treats them as "no cap"), shown above the form.
 	Warnings []string
+	// Live, when set, is the connection right now, drawn as on the overview (its
+	// gates' load, health, the last minute's errors linked to /requests, today's
+	// volume) and refreshed by /live.
+	Live *Overview
 }
 
 func (f ConnectionForm) editing() bool { return f.ID != "" }

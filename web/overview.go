@@ -65,6 +65,15 @@ type Overview struct {
 	Cluster *live.Cluster
 	// Traffic is the request log's last minute and today (set by the handler).
 	Traffic Traffic
+	// Chart is the requests chart over the chosen range (set by the handler).
+	Chart OverviewChart
+}
+
+// OverviewChart is the overview's requests chart and its time ranges.
+type OverviewChart struct {
+	Range  string   // the chosen range: "15m", "1h", "24h" or "7d"
+	Ranges []Option // every range, for the links
+	Chart  Chart
 }
 
 // Summary is the "Right now" line.
