@@ -283,6 +283,10 @@ func TestLoadGatewayConfig(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("UpdateSettings: %v", err)
 	}
+	key, _, err := s.CreateClientKey(ctx, "tester", store.NewClientKeyInput("gw-agent"))
+	if err != nil {
+		t.Fatalf("CreateClientKey: %v", err)
+	}
 	cfg, err := s.LoadGatewayConfig(ctx)
 	if err != nil {
 		t.Fatalf("LoadGatewayConfig: %v", err)
@@ -298,6 +302,9 @@ func TestLoadGatewayConfig(t *testing.T) {
 	}
 	if cfg.Settings.Version != 2 || !jsonEqual(t, []byte(`{"globalMaxConcurrent": 8}`), cfg.Settings.Data) {
 		t.Errorf("settings = %+v, want version 2 with globalMaxConcurrent 8", cfg.Settings)
+	}
+	if len(cfg.ClientKeys) != 1 || cfg.ClientKeys[0].ID != key.ID || cfg.ClientKeys[0].Name != "gw-agent" {
+		t.Errorf("client keys = %+v, want the one key gw-agent of the same snapshot", cfg.ClientKeys)
 	}
 	b2, err := json.Marshal(cfg.Connections[0])
 	if err != nil {

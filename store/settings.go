@@ -78,11 +78,15 @@ type GatewayConnection struct {
 type GatewayConfig struct {
 	Connections []GatewayConnection
 	Settings    Settings
+	// ClientKeys are the client keys (never their secrets) of the same
+	// snapshot: a key's limits never arrive before the settings written
+	// ahead of them.
+	ClientKeys []ClientKey
 }
 
-// LoadGatewayConfig reads every connection (with decrypted keys) and the settings in
-// one read-only REPEATABLE READ transaction, so the snapshot is consistent. It fails if
-// an upstream key cannot be decrypted.
+// LoadGatewayConfig reads every connection (with decrypted keys), the settings and the
+// client keys in one read-only REPEATABLE READ transaction, so the snapshot is
+// consistent. It fails if an upstream key cannot be decrypted.
 func (s *Store) LoadGatewayConfig(ctx context.Context) (GatewayConfig, error) {
 	var cfg GatewayConfig
 	load := func(tx pgx.Tx) error {
@@ -98,8 +102,12 @@ func (s *Store) LoadGatewayConfig(ctx context.Context) (GatewayConfig, error) {
 		for _, c := range conns {
 			cfg.Connections = append(cfg.Connections, GatewayConnection{Connection: c, APIKey: keys[c.ID]})
 		}
-		cfg.Settings, err = getSettings(ctx, tx, getSettingsSQL)
-		return err
+		if cfg.Settings, err = getSettings(ctx, tx, getSettingsSQL); err != nil {
+			return err
+		}
+		rows, _ := tx.Query(ctx, listClientKeysSQL)
+		cfg.ClientKeys, err = pgx.CollectRows(rows, pgx.RowToStructByName[ClientKey])
+		return translate(err)
 	}
 	var err error
 	if b, ok := s.db.(interface {

@@ -63,11 +63,8 @@ func (l *configLoader) reload(ctx context.Context) error {
 	defer l.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	// Connections, settings and client keys come from one snapshot.
 	cfg, err := l.st.LoadGatewayConfig(ctx)
-	var keys []store.ClientKey
-	if err == nil {
-		keys, err = l.st.ListClientKeys(ctx)
-	}
 	if err == nil {
 		err = l.keys.Load(ctx)
 	}
@@ -75,7 +72,7 @@ func (l *configLoader) reload(ctx context.Context) error {
 		l.failing.Store(true)
 		return fmt.Errorf("reload config: %w", err)
 	}
-	l.gw.Apply(l.gatewayConfig(cfg, keys))
+	l.gw.Apply(l.gatewayConfig(cfg, cfg.ClientKeys))
 	l.loadedAt.Store(time.Now().UnixNano())
 	l.failing.Store(false)
 	// Today's rpd/tpd counts: right after a restart, and in step with other
