@@ -28,6 +28,12 @@ type ClientKeyLimits struct {
 	TPM *int64 `json:"tpm,omitempty" validate:"omitnil,between=0:100000000"`
 	// TPD is tokens per UTC day for the key, counted in Postgres; 0 = none.
 	TPD *int64 `json:"tpd,omitempty" validate:"omitnil,between=0:10000000000"`
+	// BudgetUSDDaily and BudgetUSDMonthly are what the key may spend per UTC
+	// day and per UTC month at the prices setting, reserved before dispatch
+	// like tpd; written as dollars, 0 to MaxBudgetUSD with at most 2
+	// decimals. 0 = none.
+	BudgetUSDDaily   *Micros `json:"budgetUsdDaily,omitempty" validate:"omitnil,budgetusd"`
+	BudgetUSDMonthly *Micros `json:"budgetUsdMonthly,omitempty" validate:"omitnil,budgetusd"`
 	// Models are the models the key may use: "provider/model", a bare
 	// upstream id, or "provider/*"; absent or empty = all. Never an empty,
 	// non-nil slice. A repeated entry is rejected where it repeats.
@@ -58,12 +64,16 @@ const (
 	KeyWeight   = "weight"
 	KeyModels   = "models"
 	KeyPriority = "priority"
+	// KeyBudgetUSDDaily and KeyBudgetUSDMonthly are the money budgets.
+	KeyBudgetUSDDaily   = "budgetUsdDaily"
+	KeyBudgetUSDMonthly = "budgetUsdMonthly"
 )
 
 // ClientKeyLimitKeys returns the JSON names of every client-key limit, in the
 // order of DESIGN.md's table (the order the dashboard shows them).
 func ClientKeyLimitKeys() []string {
-	return []string{KeyWeight, KeyMaxConcurrent, KeyMaxWaitMs, KeyRPM, KeyTPM, KeyTPD, KeyModels, KeyPriority}
+	return []string{KeyWeight, KeyMaxConcurrent, KeyMaxWaitMs, KeyRPM, KeyTPM, KeyTPD,
+		KeyBudgetUSDDaily, KeyBudgetUSDMonthly, KeyModels, KeyPriority}
 }
 
 // clientKeyLimitsPrefix names stored client-key limits in warnings.
@@ -114,13 +124,17 @@ func (l ClientKeyLimits) Clone() ClientKeyLimits {
 		TPD:           clonePtr(l.TPD),
 		Models:        slices.Clone(l.Models),
 		Priority:      clonePtr(l.Priority),
+
+		BudgetUSDDaily:   clonePtr(l.BudgetUSDDaily),
+		BudgetUSDMonthly: clonePtr(l.BudgetUSDMonthly),
 	}
 }
 
 // IsZero reports whether l sets no key at all.
 func (l ClientKeyLimits) IsZero() bool {
 	return l.Weight == nil && l.MaxConcurrent == nil && l.MaxWaitMs == nil && l.RPM == nil &&
-		l.TPM == nil && l.TPD == nil && len(l.Models) == 0 && l.Priority == nil
+		l.TPM == nil && l.TPD == nil && len(l.Models) == 0 && l.Priority == nil &&
+		l.BudgetUSDDaily == nil && l.BudgetUSDMonthly == nil
 }
 
 // Effective returns l with absent keys filled in: weight DefaultWeight, 0 (none)
@@ -135,6 +149,9 @@ func (l ClientKeyLimits) Effective() EffectiveClientKey {
 		TPD:           valueOr(l.TPD, 0),
 		Models:        NewModelAllowlist(l.Models),
 		Priority:      valueOr(l.Priority, DefaultPriority),
+
+		BudgetUSDDaily:   max(valueOr(l.BudgetUSDDaily, 0), 0),
+		BudgetUSDMonthly: max(valueOr(l.BudgetUSDMonthly, 0), 0),
 	}
 }
 
@@ -150,6 +167,8 @@ type EffectiveClientKey struct {
 	Models ModelAllowlist
 	// Priority is the key's class, one of PriorityNames.
 	Priority string
+	// BudgetUSDDaily and BudgetUSDMonthly are the money budgets (0 = none).
+	BudgetUSDDaily, BudgetUSDMonthly Micros
 }
 
 // MaxWait is MaxWaitMs as a duration (0 = no bound of the key's own).

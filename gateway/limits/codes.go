@@ -118,6 +118,9 @@ const (
 	// CodeUSD: a price that is not a number of dollars from 0 to 10000 with
 	// at most 6 decimals. Args: the upper bound.
 	CodeUSD = "usd"
+	// CodeBudgetUSD: a money budget that is not a number of dollars from 0
+	// to 1000000 with at most 2 decimals. Args: the upper bound.
+	CodeBudgetUSD = "budgetUsd"
 )
 
 // Codes returns every code this package may put in a FieldError or
@@ -132,7 +135,7 @@ func Codes() []string {
 		CodeNotProviderMap, CodeNotModelList, CodeNotWhole, CodeNotBool, CodeAdaptiveNeedsCap,
 		CodeLineShape, CodeModelMissing, CodeDuplicateModel, CodeDuplicateListed, CodeTooManyModels, CodeProviderLineShape, CodeDuplicateProvider, CodeLine,
 		CodeNotAliasMap, CodeAliasOfAlias, CodeAliasLineShape, CodeDuplicateAlias, CodeTooManyAliases,
-		CodeUSD,
+		CodeUSD, CodeBudgetUSD,
 	}
 	for _, bound := range []string{CodeAtLeast, CodeAtMost, CodeMoreThan, CodeLessThan, CodeExactly} {
 		codes = append(codes, bound, bound+CodeSuffixChars, bound+CodeSuffixItems)

@@ -254,7 +254,11 @@ func (d *decoder) decodeField(raw []byte, fv reflect.Value, rules string, path [
 		if elem == reflect.TypeFor[Micros]() {
 			m, ok := ParseUSD(string(trimJSONSpace(raw)))
 			if !ok {
-				d.add(path, usdMessage())
+				if strings.Contains(rules, tagBudgetUSD) {
+					d.add(path, budgetUSDMessage())
+				} else {
+					d.add(path, usdMessage())
+				}
 				return
 			}
 			fv.Set(reflect.ValueOf(&m))

@@ -141,6 +141,8 @@ func describe(tag, param string, kind reflect.Kind) message {
 		}
 	case tagUSD:
 		return usdMessage()
+	case tagBudgetUSD:
+		return budgetUSDMessage()
 	case tagCap:
 		return newMessage(CodeCapRange, "cap must be a whole number from %v to %v", lo, hi)
 	case tagModelKey:

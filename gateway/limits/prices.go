@@ -139,6 +139,30 @@ func usdMessage() message {
 	return newMessage(CodeUSD, "must be a number of US dollars from 0 to %v with at most 6 decimals", int64(MaxPrice/MicrosPerUSD))
 }
 
+// MaxBudgetUSD is the highest money budget of a client key (1 000 000 USD);
+// budgetCents is the step of a budget (one cent: at most 2 decimals).
+const (
+	MaxBudgetUSD Micros = 1_000_000 * MicrosPerUSD
+	budgetCents  Micros = MicrosPerUSD / 100
+)
+
+// tagBudgetUSD is the validator rule of a money budget: 0 to MaxBudgetUSD,
+// whole cents.
+const tagBudgetUSD = "budgetusd"
+
+func validateBudgetUSD(fl validator.FieldLevel) bool {
+	f := fl.Field()
+	if f.Kind() != reflect.Int64 {
+		return false
+	}
+	return f.Int() >= 0 && f.Int() <= int64(MaxBudgetUSD) && f.Int()%int64(budgetCents) == 0
+}
+
+// budgetUSDMessage says what a money budget must be.
+func budgetUSDMessage() message {
+	return newMessage(CodeBudgetUSD, "must be a number of US dollars from 0 to %v with at most 2 decimals", int64(MaxBudgetUSD/MicrosPerUSD))
+}
+
 // Rate is a resolved price: Micros per million tokens of each kind.
 type Rate struct {
 	Input, Output, CachedInput Micros
