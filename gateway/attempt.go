@@ -53,7 +53,7 @@ const (
 // stream_options.include_usage and strips the usage chunk from the stream.
 func (x *exchange) wantsUsage(c *conn) bool {
 	return (x.rt == routeChat || x.rt == routeCompletions) && x.info.Stream && !x.info.IncludeUsage &&
-		(c.lim.CountsTokens() || x.key.lim.CountsTokens())
+		(c.lim.CountsTokens() || x.key.lim.CountsTokens() || x.key.lim.Spends())
 }
 
 // payload returns the body to send for upstream model m: the client's bytes,
@@ -90,7 +90,7 @@ func (x *exchange) attempt() attemptResult {
 	// upstream answered an error status (nothing), or its usage arrived
 	// with a complete answer.
 	var spent ratelimit.Usage
-	if !x.rt.free() && (ks.lim.CountsTokens() || c.lim.CountsTokens()) {
+	if !x.rt.free() && (ks.lim.CountsTokens() || ks.lim.Spends() || c.lim.CountsTokens()) {
 		res, ok := x.reserve(c)
 		defer func() { x.settleReservation(spent) }()
 		if !ok {
@@ -322,11 +322,11 @@ func (x *exchange) attempt() attemptResult {
 	x.observeUpstream(c, t0)
 	if tap != nil {
 		in, out, found := tap.Reported()
-		if complete && found {
-			spent = ratelimit.Usage{Known: true, Tokens: tap.Tokens()}
-		}
 		x.tokensIn, x.tokensOut, x.tokensCached = in, out, tap.Cached()
 		x.costMicros = int64(t.rate.Cost(in, out, x.tokensCached))
+		if complete && found {
+			spent = ratelimit.Usage{Known: true, Tokens: tap.Tokens(), Cost: x.costMicros}
+		}
 		ks.metrics.spend(x.costMicros)
 		ks.metrics.tokens(in, out)
 		if span != nil {

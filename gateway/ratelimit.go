@@ -38,6 +38,8 @@ const (
 	CodeRateLimitRPD = ratelimit.CodeRPD
 	CodeRateLimitTPM = ratelimit.CodeTPM
 	CodeRateLimitTPD = ratelimit.CodeTPD
+	// CodeBudgetExceeded: a client key's money budget is spent.
+	CodeBudgetExceeded = ratelimit.CodeBudget
 )
 
 // DayUsage is one connection's (or client key's) count for one UTC day.

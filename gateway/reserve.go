@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 )
@@ -37,11 +38,17 @@ type holds struct {
 // input, plus the request's output bound, or the settings'
 // defaultOutputReserve when it sets none.
 func (x *exchange) estimate() int64 {
-	out := x.info.MaxOutput
+	in, out := x.estimateParts()
+	return in + out
+}
+
+// estimateParts is x's estimate as input and output tokens.
+func (x *exchange) estimateParts() (in, out int64) {
+	out = x.info.MaxOutput
 	if out <= 0 {
 		out = int64(x.s.eff.DefaultOutputReserve)
 	}
-	return (int64(len(x.body.raw))+3)/4 + out
+	return (int64(len(x.body.raw)) + 3) / 4, out
 }
 
 // reserve reserves x's estimate against the budgets of its key and of c,
@@ -59,6 +66,15 @@ func (x *exchange) reserve(c *conn) (attemptResult, bool) {
 		b := ratelimit.Budget{ID: ks.storeID, DayID: ks.id, L: &ks.lim, R: &ks.carry.rate, U: g.keyUsage}
 		if blk, v := x.resv.Reserve(ctx, g.limiter, g.days, b, est, now); v != ratelimit.DispatchOK {
 			x.fail(x.errKeyBudget(blk, est, now))
+			return attemptAnswered, false
+		}
+	}
+	if ks.lim.Spends() {
+		b := ratelimit.Budget{ID: ks.storeID, DayID: ks.id, L: &ks.lim, R: &ks.carry.rate, U: g.keyUsage}
+		in, out := x.estimateParts()
+		cost := ratelimit.EstimateCost(x.cur.t.rate, in, out)
+		if blk, v := x.resv.ReserveSpend(ctx, g.limiter, g.days, b, cost, now); v != ratelimit.DispatchOK {
+			x.fail(x.errKeyBudget(blk, cost, now))
 			return attemptAnswered, false
 		}
 	}
@@ -87,6 +103,9 @@ func (x *exchange) settleReservation(u ratelimit.Usage) {
 // until the window or the UTC day ends, no failover (the limit is the
 // client's).
 func (x *exchange) errKeyBudget(b ratelimit.Block, est int64, now time.Time) *apiError {
+	if b.Code == CodeBudgetExceeded {
+		return x.errKeySpend(b, est, now)
+	}
 	what, budget := "tokens per minute (tpm)", live.BudgetTPM
 	if b.Code == CodeRateLimitTPD {
 		what, budget = "tokens per day (tpd)", live.BudgetTPD
@@ -97,6 +116,17 @@ func (x *exchange) errKeyBudget(b ratelimit.Block, est int64, now time.Time) *ap
 		msg = "client key " + strconv.Quote(x.key.name) + " has too little of its " + what + " budget (gate " + b.Gate +
 			") left for this request's estimate of " + strconv.FormatInt(est, 10) + " tokens (input bytes ÷ 4 + the output bound)"
 	}
+	return &apiError{status: http.StatusTooManyRequests, code: b.Code,
+		message: msg + "; it resets at " + b.Until.UTC().Format(time.RFC3339), retryAfter: ceilSeconds(b.Until.Sub(now)), gate: b.Gate}
+}
+
+// errKeySpend is the 429 BUDGET_EXCEEDED for a key whose money budget b
+// has too little left for a request estimated to cost est micro-dollars:
+// gate key-budget:<id>, Retry-After until the UTC day or month ends.
+func (x *exchange) errKeySpend(b ratelimit.Block, est int64, now time.Time) *apiError {
+	msg := "client key " + strconv.Quote(x.key.name) + " has too little of its USD budget (gate " + b.Gate +
+		") left for this request's estimated cost of $" + limits.Micros(est).String() +
+		" (input bytes ÷ 4 at the input price + the output bound at the output price)"
 	return &apiError{status: http.StatusTooManyRequests, code: b.Code,
 		message: msg + "; it resets at " + b.Until.UTC().Format(time.RFC3339), retryAfter: ceilSeconds(b.Until.Sub(now)), gate: b.Gate}
 }

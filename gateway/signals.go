@@ -8,6 +8,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
+	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 )
 
 // Client signals (DESIGN.md, "Priority classes and client signals"): a key
@@ -101,14 +102,17 @@ func openAIDuration(d time.Duration) string {
 // shows them (/api/v1/client-keys/{id}: absent keys absent), its class, what
 // is left of each budget and when it resets, and its load on this replica.
 type keyLimitsView struct {
-	ID               string                   `json:"id"`
-	Name             string                   `json:"name"`
-	Limits           limits.ClientKeyLimits   `json:"limits"`
-	Priority         string                   `json:"priority"`
-	Budgets          map[string]keyBudgetView `json:"budgets"`
-	InFlight         int                      `json:"inFlight"`
-	Queued           int                      `json:"queued"`
-	QueuedByPriority map[string]int           `json:"queuedByPriority,omitempty"`
+	ID       string                   `json:"id"`
+	Name     string                   `json:"name"`
+	Limits   limits.ClientKeyLimits   `json:"limits"`
+	Priority string                   `json:"priority"`
+	Budgets  map[string]keyBudgetView `json:"budgets"`
+	// BudgetsUSD are the money budgets set (budgetUsdDaily,
+	// budgetUsdMonthly), in US dollars.
+	BudgetsUSD       map[string]keyUSDView `json:"budgetsUsd,omitempty"`
+	InFlight         int                   `json:"inFlight"`
+	Queued           int                   `json:"queued"`
+	QueuedByPriority map[string]int        `json:"queuedByPriority,omitempty"`
 }
 
 // keyBudgetView is one of the key's budgets (rpm, tpm, tpd).
@@ -118,6 +122,15 @@ type keyBudgetView struct {
 	ResetAt   time.Time `json:"resetAt"`
 	// ResetIn is the time until ResetAt in OpenAI's form ("6m0s").
 	ResetIn string `json:"resetIn"`
+}
+
+// keyUSDView is one of the key's money budgets; spend counts reservations
+// of requests in flight.
+type keyUSDView struct {
+	LimitUSD     limits.Micros `json:"limitUsd"`
+	RemainingUSD limits.Micros `json:"remainingUsd"`
+	ResetAt      time.Time     `json:"resetAt"`
+	ResetIn      string        `json:"resetIn"`
 }
 
 // answerLimits answers GET /v1/gatehouse/limits for ks, returning
@@ -130,6 +143,15 @@ func (x *exchange) answerLimits(w http.ResponseWriter, r *http.Request, ks *keyS
 		Budgets: map[string]keyBudgetView{}, InFlight: int(ks.carry.inflight.Load()), Queued: ks.carry.queuedTotal()}
 	for name, b := range ks.carry.rate.Budgets(&ks.lim, now) {
 		v.Budgets[name] = keyBudgetView{Limit: b.Limit, Remaining: b.Remaining, ResetAt: b.ResetAt.UTC(), ResetIn: openAIDuration(b.ResetAt.Sub(now))}
+	}
+	if ks.lim.Spends() {
+		b := ratelimit.Budget{DayID: ks.id, L: &ks.lim, R: &ks.carry.rate, U: x.g.keyUsage}
+		sp := x.g.days.SpendOf(r.Context(), &b, now)
+		v.BudgetsUSD = map[string]keyUSDView{}
+		for name, sb := range ratelimit.SpendBudgets(&ks.lim, sp, now) {
+			v.BudgetsUSD[name] = keyUSDView{LimitUSD: limits.Micros(sb.Limit), RemainingUSD: limits.Micros(sb.Remaining),
+				ResetAt: sb.ResetAt, ResetIn: openAIDuration(sb.ResetAt.Sub(now))}
+		}
 	}
 	v.QueuedByPriority = ks.carry.queuedByPriority()
 	body, _ := json.Marshal(v) // ints, strings, times and string maps: cannot fail

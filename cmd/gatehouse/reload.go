@@ -11,6 +11,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
+	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -256,4 +257,30 @@ func dayUsages(m map[string]store.Usage, err error) (map[string]gateway.DayUsage
 		out[id] = dayUsage(v)
 	}
 	return out, nil
+}
+
+// ReserveSpend reserves a client key's money (key_spend_reserved): with this,
+// keyUsageCounter is the gateway's ratelimit.SpendCounter too.
+func (u keyUsageCounter) ReserveSpend(ctx context.Context, keyID string, at time.Time, micros, dayLimit, monthLimit int64) (ratelimit.Spend, ratelimit.SpendPeriod, error) {
+	sp, p, err := u.st.ReserveClientKeySpend(ctx, keyID, at, micros, dayLimit, monthLimit)
+	blocked := ratelimit.SpendFits
+	switch p {
+	case store.SpendDay:
+		blocked = ratelimit.SpendDay
+	case store.SpendMonth:
+		blocked = ratelimit.SpendMonth
+	}
+	return ratelimit.Spend{Day: sp.Day, Month: sp.Month}, blocked, err
+}
+
+var _ ratelimit.SpendCounter = keyUsageCounter{}
+
+func (u keyUsageCounter) AddSpend(ctx context.Context, keyID string, at time.Time, micros int64) (ratelimit.Spend, error) {
+	sp, err := u.st.AddClientKeySpend(ctx, keyID, at, micros)
+	return ratelimit.Spend{Day: sp.Day, Month: sp.Month}, err
+}
+
+func (u keyUsageCounter) Spend(ctx context.Context, keyID string, at time.Time) (ratelimit.Spend, error) {
+	sp, err := u.st.ClientKeyBudgetSpend(ctx, keyID, at)
+	return ratelimit.Spend{Day: sp.Day, Month: sp.Month}, err
 }

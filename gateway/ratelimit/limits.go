@@ -25,6 +25,11 @@ type Limits struct {
 	RPM, RPD, TPM, TPD int64
 	// GateRPD, GateTPM and GateTPD name the budgets' gates.
 	GateRPD, GateTPM, GateTPD string
+	// BudgetDay and BudgetMonth are a client key's money budgets in
+	// micro-dollars per UTC day and month (0 = none); GateBudget names
+	// their rejections (key-budget:<id>).
+	BudgetDay, BudgetMonth int64
+	GateBudget             string
 }
 
 // ForConnection returns the rate limits of connection id from its
@@ -63,7 +68,8 @@ func ForConnection(id string, o limits.Overrides) Limits {
 }
 
 // ForClientKey returns the rate limits of client key id: rpm as a dispatch
-// spacing (gate key-rpm:<id>), tpm (key-tpm:<id>) and tpd (key-tpd:<id>). A
+// spacing (gate key-rpm:<id>), tpm (key-tpm:<id>), tpd (key-tpd:<id>) and
+// the money budgets (key-budget:<id>). A
 // gate name is built only for a limit that is set (it names that limit's
 // rejections): a key that is not in the config in force is prepared per
 // request.
@@ -73,6 +79,12 @@ func ForClientKey(id string, e limits.EffectiveClientKey) Limits {
 		RPM:     int64(e.RPM),
 		TPM:     max(e.TPM, 0),
 		TPD:     max(e.TPD, 0),
+
+		BudgetDay:   max(int64(e.BudgetUSDDaily), 0),
+		BudgetMonth: max(int64(e.BudgetUSDMonthly), 0),
+	}
+	if l.Spends() {
+		l.GateBudget = "key-budget:" + id
 	}
 	if l.Spacing > 0 {
 		l.SpacingGate = "key-rpm:" + id
@@ -96,6 +108,9 @@ func (l *Limits) Budgeted() bool { return l.RPD > 0 || l.TPM > 0 || l.TPD > 0 }
 
 // CountsTokens reports whether upstream usage must be read.
 func (l *Limits) CountsTokens() bool { return l.TPM > 0 || l.TPD > 0 }
+
+// Spends reports whether a money budget is set.
+func (l *Limits) Spends() bool { return l.BudgetDay > 0 || l.BudgetMonth > 0 }
 
 // Block is why a budget keeps a connection or key out, and until when.
 type Block struct {

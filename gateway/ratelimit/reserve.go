@@ -11,10 +11,9 @@ import (
 // reservation is replaced by it, when it is not the reservation stays
 // charged, and either happens exactly once.
 //
-// The amounts are in the budget's own unit: tokens for tpm and tpd. A money
-// budget (micro-dollars) joins as another budget kind whose cost of a Usage
-// is its price; the reservation's all-or-nothing and exactly-once rules do
-// not change.
+// The amounts are in the budget's own unit: tokens for tpm and tpd,
+// micro-dollars for a key's money budgets (spend.go), whose cost of a Usage
+// is its price; the all-or-nothing and exactly-once rules are the same.
 
 // Usage is what an answer is known to have cost. Known false (the client
 // hung up, the stream broke, the upstream reported nothing): the
@@ -22,6 +21,8 @@ import (
 type Usage struct {
 	Known  bool
 	Tokens int64
+	// Cost is what the tokens cost at the model's price, in micro-dollars.
+	Cost int64
 }
 
 // Released is the Usage of an attempt the upstream did not serve (it
@@ -55,6 +56,7 @@ type holdKind uint8
 const (
 	holdTPM holdKind = iota
 	holdTPD
+	holdSpend // micro-dollars of a key's money budgets
 )
 
 type hold struct {
@@ -62,12 +64,12 @@ type hold struct {
 	kind   holdKind
 	shared bool
 	amount int64
-	at     time.Time // when it was taken: a tpd hold is settled in that day
+	at     time.Time // when it was taken: a tpd or money hold is settled in that day
 }
 
 // maxHolds is the most holds one reservation takes: tpm and tpd of a
-// client key and of a connection.
-const maxHolds = 4
+// client key and of a connection, and the key's money.
+const maxHolds = 5
 
 // Reservation is what one request holds of the budgets on its path, from
 // its dispatch until its answer's usage is known. The zero value holds
@@ -111,15 +113,34 @@ func (rs *Reservation) Reserve(ctx context.Context, w Windows, d *Days, b Budget
 	return Block{}, DispatchOK
 }
 
-// Holding is what rs holds against r's budgets (each of them holds the
-// same estimate), 0 when nothing.
+// Holding is what rs holds against r's token budgets (each of them holds
+// the same estimate), 0 when nothing.
 func (rs *Reservation) Holding(r *State) int64 {
 	for i := range rs.n {
-		if rs.holds[i].b.R == r {
+		if rs.holds[i].b.R == r && rs.holds[i].kind != holdSpend {
 			return rs.holds[i].amount
 		}
 	}
 	return 0
+}
+
+// ReserveSpend adds micros against b's money budgets (those set; a cost of
+// 0 — a model without a price — holds nothing and is never refused) to rs,
+// all or nothing as Reserve.
+func (rs *Reservation) ReserveSpend(ctx context.Context, w Windows, d *Days, b Budget, micros int64, now time.Time) (Block, Dispatch) {
+	if !b.L.Spends() || micros <= 0 {
+		return Block{}, DispatchOK
+	}
+	h := &rs.holds[rs.n]
+	*h = hold{b: b, kind: holdSpend, amount: micros, at: now}
+	blk, v := d.TakeSpend(ctx, &h.b, micros, now)
+	if v != DispatchOK {
+		*h = hold{}
+		rs.Release(ctx, w, d, now)
+		return blk, v
+	}
+	rs.n++
+	return Block{}, DispatchOK
 }
 
 // Release gives back everything rs holds: nothing was dispatched.
@@ -144,6 +165,12 @@ func (rs *Reservation) Settle(ctx context.Context, w Windows, d *Days, u Usage, 
 			h.b.R.learn(actual, u.Known)
 		case holdTPD:
 			d.GiveTokens(ctx, &h.b, h.amount, actual, h.at, now)
+		case holdSpend:
+			actual = h.amount
+			if u.Known {
+				actual = u.Cost
+			}
+			d.GiveSpend(ctx, &h.b, h.amount, actual, h.at, now)
 		}
 		*h = hold{}
 	}
@@ -151,11 +178,12 @@ func (rs *Reservation) Settle(ctx context.Context, w Windows, d *Days, u Usage, 
 }
 
 // Reserved is the amount reserved against r's budgets by requests not yet
-// settled (tpm and tpd together): 0 when every reservation was settled.
+// settled (tpm and tpd tokens and money micro-dollars together): 0 when
+// every reservation was settled.
 func (r *State) Reserved() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.reserved
+	return r.reserved + r.money.reserved
 }
 
 // learn moves r's running estimate of tokens per request (which the

@@ -1,0 +1,228 @@
+package ratelimit
+
+import (
+	"context"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+)
+
+// Money budgets (a client key's budgetUsdDaily and budgetUsdMonthly): a
+// reservation's third kind, whose amounts are micro-dollars — the price of
+// the request's estimate at its model's price, and of its usage when the
+// answer says. Counted per UTC day and UTC month in a SpendCounter (the
+// store's key_spend_reserved, exact across replicas and restarts), with
+// memory as the fallback while it is away, as for tpd.
+
+// CodeBudget is the code of a money budget's rejection.
+const CodeBudget = "BUDGET_EXCEEDED"
+
+// SpendPeriod names the money budget a reservation did not fit.
+type SpendPeriod uint8
+
+const (
+	SpendFits  SpendPeriod = iota // it fitted both
+	SpendDay                      // the UTC day's budget
+	SpendMonth                    // the UTC month's budget
+)
+
+// Spend is a key's spend, reservations included, in micro-dollars: of one
+// UTC day and of the UTC month holding it.
+type Spend struct {
+	Day, Month int64
+}
+
+// SpendCounter keeps the money budgets' counts, shared by every gateway
+// replica. A Budget's U that also implements it keeps its key's money
+// budgets; without one they are counted in memory only. Every method must be
+// safe for concurrent use; at is any instant of the day (and month) meant.
+type SpendCounter interface {
+	// ReserveSpend adds micros to id's day and month if the day's stays
+	// within dayLimit and the month's within monthLimit (≤ 0: none), both
+	// or neither in one atomic step. It returns the spend after the call
+	// and which budget it did not fit (SpendFits: added).
+	ReserveSpend(ctx context.Context, id string, at time.Time, micros, dayLimit, monthLimit int64) (Spend, SpendPeriod, error)
+	// AddSpend adds micros (negative: gives back; never below 0) to id's
+	// day and month and returns the spend after.
+	AddSpend(ctx context.Context, id string, at time.Time, micros int64) (Spend, error)
+	// Spend returns id's spend of the day and month holding at.
+	Spend(ctx context.Context, id string, at time.Time) (Spend, error)
+}
+
+// spendState is a State's money count (guarded by State.mu).
+type spendState struct {
+	day, month time.Time // UTC day and month the counts are for
+	spend      Spend
+	pend       int64 // counted in memory while the store was away
+	reserved   int64 // held by reservations not yet settled
+}
+
+// utcMonth is the first instant of the UTC month holding t.
+func utcMonth(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+}
+
+// rolloverSpendLocked starts a new day or month when now has reached it.
+func (r *State) rolloverSpendLocked(now time.Time) {
+	s := &r.money
+	if m := utcMonth(now); m.After(s.month) {
+		s.month, s.spend.Month = m, 0
+	}
+	if d := utcDay(now); d.After(s.day) {
+		s.day, s.spend.Day, s.pend = d, 0, 0
+	}
+}
+
+// spendBlock is the rejection of a money budget p, until its period ends.
+func spendBlock(l *Limits, p SpendPeriod, now time.Time) Block {
+	until := utcDay(now).AddDate(0, 0, 1)
+	if p == SpendMonth {
+		until = utcMonth(now).AddDate(0, 1, 0)
+	}
+	return Block{Code: CodeBudget, Gate: l.GateBudget, Until: until}
+}
+
+// TakeSpend reserves micros of b's money budgets (b.L.Spends()), in the
+// SpendCounter b.U implements, or in memory while it is away or there is
+// none. ctx is the client's; the store's answer is waited for even when the
+// client leaves meanwhile (only it says what is held).
+func (d *Days) TakeSpend(ctx context.Context, b *Budget, micros int64, now time.Time) (Block, Dispatch) {
+	r, l := b.R, b.L
+	sc, _ := b.U.(SpendCounter)
+	if sc != nil && d.down.up() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), usageTimeout)
+		defer cancel()
+		sp, p, err := sc.ReserveSpend(cctx, b.DayID, now, micros, l.BudgetDay, l.BudgetMonth)
+		if err == nil {
+			r.mu.Lock()
+			r.rolloverSpendLocked(now)
+			s := &r.money
+			s.spend.Day = max(s.spend.Day, sp.Day+s.pend)
+			s.spend.Month = max(s.spend.Month, sp.Month+s.pend)
+			if p == SpendFits {
+				s.reserved += micros
+			}
+			pend := s.pend
+			s.pend = 0
+			r.mu.Unlock()
+			if pend != 0 {
+				if _, err := sc.AddSpend(cctx, b.DayID, now, pend); err != nil {
+					d.down.failed(err) // dropped: this process no longer knows it apart
+				}
+			}
+			if p != SpendFits {
+				return spendBlock(l, p, now), DispatchSkipped
+			}
+			return Block{}, DispatchOK
+		}
+		d.down.failed(err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rolloverSpendLocked(now)
+	s := &r.money
+	switch {
+	case l.BudgetDay > 0 && s.spend.Day+micros > l.BudgetDay:
+		return spendBlock(l, SpendDay, now), DispatchSkipped
+	case l.BudgetMonth > 0 && s.spend.Month+micros > l.BudgetMonth:
+		return spendBlock(l, SpendMonth, now), DispatchSkipped
+	}
+	s.spend.Day += micros
+	s.spend.Month += micros
+	s.reserved += micros
+	if sc != nil {
+		s.pend += micros
+	}
+	return Block{}, DispatchOK
+}
+
+// GiveSpend replaces reserved micros of b's money budgets by actual, in
+// the period the reservation was made at: in memory at once, in the store
+// now unless it is away (then the reservation stays charged there: a budget
+// is overcharged, never under). It runs even if the client (ctx) has gone.
+func (d *Days) GiveSpend(ctx context.Context, b *Budget, reserved, actual int64, at, now time.Time) {
+	r := b.R
+	diff := actual - reserved
+	r.mu.Lock()
+	r.rolloverSpendLocked(now)
+	s := &r.money
+	s.reserved -= reserved
+	if s.day.Equal(utcDay(at)) {
+		s.spend.Day = max(s.spend.Day+diff, 0)
+	}
+	if s.month.Equal(utcMonth(at)) {
+		s.spend.Month = max(s.spend.Month+diff, 0)
+	}
+	r.mu.Unlock()
+	sc, _ := b.U.(SpendCounter)
+	if diff == 0 || sc == nil || !d.down.up() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), usageTimeout)
+	defer cancel()
+	if _, err := sc.AddSpend(ctx, b.DayID, at, diff); err != nil {
+		d.down.failed(err)
+	}
+}
+
+// SpendNow is r's money spend, reservations included, of now's UTC day and
+// month as this process knows it: the store's figures as of its latest
+// answer, plus what was counted since.
+func (r *State) SpendNow(now time.Time) Spend {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rolloverSpendLocked(now)
+	return r.money.spend
+}
+
+// LoadSpend raises r's money counts to the store's sp, never lowering them.
+func (r *State) LoadSpend(now time.Time, sp Spend) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rolloverSpendLocked(now)
+	r.money.spend.Day = max(r.money.spend.Day, sp.Day+r.money.pend)
+	r.money.spend.Month = max(r.money.spend.Month, sp.Month+r.money.pend)
+}
+
+// EstimateCost is what an estimate of in input and out output tokens costs
+// at the model's price r, in micro-dollars (rounded up); 0 for a model
+// without a price, which a money budget then never refuses.
+func EstimateCost(r limits.Rate, in, out int64) int64 {
+	return int64(r.Cost(in, out, 0))
+}
+
+// SpendOf is b's money spend of now's UTC day and month, reservations
+// included: the store's (raising memory's), or memory's while the store is
+// away or there is none.
+func (d *Days) SpendOf(ctx context.Context, b *Budget, now time.Time) Spend {
+	if sc, _ := b.U.(SpendCounter); sc != nil && d.down.up() {
+		cctx, cancel := context.WithTimeout(ctx, usageTimeout)
+		sp, err := sc.Spend(cctx, b.DayID, now)
+		cancel()
+		if err == nil {
+			b.R.LoadSpend(now, sp)
+		}
+	}
+	return b.R.SpendNow(now)
+}
+
+// SpendBudget is one money budget as a key's client sees it: limit and
+// what is left (micro-dollars) and when it resets.
+type SpendBudget struct {
+	Limit, Remaining int64
+	ResetAt          time.Time
+}
+
+// SpendBudgets are l's money budgets set (by their limit's name,
+// budgetUsdDaily and budgetUsdMonthly) at spend sp.
+func SpendBudgets(l *Limits, sp Spend, now time.Time) map[string]SpendBudget {
+	out := map[string]SpendBudget{}
+	if l.BudgetDay > 0 {
+		out[limits.KeyBudgetUSDDaily] = SpendBudget{Limit: l.BudgetDay, Remaining: max(l.BudgetDay-sp.Day, 0), ResetAt: utcDay(now).AddDate(0, 0, 1)}
+	}
+	if l.BudgetMonth > 0 {
+		out[limits.KeyBudgetUSDMonthly] = SpendBudget{Limit: l.BudgetMonth, Remaining: max(l.BudgetMonth-sp.Month, 0), ResetAt: utcMonth(now).AddDate(0, 1, 0)}
+	}
+	return out
+}
