@@ -30,11 +30,22 @@ func storedKeyFields(k store.ClientKey) web.KeyFields {
 		RPM:           intText(l.RPM),
 		TPM:           intText(l.TPM),
 		TPD:           intText(l.TPD),
+		BudgetDaily:   usdText(l.BudgetUSDDaily),
+		BudgetMonthly: usdText(l.BudgetUSDMonthly),
 		Models:        limits.FormatModelList(l.Models),
 		Priority:      valueText(l.Priority),
 		Enabled:       k.Enabled,
 		Version:       strconv.FormatInt(k.Version, 10),
 	}
+}
+
+// usdText is an optional money limit as the form shows it (dollars), "" when
+// absent.
+func usdText(p *limits.Micros) string {
+	if p == nil {
+		return ""
+	}
+	return p.String()
 }
 
 // valueText is an optional text limit as the form shows it, "" when absent.
@@ -52,6 +63,7 @@ func typedKeyFields(form url.Values, base web.KeyFields) web.KeyFields {
 		limits.KeyWeight: &f.Weight, limits.KeyMaxConcurrent: &f.MaxConcurrent, limits.KeyMaxWaitMs: &f.MaxWaitMs,
 		limits.KeyRPM: &f.RPM, limits.KeyTPM: &f.TPM, limits.KeyTPD: &f.TPD, limits.KeyModels: &f.Models,
 		limits.KeyPriority: &f.Priority, "version": &f.Version,
+		limits.KeyBudgetUSDDaily: &f.BudgetDaily, limits.KeyBudgetUSDMonthly: &f.BudgetMonthly,
 	} {
 		if vs, ok := form[name]; ok && len(vs) > 0 {
 			*dst = vs[0]

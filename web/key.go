@@ -118,6 +118,8 @@ type KeyFields struct {
 	RPM           string // rpm
 	TPM           string // tpm
 	TPD           string // tpd
+	BudgetDaily   string // budgetUsdDaily: dollars
+	BudgetMonthly string // budgetUsdMonthly: dollars
 	Models        string // models: one entry a line (limits.ParseModelList)
 	Priority      string // priority: a class's name, "" for the default
 	Enabled       bool   // enabled (drawn after a hidden "false")
