@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -62,5 +63,41 @@ func TestConfigClientKeyBudgetUSD(t *testing.T) {
 		http.StatusUnprocessableEntity)
 	if diff := cmp.Diff([]string{"clientKeys[team-a].limits.budgetUsdDaily"}, fields(p)); diff != "" {
 		t.Errorf("reported fields (-want +got):\n%s", diff)
+	}
+}
+
+// TestDashKeyBudgetUSD: /keys/{id} shows the money budgets in dollars, saves
+// them, and words a bad one beside its field (en and pt-BR), writing nothing.
+func TestDashKeyBudgetUSD(t *testing.T) {
+	t.Parallel()
+	d := newDash(t)
+	k := d.createKey(t, "team-a", `{"budgetUsdMonthly":250.5}`)
+	c := d.signIn(t, "admin@example.com")
+	form := formValues(d.get(t, c, "/keys/"+k.ID).want(t, http.StatusOK).testid("key-form"))
+	if form.Get("budgetUsdMonthly") != "250.5" || form.Get("budgetUsdDaily") != "" {
+		t.Fatalf("budget fields %q %q, want 250.5 and blank", form.Get("budgetUsdMonthly"), form.Get("budgetUsdDaily"))
+	}
+	form.Set("budgetUsdDaily", "0.01")
+	d.post(t, c, "/keys/"+k.ID, form).want(t, http.StatusSeeOther)
+	got, after := d.keyLimits(t, k.ID)
+	if diff := cmp.Diff(map[string]any{"budgetUsdDaily": 0.01, "budgetUsdMonthly": 250.5}, got); diff != "" {
+		t.Errorf("stored limits (-want +got):\n%s", diff)
+	}
+	for lang, want := range map[string]string{
+		"en":    "must be a number of US dollars from 0 to 1000000 with at most 2 decimals",
+		"pt-BR": "deve ser um valor em dólares americanos de 0 a 1000000 com no máximo 2 casas decimais",
+	} {
+		d.get(t, c, "/keys/"+k.ID+"?lang="+lang).want(t, http.StatusOK)
+		res := d.post(t, c, "/keys/"+k.ID, url.Values{"version": {keyVersion(after)}, "budgetUsdDaily": {"0.001"}}).
+			want(t, http.StatusUnprocessableEntity)
+		if diff := cmp.Diff([]string{want}, texts(res.testid("error-budgetUsdDaily").Find("li"))); diff != "" {
+			t.Errorf("%s: error beside budgetUsdDaily (-want +got):\n%s", lang, diff)
+		}
+		if res.testid("field-budgetUsdDaily").AttrOr("value", "") != "0.001" {
+			t.Errorf("%s: the typed value is not kept", lang)
+		}
+	}
+	if _, again := d.keyLimits(t, k.ID); again.Version != after.Version {
+		t.Errorf("a bad form was written: version %d → %d", after.Version, again.Version)
 	}
 }
