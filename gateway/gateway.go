@@ -99,7 +99,9 @@ type Options struct {
 	Usage UsageCounter
 	// KeyUsage keeps the daily token counts behind a client key's tpd
 	// (Postgres in production: usage_daily_keys), keyed by client key id,
-	// with Usage's fail-open rule. nil counts in memory only.
+	// with Usage's fail-open rule. nil counts in memory only. When it is a
+	// ratelimit.SpendCounter too it keeps the keys' money budgets
+	// (budgetUsdDaily, budgetUsdMonthly); otherwise they count in memory.
 	KeyUsage UsageCounter
 	// Admission admits requests through the gates. nil: an in-process
 	// *admission.Controller on the Now clock, private to this gateway. Cluster
