@@ -254,11 +254,7 @@ func (d *decoder) decodeField(raw []byte, fv reflect.Value, rules string, path [
 		if elem == reflect.TypeFor[Micros]() {
 			m, ok := ParseUSD(string(trimJSONSpace(raw)))
 			if !ok {
-				if strings.Contains(rules, tagBudgetUSD) {
-					d.add(path, budgetUSDMessage())
-				} else {
-					d.add(path, usdMessage())
-				}
+				d.add(path, microsMessage(rules))
 				return
 			}
 			fv.Set(reflect.ValueOf(&m))

@@ -163,6 +163,15 @@ func budgetUSDMessage() message {
 	return newMessage(CodeBudgetUSD, "must be a number of US dollars from 0 to %v with at most 2 decimals", int64(MaxBudgetUSD/MicrosPerUSD))
 }
 
+// microsMessage says what a field of Micros with validator rules must be: a
+// money budget or a price.
+func microsMessage(rules string) message {
+	if strings.Contains(rules, tagBudgetUSD) {
+		return budgetUSDMessage()
+	}
+	return usdMessage()
+}
+
 // Rate is a resolved price: Micros per million tokens of each kind.
 type Rate struct {
 	Input, Output, CachedInput Micros
