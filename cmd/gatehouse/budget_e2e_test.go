@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -219,4 +220,67 @@ func TestMoneyBudgetAcrossReplicas(t *testing.T) {
 			t.Errorf("replica %d: budgets %+v, want 0.002 left of the day and 99.992 of the month", i, b)
 		}
 	}
+}
+
+// TestMoneyReservationChargedOnHangUp: a streaming client of a key with a
+// money budget that hangs up before the usage event is charged its whole
+// estimated cost in Postgres; completed requests their real cost — in
+// process and over two replicas.
+func TestMoneyReservationChargedOnHangUp(t *testing.T) {
+	t.Parallel()
+	resvModes(t, func(t *testing.T, rs func() *redisChild) {
+		var key store.ClientKey
+		var secret string
+		e := newResvEnv(t, rs(), func(e *resvEnv) {
+			if _, err := e.st.UpdateSettings(t.Context(), "tester", 0, func(store.Settings) (json.RawMessage, error) {
+				return json.RawMessage(`{"prices":{"zai/glm-5":{"input":4,"output":4}}}`), nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			e.conn("c", "sk-up", 0, `{}`)
+			key, secret = e.key("k", `{"budgetUsdDaily": 1}`)
+		})
+		last := make(chan struct{})
+		t.Cleanup(func() { closeOnce(last) })
+		if err := e.up.SetDefault(upstreamtest.Behavior{Chunks: 4, HoldLast: last, UsageTokens: 37}); err != nil {
+			t.Fatal(err)
+		}
+		body := resvBody(true, 150)
+		cost := 4 * resvEstimate(body, 150) // $4 per million tokens in and out
+		spent := func() int64 {
+			t.Helper()
+			sp, err := e.st.ClientKeyBudgetSpend(t.Context(), key.ID, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return sp.Day
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.urls[0]+"/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+secret)
+		resp, err := e.hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(resp.Body).ReadString('\n')
+		if resp.StatusCode != http.StatusOK || err != nil || !strings.HasPrefix(line, "data: ") {
+			t.Fatalf("stream = %d, first line %q (%v); want 200 and a data line", resp.StatusCode, line, err)
+		}
+		cancel() // the client hangs up before the last chunk and the usage event
+		_ = resp.Body.Close()
+		e.settled()
+		if got := spent(); got != cost {
+			t.Errorf("after a hang-up: the key's day holds %d micro-dollars, want the estimate's cost %d", got, cost)
+		}
+		closeOnce(last)
+		for _, stream := range []bool{true, false} {
+			if r := e.post(t.Context(), 1, secret, resvBody(stream, 150)); r.err != nil || r.status != http.StatusOK {
+				t.Fatalf("stream %v: %d %s (%v), want 200", stream, r.status, r.code, r.err)
+			}
+		}
+		e.settled()
+		if got, want := spent(), cost+2*37*4; got != want {
+			t.Errorf("after two completed requests of 37 tokens: %d micro-dollars, want %d", got, want)
+		}
+	})
 }
