@@ -159,77 +159,6 @@ func (x *exchange) checkRoute(w http.ResponseWriter, r *http.Request) (route, *a
 	return rt, nil
 }
 
-// authenticate checks r's client key and the gateway's state: the config in
-// force and the key's state, or the error to send. x.keyName and x.key are
-// set as soon as they are known (x.key only for an enabled key).
-func (g *Gateway) authenticate(x *exchange, r *http.Request) (*state, *keyState, *apiError) {
-	secret := clientKey(r.Header)
-	if secret == "" && x.st == styleGemini {
-		secret = geminiKey(r)
-	}
-	if secret == "" {
-		return nil, nil, errMissingKey(x.st)
-	}
-	if wait := g.throttle.Wait(r); wait > 0 {
-		return nil, nil, errAuthThrottled(wait)
-	}
-	var key ClientKey
-	ok := false
-	if g.auth != nil {
-		key, ok = g.auth(r.Context(), secret)
-	}
-	if !ok {
-		g.throttle.Failed(r)
-		return nil, nil, &apiError{status: http.StatusUnauthorized, code: CodeInvalidKey, message: "invalid client key"}
-	}
-	x.keyName = key.Name
-	if g.draining.Load() {
-		return nil, nil, errShuttingDown
-	}
-	s := g.state.Load()
-	if s == nil || g.closed.Load() {
-		return nil, nil, &apiError{status: http.StatusServiceUnavailable, code: CodeNotReady, retryAfter: 1,
-			message: "the gateway has no configuration loaded or is shutting down"}
-	}
-	x.key = g.keyOf(s, key)
-	if x.key != nil {
-		x.priority = x.key.priority
-	}
-	if !key.Enabled {
-		return nil, nil, errKeyDisabled(key.Name)
-	}
-	return s, x.key, nil
-}
-
-// errMissingKey is the 401 for a request without a client key, naming the
-// places the route's clients put one.
-func errMissingKey(st style) *apiError {
-	where := "Authorization: Bearer <key> or x-api-key"
-	if st == styleGemini {
-		where = "x-goog-api-key, ?key= or Authorization: Bearer <key>"
-	}
-	return &apiError{status: http.StatusUnauthorized, code: CodeMissingKey, message: "missing client key: send it as " + where}
-}
-
-// errAuthThrottled is the 429 for a client address that must wait before
-// its next key is checked.
-//
-//go:noinline
-func errAuthThrottled(wait time.Duration) *apiError {
-	return &apiError{status: http.StatusTooManyRequests, code: CodeAuthThrottled,
-		retryAfter: max(int((wait+time.Second-1)/time.Second), 1),
-		message:    "too many invalid client keys from this address; try again later"}
-}
-
-// errKeyDisabled is the 403 for a disabled key. Not inlined: Quote's
-// temporaries would sit in authenticate's frame.
-//
-//go:noinline
-func errKeyDisabled(name string) *apiError {
-	return &apiError{status: http.StatusForbidden, code: CodeKeyDisabled,
-		message: "client key " + strconv.Quote(name) + " is disabled"}
-}
-
 // readBody reads r's body into x.body, or returns the error to send
 // (errAnswered when the client has gone).
 func (x *exchange) readBody(w http.ResponseWriter, r *http.Request) *apiError {
@@ -304,19 +233,6 @@ func (x *exchange) route(s *state, path string, rt route) *apiError {
 
 // maxCandidates bounds the connections considered for one model.
 const maxCandidates = 64
-
-// clientKey returns the client's secret from Authorization: Bearer or x-api-key.
-func clientKey(h http.Header) string {
-	if v := h["Authorization"]; len(v) > 0 {
-		if len(v[0]) > 7 && strings.EqualFold(v[0][:7], "bearer ") {
-			return strings.TrimSpace(v[0][7:])
-		}
-	}
-	if v := h["X-Api-Key"]; len(v) > 0 {
-		return strings.TrimSpace(v[0])
-	}
-	return ""
-}
 
 // exchange is one client request on its way through the attempts.
 type exchange struct {
