@@ -32,8 +32,8 @@ func (x *exchange) tryAdmit(req admission.Request) (permit, bool) {
 
 // errClusterUnavailable is the 503 sent while a shared admission store
 // is unreachable and the controller runs fail-closed.
-var errClusterUnavailable = &apiError{status: http.StatusServiceUnavailable, code: CodeClusterUnavailable,
-	message: "the shared admission store is unreachable; try again shortly", retryAfter: 1}
+var errClusterUnavailable = &apiError{Status: http.StatusServiceUnavailable, Code: CodeClusterUnavailable,
+	Message: "the shared admission store is unreachable; try again shortly", RetryAfter: 1}
 
 // clusterUnavailable reports whether err says the shared admission store is
 // unreachable (gateway/cluster's *UnavailableError matches the sentinel).

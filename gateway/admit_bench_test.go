@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
 
 // BenchmarkGatewayAdmit measures admission only, through the gateway's own
@@ -21,9 +23,9 @@ func BenchmarkGatewayAdmit(b *testing.B) {
 		Overrides: caps(256, map[string]int{"glm-5": 256}, 60000),
 	}}})
 	s := gw.state.Load()
-	x := &exchange{g: gw, s: s, rt: routeChat, st: styleOpenAI,
+	x := &exchange{g: gw, s: s, rt: routeChat, st: wire.OpenAI,
 		r:       httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader("{}")),
-		targets: s.routes[styleOpenAI]["glm-5"]}
+		targets: s.routes[wire.OpenAI]["glm-5"]}
 	x.info.Model = "glm-5"
 	x.key = gw.keyOf(s, ClientKey{ID: "bench-key", Name: "bench", Enabled: true})
 	if len(x.targets) != 1 {

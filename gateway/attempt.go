@@ -17,6 +17,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 	"github.com/gatehouse-dev/gatehouse/gateway/usage"
+	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
 
 // errExecTimeout is the cause of an attempt's context when its execution
@@ -61,7 +62,7 @@ func (x *exchange) wantsUsage(c *conn) bool {
 // stream_options.include_usage set. A Gemini body names no model (the URL
 // does): it always goes as it is.
 func (x *exchange) payload(m string, addUsage bool) []byte {
-	if (m == x.info.Model && !addUsage) || x.st == styleGemini {
+	if (m == x.info.Model && !addUsage) || x.st == wire.Gemini {
 		return x.body.raw
 	}
 	if x.body.altM != m || x.body.altUsage != addUsage || len(x.body.alt) == 0 {
@@ -212,14 +213,14 @@ func (x *exchange) attempt() attemptResult {
 	}
 	if err != nil {
 		x.observeUpstream(c, t0)
-		t.stats.count(0)
+		t.stats.Count(0)
 		switch {
 		case shuttingDown(x.r.Context()):
 			// Cut by the shutdown bound before the upstream answered.
 			p.done(health.ErrExcluded)
 			x.setQueueHeader(c)
-			x.status, x.failed = errShuttingDown.status, errShuttingDown
-			writeError(x.w, x.st, errShuttingDown)
+			x.status, x.failed = errShuttingDown.Status, errShuttingDown
+			wire.WriteError(x.w, x.st, errShuttingDown)
 			return attemptAnswered
 		case x.r.Context().Err() != nil:
 			p.done(health.ErrExcluded)
@@ -228,12 +229,12 @@ func (x *exchange) attempt() attemptResult {
 			p.done(err)
 			c.health.Failure("execution bound reached before the upstream answered")
 			x.setQueueHeader(c)
-			x.status, x.failed = http.StatusGatewayTimeout, &apiError{status: http.StatusGatewayTimeout, code: CodeExecutionTimeout,
-				message: "the upstream did not answer within the execution bound of " + c.execBound.String()}
-			writeError(x.w, x.st, x.failed)
+			x.status, x.failed = http.StatusGatewayTimeout, &apiError{Status: http.StatusGatewayTimeout, Code: CodeExecutionTimeout,
+				Message: "the upstream did not answer within the execution bound of " + c.execBound.String()}
+			wire.WriteError(x.w, x.st, x.failed)
 			return attemptAnswered
 		}
-		x.lastErr = &apiError{status: http.StatusBadGateway, code: CodeUpstreamError, message: "the upstream connection failed"}
+		x.lastErr = &apiError{Status: http.StatusBadGateway, Code: CodeUpstreamError, Message: "the upstream connection failed"}
 		if outbound.IsDenied(err) {
 			// GATEHOUSE_UPSTREAM_DENY refused the address at dial time:
 			// not an upstream failure (no breaker), never reached.
@@ -257,13 +258,13 @@ func (x *exchange) attempt() attemptResult {
 			// to this connection or another.
 			x.setQueueHeader(c)
 			x.status = http.StatusBadGateway
-			writeError(x.w, x.st, x.lastErr)
+			wire.WriteError(x.w, x.st, x.lastErr)
 			return attemptAnswered
 		}
 		return attemptFailed
 	}
 	status := resp.StatusCode
-	t.stats.count(status)
+	t.stats.Count(status)
 	if status >= 300 {
 		spent = ratelimit.Released // the upstream did not serve it
 	}
@@ -311,7 +312,7 @@ func (x *exchange) attempt() attemptResult {
 	var tap *usage.Tap
 	if status < 300 {
 		sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-		if x.st == styleGemini {
+		if x.st == wire.Gemini {
 			tap = usage.NewGeminiTap(sse)
 		} else {
 			tap = usage.NewTap(sse, addUsage)
@@ -327,8 +328,8 @@ func (x *exchange) attempt() attemptResult {
 		if complete && found {
 			spent = ratelimit.Usage{Known: true, Tokens: tap.Tokens(), Cost: x.costMicros}
 		}
-		ks.metrics.spend(x.costMicros)
-		ks.metrics.tokens(in, out)
+		ks.metrics.Spend(x.costMicros)
+		ks.metrics.Tokens(in, out)
 		if span != nil {
 			x.attemptUsage(tap)
 		}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
 
 // authenticate checks r's client key and the gateway's state: the config in
@@ -12,7 +14,7 @@ import (
 // set as soon as they are known (x.key only for an enabled key).
 func (g *Gateway) authenticate(x *exchange, r *http.Request) (*state, *keyState, *apiError) {
 	secret := clientKey(r.Header)
-	if secret == "" && x.st == styleGemini {
+	if secret == "" && x.st == wire.Gemini {
 		secret = geminiKey(r)
 	}
 	if secret == "" {
@@ -28,7 +30,7 @@ func (g *Gateway) authenticate(x *exchange, r *http.Request) (*state, *keyState,
 	}
 	if !ok {
 		g.throttle.Failed(r)
-		return nil, nil, &apiError{status: http.StatusUnauthorized, code: CodeInvalidKey, message: "invalid client key"}
+		return nil, nil, &apiError{Status: http.StatusUnauthorized, Code: CodeInvalidKey, Message: "invalid client key"}
 	}
 	x.keyName = key.Name
 	if g.draining.Load() {
@@ -36,8 +38,8 @@ func (g *Gateway) authenticate(x *exchange, r *http.Request) (*state, *keyState,
 	}
 	s := g.state.Load()
 	if s == nil || g.closed.Load() {
-		return nil, nil, &apiError{status: http.StatusServiceUnavailable, code: CodeNotReady, retryAfter: 1,
-			message: "the gateway has no configuration loaded or is shutting down"}
+		return nil, nil, &apiError{Status: http.StatusServiceUnavailable, Code: CodeNotReady, RetryAfter: 1,
+			Message: "the gateway has no configuration loaded or is shutting down"}
 	}
 	x.key = g.keyOf(s, key)
 	if x.key != nil {
@@ -51,12 +53,12 @@ func (g *Gateway) authenticate(x *exchange, r *http.Request) (*state, *keyState,
 
 // errMissingKey is the 401 for a request without a client key, naming the
 // places the route's clients put one.
-func errMissingKey(st style) *apiError {
+func errMissingKey(st wire.Style) *apiError {
 	where := "Authorization: Bearer <key> or x-api-key"
-	if st == styleGemini {
+	if st == wire.Gemini {
 		where = "x-goog-api-key, ?key= or Authorization: Bearer <key>"
 	}
-	return &apiError{status: http.StatusUnauthorized, code: CodeMissingKey, message: "missing client key: send it as " + where}
+	return &apiError{Status: http.StatusUnauthorized, Code: CodeMissingKey, Message: "missing client key: send it as " + where}
 }
 
 // errAuthThrottled is the 429 for a client address that must wait before
@@ -64,9 +66,9 @@ func errMissingKey(st style) *apiError {
 //
 //go:noinline
 func errAuthThrottled(wait time.Duration) *apiError {
-	return &apiError{status: http.StatusTooManyRequests, code: CodeAuthThrottled,
-		retryAfter: max(int((wait+time.Second-1)/time.Second), 1),
-		message:    "too many invalid client keys from this address; try again later"}
+	return &apiError{Status: http.StatusTooManyRequests, Code: CodeAuthThrottled,
+		RetryAfter: max(int((wait+time.Second-1)/time.Second), 1),
+		Message:    "too many invalid client keys from this address; try again later"}
 }
 
 // errKeyDisabled is the 403 for a disabled key. Not inlined: Quote's
@@ -74,8 +76,8 @@ func errAuthThrottled(wait time.Duration) *apiError {
 //
 //go:noinline
 func errKeyDisabled(name string) *apiError {
-	return &apiError{status: http.StatusForbidden, code: CodeKeyDisabled,
-		message: "client key " + strconv.Quote(name) + " is disabled"}
+	return &apiError{Status: http.StatusForbidden, Code: CodeKeyDisabled,
+		Message: "client key " + strconv.Quote(name) + " is disabled"}
 }
 
 // clientKey returns the client's secret from Authorization: Bearer or x-api-key.

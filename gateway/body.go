@@ -28,12 +28,12 @@ const (
 
 // errUpstreamDenied is the 502 of a connection whose host resolved to an
 // address of GATEHOUSE_UPSTREAM_DENY when the gateway dialled it.
-var errUpstreamDenied = &apiError{status: http.StatusBadGateway, code: CodeUpstreamError,
-	message: "the upstream's address is on the gateway's deny list (GATEHOUSE_UPSTREAM_DENY)"}
+var errUpstreamDenied = &apiError{Status: http.StatusBadGateway, Code: CodeUpstreamError,
+	Message: "the upstream's address is on the gateway's deny list (GATEHOUSE_UPSTREAM_DENY)"}
 
 // errOverloaded answers a body beyond the bound on body bytes in flight.
-var errOverloaded = &apiError{status: http.StatusServiceUnavailable, code: CodeOverloaded,
-	message: "the gateway holds as many request bodies as it may; retry shortly", retryAfter: 1}
+var errOverloaded = &apiError{Status: http.StatusServiceUnavailable, Code: CodeOverloaded,
+	Message: "the gateway holds as many request bodies as it may; retry shortly", RetryAfter: 1}
 
 var (
 	errBodyTooLarge = errors.New("gateway: request body too large")

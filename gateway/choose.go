@@ -20,7 +20,7 @@ type pick struct {
 }
 
 // errClientGone ends an exchange whose client went away while it waited.
-var errClientGone = &apiError{status: 499, code: "CLIENT_GONE", message: "client went away"}
+var errClientGone = &apiError{Status: 499, Code: "CLIENT_GONE", Message: "client went away"}
 
 // choose finds the connection for the next attempt and admits the request
 // there, setting x.cur to the pick. Candidates are the targets not yet
@@ -71,7 +71,7 @@ const maxRechoose = 4
 
 // errRechoose is queue's answer when a connection admitted the request but
 // became unhealthy while it waited: choose starts over.
-var errRechoose = &apiError{status: http.StatusServiceUnavailable, code: CodeNoHealthy}
+var errRechoose = &apiError{Status: http.StatusServiceUnavailable, Code: CodeNoHealthy}
 
 // errNoHealthyNow is the 503 for a request whose candidates all turned
 // unhealthy or busy probing while it was being placed; their state may
@@ -80,8 +80,8 @@ var errRechoose = &apiError{status: http.StatusServiceUnavailable, code: CodeNoH
 //
 //go:noinline
 func errNoHealthyNow(model string) *apiError {
-	return &apiError{status: http.StatusServiceUnavailable, code: CodeNoHealthy,
-		message: "no healthy connection serves " + model + " right now", retryAfter: 1}
+	return &apiError{Status: http.StatusServiceUnavailable, Code: CodeNoHealthy,
+		Message: "no healthy connection serves " + model + " right now", RetryAfter: 1}
 }
 
 // stillHealthy reports whether t may still be tried now (healthy and within
@@ -175,13 +175,13 @@ func (x *exchange) healthy() *apiError {
 			}
 			return x.rateError(rateBlk, retry)
 		case nCooling == n:
-			return &apiError{status: http.StatusTooManyRequests, code: CodeUpstreamCooldown,
-				message:    "every connection serving " + x.info.Model + " is cooling down after upstream rate limits",
-				retryAfter: ceilSeconds(coolFor), gate: coolGate}
+			return &apiError{Status: http.StatusTooManyRequests, Code: CodeUpstreamCooldown,
+				Message:    "every connection serving " + x.info.Model + " is cooling down after upstream rate limits",
+				RetryAfter: ceilSeconds(coolFor), Gate: coolGate}
 		case nOK == 0:
-			return &apiError{status: http.StatusServiceUnavailable, code: CodeNoHealthy,
-				message:    "no healthy connection serves " + x.info.Model + " right now",
-				retryAfter: ceilSeconds(recoverIn)}
+			return &apiError{Status: http.StatusServiceUnavailable, Code: CodeNoHealthy,
+				Message:    "no healthy connection serves " + x.info.Model + " right now",
+				RetryAfter: ceilSeconds(recoverIn)}
 		}
 		return nil
 	}
@@ -216,8 +216,8 @@ func (x *exchange) admitNow() (aerr *apiError, ok bool) {
 		if !ok {
 			continue
 		}
-		g.metrics.attempts.Inc()
-		g.metrics.waitSeconds.Observe(0)
+		g.metrics.Attempts.Inc()
+		g.metrics.WaitSeconds.Observe(0)
 		if p, ok := admitted(t, int(i), permit); ok {
 			x.cur, aerr = x.dispatchTurn(p, start)
 			return aerr, true
@@ -266,7 +266,7 @@ func (x *exchange) awaitGrant() {
 // waitRequest starts a wait on targets[i]: the admission request (x.qReq),
 // its start and the counters.
 func (x *exchange) waitRequest(i uint8) {
-	x.g.metrics.attempts.Inc()
+	x.g.metrics.Attempts.Inc()
 	x.qStart = time.Now()
 	x.waitedBefore = x.waited
 	x.qPermit, x.qErr = nil, nil
@@ -311,19 +311,19 @@ func (x *exchange) awaited(i uint8) (aerr *apiError, done bool) {
 			return errShuttingDown, true
 		}
 		if ae.Code == admission.CodeQueueFull {
-			g.metrics.rejectQueueFull.Inc()
+			g.metrics.RejectQueueFull.Inc()
 			if x.qFull == nil {
 				x.qFull = ae
 			}
 			return nil, false
 		}
-		g.metrics.rejectTimeout.Inc()
+		g.metrics.RejectTimeout.Inc()
 		x.waited += ae.Waited
 		return admissionError(ae), true
 	}
 	w := permit.Waited()
 	x.waited += w
-	g.metrics.waitSeconds.Observe(w.Seconds())
+	g.metrics.WaitSeconds.Observe(w.Seconds())
 	if !x.stillHealthy(t) {
 		// It cooled down, was suspended or broke while we waited.
 		permit.Release()
@@ -413,6 +413,6 @@ func admissionError(ae *admission.Error) *apiError {
 	if ae.Code == admission.CodeQueueFull {
 		msg = "the queue of gate " + ae.Gate.Key + " is full"
 	}
-	return &apiError{status: http.StatusTooManyRequests, code: ae.Code, message: msg,
-		retryAfter: ae.RetryAfterSeconds(), gate: ae.Gate.Key}
+	return &apiError{Status: http.StatusTooManyRequests, Code: ae.Code, Message: msg,
+		RetryAfter: ae.RetryAfterSeconds(), Gate: ae.Gate.Key}
 }

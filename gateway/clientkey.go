@@ -10,6 +10,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
+	"github.com/gatehouse-dev/gatehouse/gateway/metrics"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 )
 
@@ -91,7 +92,7 @@ type keyState struct {
 	priority admission.Priority     // the key's class (limits "priority")
 	own      limits.ClientKeyLimits // the key's limits as configured (GET /v1/gatehouse/limits)
 	carry    *keyCarry
-	metrics  *clientMetrics
+	metrics  *metrics.Client
 }
 
 // keyWithCarry is a key state and a fresh carry in one allocation.
@@ -110,7 +111,7 @@ func (g *Gateway) prepareKey(k ClientKey, carry *keyCarry) *keyState {
 		ks = &keyState{}
 	}
 	*ks = keyState{id: k.ID, name: k.Name, eff: k.Limits.Effective(), carry: carry,
-		metrics: g.metrics.client(k.Name)}
+		metrics: g.metrics.Client(k.Name)}
 	ks.lim = ratelimit.ForClientKey(k.ID, ks.eff)
 	ks.priority = keyPriority(ks.eff.Priority)
 	ks.own = k.Limits
@@ -241,11 +242,11 @@ func (x *exchange) keyTurn(start time.Time, maxWait time.Duration) *apiError {
 // comes d from now, after the request's wait bound maxWait; where says
 // whose spacing it is ("" or " across all replicas").
 func (x *exchange) errKeyTurnTooLate(ks *keyState, d, maxWait time.Duration, where string) *apiError {
-	x.g.metrics.rateRejected(live.BudgetRPM)
-	return &apiError{status: http.StatusTooManyRequests, code: CodeRateLimitRPM,
-		message: "client key " + strconv.Quote(ks.name) + " may dispatch one request every " + ks.lim.Spacing.String() +
+	x.g.metrics.RateRejected(live.BudgetRPM)
+	return &apiError{Status: http.StatusTooManyRequests, Code: CodeRateLimitRPM,
+		Message: "client key " + strconv.Quote(ks.name) + " may dispatch one request every " + ks.lim.Spacing.String() +
 			" (rpm)" + where + ", and its next turn comes after the wait bound of " + maxWait.String(),
-		retryAfter: ceilSeconds(d), gate: ks.lim.SpacingGate}
+		RetryAfter: ceilSeconds(d), Gate: ks.lim.SpacingGate}
 }
 
 // countKeyDispatch counts the request about to go upstream in its key's
@@ -277,5 +278,5 @@ func (x *exchange) countClient() {
 	if x.key == nil || x.status == 0 {
 		return
 	}
-	x.key.metrics.request(x.status)
+	x.key.metrics.Request(x.status)
 }

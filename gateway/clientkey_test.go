@@ -89,10 +89,10 @@ func TestClientKeyForbidden(t *testing.T) {
 			}
 		})
 	}
-	if got := counter(t, e.gw.metrics.clientRequests.WithLabelValues("off", "403")); got != 2 {
+	if got := counter(t, e.gw.metrics.ClientRequests.WithLabelValues("off", "403")); got != 2 {
 		t.Errorf(`gatehouse_client_requests_total{client="off",status="403"} = %v, want 2`, got)
 	}
-	if got := counter(t, e.gw.metrics.clientRequests.WithLabelValues("zai-only", "200")); got != 3 {
+	if got := counter(t, e.gw.metrics.ClientRequests.WithLabelValues("zai-only", "200")); got != 3 {
 		t.Errorf(`gatehouse_client_requests_total{client="zai-only",status="200"} = %v, want 3`, got)
 	}
 	for _, name := range []string{"off", "zai-only", "glm-4.7-only"} {
@@ -256,8 +256,8 @@ func TestClientKeyTPDExhausted(t *testing.T) {
 	if got := e.up.Stats().Total.Requests; got != 3 {
 		t.Errorf("upstream requests = %d, want 3 (the refused one never dispatched)", got)
 	}
-	in := counter(t, e.gw.metrics.clientTokens.WithLabelValues("budgeted", "input"))
-	out := counter(t, e.gw.metrics.clientTokens.WithLabelValues("budgeted", "output"))
+	in := counter(t, e.gw.metrics.ClientTokens.WithLabelValues("budgeted", "input"))
+	out := counter(t, e.gw.metrics.ClientTokens.WithLabelValues("budgeted", "output"))
 	if in+out != 80 {
 		t.Errorf("gatehouse_client_tokens_total of the key = %v in + %v out, want 80 together", in, out)
 	}

@@ -11,7 +11,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
+	"github.com/gatehouse-dev/gatehouse/gateway/metrics"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
+	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
 
 // Config is one immutable snapshot of everything the gateway routes by: the
@@ -47,7 +49,7 @@ type conn struct {
 	id, name, provider string
 	label              string   // X-Gatehouse-Connection
 	labelHdr           []string // {label}, shared by every response (len == cap, so never appended to in place)
-	style              style
+	style              wire.Style
 	styleOK            bool // APIStyle is one we know
 	enabled            bool
 	priority           int
@@ -72,7 +74,7 @@ type target struct {
 	c     *conn
 	model string
 	req   admission.Request // the gate path; read-only once built
-	stats *targetMetrics
+	stats *metrics.Target
 	// learn is the adaptive gates on the path (package health), empty unless
 	// the connection is adaptive; shadow its shadow gates.
 	learn  health.LearnPath
@@ -91,10 +93,10 @@ type state struct {
 	eff      limits.EffectiveSettings
 	conns    []*conn // config order, disabled included
 	byID     map[string]*conn
-	routes   [numStyles]map[string][]*target // by style, then upstream model name (bare or provider/model)
+	routes   [wire.NumStyles]map[string][]*target // by style, then upstream model name (bare or provider/model)
 	// geminiModels is what GET /v1beta/models may list (gemini.go).
 	geminiModels []geminiModelEntry
-	models       modelList // GET /v1/models and /v1/models/{id}
+	models       wire.ModelList // GET /v1/models and /v1/models/{id}
 	caps         map[string]int
 	maxAttempts  int
 	keys         map[string]*keyState // client keys by id
@@ -124,7 +126,7 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 	adaptive := make(map[string]health.LearnSpec)
 	shadowSpecs := make(map[string]health.ShadowSpec)
 	var all []*target
-	for st := range numStyles {
+	for st := range wire.NumStyles {
 		s.routes[st] = make(map[string][]*target)
 	}
 	var warnings []string
@@ -246,11 +248,11 @@ func (g *Gateway) prepareConn(cc Connection, eff limits.EffectiveSettings, warni
 	}
 	switch strings.ToLower(cc.APIStyle) {
 	case "openai", "":
-		c.style, c.styleOK = styleOpenAI, true
+		c.style, c.styleOK = wire.OpenAI, true
 	case "anthropic":
-		c.style, c.styleOK = styleAnthropic, true
+		c.style, c.styleOK = wire.Anthropic, true
 	case "gemini":
-		c.style, c.styleOK = styleGemini, true
+		c.style, c.styleOK = wire.Gemini, true
 	default:
 		*warnings = append(*warnings, "connection "+c.label+": unknown apiStyle "+cc.APIStyle)
 	}
@@ -268,9 +270,9 @@ func (g *Gateway) prepareConn(cc Connection, eff limits.EffectiveSettings, warni
 		}
 	}
 	switch c.style {
-	case styleAnthropic:
+	case wire.Anthropic:
 		c.authHeader, c.authValue = "X-Api-Key", []string{cc.APIKey}
-	case styleGemini:
+	case wire.Gemini:
 		c.authHeader, c.authValue = "X-Goog-Api-Key", []string{cc.APIKey}
 	default:
 		c.authHeader, c.authValue = "Authorization", []string{"Bearer " + cc.APIKey}
@@ -296,7 +298,7 @@ func (g *Gateway) prepareConn(cc Connection, eff limits.EffectiveSettings, warni
 	}
 	c.lim = ratelimit.ForConnection(cc.ID, o)
 	c.labelHdr = []string{c.label}
-	c.durObs = g.metrics.upstreamDuration.WithLabelValues(c.label)
+	c.durObs = g.metrics.UpstreamDuration.WithLabelValues(c.label)
 	return c
 }
 
@@ -315,9 +317,9 @@ func (g *Gateway) newTarget(c *conn, model string) *target {
 			QueueKey:      c.gateKey,
 			MaxQueueDepth: c.queueDepth,
 		}),
-		stats: g.metrics.target(c.label, model),
+		stats: g.metrics.Target(c.label, model),
 	}
-	if c.style == styleGemini {
+	if c.style == wire.Gemini {
 		t.urls = geminiTargetURLs(c, model)
 	}
 	return t

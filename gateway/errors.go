@@ -1,12 +1,11 @@
 package gateway
 
 import (
-	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
-	"github.com/gatehouse-dev/gatehouse/gateway/usage"
+	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
 
 // Error codes the gateway itself answers with, in `error.code`. The
@@ -44,121 +43,16 @@ const (
 	CodeOverloaded = "OVERLOADED"
 )
 
+// apiError is a response the gateway makes itself; package wire encodes it
+// in the route's dialect.
+type apiError = wire.Error
+
 // Header names the gateway sets on responses.
 const (
 	HeaderConnection = "X-Gatehouse-Connection"
 	HeaderQueueMs    = "X-Gatehouse-Queue-Ms"
-	HeaderGate       = "X-Gatehouse-Gate"
+	HeaderGate       = wire.HeaderGate
 )
-
-// style is an API dialect: the route's and a connection's apiStyle.
-type style uint8
-
-const (
-	styleOpenAI style = iota
-	styleAnthropic
-	styleGemini
-	numStyles
-)
-
-func (s style) String() string {
-	switch s {
-	case styleAnthropic:
-		return "anthropic"
-	case styleGemini:
-		return "gemini"
-	}
-	return "openai"
-}
-
-// errorType is the `error.type` for a status, from Anthropic's vocabulary,
-// which OpenAI's SDKs accept as well (they key on status and code).
-func errorType(status int) string {
-	switch status {
-	case http.StatusBadRequest, http.StatusMethodNotAllowed:
-		return "invalid_request_error"
-	case http.StatusRequestEntityTooLarge:
-		return "request_too_large"
-	case http.StatusRequestTimeout:
-		return "timeout_error"
-	case http.StatusUnauthorized:
-		return "authentication_error"
-	case http.StatusForbidden:
-		return "permission_error"
-	case http.StatusNotFound:
-		return "not_found_error"
-	case http.StatusTooManyRequests:
-		return "rate_limit_error"
-	case http.StatusServiceUnavailable:
-		return "overloaded_error"
-	case http.StatusGatewayTimeout:
-		return "timeout_error"
-	}
-	return "api_error"
-}
-
-// apiError is a response the gateway makes itself.
-type apiError struct {
-	status     int
-	code       string
-	message    string
-	retryAfter int    // whole seconds; 0 = no Retry-After header
-	gate       string // X-Gatehouse-Gate; "" = none
-}
-
-// appendErrorJSON appends e in the given dialect's error shape:
-// OpenAI {"error":{"message","type","code"}}, Anthropic
-// {"type":"error","error":{"type","message","code"}}.
-func appendErrorJSON(dst []byte, st style, e *apiError) []byte {
-	if st == styleGemini {
-		return appendGeminiError(dst, e)
-	}
-	if st == styleAnthropic {
-		dst = append(dst, `{"type":"error","error":{"type":`...)
-		dst = usage.AppendJSONString(dst, errorType(e.status))
-		dst = append(dst, `,"message":`...)
-		dst = usage.AppendJSONString(dst, e.message)
-		dst = append(dst, `,"code":`...)
-		dst = usage.AppendJSONString(dst, e.code)
-		return append(dst, "}}"...)
-	}
-	dst = append(dst, `{"error":{"message":`...)
-	dst = usage.AppendJSONString(dst, e.message)
-	dst = append(dst, `,"type":`...)
-	dst = usage.AppendJSONString(dst, errorType(e.status))
-	dst = append(dst, `,"code":`...)
-	dst = usage.AppendJSONString(dst, e.code)
-	return append(dst, "}}"...)
-}
-
-// writeError sends e as a complete JSON response. It must be called before
-// anything else was written.
-func writeError(w http.ResponseWriter, st style, e *apiError) {
-	body := appendErrorJSON(make([]byte, 0, 160+len(e.message)), st, e)
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Del("Content-Encoding")
-	if e.retryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(e.retryAfter))
-	}
-	if e.gate != "" {
-		h.Set(HeaderGate, e.gate)
-	}
-	w.WriteHeader(e.status)
-	_, _ = w.Write(body)
-}
-
-// appendSSEError appends e as a server-sent event, for a stream that has
-// already started: Anthropic's `event: error`, or OpenAI's bare data line.
-func appendSSEError(dst []byte, st style, e *apiError) []byte {
-	if st == styleAnthropic {
-		dst = append(dst, "event: error\n"...)
-	}
-	dst = append(dst, "data: "...)
-	dst = appendErrorJSON(dst, st, e)
-	return append(dst, "\n\n"...)
-}
 
 // maxQuotedModel is the most characters of a client's model name an error
 // message quotes: a 30 MB name must not come back in a 404.

@@ -27,6 +27,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 	"github.com/gatehouse-dev/gatehouse/gateway/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
+	"github.com/gatehouse-dev/gatehouse/gateway/metrics"
 	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 )
@@ -149,7 +150,7 @@ type Gateway struct {
 	// (not a wrapper around one, whose own Acquire must be called): the
 	// exchange admits into its own permit through it (admit.go).
 	local   *admission.Controller
-	metrics *metrics
+	metrics *metrics.Set
 
 	applyMu sync.Mutex // serialises Apply
 	state   atomic.Pointer[state]
@@ -207,7 +208,7 @@ func New(opts Options) *Gateway {
 		throttle:   cmp.Or[AuthThrottle](opts.AuthThrottle, noThrottle{}),
 		now:        opts.Now,
 		maxBody:    opts.MaxBodyBytes,
-		metrics:    newMetrics(),
+		metrics:    metrics.New(),
 		health:     make(map[string]*health.Conn),
 		usage:      opts.Usage,
 		keyUsage:   opts.KeyUsage,
@@ -259,7 +260,7 @@ func New(opts Options) *Gateway {
 		g.local = l.C
 	}
 	if opts.Registerer != nil {
-		g.metrics.register(opts.Registerer, newGatesCollector(g))
+		g.metrics.Register(opts.Registerer, metrics.NewGates(g.Snapshot))
 	}
 	return g
 }
@@ -299,7 +300,7 @@ func (g *Gateway) Apply(cfg Config) {
 		}
 	}
 	g.healthMu.Unlock()
-	g.metrics.forget(keep)
+	g.metrics.Forget(keep)
 	g.applyRates(s)
 	g.applyKeys(s, cfg.ClientKeys)
 	g.setCaps(s.caps)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/usage"
+	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
 
 // The Gemini API (DESIGN.md "Gemini API and model aliases"): the model is in
@@ -88,8 +89,8 @@ func geminiKey(r *http.Request) string {
 // upstreamQuery is the query string an attempt sends upstream: none of the
 // client's (its key may be there), except Gemini's alt (alt=sse asks for an
 // event stream).
-func upstreamQuery(st style, raw string) string {
-	if st != styleGemini || raw == "" {
+func upstreamQuery(st wire.Style, raw string) string {
+	if st != wire.Gemini || raw == "" {
 		return ""
 	}
 	q, err := url.ParseQuery(raw)
@@ -111,60 +112,6 @@ func upstreamQuery(st style, raw string) string {
 	return "alt=" + url.QueryEscape(alt)
 }
 
-// geminiStatus is the google.rpc status name for an HTTP status.
-func geminiStatus(status int) string {
-	switch status {
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
-		return "INVALID_ARGUMENT"
-	case http.StatusUnauthorized:
-		return "UNAUTHENTICATED"
-	case http.StatusForbidden:
-		return "PERMISSION_DENIED"
-	case http.StatusNotFound:
-		return "NOT_FOUND"
-	case http.StatusMethodNotAllowed, http.StatusNotImplemented:
-		return "UNIMPLEMENTED"
-	case http.StatusRequestTimeout, http.StatusGatewayTimeout:
-		return "DEADLINE_EXCEEDED"
-	case http.StatusTooManyRequests:
-		return "RESOURCE_EXHAUSTED"
-	case http.StatusBadGateway, http.StatusServiceUnavailable:
-		return "UNAVAILABLE"
-	}
-	if status >= 500 {
-		return "INTERNAL"
-	}
-	return "FAILED_PRECONDITION"
-}
-
-// appendGeminiError appends e in google.rpc's shape, as Google's APIs answer:
-// {"error":{"code","message","status","details":[RetryInfo, ErrorInfo]}}.
-// RetryInfo (when e has a Retry-After) is what Gemini clients back off by;
-// ErrorInfo carries Gatehouse's code as its reason, and the gate.
-func appendGeminiError(dst []byte, e *apiError) []byte {
-	dst = append(dst, `{"error":{"code":`...)
-	dst = strconv.AppendInt(dst, int64(e.status), 10)
-	dst = append(dst, `,"message":`...)
-	dst = usage.AppendJSONString(dst, e.message)
-	dst = append(dst, `,"status":"`...)
-	dst = append(dst, geminiStatus(e.status)...)
-	dst = append(dst, `","details":[`...)
-	if e.retryAfter > 0 {
-		dst = append(dst, `{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"`...)
-		dst = strconv.AppendInt(dst, int64(e.retryAfter), 10)
-		dst = append(dst, `s"},`...)
-	}
-	dst = append(dst, `{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":`...)
-	dst = usage.AppendJSONString(dst, e.code)
-	dst = append(dst, `,"domain":"gatehouse"`...)
-	if e.gate != "" {
-		dst = append(dst, `,"metadata":{"gate":`...)
-		dst = usage.AppendJSONString(dst, e.gate)
-		dst = append(dst, '}')
-	}
-	return append(dst, "}]}}"...)
-}
-
 // geminiModelEntry is one model of the Gemini listing.
 type geminiModelEntry struct {
 	id      string
@@ -183,11 +130,11 @@ func geminiModelEntries(s *state) []geminiModelEntry {
 			out = append(out, geminiModelEntry{id: id, targets: ts})
 		}
 	}
-	for name, ts := range s.routes[styleGemini] {
+	for name, ts := range s.routes[wire.Gemini] {
 		add(name, ts)
 	}
 	for alias, to := range s.eff.Aliases {
-		if ts := s.routes[styleGemini][to]; len(ts) > 0 {
+		if ts := s.routes[wire.Gemini][to]; len(ts) > 0 {
 			add(alias, ts)
 		}
 	}
@@ -225,7 +172,7 @@ func listGeminiModels(w http.ResponseWriter, r *http.Request, s *state, ks *keyS
 	if want == "" {
 		b = append(b, "]}"...)
 	} else if n == 0 {
-		return &apiError{status: http.StatusNotFound, code: CodeModelNotFound, message: "no enabled gemini connection serves model " + quoteModel(want) + " for this key"}
+		return &apiError{Status: http.StatusNotFound, Code: CodeModelNotFound, Message: "no enabled gemini connection serves model " + quoteModel(want) + " for this key"}
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")

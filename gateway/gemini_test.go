@@ -211,8 +211,8 @@ func TestGeminiEndToEnd(t *testing.T) {
 	waitFor(t, 5*time.Second, "the stream's slot back", func() bool { return e.gate(gate).InFlight == 0 })
 
 	// Usage from usageMetadata: 20 prompt, 7 candidates + 3 thoughts each.
-	in := counter(t, e.gw.metrics.clientTokens.WithLabelValues("test", "input"))
-	out := counter(t, e.gw.metrics.clientTokens.WithLabelValues("test", "output"))
+	in := counter(t, e.gw.metrics.ClientTokens.WithLabelValues("test", "input"))
+	out := counter(t, e.gw.metrics.ClientTokens.WithLabelValues("test", "output"))
 	if in != float64(20*served) || out != float64(10*served) {
 		t.Errorf("tokens counted = %v in, %v out; want %d and %d (%d answers)", in, out, 20*served, 10*served, served)
 	}
@@ -285,7 +285,7 @@ func TestGeminiArrayStream(t *testing.T) {
 	if err != nil || !strings.HasSuffix(string(rest), "]") || !strings.Contains(string(rest), "usageMetadata") {
 		t.Fatalf("rest %q, %v", rest, err)
 	}
-	if got := counter(t, e.gw.metrics.clientTokens.WithLabelValues("test", "output")); got != 10 {
+	if got := counter(t, e.gw.metrics.ClientTokens.WithLabelValues("test", "output")); got != 10 {
 		t.Errorf("output tokens = %v, want 10", got)
 	}
 }

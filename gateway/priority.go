@@ -54,12 +54,12 @@ func (x *exchange) checkPriority(r *http.Request, ks *keyState) *apiError {
 	}
 	p, ok := admission.ParsePriority(v[0])
 	if !ok || len(v) > 1 {
-		return &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest,
-			message: HeaderPriority + " must be one of interactive, standard, batch (once); got " + strconv.Quote(v[0])}
+		return &apiError{Status: http.StatusBadRequest, Code: CodeInvalidRequest,
+			Message: HeaderPriority + " must be one of interactive, standard, batch (once); got " + strconv.Quote(v[0])}
 	}
 	if p < ks.priority {
-		return &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest,
-			message: HeaderPriority + ": " + p.String() + " is above the " + ks.priority.String() +
+		return &apiError{Status: http.StatusBadRequest, Code: CodeInvalidRequest,
+			Message: HeaderPriority + ": " + p.String() + " is above the " + ks.priority.String() +
 				" class of client key " + strconv.Quote(ks.name) + "; a request may only lower its class"}
 	}
 	x.priority = p

@@ -12,6 +12,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
 	"github.com/gatehouse-dev/gatehouse/gateway/usage"
+	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
 
 // ServeHTTP serves the client API under /v1: the OpenAI routes
@@ -51,8 +52,8 @@ func (g *Gateway) begin(w http.ResponseWriter, r *http.Request) *exchange {
 		h := w.Header()
 		h[HeaderQueueMs] = g.zeroMs
 		x.setRateLimitHeaders(h)
-		writeError(w, x.st, e)
-		x.status, x.failed = e.status, e
+		wire.WriteError(w, x.st, e)
+		x.status, x.failed = e.Status, e
 	} else if x.status == 0 {
 		x.status = http.StatusOK
 	}
@@ -69,7 +70,7 @@ func (g *Gateway) begin(w http.ResponseWriter, r *http.Request) *exchange {
 func (x *exchange) end() {
 	x.countClient()
 	if overhead := time.Since(x.start) - x.waited - x.upstream; overhead > 0 {
-		x.g.metrics.overhead.Observe(overhead.Seconds())
+		x.g.metrics.Overhead.Observe(overhead.Seconds())
 	}
 	if x.span != nil {
 		x.span.end(x)
@@ -79,8 +80,8 @@ func (x *exchange) end() {
 
 // errShuttingDown answers a request queued, or arriving, after Drain, and
 // one cut by ErrShuttingDown before its answer started.
-var errShuttingDown = &apiError{status: http.StatusServiceUnavailable, code: CodeShuttingDown, retryAfter: 1,
-	message: "Gatehouse is shutting down; retry on another replica"}
+var errShuttingDown = &apiError{Status: http.StatusServiceUnavailable, Code: CodeShuttingDown, RetryAfter: 1,
+	Message: "Gatehouse is shutting down; retry on another replica"}
 
 // shuttingDown reports whether ctx was cancelled with cause ErrShuttingDown.
 func shuttingDown(ctx context.Context) bool {
@@ -88,7 +89,7 @@ func shuttingDown(ctx context.Context) bool {
 }
 
 // errAnswered is prepare's answer when it has answered the client itself.
-var errAnswered = &apiError{status: http.StatusOK}
+var errAnswered = &apiError{Status: http.StatusOK}
 
 // prepare checks the request (route, method, client key, body) and returns
 // the exchange for its attempts, with nil, or with the error to send (x.st
@@ -103,7 +104,7 @@ var errAnswered = &apiError{status: http.StatusOK}
 // above its guard, or every waiting request carries an 8 KiB stack (a stack
 // never shrinks while conn.serve's frame is on it).
 func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, _ *apiError) {
-	x = &exchange{g: g, st: styleOpenAI}
+	x = &exchange{g: g, st: wire.OpenAI}
 	rt, aerr := x.checkRoute(w, r)
 	if aerr != nil {
 		return x, aerr
@@ -117,7 +118,7 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 	}
 	if rt.listing() {
 		w.Header()[HeaderQueueMs] = g.zeroMs
-		if rt.style() == styleGemini {
+		if rt.style() == wire.Gemini {
 			return x, listGeminiModels(w, r, s, ks, rt)
 		}
 		return x, listModels(w, r, s, ks, rt)
@@ -142,9 +143,9 @@ func (x *exchange) checkRoute(w http.ResponseWriter, r *http.Request) (route, *a
 	if !ok {
 		x.rt = routeUnknown
 		if strings.HasPrefix(r.URL.Path, geminiBeta) {
-			x.st = styleGemini
+			x.st = wire.Gemini
 		}
-		return rt, &apiError{status: http.StatusNotFound, code: CodeNotFound, message: "no such route: " + r.URL.Path}
+		return rt, &apiError{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such route: " + r.URL.Path}
 	}
 	x.st, x.rt = rt.style(), rt
 	want, allow := http.MethodPost, "POST"
@@ -154,7 +155,7 @@ func (x *exchange) checkRoute(w http.ResponseWriter, r *http.Request) (route, *a
 	}
 	if r.Method != want && !(listing && r.Method == http.MethodHead) {
 		w.Header().Set("Allow", allow)
-		return rt, &apiError{status: http.StatusMethodNotAllowed, code: CodeMethodNotAllowed, message: "method " + r.Method + " is not allowed here; use " + want}
+		return rt, &apiError{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed, Message: "method " + r.Method + " is not allowed here; use " + want}
 	}
 	return rt, nil
 }
@@ -170,8 +171,8 @@ func (x *exchange) readBody(w http.ResponseWriter, r *http.Request) *apiError {
 		return errOverloaded
 	}
 	if errors.Is(err, errBodyTooLarge) {
-		return &apiError{status: http.StatusRequestEntityTooLarge, code: CodeBodyTooLarge,
-			message: "request body exceeds " + strconv.FormatInt(x.g.maxBody, 10) + " bytes"}
+		return &apiError{Status: http.StatusRequestEntityTooLarge, Code: CodeBodyTooLarge,
+			Message: "request body exceeds " + strconv.FormatInt(x.g.maxBody, 10) + " bytes"}
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		// The server's body read bound (a read deadline) ran out; the
@@ -181,15 +182,15 @@ func (x *exchange) readBody(w http.ResponseWriter, r *http.Request) *apiError {
 		return errBodyTimeout
 	}
 	if r.Context().Err() == nil {
-		return &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: "could not read the request body"}
+		return &apiError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "could not read the request body"}
 	}
 	return errAnswered
 }
 
 // errBodyTimeout answers a body that did not arrive within the server's
 // read bound.
-var errBodyTimeout = &apiError{status: http.StatusRequestTimeout, code: CodeRequestTimeout,
-	message: "the request body did not arrive in time"}
+var errBodyTimeout = &apiError{Status: http.StatusRequestTimeout, Code: CodeRequestTimeout,
+	Message: "the request body did not arrive in time"}
 
 // route reads the request's model — the body's, or a Gemini path's — and
 // sets x.info and x.targets, the connections of style x.st serving it (or
@@ -197,17 +198,17 @@ var errBodyTimeout = &apiError{status: http.StatusRequestTimeout, code: CodeRequ
 // send.
 func (x *exchange) route(s *state, path string, rt route) *apiError {
 	var info usage.Request
-	if x.st == styleGemini {
+	if x.st == wire.Gemini {
 		// The model is the path's; the body is the upstream's to check.
 		info.Model, info.Stream = geminiPathModel(path), rt == routeStreamGenerate
 		info.MaxOutput = usage.GeminiMaxOutput(x.body.raw)
 		if info.Model == "" {
-			return &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: "the path names no model"}
+			return &apiError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "the path names no model"}
 		}
 	} else {
 		var err error
 		if info, err = usage.Scan(x.body.raw); err != nil {
-			return &apiError{status: http.StatusBadRequest, code: CodeInvalidRequest, message: usage.Describe(err)}
+			return &apiError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: usage.Describe(err)}
 		}
 	}
 	st := x.st
@@ -217,12 +218,12 @@ func (x *exchange) route(s *state, path string, rt route) *apiError {
 	}
 	targets := s.routes[st][name]
 	if len(targets) == 0 {
-		return &apiError{status: http.StatusNotFound, code: CodeModelNotFound,
-			message: "model " + quoteModel(info.Model) + " is not served by any enabled " + st.String() + "-style connection"}
+		return &apiError{Status: http.StatusNotFound, Code: CodeModelNotFound,
+			Message: "model " + quoteModel(info.Model) + " is not served by any enabled " + st.String() + "-style connection"}
 	}
 	if targets = x.key.allowedTargets(targets); len(targets) == 0 {
-		return &apiError{status: http.StatusForbidden, code: CodeModelNotAllowed,
-			message: "client key " + strconv.Quote(x.keyName) + " may not use model " + quoteModel(info.Model)}
+		return &apiError{Status: http.StatusForbidden, Code: CodeModelNotAllowed,
+			Message: "client key " + strconv.Quote(x.keyName) + " may not use model " + quoteModel(info.Model)}
 	}
 	if len(targets) > maxCandidates {
 		targets = targets[:maxCandidates]
@@ -241,7 +242,7 @@ type exchange struct {
 	r    *http.Request
 	s    *state
 	rt   route
-	st   style
+	st   wire.Style
 	body reqBody
 	// send is the body of the attempt in flight on FastTransport (attempt):
 	// part of the exchange, so that sending it allocates nothing.
@@ -330,7 +331,7 @@ func (x *exchange) run() {
 			// Nothing left to try. An admission rejection or a cooldown is
 			// the reason to report; when the remaining connections are merely
 			// unhealthy, the last upstream failure says more.
-			if aerr != nil && (aerr.code != CodeNoHealthy || (x.last == nil && x.lastErr == nil)) {
+			if aerr != nil && (aerr.Code != CodeNoHealthy || (x.last == nil && x.lastErr == nil)) {
 				x.fail(aerr)
 				return
 			}
@@ -361,16 +362,16 @@ func (x *exchange) answerFailed() {
 	case x.skipBlk.Code != "":
 		x.fail(x.rateError(x.skipBlk, x.skipBlk.Until.Sub(x.g.now())))
 	default:
-		x.fail(&apiError{status: http.StatusBadGateway, code: CodeUpstreamError, message: "no upstream connection answered"})
+		x.fail(&apiError{Status: http.StatusBadGateway, Code: CodeUpstreamError, Message: "no upstream connection answered"})
 	}
 }
 
 // fail answers the client with the gateway's own error e, with the time the
 // request spent queued (X-Gatehouse-Queue-Ms) like every answer after routing.
 func (x *exchange) fail(e *apiError) {
-	x.status, x.failed = e.status, e
+	x.status, x.failed = e.Status, e
 	h := x.w.Header()
 	h[HeaderQueueMs] = x.queueMs()
 	x.setRateLimitHeaders(h)
-	writeError(x.w, x.st, e)
+	wire.WriteError(x.w, x.st, e)
 }

@@ -77,29 +77,29 @@ func (x *exchange) rateError(b ratelimit.Block, retry time.Duration) *apiError {
 	switch b.Code {
 	case CodeRateLimitRPD:
 		what = "requests per day (rpd)"
-		x.g.metrics.rateRejected(live.BudgetRPD)
+		x.g.metrics.RateRejected(live.BudgetRPD)
 	case CodeRateLimitTPD:
 		what = "tokens per day (tpd)"
-		x.g.metrics.rateRejected(live.BudgetTPD)
+		x.g.metrics.RateRejected(live.BudgetTPD)
 	default:
 		what = "tokens per minute (tpm)"
-		x.g.metrics.rateRejected(live.BudgetTPM)
+		x.g.metrics.RateRejected(live.BudgetTPM)
 	}
-	return &apiError{status: http.StatusTooManyRequests, code: b.Code,
-		message: "every connection serving " + x.info.Model + " is out of its rate-limit budget or cooling down; " +
+	return &apiError{Status: http.StatusTooManyRequests, Code: b.Code,
+		Message: "every connection serving " + x.info.Model + " is out of its rate-limit budget or cooling down; " +
 			"the " + what + " budget of gate " + b.Gate + " resets at " + b.Until.UTC().Format(time.RFC3339),
-		retryAfter: ceilSeconds(retry), gate: b.Gate}
+		RetryAfter: ceilSeconds(retry), Gate: b.Gate}
 }
 
 // errTurnTooLate is the 429 RATE_LIMIT_RPM for a dispatch turn on c that
 // comes d from now, after the request's wait bound maxWait; where says
 // whose spacing it is ("" or " across all replicas").
 func (x *exchange) errTurnTooLate(c *conn, d, maxWait time.Duration, where string) *apiError {
-	x.g.metrics.rateRejected(live.BudgetRPM)
-	return &apiError{status: http.StatusTooManyRequests, code: CodeRateLimitRPM,
-		message: "connection " + c.label + " dispatches at most one request every " + c.lim.Spacing.String() +
+	x.g.metrics.RateRejected(live.BudgetRPM)
+	return &apiError{Status: http.StatusTooManyRequests, Code: CodeRateLimitRPM,
+		Message: "connection " + c.label + " dispatches at most one request every " + c.lim.Spacing.String() +
 			" (rpm/minTime)" + where + ", and the next turn comes after the wait bound of " + maxWait.String(),
-		retryAfter: ceilSeconds(d), gate: c.lim.SpacingGate}
+		RetryAfter: ceilSeconds(d), Gate: c.lim.SpacingGate}
 }
 
 // countDispatch counts the request that is about to go to c upstream: rpd

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
 	"github.com/gatehouse-dev/gatehouse/gateway/usage"
+	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
 
 // relay sends resp to the client as it arrives, flushing after every write
@@ -89,19 +90,19 @@ func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap 
 				if !sse {
 					panic(http.ErrAbortHandler)
 				}
-				sw.event(appendSSEError(buf[:0], x.st, errShuttingDown))
+				sw.event(wire.AppendSSEError(buf[:0], x.st, errShuttingDown))
 			}
 			return
 		}
-		e := &apiError{status: http.StatusBadGateway, code: CodeUpstreamStreamErr, message: "the upstream stream broke off"}
+		e := &apiError{Status: http.StatusBadGateway, Code: CodeUpstreamStreamErr, Message: "the upstream stream broke off"}
 		if errors.Is(context.Cause(ctx), errExecTimeout) {
-			e = &apiError{status: http.StatusGatewayTimeout, code: CodeExecutionTimeout,
-				message: "the execution bound of " + c.execBound.String() + " was reached"}
+			e = &apiError{Status: http.StatusGatewayTimeout, Code: CodeExecutionTimeout,
+				Message: "the execution bound of " + c.execBound.String() + " was reached"}
 		}
 		if !sse {
 			panic(http.ErrAbortHandler)
 		}
-		sw.event(appendSSEError(buf[:0], x.st, e))
+		sw.event(wire.AppendSSEError(buf[:0], x.st, e))
 		return
 	}
 }

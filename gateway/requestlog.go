@@ -93,7 +93,7 @@ func (x *exchange) record(r *http.Request) {
 		rec.ConnectionID, rec.ConnectionName, rec.Provider, rec.UpstreamModel = t.c.id, t.c.name, t.c.provider, t.model
 	}
 	if e := x.failed; e != nil {
-		rec.Code, rec.Gate = e.code, e.gate
+		rec.Code, rec.Gate = e.Code, e.Gate
 	}
 	if x.ttft > 0 {
 		rec.TTFTMs = int(x.ttft.Milliseconds())

@@ -110,14 +110,14 @@ func (x *exchange) errKeyBudget(b ratelimit.Block, est int64, now time.Time) *ap
 	if b.Code == CodeRateLimitTPD {
 		what, budget = "tokens per day (tpd)", live.BudgetTPD
 	}
-	x.g.metrics.rateRejected(budget)
+	x.g.metrics.RateRejected(budget)
 	msg := "client key " + strconv.Quote(x.key.name) + " is out of its " + what + " budget (gate " + b.Gate + ")"
 	if est > 0 {
 		msg = "client key " + strconv.Quote(x.key.name) + " has too little of its " + what + " budget (gate " + b.Gate +
 			") left for this request's estimate of " + strconv.FormatInt(est, 10) + " tokens (input bytes ÷ 4 + the output bound)"
 	}
-	return &apiError{status: http.StatusTooManyRequests, code: b.Code,
-		message: msg + "; it resets at " + b.Until.UTC().Format(time.RFC3339), retryAfter: ceilSeconds(b.Until.Sub(now)), gate: b.Gate}
+	return &apiError{Status: http.StatusTooManyRequests, Code: b.Code,
+		Message: msg + "; it resets at " + b.Until.UTC().Format(time.RFC3339), RetryAfter: ceilSeconds(b.Until.Sub(now)), Gate: b.Gate}
 }
 
 // errKeySpend is the 429 BUDGET_EXCEEDED for a key whose money budget b
@@ -127,8 +127,8 @@ func (x *exchange) errKeySpend(b ratelimit.Block, est int64, now time.Time) *api
 	msg := "client key " + strconv.Quote(x.key.name) + " has too little of its USD budget (gate " + b.Gate +
 		") left for this request's estimated cost of $" + limits.Micros(est).String() +
 		" (input bytes ÷ 4 at the input price + the output bound at the output price)"
-	return &apiError{status: http.StatusTooManyRequests, code: b.Code,
-		message: msg + "; it resets at " + b.Until.UTC().Format(time.RFC3339), retryAfter: ceilSeconds(b.Until.Sub(now)), gate: b.Gate}
+	return &apiError{Status: http.StatusTooManyRequests, Code: b.Code,
+		Message: msg + "; it resets at " + b.Until.UTC().Format(time.RFC3339), RetryAfter: ceilSeconds(b.Until.Sub(now)), Gate: b.Gate}
 }
 
 // Reserved is the tokens held by reservations not yet settled, over every

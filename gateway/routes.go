@@ -1,6 +1,10 @@
 package gateway
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/wire"
+)
 
 // The /v1 and /v1beta route table: every client API path the gateway
 // answers, the API style it speaks and the upstream path it is forwarded to
@@ -68,14 +72,14 @@ func routeOf(path string) (route, bool) {
 	return 0, false
 }
 
-func (r route) style() style {
+func (r route) style() wire.Style {
 	switch r {
 	case routeMessages, routeCountTokens:
-		return styleAnthropic
+		return wire.Anthropic
 	case routeGenerate, routeStreamGenerate, routeGeminiCount, routeGeminiModels, routeGeminiModel:
-		return styleGemini
+		return wire.Gemini
 	}
-	return styleOpenAI
+	return wire.OpenAI
 }
 
 // free reports whether r is token counting: no inference, so no slot, no

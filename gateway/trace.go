@@ -178,15 +178,15 @@ func (x *exchange) endAdmission(span trace.Span, p pick, aerr *apiError, waited 
 	if b, ok := p.permit.(interface{ BlockedBy() string }); ok && p.t != nil {
 		gate = b.BlockedBy()
 	}
-	if aerr != nil && aerr.gate != "" {
-		gate = aerr.gate
+	if aerr != nil && aerr.Gate != "" {
+		gate = aerr.Gate
 	}
 	if gate != "" {
 		span.SetAttributes(attrGate.String(gate))
 	}
 	span.SetAttributes(attrQueueMs.Int64(waited.Milliseconds()))
 	if aerr != nil && aerr != errClientGone {
-		span.SetStatus(codes.Error, aerr.code)
+		span.SetStatus(codes.Error, aerr.Code)
 	}
 	if p.t != nil {
 		span.SetAttributes(attrConnection.String(p.t.c.name))
