@@ -16,6 +16,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
+	"github.com/gatehouse-dev/gatehouse/gateway/tracing"
 	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
@@ -63,12 +64,12 @@ func (x *exchange) wantsUsage(c *conn) bool {
 // does): it always goes as it is.
 func (x *exchange) payload(m string, addUsage bool) []byte {
 	if (m == x.info.Model && !addUsage) || x.st == wire.Gemini {
-		return x.body.raw
+		return x.body.Raw
 	}
 	if x.body.altM != m || x.body.altUsage != addUsage || len(x.body.alt) == 0 {
 		// An earlier attempt's Transport may still be reading the old
 		// copy: never write over it.
-		x.body.alt = usage.RewriteBody(nil, x.body.raw, x.info, m, addUsage)
+		x.body.alt = usage.RewriteBody(nil, x.body.Raw, x.info, m, addUsage)
 		x.body.altM, x.body.altUsage = m, addUsage
 	}
 	return x.body.alt
@@ -209,7 +210,7 @@ func (x *exchange) attempt() attemptResult {
 		outbound.PutHeader(hdr)
 	}
 	if span != nil {
-		x.attemptAnswered(span, t, resp, err)
+		tracing.Answered(x.r.Context(), span, spanAttempt(t), resp, err)
 	}
 	if err != nil {
 		x.observeUpstream(c, t0)

@@ -26,10 +26,12 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 	"github.com/gatehouse-dev/gatehouse/gateway/health"
+	"github.com/gatehouse-dev/gatehouse/gateway/inbound"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/metrics"
 	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
+	"github.com/gatehouse-dev/gatehouse/gateway/tracing"
 )
 
 // The upstream clients Options.Outbound names (package outbound).
@@ -144,7 +146,7 @@ type Gateway struct {
 	// ownTransport is the transport New made, whose idle connections Close closes.
 	ownTransport interface{ CloseIdleConnections() }
 	maxBody      int64
-	bodyBytes    *health.BodyBytes
+	bodyBytes    *inbound.BodyBytes
 	ctrl         admission.Admitter
 	// local is ctrl's controller when ctrl is exactly an admission.Local
 	// (not a wrapper around one, whose own Acquire must be called): the
@@ -222,7 +224,7 @@ func New(opts Options) *Gateway {
 	if g.reqlog == nil {
 		g.reqlog = noRequestLog{}
 	}
-	g.tracer = newTracer(opts.TracerProvider)
+	g.tracer = tracing.New(opts.TracerProvider)
 	g.days = ratelimit.NewDays(g.log)
 	if g.now == nil {
 		g.now = time.Now
@@ -233,7 +235,7 @@ func New(opts Options) *Gateway {
 	if g.maxBody <= 0 {
 		g.maxBody = DefaultMaxBodyBytes
 	}
-	g.bodyBytes = health.NewBodyBytes(cmp.Or(max(opts.MaxBodyBytesInFlight, 0), DefaultMaxBodyBytesInFlight))
+	g.bodyBytes = inbound.NewBodyBytes(cmp.Or(max(opts.MaxBodyBytesInFlight, 0), DefaultMaxBodyBytesInFlight))
 	switch {
 	case opts.Transport != nil:
 		g.transport = opts.Transport

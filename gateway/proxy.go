@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/inbound"
 	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
+	"github.com/gatehouse-dev/gatehouse/gateway/tracing"
 	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
@@ -22,7 +24,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Three calls side by side, so that only this small frame sits under a
 	// queued request's wait (see queue).
 	if x := g.begin(w, r); x != nil {
-		defer x.body.release(g.bodyBytes) // a relay that aborts panics
+		defer x.body.Release(g.bodyBytes) // a relay that aborts panics
 		x.run()
 		x.end()
 	}
@@ -33,17 +35,17 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // run, or nil when r has its answer.
 func (g *Gateway) begin(w http.ResponseWriter, r *http.Request) *exchange {
 	start := time.Now()
-	var ss *serverSpan
+	var ss *tracing.Server
 	if g.tracer != nil {
 		w, r, ss = g.startServerSpan(w, r)
 	}
 	x, e := g.prepare(w, r)
 	if e != nil {
-		x.body.release(g.bodyBytes)
+		x.body.Release(g.bodyBytes)
 	}
 	x.start, x.span = start, ss
 	if ss != nil {
-		ss.prepared(x)
+		x.spanPrepared()
 	}
 	if e == nil {
 		return x
@@ -59,7 +61,7 @@ func (g *Gateway) begin(w http.ResponseWriter, r *http.Request) *exchange {
 	}
 	x.countClient()
 	if ss != nil {
-		ss.end(x)
+		ss.End(x.waited)
 	}
 	x.record(r)
 	return nil
@@ -73,7 +75,7 @@ func (x *exchange) end() {
 		x.g.metrics.Overhead.Observe(overhead.Seconds())
 	}
 	if x.span != nil {
-		x.span.end(x)
+		x.span.End(x.waited)
 	}
 	x.record(x.r)
 }
@@ -163,14 +165,14 @@ func (x *exchange) checkRoute(w http.ResponseWriter, r *http.Request) (route, *a
 // readBody reads r's body into x.body, or returns the error to send
 // (errAnswered when the client has gone).
 func (x *exchange) readBody(w http.ResponseWriter, r *http.Request) *apiError {
-	err := readBody(r.Body, &x.body, r.ContentLength, x.g.maxBody, x.g.bodyBytes)
+	err := inbound.Read(r.Body, &x.body.Body, r.ContentLength, x.g.maxBody, x.g.bodyBytes)
 	if err == nil {
 		return nil
 	}
-	if err == errBodyBudget {
+	if err == inbound.ErrBudget {
 		return errOverloaded
 	}
-	if errors.Is(err, errBodyTooLarge) {
+	if errors.Is(err, inbound.ErrTooLarge) {
 		return &apiError{Status: http.StatusRequestEntityTooLarge, Code: CodeBodyTooLarge,
 			Message: "request body exceeds " + strconv.FormatInt(x.g.maxBody, 10) + " bytes"}
 	}
@@ -201,13 +203,13 @@ func (x *exchange) route(s *state, path string, rt route) *apiError {
 	if x.st == wire.Gemini {
 		// The model is the path's; the body is the upstream's to check.
 		info.Model, info.Stream = geminiPathModel(path), rt == routeStreamGenerate
-		info.MaxOutput = usage.GeminiMaxOutput(x.body.raw)
+		info.MaxOutput = usage.GeminiMaxOutput(x.body.Raw)
 		if info.Model == "" {
 			return &apiError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "the path names no model"}
 		}
 	} else {
 		var err error
-		if info, err = usage.Scan(x.body.raw); err != nil {
+		if info, err = usage.Scan(x.body.Raw); err != nil {
 			return &apiError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: usage.Describe(err)}
 		}
 	}
@@ -280,7 +282,7 @@ type exchange struct {
 	// start is when ServeHTTP began, for the overhead metric; span is the
 	// server span (nil without tracing).
 	start time.Time
-	span  *serverSpan
+	span  *tracing.Server
 
 	// cand is the candidates of the current choice (choose); the q fields
 	// are the state of a queue wait (queue, awaited), kept here

@@ -99,7 +99,7 @@ func (x *exchange) record(r *http.Request) {
 		rec.TTFTMs = int(x.ttft.Milliseconds())
 	}
 	if x.span != nil {
-		rec.TraceID = x.span.traceID()
+		rec.TraceID = x.span.TraceID()
 	} else {
 		rec.TraceID = traceIDOf(r.Header)
 	}

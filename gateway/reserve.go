@@ -48,7 +48,7 @@ func (x *exchange) estimateParts() (in, out int64) {
 	if out <= 0 {
 		out = int64(x.s.eff.DefaultOutputReserve)
 	}
-	return (int64(len(x.body.raw)) + 3) / 4, out
+	return (int64(len(x.body.Raw)) + 3) / 4, out
 }
 
 // reserve reserves x's estimate against the budgets of its key and of c,
