@@ -221,31 +221,55 @@ func queueGate(req admission.Request, path []*gateState) *gateState {
 // this replica last saw a capped gate of the path full or with waiters it
 // answers false at once, so that a newcomer to a busy gate makes one round
 // trip (the full attempt), not two.
+//
+// Only the path's capped gates are sent: an uncapped gate takes no lease
+// (w.unleased), so a path with no capped gate costs no Redis call at all.
+// A gate that becomes capped later counts the permits still running
+// through it from then on: SetCaps (and grant, for an admission that
+// raced it) enters their leases.
 func (c *Controller) admit(w *waiter) (bool, error) {
 	var buf [2 + 2*maxPath]any
 	args := append(buf[:0], w.member, c.ttlArg)
+	var unleased uint8
 	c.mu.Lock()
-	for _, g := range w.path {
-		if g.cap > 0 && (g.queued > 0 || len(g.parked) > 0 || g.count >= g.cap) {
+	for i, g := range w.path {
+		if g.cap == 0 {
+			unleased |= 1 << i
+			continue
+		}
+		if g.queued > 0 || len(g.parked) > 0 || g.count >= g.cap {
 			c.mu.Unlock()
 			return false, nil
 		}
 		args = append(args, g.keyArg, g.capArg)
 	}
 	c.mu.Unlock()
-	ctx, cancel := c.op()
-	defer cancel()
-	vals, err := admitScript.Run(ctx, c.rdb, c.keys.queuedKeys, args...).Int64Slice()
-	if err != nil {
-		return false, fmt.Errorf("cluster: admit: %w", err)
+	var vals []int64
+	if len(args) > 2 {
+		var err error
+		vals, err = c.co.run(admitScript, c.keys.queuedKeys, args).Int64Slice()
+		if err != nil {
+			return false, fmt.Errorf("cluster: admit: %w", err)
+		}
+		if len(vals) == 0 || vals[0] != stAdmitted {
+			return false, nil
+		}
+		vals = vals[1:]
 	}
-	if len(vals) == 0 || vals[0] != stAdmitted {
-		return false, nil
+	w.unleased = unleased
+	j := 0
+	for i := range w.path {
+		w.found[i] = -1
+		if unleased&(1<<i) == 0 && j < len(vals) {
+			w.found[i] = int32(vals[j])
+			j++
+		}
 	}
-	w.setFound(vals[1:])
 	c.mu.Lock()
 	for _, g := range w.path {
-		g.queued = 0 // admit.lua admits only when nobody waits on the path
+		if g.cap > 0 {
+			g.queued = 0 // admit.lua admits only when nobody waits on the path
+		}
 	}
 	c.mu.Unlock()
 	return true, nil
@@ -385,16 +409,19 @@ func (c *Controller) wait(ctx context.Context, req admission.Request, w *waiter,
 	}
 }
 
-// grant records the admission of w and returns its permit.
+// grant records the admission of w and returns its permit. A gate of the
+// path that was admitted without a lease (uncapped then) and is capped now
+// gets its lease entered here: SetCaps capped it after admit looked.
 func (c *Controller) grant(w *waiter, waited time.Duration) *lease {
-	l := &lease{c: c, member: w.member, path: w.path, start: time.Now(), waited: waited, found: w.found}
+	l := &lease{c: c, member: w.member, path: w.path, start: time.Now(), waited: waited, found: w.found, unleased: w.unleased}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.totals.Admitted++
 	if len(w.path) == 0 {
+		c.mu.Unlock()
 		return l
 	}
 	c.leases[l] = struct{}{}
+	var enter uint8
 	for i, g := range w.path {
 		g.held++
 		if f := w.found[i]; f >= 0 {
@@ -405,6 +432,14 @@ func (c *Controller) grant(w *waiter, waited time.Duration) *lease {
 		g.admitted++
 		g.waitTotal += waited
 		g.waits.Observe(waited)
+		if l.unleased&(1<<i) != 0 && g.cap > 0 {
+			enter |= 1 << i
+		}
+	}
+	l.unleased &^= enter
+	c.mu.Unlock()
+	if enter != 0 {
+		c.enterLeases([]entry{{l, enter}})
 	}
 	return l
 }

@@ -219,7 +219,7 @@ func (c *Controller) renew(ctx context.Context) error {
 	var entries []owned
 	for l := range c.leases {
 		for i, g := range l.path {
-			if l.lost&(1<<i) != 0 {
+			if (l.lost|l.unleased)&(1<<i) != 0 {
 				continue
 			}
 			keys = append(keys, g.hKey)

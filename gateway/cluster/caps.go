@@ -16,7 +16,19 @@ import (
 // the gate; a lowered cap admits nobody until the cluster-wide count is
 // below it. The fallback controller gets each cap divided by the live
 // replicas.
+//
+// A gate that becomes capped counts the permits already running through it:
+// they took no lease there while it was uncapped (see admit), so their
+// leases are entered now, before SetCaps returns.
 func (c *Controller) SetCaps(caps map[string]int) {
+	if enter := c.setCaps(caps); len(enter) > 0 {
+		c.enterLeases(enter)
+	}
+}
+
+// setCaps is SetCaps under c.mu; it returns the leases to enter on gates
+// that became capped.
+func (c *Controller) setCaps(caps map[string]int) []entry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.caps = make(map[string]int, len(caps))
@@ -26,12 +38,16 @@ func (c *Controller) SetCaps(caps map[string]int) {
 		}
 	}
 	resubscribe := false
+	var capped []*gateState
 	for key, g := range c.gates {
 		next := c.caps[key]
 		if next == g.cap {
 			continue
 		}
 		raised := next == 0 || (g.cap != 0 && next > g.cap)
+		if g.cap == 0 {
+			capped = append(capped, g)
+		}
 		resubscribe = resubscribe || next == 0 || g.cap == 0
 		g.setCap(next)
 		if raised {
@@ -61,6 +77,7 @@ func (c *Controller) SetCaps(caps map[string]int) {
 		default:
 		}
 	}
+	return c.unleasedOn(capped)
 }
 
 // sharedCaps is this replica's share of every cap while Redis is away: the

@@ -14,7 +14,8 @@
 //     TTL/3; a replica that dies loses them within the TTL.
 //   - One Lua script per attempt takes a slot in every gate of the path, or
 //     none: admit.lua when nobody waits on the path (a count and a lease
-//     per gate), else acquire.lua. A request that cannot be admitted is
+//     per capped gate; uncapped gates take none until they are capped),
+//     else acquire.lua. Calls made at the same moment share one pipeline. A request that cannot be admitted is
 //     queued on the first gate that blocked it, in its client key's line;
 //     the keys waiting at a gate take turns in start-time fair order (a
 //     virtual time and one turn per key, in Redis), so the gate's slots are
@@ -150,6 +151,7 @@ type Controller struct {
 	drained chan struct{} // closed by Drain
 	wg      sync.WaitGroup
 	ps      *redis.PubSub
+	co      *coalescer    // admit and release calls, pipelined together
 	subSync chan struct{} // capped gates changed: resubscribe
 
 	down     atomic.Bool // Redis unreachable: fail mode in force
@@ -222,6 +224,7 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 	c.ttlArg = c.ttl.Milliseconds()
 	c.agingArg = agingMs(opts.PriorityAging)
 	c.base = context.WithoutCancel(ctx)
+	c.co = newCoalescer(c.rdb, c.base, c.opTimeout)
 	if err := c.renew(ctx); err != nil {
 		c.markDown(err)
 	}
@@ -264,7 +267,7 @@ func (c *Controller) Close(ctx context.Context) error {
 	c.mu.Unlock()
 	var errs []error
 	for _, l := range held {
-		if err := l.release(ctx); err != nil {
+		if err := l.release(ctx, false); err != nil {
 			errs = append(errs, err)
 			break
 		}

@@ -160,6 +160,9 @@ type waiter struct {
 	// found is, per gate of the path, the holders the admitting script found
 	// there (-1: uncapped, or not known).
 	found [maxPath]int32
+	// unleased has bit i set when admit.lua admitted w without a lease on
+	// path[i]: the gate was uncapped then (see Controller.admit).
+	unleased uint8
 	// marks are the path's wake counts when the last acquire script was sent.
 	marks  [maxPath]uint64
 	kickCh chan struct{}

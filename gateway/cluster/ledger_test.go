@@ -88,7 +88,8 @@ func redisNow(t testing.TB, rdb redis.UniversalClient) float64 {
 // again when the permit is released; the path's other lease is unaffected.
 func TestLostLeaseCountedOnce(t *testing.T) {
 	const gate = "connection:c1"
-	c := replicas(t, 1, map[string]int{gate: 2}, Options{LeaseTTL: 300 * time.Millisecond})[0]
+	// global is capped too: an uncapped gate takes no lease (see admit).
+	c := replicas(t, 1, map[string]int{gate: 2, "global": 100}, Options{LeaseTTL: 300 * time.Millisecond})[0]
 	req := admission.Request{Gates: path("global", gate)}
 	p := mustTryAcquire(t, c, req)
 	// The lease on gate expires, as a pause longer than the TTL would make it.

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 )
 
@@ -23,6 +25,10 @@ type lease struct {
 	found [maxPath]int32
 	// Guarded by c.mu:
 	released bool
+	// unleased has bit i set when path[i] holds no lease in Redis: it was
+	// uncapped when the grant was admitted (waiter.unleased) and has not
+	// been capped since.
+	unleased uint8
 	// lost has bit i set once the lease on path[i] was found expired and
 	// counted in LostLeases, so it is neither renewed nor counted again.
 	lost uint8
@@ -40,9 +46,7 @@ func (l *lease) Release() {
 	if l == nil || len(l.path) == 0 {
 		return
 	}
-	ctx, cancel := l.c.op()
-	defer cancel()
-	if err := l.release(ctx); err != nil && unreachable(err) {
+	if err := l.release(context.Background(), true); err != nil && unreachable(err) {
 		l.c.markDown(err)
 	}
 }
@@ -76,7 +80,10 @@ func (l *lease) Waited() time.Duration {
 	return l.waited
 }
 
-func (l *lease) release(ctx context.Context) error {
+// release gives the leases back: through the coalescer when coalesce is set
+// (Release; ctx is then unused), else in a call of its own bounded by ctx
+// (Close).
+func (l *lease) release(ctx context.Context, coalesce bool) error {
 	c := l.c
 	hold := time.Since(l.start)
 	c.mu.Lock()
@@ -102,8 +109,8 @@ func (l *lease) release(ctx context.Context) error {
 		g.held--
 		g.count = max(g.count-1, 0)
 		g.observeHold(hold)
-		if l.lost&(1<<i) != 0 {
-			continue // counted lost already; nothing of it is left to give back
+		if (l.lost|l.unleased)&(1<<i) != 0 {
+			continue // counted lost already, or never leased: nothing to give back
 		}
 		args = append(args, g.keyArg)
 	}
@@ -112,7 +119,13 @@ func (l *lease) release(ctx context.Context) error {
 	if sent == 0 {
 		return nil
 	}
-	n, err := releaseScript.Run(ctx, c.rdb, c.keys.queuedKeys, args...).Int()
+	var res *redis.Cmd
+	if coalesce {
+		res = c.co.run(releaseScript, c.keys.queuedKeys, args)
+	} else {
+		res = releaseScript.Run(ctx, c.rdb, c.keys.queuedKeys, args...)
+	}
+	n, err := res.Int()
 	if err != nil {
 		return fmt.Errorf("cluster: release %s: %w", l.member, err)
 	}

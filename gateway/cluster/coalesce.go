@@ -1,0 +1,128 @@
+package cluster
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// coalescer sends the script calls that requests make at the same moment
+// (admit.lua and release.lua) to Redis together: one pipeline, so one write
+// and one read for all of them, instead of a write, a read and a scheduler
+// wake-up each. Each call is still its own script invocation, with its own
+// reply; only the transport is shared.
+//
+// There is no goroutine of its own. The caller that finds no pipeline in
+// flight leads: it sends every call queued so far (its own first) and, once
+// the replies are in, hands the lead to the first call queued meanwhile, so
+// one pipeline is in flight at a time and a caller never leads more than
+// one. A caller that finds a pipeline in flight queues and waits for its
+// reply (or for the lead).
+type coalescer struct {
+	rdb     redis.UniversalClient
+	base    context.Context
+	timeout time.Duration
+
+	mu    sync.Mutex
+	busy  bool    // a leader is sending or about to
+	queue []*call // calls not sent yet, in arrival order
+	spare []*call // the previous batch's backing array, reused
+}
+
+// maxBatch bounds one pipeline; calls beyond it go in the next.
+const maxBatch = 128
+
+// call is one script invocation through the coalescer.
+type call struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+	cmd    *redis.Cmd
+	done   chan bool // true: lead the next pipeline; false: cmd holds the reply
+}
+
+var callPool = sync.Pool{New: func() any { return &call{done: make(chan bool, 1)} }}
+
+func newCoalescer(rdb redis.UniversalClient, base context.Context, timeout time.Duration) *coalescer {
+	return &coalescer{rdb: rdb, base: base, timeout: timeout}
+}
+
+// run invokes script with keys and args, coalesced with the calls made at
+// the same time, and returns its reply. It takes no context: every pipeline
+// is bounded by the controller's OpTimeout, as a direct call is.
+func (p *coalescer) run(script *redis.Script, keys []string, args []any) *redis.Cmd {
+	cl := callPool.Get().(*call)
+	cl.script, cl.keys, cl.args = script, keys, args
+	p.mu.Lock()
+	p.queue = append(p.queue, cl)
+	lead := !p.busy
+	p.busy = true
+	p.mu.Unlock()
+	if !lead {
+		lead = <-cl.done
+	}
+	if lead {
+		p.lead()
+	}
+	cmd := cl.cmd
+	*cl = call{done: cl.done}
+	callPool.Put(cl)
+	return cmd
+}
+
+// lead sends the queued calls as one pipeline, hands each its reply, and
+// passes the lead on to the first call queued meanwhile, if any.
+func (p *coalescer) lead() {
+	p.mu.Lock()
+	n := min(len(p.queue), maxBatch)
+	batch := p.queue[:n:n]
+	rest := p.queue[n:]
+	p.queue = append(p.spare[:0], rest...)
+	p.spare = nil
+	p.mu.Unlock()
+
+	p.exec(batch)
+
+	// The leader's own call is batch[0] (it queued first, or was handed the
+	// lead as the first queued): its caller reads the reply on return.
+	for _, cl := range batch[1:] {
+		cl.done <- false
+	}
+	clear(batch)
+	p.mu.Lock()
+	p.spare = batch[:0]
+	var next *call
+	if len(p.queue) > 0 {
+		next = p.queue[0]
+	} else {
+		p.busy = false
+	}
+	p.mu.Unlock()
+	if next != nil {
+		next.done <- true
+	}
+}
+
+// exec sends batch as one pipeline. A script Redis does not know (after a
+// restart) is sent again in full, on its own.
+func (p *coalescer) exec(batch []*call) {
+	ctx, cancel := context.WithTimeout(p.base, p.timeout)
+	defer cancel()
+	if len(batch) == 1 {
+		cl := batch[0]
+		cl.cmd = cl.script.Run(ctx, p.rdb, cl.keys, cl.args...)
+		return
+	}
+	pipe := p.rdb.Pipeline()
+	for _, cl := range batch {
+		cl.cmd = cl.script.EvalSha(ctx, pipe, cl.keys, cl.args...)
+	}
+	_, _ = pipe.Exec(ctx) // each call's error is in its cmd
+	for _, cl := range batch {
+		if redis.HasErrorPrefix(cl.cmd.Err(), "NOSCRIPT") {
+			cl.cmd = cl.script.Run(ctx, p.rdb, cl.keys, cl.args...)
+		}
+	}
+}

@@ -1,0 +1,134 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+)
+
+// roundTrips counts what a client writes to Redis: single commands and
+// pipelines (one write each), and the script calls inside either.
+type roundTrips struct {
+	mu                      sync.Mutex
+	singles, pipes, scripts int
+}
+
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.mu.Lock()
+		if n := cmd.Name(); n == "evalsha" || n == "eval" {
+			h.singles++
+			h.scripts++
+		}
+		h.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.mu.Lock()
+		h.pipes++
+		for _, c := range cmds {
+			if n := c.Name(); n == "evalsha" || n == "eval" {
+				h.scripts++
+			}
+		}
+		h.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+// TestCoalescedCalls: requests admitted and released at the same time share
+// pipelines, yet each still makes exactly one admit and one release script
+// call, every permit holds its slot (the cap holds at every moment), and
+// every lease is gone afterwards.
+func TestCoalescedCalls(t *testing.T) {
+	const (
+		gate      = "connection:co"
+		workers   = 16
+		perWorker = 40
+		gateCap   = 8
+	)
+	rdb := newClient(t, shared.sock)
+	hook := &roundTrips{}
+	rdb.AddHook(hook)
+	c := newController(t, rdb, Options{Prefix: uniquePrefix(t), LeaseTTL: time.Hour, Recheck: time.Hour})
+	c.SetCaps(map[string]int{gate: gateCap})
+	req := admission.Request{Gates: path("global", gate), MaxWait: 30 * time.Second, Client: "k1"}
+	// Warm: the scripts are loaded, so NOSCRIPT retries do not count below.
+	p, err := c.Acquire(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Release()
+	hook.mu.Lock()
+	hook.singles, hook.pipes, hook.scripts = 0, 0, 0
+	hook.mu.Unlock()
+
+	var mu sync.Mutex
+	held, peak := 0, 0
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Go(func() {
+			for range perWorker {
+				g, ok := c.TryAcquire(req)
+				if !ok {
+					continue
+				}
+				mu.Lock()
+				held++
+				peak = max(peak, held)
+				mu.Unlock()
+				if n, err := rdb.ZCard(context.Background(), c.keys.holders(gate)).Result(); err != nil || n > gateCap {
+					select {
+					case errs <- fmt.Errorf("holders = %d (%v), above the cap of %d", n, err, gateCap):
+					default:
+					}
+				}
+				mu.Lock()
+				held--
+				mu.Unlock()
+				g.Release()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if peak > gateCap {
+		t.Errorf("%d permits held at once, cap %d", peak, gateCap)
+	}
+	if n := zcard(t, rdb, c.keys.holders(gate)); n != 0 {
+		t.Errorf("holders = %d after every release, want 0", n)
+	}
+	if n := zcard(t, rdb, c.keys.holders("global")); n != 0 {
+		t.Errorf("global holders = %d after every release, want 0", n)
+	}
+	tot := c.Totals()
+	hook.mu.Lock()
+	defer hook.mu.Unlock()
+	if tot.Admitted == 0 {
+		t.Fatal("nothing admitted")
+	}
+	// Every admission is one admit call (or, on a full gate, the full
+	// acquire's); every release one release call.
+	if want := 2 * int(tot.Admitted); hook.scripts < want {
+		t.Errorf("%d script calls for %d admissions, want at least %d", hook.scripts, tot.Admitted, want)
+	}
+	if hook.pipes == 0 {
+		t.Errorf("no pipeline in %d script calls (%d sent alone): nothing was coalesced", hook.scripts, hook.singles)
+	}
+	t.Logf("%d admissions: %d script calls, %d sent alone, %d pipelines", tot.Admitted, hook.scripts, hook.singles, hook.pipes)
+}
