@@ -151,8 +151,12 @@ type Controller struct {
 	drained chan struct{} // closed by Drain
 	wg      sync.WaitGroup
 	ps      *redis.PubSub
-	co      *coalescer    // admit and release calls, pipelined together
-	subSync chan struct{} // capped gates changed: resubscribe
+	co      *coalescer // admit and release calls, pipelined together
+	// txRelease: releases are MULTI/EXEC transactions of plain commands
+	// (releaseTx), for a client that pipelines to one server; through a
+	// Redis Cluster client, release.lua.
+	txRelease bool
+	subSync   chan struct{} // capped gates changed: resubscribe
 
 	down     atomic.Bool // Redis unreachable: fail mode in force
 	fallback *admission.Controller
@@ -225,6 +229,7 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 	c.agingArg = agingMs(opts.PriorityAging)
 	c.base = context.WithoutCancel(ctx)
 	c.co = newCoalescer(c.rdb, c.base, c.opTimeout)
+	_, c.txRelease = c.rdb.(*redis.Client)
 	if err := c.renew(ctx); err != nil {
 		c.markDown(err)
 	}

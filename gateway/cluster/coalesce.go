@@ -9,7 +9,7 @@ import (
 )
 
 // coalescer sends the script calls that requests make at the same moment
-// (admit.lua and release.lua) to Redis together: one pipeline, so one write
+// (admit.lua, release transactions) to Redis together: one pipeline, so one write
 // and one read for all of them, instead of a write, a read and a scheduler
 // wake-up each. Each call is still its own script invocation, with its own
 // reply; only the transport is shared.
@@ -34,11 +34,13 @@ type coalescer struct {
 // maxBatch bounds one pipeline; calls beyond it go in the next.
 const maxBatch = 128
 
-// call is one script invocation through the coalescer.
+// call is one script invocation through the coalescer, or one MULTI/EXEC
+// transaction of plain commands (tx; then cmd is EXEC's reply).
 type call struct {
 	script *redis.Script
 	keys   []string
 	args   []any
+	tx     [][]any
 	cmd    *redis.Cmd
 	done   chan bool // true: lead the next pipeline; false: cmd holds the reply
 }
@@ -55,6 +57,20 @@ func newCoalescer(rdb redis.UniversalClient, base context.Context, timeout time.
 func (p *coalescer) run(script *redis.Script, keys []string, args []any) *redis.Cmd {
 	cl := callPool.Get().(*call)
 	cl.script, cl.keys, cl.args = script, keys, args
+	return p.do(cl)
+}
+
+// runTx sends cmds as one MULTI/EXEC transaction, coalesced with the calls
+// made at the same time, and returns EXEC's reply (one value per command).
+// Only for a client that sends a pipeline to one server (*redis.Client):
+// a Redis Cluster client would route MULTI and EXEC apart from the keys.
+func (p *coalescer) runTx(cmds [][]any) *redis.Cmd {
+	cl := callPool.Get().(*call)
+	cl.tx = cmds
+	return p.do(cl)
+}
+
+func (p *coalescer) do(cl *call) *redis.Cmd {
 	p.mu.Lock()
 	p.queue = append(p.queue, cl)
 	lead := !p.busy
@@ -110,18 +126,26 @@ func (p *coalescer) lead() {
 func (p *coalescer) exec(batch []*call) {
 	ctx, cancel := context.WithTimeout(p.base, p.timeout)
 	defer cancel()
-	if len(batch) == 1 {
+	if len(batch) == 1 && batch[0].script != nil {
 		cl := batch[0]
 		cl.cmd = cl.script.Run(ctx, p.rdb, cl.keys, cl.args...)
 		return
 	}
 	pipe := p.rdb.Pipeline()
 	for _, cl := range batch {
-		cl.cmd = cl.script.EvalSha(ctx, pipe, cl.keys, cl.args...)
+		if cl.script != nil {
+			cl.cmd = cl.script.EvalSha(ctx, pipe, cl.keys, cl.args...)
+			continue
+		}
+		pipe.Do(ctx, "multi")
+		for _, args := range cl.tx {
+			pipe.Do(ctx, args...)
+		}
+		cl.cmd = pipe.Do(ctx, "exec")
 	}
 	_, _ = pipe.Exec(ctx) // each call's error is in its cmd
 	for _, cl := range batch {
-		if redis.HasErrorPrefix(cl.cmd.Err(), "NOSCRIPT") {
+		if cl.script != nil && redis.HasErrorPrefix(cl.cmd.Err(), "NOSCRIPT") {
 			cl.cmd = cl.script.Run(ctx, p.rdb, cl.keys, cl.args...)
 		}
 	}

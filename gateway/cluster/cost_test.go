@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,15 +48,19 @@ func commandStats(t testing.TB, rdb redis.UniversalClient) map[string]cmdStat {
 }
 
 // scriptCost is what Redis spent between two commandStats readings, per op:
-// microseconds inside script calls (EVALSHA/EVAL, their commands included),
-// script calls, and the commands the scripts ran.
+// microseconds inside script calls and transactions (EVALSHA/EVAL, MULTI and
+// EXEC, their commands included), script calls and transactions, and the
+// commands they ran.
 func scriptCost(before, after map[string]cmdStat, ops int) (usec, scripts, cmds float64) {
 	for name, a := range after {
 		d := cmdStat{a.calls - before[name].calls, a.usec - before[name].usec}
 		switch name {
-		case "evalsha", "eval", "evalsha_ro", "eval_ro":
+		case "evalsha", "eval", "evalsha_ro", "eval_ro", "exec":
+			// EXEC's time includes the commands it ran, as a script's does.
 			usec += float64(d.usec)
 			scripts += float64(d.calls)
+		case "multi":
+			usec += float64(d.usec)
 		case "info", "ping", "subscribe", "unsubscribe", "psubscribe", "client|setinfo", "client|setname", "hello", "script|load":
 		default:
 			cmds += float64(d.calls)
@@ -69,7 +74,7 @@ func scriptCost(before, after map[string]cmdStat, ops int) (usec, scripts, cmds 
 func commandMix(before, after map[string]cmdStat) string {
 	var parts []string
 	for name, a := range after {
-		if d := a.calls - before[name].calls; d > 0 && name != "info" && name != "evalsha" {
+		if d := a.calls - before[name].calls; d > 0 && name != "info" && name != "evalsha" && name != "multi" && name != "exec" {
 			parts = append(parts, name+"×"+strconv.FormatInt(d, 10))
 		}
 	}
@@ -119,13 +124,17 @@ func (h *countingHook) take() map[string]int {
 }
 
 // TestUncontendedScriptCalls: one uncontended request on a four-gate path
-// costs exactly two Redis calls — one acquire script, one release script —
-// counted by a hook on the controller's client (the heartbeat runs on a
-// long period here so that it cannot add a call).
+// costs exactly two Redis round trips — one admit script call, one release
+// transaction (MULTI, a ZREM per leased gate, one HMGET, EXEC; no script) —
+// counted by hooks on the controller's client (the heartbeat runs on a long
+// period here so that it cannot add a call). The uncapped gate takes no
+// lease, so it costs no ZADD or ZREM.
 func TestUncontendedScriptCalls(t *testing.T) {
 	rdb := newClient(t, shared.sock)
 	hook := &countingHook{n: make(map[string]int)}
+	trips := &roundTrips{}
 	rdb.AddHook(hook)
+	rdb.AddHook(trips)
 	c := newController(t, rdb, Options{Prefix: uniquePrefix(t), LeaseTTL: time.Hour, Recheck: time.Hour})
 	c.SetCaps(map[string]int{benchKeys[0]: 1000, benchKeys[2]: 100, benchKeys[3]: 50})
 	req := admission.Request{Gates: path(benchKeys...), MaxWait: 30 * time.Second, Client: "k1", Weight: 2}
@@ -136,25 +145,27 @@ func TestUncontendedScriptCalls(t *testing.T) {
 	}
 	p.Release()
 	hook.take()
+	trips.take()
 	before := commandStats(t, shared.client(t))
 
 	p, err = c.Acquire(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	acquired := hook.take()
+	acquired, acquireTrips := hook.take(), trips.take()
 	p.Release()
-	released := hook.take()
+	released, releaseTrips := hook.take(), trips.take()
 
-	if acquired["evalsha"] != 1 || len(acquired) != 1 {
-		t.Errorf("acquire sent %v, want exactly one evalsha", acquired)
+	if acquired["evalsha"] != 1 || len(acquired) != 1 || acquireTrips != 1 {
+		t.Errorf("acquire sent %v in %d round trips, want exactly one evalsha in one", acquired, acquireTrips)
 	}
-	if released["evalsha"] != 1 || len(released) != 1 {
-		t.Errorf("release sent %v, want exactly one evalsha", released)
+	wantRelease := map[string]int{"multi": 1, "zrem": 3, "hmget": 1, "exec": 1}
+	if !maps.Equal(released, wantRelease) || releaseTrips != 1 {
+		t.Errorf("release sent %v in %d round trips, want %v in one", released, releaseTrips, wantRelease)
 	}
 	after := commandStats(t, shared.client(t))
 	usec, scripts, cmds := scriptCost(before, after, 1)
-	t.Logf("one uncontended request: %.0f script calls, %.0f commands inside them (%s), %.0f µs of Redis time",
+	t.Logf("one uncontended request: %.0f script calls and transactions, %.0f commands inside them (%s), %.0f µs of Redis time",
 		scripts, cmds, commandMix(before, after), usec)
 }
 

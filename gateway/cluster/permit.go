@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 )
 
@@ -119,13 +117,16 @@ func (l *lease) release(ctx context.Context, coalesce bool) error {
 	if sent == 0 {
 		return nil
 	}
-	var res *redis.Cmd
-	if coalesce {
-		res = c.co.run(releaseScript, c.keys.queuedKeys, args)
-	} else {
-		res = releaseScript.Run(ctx, c.rdb, c.keys.queuedKeys, args...)
+	var n int
+	var err error
+	switch {
+	case coalesce && c.txRelease:
+		n, err = c.releaseTx(l.member, args[1:])
+	case coalesce:
+		n, err = c.co.run(releaseScript, c.keys.queuedKeys, args).Int()
+	default:
+		n, err = releaseScript.Run(ctx, c.rdb, c.keys.queuedKeys, args...).Int()
 	}
-	n, err := res.Int()
 	if err != nil {
 		return fmt.Errorf("cluster: release %s: %w", l.member, err)
 	}
@@ -149,3 +150,50 @@ type fallbackPermit struct {
 
 // Waited is the whole wait, in Redis and in the fallback controller.
 func (p fallbackPermit) Waited() time.Duration { return p.before + p.Permit.Waited() }
+
+// releaseTx gives back member's leases on gates (their keys) as one MULTI/EXEC
+// transaction of plain commands — a ZREM per gate, then one HMGET of
+// 'queued' — through the coalescer: no script, so none of a script call's
+// fixed cost in Redis. Where a slot was freed while somebody waited there,
+// the wake script then publishes the first in line (one more round trip,
+// only when contended). Releasing and then reading who waits is enough
+// (release.lua does the same in one script): a waiter queued before the
+// HMGET is seen by it, and one whose acquire script ran after the ZREM saw
+// the slot free. Returns how many leases were still there.
+func (c *Controller) releaseTx(member string, gates []any) (int, error) {
+	var buf [maxPath + 1][]any
+	tx := buf[:0]
+	for _, g := range gates {
+		tx = append(tx, []any{"zrem", c.keys.root + "h:" + g.(string), member})
+	}
+	tx = append(tx, append([]any{"hmget", c.keys.queued}, gates...))
+	vals, err := c.co.runTx(tx).Slice()
+	if err != nil {
+		return 0, err
+	}
+	if len(vals) != len(gates)+1 {
+		return 0, fmt.Errorf("EXEC answered %d values, want %d", len(vals), len(gates)+1)
+	}
+	waiting, _ := vals[len(gates)].([]any)
+	n := 0
+	var wake []any
+	for i, v := range vals[:len(gates)] {
+		if e, ok := v.(error); ok {
+			return 0, e
+		}
+		if v == int64(1) {
+			n++
+			if i < len(waiting) && waiting[i] != nil {
+				wake = append(wake, gates[i])
+			}
+		}
+	}
+	if len(wake) > 0 {
+		ctx, cancel := c.op()
+		defer cancel()
+		if err := wakeScript.Run(ctx, c.rdb, c.keys.queuedKeys, wake...).Err(); err != nil {
+			return n, fmt.Errorf("wake: %w", err)
+		}
+	}
+	return n, nil
+}

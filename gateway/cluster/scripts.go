@@ -19,6 +19,8 @@ var (
 	acquireLua string
 	//go:embed lua/release.lua
 	releaseLua string
+	//go:embed lua/wake.lua
+	wakeLua string
 	//go:embed lua/leave.lua
 	leaveLua string
 	//go:embed lua/renew.lua
@@ -42,6 +44,7 @@ var (
 	admitScript   = redis.NewScript(admitLua)
 	acquireScript = redis.NewScript(fairLua + acquireLua)
 	releaseScript = redis.NewScript(fairLua + releaseLua)
+	wakeScript    = redis.NewScript(fairLua + wakeLua)
 	leaveScript   = redis.NewScript(fairLua + leaveLua)
 	renewScript   = redis.NewScript(renewLua)
 	rejoinScript  = redis.NewScript(fairLua + rejoinLua)

@@ -25,9 +25,10 @@ import (
 const (
 	pathCluster = "cluster"
 	// maxRedisUsPerReq: Redis time per request (INFO commandstats, the
-	// scripts' usec, their commands included).
+	// usec of the scripts and transactions, their commands included).
 	maxRedisUsPerReq = 25
-	// maxRoundTripsPerReq: script calls (EVALSHA/EVAL) per request.
+	// maxRoundTripsPerReq: script calls (EVALSHA/EVAL) and transactions
+	// (EXEC) per request.
 	maxRoundTripsPerReq = 2
 )
 
@@ -164,8 +165,9 @@ func (e *env) redisStats(ctx context.Context) map[string]cmdStat {
 
 // redisCost is Redis's side of a measured run, per request.
 type redisCost struct {
-	// Us is the time inside script calls (EVALSHA/EVAL, their commands
-	// included), RoundTrips the script calls less the shared-limits reads
+	// Us is the time inside script calls (EVALSHA/EVAL) and transactions
+	// (MULTI/EXEC: the release), their commands included, RoundTrips the
+	// script calls and transactions less the shared-limits reads
 	// (peek.lua, at most one per connection per 250 ms, not per request; it
 	// is the only script that runs HGETALL, twice a call), Commands the
 	// commands the scripts ran (and any other data command).
@@ -188,10 +190,13 @@ func costOf(before, after map[string]cmdStat, requests uint64) redisCost {
 			continue
 		}
 		switch name {
-		case "evalsha", "eval", "evalsha_ro", "eval_ro":
+		case "evalsha", "eval", "evalsha_ro", "eval_ro", "exec":
+			// EXEC's time includes the commands it ran, as a script's does.
 			c.Us += float64(d.usec) / n
 			c.RoundTrips += float64(d.calls) / n
 			mix = append(mix, fmt.Sprintf("%s %.2f", name, float64(d.calls)/n))
+		case "multi":
+			c.Us += float64(d.usec) / n
 		case "info", "hello", "client|setinfo", "client|setname", "subscribe", "unsubscribe", "ping":
 		default:
 			c.Commands += float64(d.calls) / n
@@ -276,7 +281,7 @@ func (r *report) writeCluster(b *strings.Builder) {
 		return
 	}
 	b.WriteString("\nCluster mode (the same build, one replica on a local redis-server over a unix socket; medians):\n\n")
-	b.WriteString("| scenario | single req/s | cluster req/s | cluster ÷ single | Gatehouse CPU/req single → cluster | Redis µs/req | script calls/req | Redis commands/req | redis-server CPU/req |\n")
+	b.WriteString("| scenario | single req/s | cluster req/s | cluster ÷ single | Gatehouse CPU/req single → cluster | Redis µs/req | script calls + transactions/req | Redis commands/req | redis-server CPU/req |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range rows {
 		c := s.Cluster
@@ -312,8 +317,8 @@ func clusterInTheWay(what string) string {
 	case strings.Contains(what, "round trips"):
 		return "a newcomer that finds somebody waiting (or a full gate) runs admit.lua and then acquire.lua; a run with no cap binding should not see it: look for a heartbeat or shared-limits read counted in the window."
 	case strings.Contains(what, "Redis time"):
-		return "Redis time is wall time inside the scripts: on a loaded 2-core machine redis-server is descheduled mid-script and the stall counts; the per-call floor is EVALSHA's own cost plus ~0.3 µs per argument and per command (docs/BENCHMARKS.md, \"Cluster mode\")."
+		return "Redis time is wall time inside the scripts and transactions: on a loaded 2-core machine redis-server is descheduled mid-script and the stall counts; the per-call floor is EVALSHA's own cost (several µs, the admit script's) or EXEC's (about 1 µs, the release), plus ~0.3 µs per argument and per command (docs/BENCHMARKS.md, \"Cluster mode\")."
 	default:
-		return "every request waits for two Redis round trips (admit, release) that the single process does not make, and redis-server's CPU comes out of the same 2 cores as Gatehouse, the load generator and the fake upstream."
+		return "every request waits for two Redis round trips (admit, release; shared with the calls made at the same moment) that the single process does not make, and redis-server's CPU comes out of the same 2 cores as Gatehouse, the load generator and the fake upstream."
 	}
 }

@@ -6,7 +6,8 @@ import (
 )
 
 // TestCostOf: Redis's side of a run per request, from two INFO
-// commandstats readings: the scripts' time, the script calls less the
+// commandstats readings: the scripts' and transactions' time, the script
+// calls and transactions less the
 // shared-limits reads (two HGETALLs each), and the commands inside.
 func TestCostOf(t *testing.T) {
 	before := map[string]cmdStat{"evalsha": {calls: 10, usec: 100}, "zadd": {calls: 4}}
@@ -27,6 +28,14 @@ func TestCostOf(t *testing.T) {
 	}
 	if !strings.Contains(c.Mix, "zadd 4.00") || strings.Contains(c.Mix, "info") {
 		t.Errorf("mix %q: want zadd 4.00 and no info", c.Mix)
+	}
+	// A release as a transaction: EXEC's time (its commands included) and
+	// MULTI's count; EXEC counts as a round trip, MULTI does not.
+	before["exec"], before["multi"] = cmdStat{calls: 1, usec: 5}, cmdStat{calls: 1}
+	after["evalsha"] = cmdStat{calls: 10 + 1000 + 5, usec: 100 + 20000}
+	after["exec"], after["multi"] = cmdStat{calls: 1 + 1000, usec: 5 + 4000}, cmdStat{calls: 1 + 1000, usec: 1000}
+	if c := costOf(before, after, 1000); c.Us != 25 || c.RoundTrips != 2 || c.Commands != 8.01 {
+		t.Errorf("with transactions: %v µs, %v round trips, %v commands per request; want 25, 2, 8.01", c.Us, c.RoundTrips, c.Commands)
 	}
 	if z := costOf(before, after, 0); z.RoundTrips != 0 || z.Us != 0 {
 		t.Errorf("no requests: %+v, want zero", z)
