@@ -229,8 +229,10 @@ func queueGate(req admission.Request, path []*gateState) *gateState {
 // raced it) enters their leases.
 func (c *Controller) admit(w *waiter) (bool, error) {
 	var buf [2 + 2*maxPath]any
+	var capped [maxPath]gateCap
 	args := append(buf[:0], w.member, c.ttlArg)
 	var unleased uint8
+	nc := 0
 	c.mu.Lock()
 	for i, g := range w.path {
 		if g.cap == 0 {
@@ -242,10 +244,19 @@ func (c *Controller) admit(w *waiter) (bool, error) {
 			return false, nil
 		}
 		args = append(args, g.keyArg, g.capArg)
+		capped[nc] = gateCap{g.hKey, g.keyArg, int64(g.cap)}
+		nc++
 	}
 	c.mu.Unlock()
 	var vals []int64
-	if len(args) > 2 {
+	if nc > 0 && c.txRelease && c.clockKnown.Load() {
+		var ok bool
+		var err error
+		vals, ok, err = c.admitTx(w.member, capped[:nc])
+		if err != nil || !ok {
+			return false, err
+		}
+	} else if nc > 0 {
 		var err error
 		vals, err = c.co.run(admitScript, c.keys.queuedKeys, args).Int64Slice()
 		if err != nil {

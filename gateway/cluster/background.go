@@ -248,13 +248,20 @@ func (c *Controller) renew(ctx context.Context) error {
 	args := append([]any{c.replica, c.ttl.Milliseconds(), len(entries), nLeases, len(capped)}, members...)
 	opCtx, cancel := context.WithTimeout(ctx, c.opTimeout)
 	defer cancel()
+	sent := time.Now()
 	res, err := renewScript.Run(opCtx, c.rdb, keys, args...).Slice()
 	if err != nil {
 		return fmt.Errorf("cluster: renew: %w", err)
 	}
-	replicas, lost, counts, err := parseRenew(res)
+	replicas, lost, counts, redisNow, err := parseRenew(res)
 	if err != nil {
 		return err
+	}
+	if redisNow > 0 {
+		// Redis read its clock somewhere in the round trip: take the middle.
+		mid := sent.Add(time.Since(sent) / 2)
+		c.clockOff.Store(redisNow - mid.UnixMilli())
+		c.clockKnown.Store(true)
 	}
 
 	c.mu.Lock()
@@ -294,13 +301,14 @@ func (c *Controller) renew(ctx context.Context) error {
 	return nil
 }
 
-func parseRenew(res []any) (replicas int, lost []int, counts []int64, err error) {
-	if len(res) != 3 {
-		return 0, nil, nil, errors.New("cluster: renew: malformed reply")
+func parseRenew(res []any) (replicas int, lost []int, counts []int64, now int64, err error) {
+	if len(res) != 4 {
+		return 0, nil, nil, 0, errors.New("cluster: renew: malformed reply")
 	}
+	now, _ = res[3].(int64)
 	n, ok := res[0].(int64)
 	if !ok {
-		return 0, nil, nil, errors.New("cluster: renew: malformed replica count")
+		return 0, nil, nil, 0, errors.New("cluster: renew: malformed replica count")
 	}
 	lostRaw, _ := res[1].([]any)
 	for _, v := range lostRaw {
@@ -313,7 +321,7 @@ func parseRenew(res []any) (replicas int, lost []int, counts []int64, err error)
 		i, _ := v.(int64)
 		counts = append(counts, i)
 	}
-	return max(int(n), 1), lost, counts, nil
+	return max(int(n), 1), lost, counts, now, nil
 }
 
 // markDown switches to the fail mode (once) and wakes every local waiter so

@@ -156,7 +156,12 @@ type Controller struct {
 	// (releaseTx), for a client that pipelines to one server; through a
 	// Redis Cluster client, release.lua.
 	txRelease bool
-	subSync   chan struct{} // capped gates changed: resubscribe
+	// clockOff is Redis's clock minus this replica's (ms), learned at every
+	// heartbeat (clockKnown once learned), for the lease expiries that the
+	// admit transaction writes without a script (admitTx).
+	clockOff   atomic.Int64
+	clockKnown atomic.Bool
+	subSync    chan struct{} // capped gates changed: resubscribe
 
 	down     atomic.Bool // Redis unreachable: fail mode in force
 	fallback *admission.Controller

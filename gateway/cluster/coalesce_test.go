@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -66,9 +65,10 @@ func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 }
 
 // TestCoalescedCalls: requests admitted and released at the same time share
-// pipelines, yet each still makes its own admit script call and release
-// transaction, every permit holds its slot (the cap holds at every moment), and
-// every lease is gone afterwards.
+// pipelines, yet each still makes its own admit and release call, no more
+// permits than the cap are held at any moment (the holders set itself may
+// count more for an instant: a newcomer's lease that its admit transaction
+// takes back), and every lease is gone afterwards.
 func TestCoalescedCalls(t *testing.T) {
 	const (
 		gate      = "connection:co"
@@ -93,7 +93,6 @@ func TestCoalescedCalls(t *testing.T) {
 	var mu sync.Mutex
 	held, peak := 0, 0
 	var wg sync.WaitGroup
-	errs := make(chan error, workers)
 	for range workers {
 		wg.Go(func() {
 			for range perWorker {
@@ -105,12 +104,6 @@ func TestCoalescedCalls(t *testing.T) {
 				held++
 				peak = max(peak, held)
 				mu.Unlock()
-				if n, err := rdb.ZCard(context.Background(), c.keys.holders(gate)).Result(); err != nil || n > gateCap {
-					select {
-					case errs <- fmt.Errorf("holders = %d (%v), above the cap of %d", n, err, gateCap):
-					default:
-					}
-				}
 				mu.Lock()
 				held--
 				mu.Unlock()
@@ -119,10 +112,6 @@ func TestCoalescedCalls(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
 	if peak > gateCap {
 		t.Errorf("%d permits held at once, cap %d", peak, gateCap)
 	}

@@ -70,3 +70,39 @@ func TestUncappedPathNoRedisCall(t *testing.T) {
 		t.Errorf("admitted %d, want 1", st.Admitted)
 	}
 }
+
+// TestAdmitTakesBackOverCap: a newcomer whose replica last saw room, on a
+// gate another replica has filled, adds its lease in the admit transaction,
+// finds the gate over its cap, takes the lease back and is refused; the
+// holders are the one permit's, and once it is released the newcomer's
+// replica admits.
+func TestAdmitTakesBackOverCap(t *testing.T) {
+	const gate = "connection:tb"
+	reps := replicas(t, 2, map[string]int{gate: 1}, Options{Recheck: time.Minute})
+	a, b := reps[0], reps[1]
+	req := admission.Request{Gates: path("global", gate), MaxWait: 10 * time.Second}
+	p1, ok := a.TryAcquire(req)
+	if !ok {
+		t.Fatal("TryAcquire on a failed")
+	}
+	for range 3 {
+		if _, ok := b.TryAcquire(req); ok {
+			t.Fatal("admitted beyond the cap on another replica")
+		}
+		if n := zcard(t, a.rdb, a.keys.holders(gate)); n != 1 {
+			t.Fatalf("holders = %d after a refused newcomer, want 1 (its lease taken back)", n)
+		}
+		b.mu.Lock()
+		b.gates[gate].count = 0 // as if b had not seen a's permit: its next try runs the admit transaction again
+		b.mu.Unlock()
+	}
+	p1.Release()
+	p2, ok := b.TryAcquire(req)
+	if !ok {
+		t.Fatal("not admitted once the gate was free")
+	}
+	p2.Release()
+	if n := zcard(t, a.rdb, a.keys.holders(gate)); n != 0 {
+		t.Errorf("holders = %d at the end, want 0", n)
+	}
+}

@@ -9,7 +9,8 @@
 -- ARGV[1] replica id, ARGV[2] TTL ms, ARGV[3] m, ARGV[4] l, ARGV[5] g, then the m members
 -- An entry that is gone or expired is not recreated (its slot may have been
 -- given to somebody else): its index is reported as lost.
--- Returns {live replicas, {lost indexes}, {holders_1, queue_1, ...}}.
+-- Returns {live replicas, {lost indexes}, {holders_1, queue_1, ...}, now ms}
+-- (now: Redis's clock, from which the replica learns its offset to it).
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[2])
@@ -41,4 +42,4 @@ for j = 1, g do
   counts[2 * j - 1] = redis.call('ZCOUNT', KEYS[1 + m + 2 * j - 1], '(' .. now, '+inf')
   counts[2 * j] = redis.call('ZCARD', KEYS[1 + m + 2 * j])
 end
-return {replicas, lost, counts}
+return {replicas, lost, counts, now}
