@@ -131,7 +131,7 @@ func (x *exchange) attempt() attemptResult {
 	if t.urls != nil {
 		u = &t.urls[x.rt]
 	}
-	if q := upstreamQuery(x.st, x.r.URL.RawQuery); q != "" {
+	if q := wire.UpstreamQuery(x.st, x.r.URL.RawQuery); q != "" {
 		uq := *u
 		if uq.RawQuery != "" {
 			q = uq.RawQuery + "&" + q

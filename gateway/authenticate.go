@@ -15,7 +15,7 @@ import (
 func (g *Gateway) authenticate(x *exchange, r *http.Request) (*state, *keyState, *apiError) {
 	secret := clientKey(r.Header)
 	if secret == "" && x.st == wire.Gemini {
-		secret = geminiKey(r)
+		secret = wire.GeminiKey(r)
 	}
 	if secret == "" {
 		return nil, nil, errMissingKey(x.st)

@@ -74,44 +74,6 @@ func geminiPathModel(path string) string {
 	return strings.TrimPrefix(rest, "models/")
 }
 
-// geminiKey returns the client key Gemini clients send: x-goog-api-key, else
-// the query's key.
-func geminiKey(r *http.Request) string {
-	if v := r.Header["X-Goog-Api-Key"]; len(v) > 0 {
-		return strings.TrimSpace(v[0])
-	}
-	if r.URL.RawQuery != "" {
-		return strings.TrimSpace(r.URL.Query().Get("key"))
-	}
-	return ""
-}
-
-// upstreamQuery is the query string an attempt sends upstream: none of the
-// client's (its key may be there), except Gemini's alt (alt=sse asks for an
-// event stream).
-func upstreamQuery(st wire.Style, raw string) string {
-	if st != wire.Gemini || raw == "" {
-		return ""
-	}
-	q, err := url.ParseQuery(raw)
-	if err != nil {
-		// Still take a well-formed alt from a query with other bad parts.
-		q = url.Values{}
-		for part := range strings.SplitSeq(raw, "&") {
-			if v, ok := strings.CutPrefix(part, "alt="); ok {
-				if v, err := url.QueryUnescape(v); err == nil {
-					q.Set("alt", v)
-				}
-			}
-		}
-	}
-	alt := q.Get("alt")
-	if alt == "" {
-		return ""
-	}
-	return "alt=" + url.QueryEscape(alt)
-}
-
 // geminiModelEntry is one model of the Gemini listing.
 type geminiModelEntry struct {
 	id      string

@@ -2,7 +2,9 @@ package wire
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 )
@@ -59,4 +61,42 @@ func appendGeminiError(dst []byte, e *Error) []byte {
 		dst = append(dst, '}')
 	}
 	return append(dst, "}]}}"...)
+}
+
+// GeminiKey returns the client key Gemini clients send: x-goog-api-key, else
+// the query's key.
+func GeminiKey(r *http.Request) string {
+	if v := r.Header["X-Goog-Api-Key"]; len(v) > 0 {
+		return strings.TrimSpace(v[0])
+	}
+	if r.URL.RawQuery != "" {
+		return strings.TrimSpace(r.URL.Query().Get("key"))
+	}
+	return ""
+}
+
+// UpstreamQuery is the query string an attempt sends upstream: none of the
+// client's (its key may be there), except Gemini's alt (alt=sse asks for an
+// event stream).
+func UpstreamQuery(st Style, raw string) string {
+	if st != Gemini || raw == "" {
+		return ""
+	}
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		// Still take a well-formed alt from a query with other bad parts.
+		q = url.Values{}
+		for part := range strings.SplitSeq(raw, "&") {
+			if v, ok := strings.CutPrefix(part, "alt="); ok {
+				if v, err := url.QueryUnescape(v); err == nil {
+					q.Set("alt", v)
+				}
+			}
+		}
+	}
+	alt := q.Get("alt")
+	if alt == "" {
+		return ""
+	}
+	return "alt=" + url.QueryEscape(alt)
 }

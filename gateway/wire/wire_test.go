@@ -201,3 +201,28 @@ func TestModelListByAllowlist(t *testing.T) {
 		t.Errorf("alpha = %s %v", obj, ok)
 	}
 }
+
+func TestGeminiKeyAndQuery(t *testing.T) {
+	r := httptest.NewRequest(http.MethodPost, "/v1beta/models/m:generateContent?key=%20from-query%20&alt=sse", nil)
+	if got := GeminiKey(r); got != "from-query" {
+		t.Errorf("query key = %q", got)
+	}
+	r.Header.Set("X-Goog-Api-Key", " from-header ")
+	if got := GeminiKey(r); got != "from-header" {
+		t.Errorf("header key = %q, want the header over the query", got)
+	}
+	for _, tc := range []struct {
+		st        Style
+		raw, want string
+	}{
+		{Gemini, "key=secret&alt=sse", "alt=sse"},
+		{Gemini, "key=secret", ""},
+		{Gemini, "key=%zz&alt=sse", "alt=sse"}, // a bad part elsewhere keeps a good alt
+		{Gemini, "alt=a%20b", "alt=a+b"},
+		{OpenAI, "alt=sse&key=secret", ""}, // nothing of the client's query goes upstream
+	} {
+		if got := UpstreamQuery(tc.st, tc.raw); got != tc.want {
+			t.Errorf("UpstreamQuery(%v, %q) = %q, want %q", tc.st, tc.raw, got, tc.want)
+		}
+	}
+}
