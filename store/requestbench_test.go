@@ -28,7 +28,8 @@ FROM generate_series(1, $2::int) AS i`
 
 // BenchmarkListRequestsFiltered reads the first page (50 rows) of filtered views of
 // a request log of 1 000 000 rows: one key's 429s; one connection's requests in the
-// last 24 hours; every request; one key's second page through the cursor.
+// last 24 hours; every request; one key's second page through the cursor; one
+// error code; and one row by its id (GetRequest).
 // Run: go test -run XXX -bench ListRequestsFiltered -benchtime 50x ./store/
 func BenchmarkListRequestsFiltered(b *testing.B) {
 	s := newStoreTB(b)
@@ -47,6 +48,18 @@ func BenchmarkListRequestsFiltered(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Logf("generated %d rows in %v", rows, time.Since(start).Round(time.Millisecond))
+	// One row as the writer makes it (a UUIDv7 id), for the lookup by id.
+	one := []store.RequestRow{{StartedAt: now.Add(-time.Hour), Route: "chat", Status: 200, TTFTMs: -1}}
+	if err := s.WriteRequests(ctx, one); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("id", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.GetRequest(ctx, one[0].ID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	key := "10000000-0000-4000-8000-000000000012" // i % 20 = 12: some of its rows are 429s
 	first, cur, err := s.ListRequests(ctx, store.RequestFilter{Key: key, Limit: 50})
 	if err != nil || len(first) != 50 || cur == nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -96,6 +95,8 @@ type RequestLog struct {
 	// back is the batch being written (writer goroutine only); non-empty
 	// between flushes only when the last flush failed and will be retried.
 	back []RequestRow
+	// enc is the COPY's encoding of back (writer goroutine only), reused.
+	enc []byte
 
 	added, written, dropped atomic.Int64
 }
@@ -224,38 +225,54 @@ func (l *RequestLog) flush(ctx context.Context) {
 	l.back = l.back[:0]
 }
 
-// requestColumns are the columns COPY writes, in RequestRow's order.
-var requestColumns = []string{"id", "started_at", "key_id", "key_name", "connection_id", "connection_name",
-	"provider", "model", "upstream_model", "route", "stream", "status", "code", "gate", "priority",
-	"attempts", "queue_ms", "ttft_ms", "upstream_ms", "total_ms", "input_tokens", "output_tokens",
-	"cached_tokens", "cost_micros", "trace_id", "replica"}
-
-// write COPYs l.back (see WriteRequests).
+// write COPYs l.back (see WriteRequests), encoded into the writer's own buffer.
 func (l *RequestLog) write(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, requestLogFlushTimeout)
 	defer cancel()
-	return l.s.WriteRequests(ctx, l.back)
+	err := l.s.writeRequests(ctx, l.back, &l.enc)
+	if cap(l.enc) > maxKeptEncoding {
+		l.enc = nil // a batch retried after an outage; the usual one is far smaller
+	}
+	return err
 }
+
+// maxKeptEncoding bounds the COPY buffer the writer keeps between flushes.
+const maxKeptEncoding = 1 << 20
 
 // WriteRequests writes rows with one COPY (all or nothing), after making sure the
 // partitions of their days exist. A row without an ID gets a UUIDv7 of its
 // StartedAt (set in rows). Text is cleaned and cut to its column's bound.
 func (s *Store) WriteRequests(ctx context.Context, rows []RequestRow) error {
 	for i := range rows {
-		r := &rows[i]
-		if r.ID == "" {
-			r.ID = newRequestID(r.StartedAt)
+		if rows[i].ID == "" {
+			id := newRequestUUID(rows[i].StartedAt)
+			rows[i].ID = pgtype.UUID{Bytes: id, Valid: true}.String()
 		}
-		day := utcDay(r.StartedAt)
+	}
+	var buf []byte
+	return s.writeRequests(ctx, rows, &buf)
+}
+
+// writeRequests is WriteRequests encoding into *buf; a row without an ID gets one
+// in the COPY only.
+func (s *Store) writeRequests(ctx context.Context, rows []RequestRow, buf *[]byte) error {
+	var dayStart, dayEnd int64 // the last day known to have its partition, Unix µs
+	for i := range rows {
+		t := rows[i].StartedAt
+		if us := t.UnixMicro(); us >= dayStart && us < dayEnd {
+			continue
+		}
+		day := utcDay(t)
 		if _, ok := s.parts.Load(day); !ok {
 			if err := s.ensureRequestPartitions(ctx, day, day); err != nil {
 				return err
 			}
 			s.parts.Store(day, true)
 		}
+		dayStart, dayEnd = day.UnixMicro(), day.AddDate(0, 0, 1).UnixMicro()
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := copyRequests(ctx, tx, rows); err != nil {
+		if err := copyRequests(ctx, tx, rows, buf); err != nil {
 			return err
 		}
 		return addSpend(ctx, tx, rows)
@@ -264,63 +281,6 @@ func (s *Store) WriteRequests(ctx context.Context, rows []RequestRow) error {
 		return fmt.Errorf("store: write request log: %w", translate(err))
 	}
 	return nil
-}
-
-// copyRequests COPYs rows into requests.
-func copyRequests(ctx context.Context, tx pgx.Tx, rows []RequestRow) error {
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{"requests"}, requestColumns,
-		pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
-			r := &rows[i]
-			ttft := any(nil)
-			if r.TTFTMs >= 0 {
-				ttft = clampMs(r.TTFTMs)
-			}
-			return []any{r.ID, r.StartedAt, nullUUID(r.KeyID), nullText(r.KeyName, 64),
-				nullUUID(r.ConnectionID), nullText(r.ConnectionName, 64), nullText(r.Provider, 32),
-				nullText(r.Model, 128), nullText(r.UpstreamModel, 128), cleanText(r.Route, 32), r.Stream,
-				int32(r.Status), nullText(r.Code, 64), nullText(r.Gate, 256), nullText(r.Priority, 16),
-				int32(r.Attempts), clampMs(r.QueueMs), ttft, clampMs(r.UpstreamMs), clampMs(r.TotalMs),
-				r.InputTokens, r.OutputTokens, r.CachedTokens, r.CostMicros,
-				nullText(r.TraceID, 64), nullText(r.Replica, 128)}, nil
-		}))
-	return err
-}
-
-// newID returns a UUIDv7 (RFC 9562) for a row started at t: time-ordered, so the
-// primary key's index grows at its end.
-func newRequestID(t time.Time) string {
-	var b [16]byte
-	ms := uint64(t.UnixMilli())
-	for i := 0; i < 6; i++ {
-		b[i] = byte(ms >> (40 - 8*i))
-	}
-	r1, r2 := rand.Uint64(), rand.Uint64()
-	for i := 6; i < 16; i++ {
-		if i < 8 {
-			b[i] = byte(r1 >> (8 * i))
-		} else {
-			b[i] = byte(r2 >> (8 * (i - 8)))
-		}
-	}
-	b[6] = 0x70 | b[6]&0x0f
-	b[8] = 0x80 | b[8]&0x3f
-	return pgtype.UUID{Bytes: b, Valid: true}.String()
-}
-
-// nullUUID is s as a uuid column value: NULL when empty or not a uuid.
-func nullUUID(s string) any {
-	if !isUUID(s) {
-		return nil
-	}
-	return s
-}
-
-// nullText is s fit for a text column (see cleanText), NULL when empty.
-func nullText(s string, max int) any {
-	if s == "" {
-		return nil
-	}
-	return cleanText(s, max)
 }
 
 // cleanText makes s storable: valid UTF-8 without NUL bytes (which Postgres text

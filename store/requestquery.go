@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -126,22 +127,30 @@ func (s *Store) ListRequests(ctx context.Context, f RequestFilter) ([]RequestRow
 }
 
 // GetRequest returns the row id; ErrNotFound if there is none. A UUIDv7 id names
-// its time, so only that day's partition is read.
+// its millisecond, which the primary key (started_at, id) finds at once; an id
+// written with another time is looked for in its day, and any other id everywhere.
 func (s *Store) GetRequest(ctx context.Context, id string) (RequestRow, error) {
 	if err := checkID(id); err != nil {
 		return RequestRow{}, fmt.Errorf("store: get request %s: %w", id, err)
 	}
 	q := selectRequestColumns + " WHERE id = $1"
-	args := []any{id}
-	if t, ok := uuidV7Time(id); ok {
+	t, v7 := uuidV7Time(id)
+	if v7 {
+		r, err := s.getRequest(ctx, q+" AND started_at >= $2 AND started_at < $3", id, t, t.Add(time.Millisecond))
+		if !errors.Is(err, ErrNotFound) {
+			return r, err
+		}
 		day := utcDay(t)
-		q += " AND started_at >= $2 AND started_at < $3"
-		args = append(args, day, day.AddDate(0, 0, 1))
+		return s.getRequest(ctx, q+" AND started_at >= $2 AND started_at < $3", id, day, day.AddDate(0, 0, 1))
 	}
+	return s.getRequest(ctx, q, id)
+}
+
+func (s *Store) getRequest(ctx context.Context, q string, args ...any) (RequestRow, error) {
 	rows, _ := s.db.Query(ctx, q, args...)
 	r, err := pgx.CollectExactlyOneRow(rows, scanRequest)
 	if err != nil {
-		return RequestRow{}, fmt.Errorf("store: get request %s: %w", id, translate(err))
+		return RequestRow{}, fmt.Errorf("store: get request %s: %w", args[0], translate(err))
 	}
 	return r, nil
 }
