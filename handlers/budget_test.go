@@ -4,9 +4,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 // TestClientKeyBudgetUSD: budgetUsdDaily and budgetUsdMonthly are written and
@@ -35,6 +39,42 @@ func TestClientKeyBudgetUSD(t *testing.T) {
 	back := a.do(t, call{method: http.MethodGet, path: path("client-keys", id)}).want(t, http.StatusOK).json(t)
 	if diff := cmp.Diff(got["limits"], back["limits"]); diff != "" {
 		t.Errorf("a refused write changed the key (-before +after):\n%s", diff)
+	}
+}
+
+// TestClientKeyBudgetUSDOddCasing: a money budget spelled in another case
+// ("BudgetUsdDaily", "BUDGETUSDMONTHLY") is not taken for the budget (JSON
+// decoding that folds case would): the PATCH is 422 naming each field as
+// sent, with a message that says it is unknown, and nothing is written — not
+// even the correctly spelled field beside it.
+func TestClientKeyBudgetUSDOddCasing(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, apiOptions{})
+	k := a.do(t, call{method: http.MethodPost, path: path("client-keys"),
+		body: `{"name":"team-a","limits":{"budgetUsdDaily":5}}`}).want(t, http.StatusCreated).json(t)
+	id := k["id"].(string)
+	for _, tc := range []struct {
+		body   string
+		fields []string
+	}{
+		{`{"limits":{"BudgetUsdDaily":0.01}}`, []string{"limits.BudgetUsdDaily"}},
+		{`{"limits":{"BUDGETUSDDAILY":0.01}}`, []string{"limits.BUDGETUSDDAILY"}},
+		{`{"limits":{"budgetusdmonthly":1}}`, []string{"limits.budgetusdmonthly"}},
+		{`{"limits":{"budgetUsdDaily":1,"BUDGETUSDMONTHLY":1}}`, []string{"limits.BUDGETUSDMONTHLY"}},
+	} {
+		p := problemOf(t, a.do(t, call{method: http.MethodPatch, path: path("client-keys", id), body: tc.body, invalidRequest: true}),
+			http.StatusUnprocessableEntity)
+		if diff := cmp.Diff(tc.fields, fields(p)); diff != "" {
+			t.Errorf("PATCH %s: 422 fields (-want +got):\n%s", tc.body, diff)
+			continue
+		}
+		if msg := p.Errors[0].Message; !strings.Contains(strings.ToLower(msg), "unknown") {
+			t.Errorf("PATCH %s: message %q does not say the field is unknown", tc.body, msg)
+		}
+	}
+	back := a.do(t, call{method: http.MethodGet, path: path("client-keys", id)}).want(t, http.StatusOK).json(t)
+	if diff := cmp.Diff(map[string]any{"budgetUsdDaily": 5.0}, back["limits"]); diff != "" {
+		t.Errorf("refused writes changed the key (-want +got):\n%s", diff)
 	}
 }
 
@@ -99,5 +139,53 @@ func TestDashKeyBudgetUSD(t *testing.T) {
 	}
 	if _, again := d.keyLimits(t, k.ID); again.Version != after.Version {
 		t.Errorf("a bad form was written: version %d → %d", after.Version, again.Version)
+	}
+}
+
+// TestDashKeyBudgetsAndSpend: the /keys list and the overview's key rows show
+// each key's spend today and this month, "of" its money budgets when it has
+// them (en and pt-BR), from the request log's spend.
+func TestDashKeyBudgetsAndSpend(t *testing.T) {
+	t.Parallel()
+	d := newDash(t)
+	a := d.createKey(t, "team-a", `{"budgetUsdDaily":5,"budgetUsdMonthly":100}`)
+	b := d.createKey(t, "team-b", `{}`)
+	conn := "33333333-3333-4333-8333-333333333333"
+	now := time.Now().UTC()
+	row := func(key string, at time.Time, cost int64) store.RequestRow {
+		return store.RequestRow{StartedAt: at, KeyID: key, ConnectionID: conn, UpstreamModel: "glm-5", Route: "chat",
+			Status: 200, Attempts: 1, TTFTMs: -1, CostMicros: cost}
+	}
+	rows := []store.RequestRow{row(a.ID, now, 6_000), row(a.ID, now, 6_000), row(b.ID, now, 1_000)}
+	monthA := "$0.012"
+	if first := time.Date(now.Year(), now.Month(), 1, 12, 0, 0, 0, time.UTC); now.Day() > 1 {
+		rows = append(rows, row(a.ID, first, 500_000)) // earlier this month: in the month's figure only
+		monthA = "$0.512"
+	}
+	if err := d.store.WriteRequests(t.Context(), rows); err != nil {
+		t.Fatalf("WriteRequests: %v", err)
+	}
+	c := d.signIn(t, "viewer@example.com")
+	cell := func(p page, rowSel, id string) string {
+		return strings.TrimSpace(p.doc.Find(rowSel).Find(`[data-testid="` + id + `"]`).Text())
+	}
+	for _, tc := range []struct{ lang, of string }{{"en", "of"}, {"pt-BR", "de"}} {
+		keys := d.get(t, c, "/keys?lang="+tc.lang).want(t, http.StatusOK)
+		got := []string{
+			cell(keys, `tr[data-client="`+a.ID+`"]`, "key-spend-today"), cell(keys, `tr[data-client="`+a.ID+`"]`, "key-spend-month"),
+			cell(keys, `tr[data-client="`+b.ID+`"]`, "key-spend-today"), cell(keys, `tr[data-client="`+b.ID+`"]`, "key-spend-month"),
+		}
+		want := []string{"$0.012 " + tc.of + " $5", monthA + " " + tc.of + " $100", "$0.001", "$0.001"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: /keys spend cells (-want +got):\n%s", tc.lang, diff)
+		}
+		ov := d.get(t, c, "/").want(t, http.StatusOK)
+		got = []string{
+			cell(ov, `tr[data-key="`+a.ID+`"]`, "key-spend"), cell(ov, `tr[data-key="`+a.ID+`"]`, "key-spend-month"),
+			cell(ov, `tr[data-key="`+b.ID+`"]`, "key-spend"), cell(ov, `tr[data-key="`+b.ID+`"]`, "key-spend-month"),
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: overview key rows' spend (-want +got):\n%s", tc.lang, diff)
+		}
 	}
 }

@@ -52,6 +52,10 @@ func (s *Server) keyItems(r *http.Request, kind keyKind) ([]web.KeyItem, error) 
 	if err != nil {
 		return nil, err
 	}
+	spend, err := s.store.ClientKeysSpend(r.Context(), s.now())
+	if err != nil {
+		return nil, err
+	}
 	load := live.ClientsByID(s.liveSnapshot().Clients)
 	for _, k := range keys {
 		lim, _ := limits.NormalizeClientKeyLimits(k.Limits)
@@ -63,7 +67,8 @@ func (s *Server) keyItems(r *http.Request, kind keyKind) ([]web.KeyItem, error) 
 		}
 		items = append(items, web.KeyItem{ID: k.ID, Name: k.Name, Preview: k.Preview,
 			CreatedAt: k.CreatedAt, LastUsedAt: derefTime(k.LastUsedAt),
-			Enabled: k.Enabled, Limits: lim, Live: l})
+			Enabled: k.Enabled, Limits: lim, Live: l,
+			SpentTodayMicros: spend[k.ID].TodayMicros, SpentMonthMicros: spend[k.ID].MonthMicros})
 	}
 	return items, nil
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/web"
 )
 
@@ -59,12 +60,18 @@ func (s *Server) readTraffic(ctx context.Context, now time.Time) (web.Traffic, e
 	if err != nil {
 		return web.Traffic{}, err
 	}
-	in := web.TrafficInput{Now: now, KeyNames: make(map[string]string, len(keys))}
+	spend, err := s.store.ClientKeysSpend(ctx, now)
+	if err != nil {
+		return web.Traffic{}, err
+	}
+	in := web.TrafficInput{Now: now, KeyNames: make(map[string]string, len(keys)), KeyBudgets: make(map[string]web.KeyBudget, len(keys))}
 	for _, c := range conns {
 		in.ConnectionIDs = append(in.ConnectionIDs, c.ID)
 	}
 	for _, k := range keys {
 		in.KeyNames[k.ID] = k.Name
+		lim, _ := limits.NormalizeClientKeyLimits(k.Limits)
+		in.KeyBudgets[k.ID] = web.KeyBudget{Daily: lim.BudgetUSDDaily, Monthly: lim.BudgetUSDMonthly, SpentMonthMicros: spend[k.ID].MonthMicros}
 	}
 	for _, r := range recent {
 		in.Recent = append(in.Recent, web.TrafficCount{ConnectionID: r.ConnectionID, KeyID: r.KeyID,

@@ -188,6 +188,24 @@ func TestRequestLogWritesListsAndAggregates(t *testing.T) {
 	if got, _ := s.ClientKeySpend(t.Context(), keyA, nextMonth); got != (store.Spend{}) {
 		t.Errorf("spend in the next month = %+v, want none", got)
 	}
+	// Every key's in one query: today's and the month's; the next day keeps the month's.
+	tomorrow := base.AddDate(0, 0, 1)
+	wantTomorrow := map[string]store.Spend{keyA: {MonthMicros: 120000}}
+	if tomorrow.Month() != base.Month() {
+		wantTomorrow = map[string]store.Spend{}
+	}
+	for _, tc := range []struct {
+		at   time.Time
+		want map[string]store.Spend
+	}{{base, map[string]store.Spend{keyA: {TodayMicros: 120000, MonthMicros: 120000}}}, {tomorrow, wantTomorrow}, {nextMonth, map[string]store.Spend{}}} {
+		got, err := s.ClientKeysSpend(t.Context(), tc.at)
+		if err != nil {
+			t.Fatalf("ClientKeysSpend: %v", err)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("ClientKeysSpend(%v) (-want +got):\n%s", tc.at, diff)
+		}
+	}
 }
 
 // TestRequestLogRetention moves a fake clock through the days: partitions are made

@@ -82,3 +82,29 @@ func (s *Store) ClientKeySpend(ctx context.Context, id string, now time.Time) (S
 	}
 	return sp, nil
 }
+
+const clientKeysSpendSQL = `
+SELECT client_key_id::text, coalesce(sum(cost_micros) FILTER (WHERE day = $1), 0)::bigint, sum(cost_micros)::bigint
+FROM spend_daily WHERE day >= $2 AND day <= $1 GROUP BY client_key_id`
+
+// ClientKeysSpend returns every key's spend on now's UTC day and in its UTC month
+// (as ClientKeySpend), by key id, in one query; a key that spent nothing this
+// month is absent.
+func (s *Store) ClientKeysSpend(ctx context.Context, now time.Time) (map[string]Spend, error) {
+	day := utcDay(now)
+	month := time.Date(day.Year(), day.Month(), 1, 0, 0, 0, 0, time.UTC)
+	rows, _ := s.db.Query(ctx, clientKeysSpendSQL, day, month)
+	out := map[string]Spend{}
+	var (
+		id string
+		sp Spend
+	)
+	_, err := pgx.ForEachRow(rows, []any{&id, &sp.TodayMicros, &sp.MonthMicros}, func() error {
+		out[id] = sp
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: client keys spend: %w", translate(err))
+	}
+	return out, nil
+}

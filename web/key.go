@@ -25,6 +25,18 @@ type KeyItem struct {
 	Enabled bool
 	Limits  limits.ClientKeyLimits
 	Live    live.Client
+	// SpentTodayMicros and SpentMonthMicros are what the key spent on the
+	// current UTC day and month (the request log's spend), in micro-dollars.
+	SpentTodayMicros, SpentMonthMicros int64
+}
+
+// spendOf is spent micro-dollars in dollars, "of" the money budget when one is
+// set ("$0.42 of $5").
+func spendOf(page Page, spent int64, budget *limits.Micros) string {
+	if budget == nil || *budget <= 0 {
+		return usd(spent)
+	}
+	return page.L.T("spend.ofBudget", usd(spent), usd(int64(*budget)))
 }
 
 // CreatedSecret is a secret just created, shown once on the page after creation.

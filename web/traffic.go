@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/a-h/templ"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 )
 
 // TrafficCount is one (connection, key, status, code) of the request log over the
@@ -53,6 +55,14 @@ type TrafficLine struct {
 type KeyTraffic struct {
 	ID, Name string
 	TrafficLine
+	Budget KeyBudget
+}
+
+// KeyBudget is a client key's money budgets (nil: none) and what it spent this
+// UTC month.
+type KeyBudget struct {
+	Daily, Monthly   *limits.Micros
+	SpentMonthMicros int64
 }
 
 // Traffic is the overview's view of the request log: the last minute and today.
@@ -75,6 +85,8 @@ type TrafficInput struct {
 	Today  []DayTotal
 	// KeyNames names the client keys by id; a key missing from it is shown by id.
 	KeyNames map[string]string
+	// KeyBudgets are the keys' money budgets and month's spend, by id.
+	KeyBudgets map[string]KeyBudget
 	// ConnectionIDs are the stored connections: each gets a line, traffic or not.
 	ConnectionIDs []string
 }
@@ -125,7 +137,7 @@ func BuildTraffic(in TrafficInput) Traffic {
 		if name == "" {
 			name = id
 		}
-		t.Keys = append(t.Keys, KeyTraffic{ID: id, Name: name, TrafficLine: *l})
+		t.Keys = append(t.Keys, KeyTraffic{ID: id, Name: name, TrafficLine: *l, Budget: in.KeyBudgets[id]})
 	}
 	slices.SortFunc(t.Keys, func(a, b KeyTraffic) int {
 		return cmp.Or(cmp.Compare(b.PerMinute, a.PerMinute), cmp.Compare(b.TokensToday, a.TokensToday), cmp.Compare(a.Name, b.Name))
