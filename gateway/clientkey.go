@@ -205,19 +205,39 @@ func (x *exchange) request(t *target) admission.Request {
 	return req
 }
 
-// keyBlocked is the 429 for a key whose tpm window or tpd budget is spent
-// (no failover: the limit is the client's), or nil.
+// keyBlocked is the 429 for a key whose tpm window or tpd budget is spent,
+// or whose money budget has too little left for the request's estimated
+// cost at the lowest price among its targets (no failover: the limit is the
+// client's), or nil. It runs before the request queues: a spent key is
+// answered at once, not after a wait for a permit it could not use.
 func (x *exchange) keyBlocked() *apiError {
 	ks := x.key
-	if !ks.lim.Budgeted() {
-		return nil
-	}
 	now := x.g.now()
-	b, blocked := x.g.limiter.Blocked(x.r.Context(), ks.storeID, &ks.lim, &ks.carry.rate, now)
-	if !blocked {
-		return nil
+	if ks.lim.Budgeted() {
+		if b, blocked := x.g.limiter.Blocked(x.r.Context(), ks.storeID, &ks.lim, &ks.carry.rate, now); blocked {
+			return x.errKeyBudget(b, 0, now)
+		}
 	}
-	return x.errKeyBudget(b, 0, now)
+	if ks.lim.Spends() {
+		cost := x.cheapestCost()
+		if b, blocked := ks.carry.rate.SpendBlocked(&ks.lim, cost, now); blocked {
+			return x.errKeyBudget(b, cost, now)
+		}
+	}
+	return nil
+}
+
+// cheapestCost is x's estimate's cost (micro-dollars) at the lowest price
+// among its targets; 0 without targets or prices.
+func (x *exchange) cheapestCost() int64 {
+	in, out := x.estimateParts()
+	cost := int64(-1)
+	for _, t := range x.targets {
+		if c := ratelimit.EstimateCost(t.rate, in, out); cost < 0 || c < cost {
+			cost = c
+		}
+	}
+	return max(cost, 0)
 }
 
 // keyTurn waits for the key's rpm dispatch turn while x holds its permit,

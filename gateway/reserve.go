@@ -111,6 +111,7 @@ func (x *exchange) errKeyBudget(b ratelimit.Block, est int64, now time.Time) *ap
 		what, budget = "tokens per day (tpd)", live.BudgetTPD
 	}
 	x.g.metrics.RateRejected(budget)
+	x.key.metrics.BudgetRejected(budget)
 	msg := "client key " + strconv.Quote(x.key.name) + " is out of its " + what + " budget (gate " + b.Gate + ")"
 	if est > 0 {
 		msg = "client key " + strconv.Quote(x.key.name) + " has too little of its " + what + " budget (gate " + b.Gate +
@@ -124,6 +125,8 @@ func (x *exchange) errKeyBudget(b ratelimit.Block, est int64, now time.Time) *ap
 // has too little left for a request estimated to cost est micro-dollars:
 // gate key-budget:<id>, Retry-After until the UTC day or month ends.
 func (x *exchange) errKeySpend(b ratelimit.Block, est int64, now time.Time) *apiError {
+	x.g.metrics.RateRejected(b.Limit)
+	x.key.metrics.BudgetRejected(b.Limit)
 	msg := "client key " + strconv.Quote(x.key.name) + " has too little of its USD budget (gate " + b.Gate +
 		") left for this request's estimated cost of $" + limits.Micros(est).String() +
 		" (input bytes ÷ 4 at the input price + the output bound at the output price)"

@@ -44,7 +44,7 @@ func TestNewRequestUUIDIsV7OfItsTime(t *testing.T) {
 	if got, ok := uuidV7Time(id); !ok || !got.Equal(at.Truncate(time.Millisecond)) {
 		t.Fatalf("uuidV7Time(%s) = %v, %v; want %v", id, got, ok, at.Truncate(time.Millisecond))
 	}
-	if newRequestUUID(at) == newRequestUUID(at) {
+	if a, b := newRequestUUID(at), newRequestUUID(at); a == b {
 		t.Fatal("two ids of one millisecond are equal")
 	}
 }

@@ -33,11 +33,16 @@ func budgetBody(model string) string {
 
 // budgetPost sends body through p with the bootstrap client key.
 func budgetPost(ctx context.Context, p *proc, body string) (chatReply, error) {
+	return budgetPostAs(ctx, p, e2eClientKey, body)
+}
+
+// budgetPostAs sends body through p with the client key secret.
+func budgetPostAs(ctx context.Context, p *proc, secret, body string) (chatReply, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+p.addr+"/v1/chat/completions", strings.NewReader(body))
 	if err != nil {
 		return chatReply{}, err
 	}
-	req.Header.Set("Authorization", "Bearer "+e2eClientKey)
+	req.Header.Set("Authorization", "Bearer "+secret)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

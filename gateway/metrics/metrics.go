@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
@@ -28,6 +29,7 @@ type Set struct {
 	Overhead         prometheus.Histogram
 	rateRejections   *prometheus.CounterVec
 	rateRejectBy     map[string]prometheus.Counter // by budget name, bound in advance
+	budgetRejections *prometheus.CounterVec
 	ClientRequests   *prometheus.CounterVec
 	ClientTokens     *prometheus.CounterVec
 	clientSpend      *prometheus.CounterVec
@@ -44,6 +46,7 @@ type Client struct {
 	ok       prometheus.Counter // status 200, bound in advance
 	in, out  prometheus.Counter
 	usd      prometheus.Counter // spend in dollars
+	budgets  *prometheus.CounterVec
 	mu       sync.RWMutex
 	byStatus map[int]prometheus.Counter
 }
@@ -73,6 +76,13 @@ func (c *Client) Spend(micros int64) {
 	}
 }
 
+// BudgetRejected counts one 429 of the key for its budget (tpm, tpd,
+// budgetUsdDaily or budgetUsdMonthly): gatehouse_budget_rejections_total.
+// Rejections are the rare path: the series is looked up, not bound.
+func (c *Client) BudgetRejected(budget string) {
+	c.budgets.WithLabelValues(c.name, budget).Inc()
+}
+
 // Tokens counts the input and output tokens an upstream reported for the key.
 func (c *Client) Tokens(in, out int64) {
 	if in > 0 {
@@ -93,7 +103,7 @@ func (m *Set) Client(name string) *Client {
 			ok:  m.ClientRequests.WithLabelValues(name, "200"),
 			in:  m.ClientTokens.WithLabelValues(name, "input"),
 			out: m.ClientTokens.WithLabelValues(name, "output"),
-			usd: m.clientSpend.WithLabelValues(name)}
+			usd: m.clientSpend.WithLabelValues(name), budgets: m.budgetRejections}
 		m.clients[name] = c
 	}
 	return c
@@ -164,8 +174,12 @@ func New() *Set {
 		}),
 		rateRejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gatehouse_ratelimit_rejections_total",
-			Help: "Requests answered 429 RATE_LIMIT_* by the gateway's own rate limits, by limit (rpm, rpd, tpm, tpd).",
+			Help: "Requests answered 429 RATE_LIMIT_* or BUDGET_EXCEEDED by the gateway's own limits, by limit (rpm, rpd, tpm, tpd, budgetUsdDaily, budgetUsdMonthly).",
 		}, []string{"limit"}),
+		budgetRejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatehouse_budget_rejections_total",
+			Help: "Requests of a client key (by name) answered 429 for one of its budgets (tpm, tpd, budgetUsdDaily, budgetUsdMonthly).",
+		}, []string{"client", "budget"}),
 		ClientRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gatehouse_client_requests_total",
 			Help: "Requests answered per client key (by name) and HTTP status.",
@@ -181,8 +195,8 @@ func New() *Set {
 		targets: make(map[[2]string]*Target),
 		clients: make(map[string]*Client),
 	}
-	m.rateRejectBy = make(map[string]prometheus.Counter, 4)
-	for _, b := range BudgetNames {
+	m.rateRejectBy = make(map[string]prometheus.Counter, len(BudgetNames)+len(SpendLimits))
+	for _, b := range append(BudgetNames[:], SpendLimits[:]...) {
 		m.rateRejectBy[b] = m.rateRejections.WithLabelValues(b)
 	}
 	m.RejectQueueFull.Add(0)
@@ -191,7 +205,8 @@ func New() *Set {
 	return m
 }
 
-// RateRejected counts one RATE_LIMIT_* answer for the named budget.
+// RateRejected counts one RATE_LIMIT_* or BUDGET_EXCEEDED answer for the
+// named budget (BudgetNames, SpendLimits).
 func (m *Set) RateRejected(budget string) {
 	if c := m.rateRejectBy[budget]; c != nil {
 		c.Inc()
@@ -200,6 +215,9 @@ func (m *Set) RateRejected(budget string) {
 
 // BudgetNames are the rate-limit windows in a fixed order.
 var BudgetNames = [...]string{live.BudgetRPM, live.BudgetRPD, live.BudgetTPM, live.BudgetTPD}
+
+// SpendLimits are a key's money budgets, by their limit's name.
+var SpendLimits = [...]string{limits.KeyBudgetUSDDaily, limits.KeyBudgetUSDMonthly}
 
 // Target returns the pre-bound series of (connection, model), shared by
 // every snapshot that routes there.
@@ -232,5 +250,5 @@ func (m *Set) Forget(keep map[string]bool) {
 // Register adds every series to reg.
 func (m *Set) Register(reg prometheus.Registerer, gates prometheus.Collector) {
 	reg.MustRegister(m.WaitSeconds, m.rejections, m.Attempts, m.upstreamRequests,
-		m.UpstreamDuration, m.Overhead, m.rateRejections, m.ClientRequests, m.ClientTokens, m.clientSpend, gates)
+		m.UpstreamDuration, m.Overhead, m.rateRejections, m.budgetRejections, m.ClientRequests, m.ClientTokens, m.clientSpend, gates)
 }

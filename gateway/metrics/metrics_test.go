@@ -64,12 +64,33 @@ func TestRateRejectedKnownBudgetsOnly(t *testing.T) {
 	m := New()
 	reg := registered(m)
 	m.RateRejected(live.BudgetTPM)
+	m.RateRejected("budgetUsdMonthly")
 	m.RateRejected("nonsense")
 	if got := value(t, reg, "gatehouse_ratelimit_rejections_total", `limit="tpm"`); got != 1 {
 		t.Fatalf("tpm rejections = %v, want 1", got)
 	}
-	if n := count(t, reg, "gatehouse_ratelimit_rejections_total"); n != len(BudgetNames) {
-		t.Fatalf("%d rate-limit series, want the %d budgets bound in advance", n, len(BudgetNames))
+	if got := value(t, reg, "gatehouse_ratelimit_rejections_total", `limit="budgetUsdMonthly"`); got != 1 {
+		t.Fatalf("budgetUsdMonthly rejections = %v, want 1", got)
+	}
+	if n := count(t, reg, "gatehouse_ratelimit_rejections_total"); n != len(BudgetNames)+len(SpendLimits) {
+		t.Fatalf("%d rate-limit series, want the %d budgets bound in advance", n, len(BudgetNames)+len(SpendLimits))
+	}
+}
+
+// TestBudgetRejectedPerClient: gatehouse_budget_rejections_total counts a
+// key's 429s by its name and the budget.
+func TestBudgetRejectedPerClient(t *testing.T) {
+	m := New()
+	reg := registered(m)
+	c := m.Client("team-a")
+	c.BudgetRejected("budgetUsdDaily")
+	c.BudgetRejected("budgetUsdDaily")
+	m.Client("team-b").BudgetRejected(live.BudgetTPD)
+	if got := value(t, reg, "gatehouse_budget_rejections_total", `budget="budgetUsdDaily" client="team-a"`); got != 2 {
+		t.Errorf("team-a budgetUsdDaily = %v, want 2", got)
+	}
+	if got := value(t, reg, "gatehouse_budget_rejections_total", `budget="tpd" client="team-b"`); got != 1 {
+		t.Errorf("team-b tpd = %v, want 1", got)
 	}
 }
 

@@ -116,4 +116,7 @@ func (l *Limits) Spends() bool { return l.BudgetDay > 0 || l.BudgetMonth > 0 }
 type Block struct {
 	Code, Gate string
 	Until      time.Time
+	// Limit names a money budget's limit (budgetUsdDaily, budgetUsdMonthly)
+	// in a BUDGET_EXCEEDED block; "" otherwise.
+	Limit string
 }

@@ -33,7 +33,7 @@ func (d *Days) TakeTokens(ctx context.Context, b *Budget, n int64, now time.Time
 			}
 			cancel()
 			if !ok {
-				return Block{CodeTPD, l.GateTPD, midnight}, DispatchSkipped
+				return Block{Code: CodeTPD, Gate: l.GateTPD, Until: midnight}, DispatchSkipped
 			}
 			return Block{}, DispatchOK
 		}
@@ -44,7 +44,7 @@ func (d *Days) TakeTokens(ctx context.Context, b *Budget, n int64, now time.Time
 	defer r.mu.Unlock()
 	r.rolloverLocked(l, now)
 	if r.tokens+n > l.TPD {
-		return Block{CodeTPD, l.GateTPD, r.day.AddDate(0, 0, 1)}, DispatchSkipped
+		return Block{Code: CodeTPD, Gate: l.GateTPD, Until: r.day.AddDate(0, 0, 1)}, DispatchSkipped
 	}
 	r.tokens += n
 	r.reserved += n

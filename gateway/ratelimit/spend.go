@@ -76,11 +76,27 @@ func (r *State) rolloverSpendLocked(now time.Time) {
 
 // spendBlock is the rejection of a money budget p, until its period ends.
 func spendBlock(l *Limits, p SpendPeriod, now time.Time) Block {
-	until := utcDay(now).AddDate(0, 0, 1)
+	until, limit := utcDay(now).AddDate(0, 0, 1), limits.KeyBudgetUSDDaily
 	if p == SpendMonth {
-		until = utcMonth(now).AddDate(0, 1, 0)
+		until, limit = utcMonth(now).AddDate(0, 1, 0), limits.KeyBudgetUSDMonthly
 	}
-	return Block{Code: CodeBudget, Gate: l.GateBudget, Until: until}
+	return Block{Code: CodeBudget, Gate: l.GateBudget, Until: until, Limit: limit}
+}
+
+// SpendBlocked reports whether a reservation of micros would not fit l's money
+// budgets at r's spend as this process knows it (SpendNow: the store's latest
+// figures and what was counted since, reservations included), with the
+// block TakeSpend would answer. It reserves nothing: a key whose budget is
+// spent is refused before it queues, and TakeSpend still decides at dispatch.
+func (r *State) SpendBlocked(l *Limits, micros int64, now time.Time) (Block, bool) {
+	sp := r.SpendNow(now)
+	switch {
+	case l.BudgetDay > 0 && sp.Day+micros > l.BudgetDay:
+		return spendBlock(l, SpendDay, now), true
+	case l.BudgetMonth > 0 && sp.Month+micros > l.BudgetMonth:
+		return spendBlock(l, SpendMonth, now), true
+	}
+	return Block{}, false
 }
 
 // TakeSpend reserves micros of b's money budgets (b.L.Spends()), in the

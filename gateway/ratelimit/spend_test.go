@@ -201,3 +201,34 @@ func TestSpendMonthlyBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestSpendBlocked: SpendBlocked previews what TakeSpend would answer at the
+// spend this process knows, reserving nothing: $0.004 fits a day budget of
+// $0.01 at $0.006 spent, $0.005 does not (BUDGET_EXCEEDED, budgetUsdDaily,
+// until midnight); the month's budget names budgetUsdMonthly and the month's end.
+func TestSpendBlocked(t *testing.T) {
+	t.Parallel()
+	d := NewDays(slog.New(slog.DiscardHandler))
+	var r State
+	l := &Limits{BudgetDay: 10_000, BudgetMonth: 12_000, GateBudget: "key-budget:k"}
+	b := Budget{ID: "key:k", DayID: "k", L: l, R: &r}
+	var rs Reservation
+	if _, v := rs.ReserveSpend(t.Context(), Local{}, d, b, 6_000, t0); v != DispatchOK {
+		t.Fatalf("reserve: %v", v)
+	}
+	if blk, blocked := r.SpendBlocked(l, 4_000, t0); blocked {
+		t.Errorf("$0.004 at $0.006 of $0.01: blocked %+v", blk)
+	}
+	blk, blocked := r.SpendBlocked(l, 5_000, t0)
+	if !blocked || blk.Code != CodeBudget || blk.Limit != "budgetUsdDaily" || !blk.Until.Equal(utcDay(t0).AddDate(0, 0, 1)) {
+		t.Errorf("$0.005 at $0.006 of $0.01 = %+v %v, want BUDGET_EXCEEDED budgetUsdDaily until midnight", blk, blocked)
+	}
+	if r.SpendNow(t0) != (Spend{Day: 6_000, Month: 6_000}) {
+		t.Errorf("SpendBlocked changed the spend: %+v", r.SpendNow(t0))
+	}
+	next := t0.AddDate(0, 0, 1) // a new day of the same month
+	blk, blocked = r.SpendBlocked(l, 6_001, next)
+	if !blocked || blk.Limit != "budgetUsdMonthly" || !blk.Until.Equal(utcMonth(t0).AddDate(0, 1, 0)) {
+		t.Errorf("$0.006001 at $0.006 of the month's $0.012 = %+v %v, want budgetUsdMonthly until the month's end", blk, blocked)
+	}
+}

@@ -57,7 +57,7 @@ func tpmBlocked(l *Limits, used, est int64, end time.Time) (Block, bool) {
 			break
 		}
 	}
-	return Block{CodeTPM, l.GateTPM, end.Add(time.Duration(k-1) * time.Minute)}, true
+	return Block{Code: CodeTPM, Gate: l.GateTPM, Until: end.Add(time.Duration(k-1) * time.Minute)}, true
 }
 
 // dayBlockedLocked reports whether an exhausted daily budget keeps the
@@ -66,9 +66,9 @@ func (r *State) dayBlockedLocked(l *Limits) (Block, bool) {
 	midnight := r.day.AddDate(0, 0, 1)
 	switch {
 	case l.RPD > 0 && r.requests >= l.RPD:
-		return Block{CodeRPD, l.GateRPD, midnight}, true
+		return Block{Code: CodeRPD, Gate: l.GateRPD, Until: midnight}, true
 	case l.TPD > 0 && r.tokens >= l.TPD:
-		return Block{CodeTPD, l.GateTPD, midnight}, true
+		return Block{Code: CodeTPD, Gate: l.GateTPD, Until: midnight}, true
 	}
 	return Block{}, false
 }
