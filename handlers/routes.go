@@ -42,6 +42,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /connections/{id}", s.ui(uiRead, s.uiEditConnection))
 	mux.Handle("POST /connections/{id}", s.ui(uiWrite, s.uiSaveConnection))
 	mux.Handle("POST /connections/{id}/toggle", s.ui(uiWrite, s.uiToggleConnection))
+	mux.Handle("POST /connections/{id}/test", s.ui(uiWrite, s.uiTestConnection))
 	mux.Handle("GET /connections/{id}/delete", s.ui(uiWrite, s.uiConfirmDeleteConnection))
 	mux.Handle("POST /connections/{id}/delete", s.ui(uiWrite, s.uiDeleteConnection))
 	mux.Handle("GET /settings", s.ui(uiRead, s.uiSettings))

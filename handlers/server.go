@@ -41,6 +41,9 @@ type Deps struct {
 	Gateway http.Handler
 	// Gates provides live admission stats (may be nil).
 	Gates GateSource
+	// Prober sends a connection's test request (the dashboard's "Test
+	// connection"); nil answers every test with "not loaded".
+	Prober Prober
 	// Metrics serves /metrics (may be nil). On this handler it needs an API token of
 	// any role; a scraper without one uses a listener of its own (GATEHOUSE_METRICS_ADDR).
 	Metrics http.Handler

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -125,16 +126,29 @@ type connLoadView struct {
 // uiLive serves GET /live for a signed-in user. It also feeds the history.
 func (s *Server) uiLive(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	snap := s.liveSnapshot()
-	s.dash.history.observe(rq.now, snap.Gates)
+	history := s.dash.history.observe(rq.now, snap.Gates)
 	if err := s.dash.sessions.save(r, w, rq.sess); err != nil {
 		return err
 	}
 	v := liveView{GatesView: newGatesView(snap), ConnectionLoad: connectionLoads(snap.Gates)}
 	if r.URL.Query().Get("fragments") == "overview" {
-		f, err := s.trafficFragments(r.Context(), s.uiPage(r, rq), s.traffic(r.Context(), rq.now))
+		page := s.uiPage(r, rq)
+		f, err := s.renderFragments(r.Context(), web.TrafficFragments(page, s.traffic(r.Context(), rq.now)))
 		if err != nil {
 			return err
 		}
+		// The waiting keys and the waits, drawn as the page draws them, from the
+		// gateway's connections (the store's names may be newer; the next page
+		// load shows those).
+		in := web.OverviewInput{Now: rq.now, Gates: snap.Gates, History: history, Clients: snap.Clients}
+		for _, c := range snap.Connections {
+			in.Connections = append(in.Connections, web.ConnectionStatus{Connection: c, Enabled: true})
+		}
+		o, err := s.renderFragments(r.Context(), web.OverviewFragments(page, web.BuildOverview(in)))
+		if err != nil {
+			return err
+		}
+		maps.Copy(f, o)
 		v.Fragments = f
 	}
 	return writeJSON(w, http.StatusOK, v, "")

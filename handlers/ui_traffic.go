@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/a-h/templ"
+
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/web"
 )
@@ -84,12 +86,12 @@ func (s *Server) readTraffic(ctx context.Context, now time.Time) (web.Traffic, e
 	return web.BuildTraffic(in), nil
 }
 
-// trafficFragments renders the overview's request-log parts for /live, by the name
-// of the element each replaces.
-func (s *Server) trafficFragments(ctx context.Context, page web.Page, t web.Traffic) (map[string]string, error) {
-	out := map[string]string{}
+// renderFragments renders the overview's live parts for /live, by the name of the
+// element each replaces.
+func (s *Server) renderFragments(ctx context.Context, parts map[string]templ.Component) (map[string]string, error) {
+	out := make(map[string]string, len(parts))
 	var buf bytes.Buffer
-	for name, c := range web.TrafficFragments(page, t) {
+	for name, c := range parts {
 		buf.Reset()
 		if err := c.Render(ctx, &buf); err != nil {
 			return nil, err

@@ -37,11 +37,18 @@ const trafficClientKey = "traffic-client-key-0123456789"
 // (team-a, secret trafficClientKey), writing the real request log.
 type trafficDash struct {
 	*dash
-	conn store.Connection
-	key  store.ClientKey
+	conn  store.Connection
+	key   store.ClientKey
+	gw    *gateway.Gateway
+	up    *upstreamtest.Server
+	upURL string // the fake upstream's base URL, for gateway.Connection.BaseURL
 }
 
-func newTrafficDash(t *testing.T) *trafficDash {
+func newTrafficDash(t *testing.T) *trafficDash { return newTrafficDashWith(t, false) }
+
+// newTrafficDashWith is newTrafficDash; with liveGates the dashboard's live view is
+// the gateway's own (its gates, queues and waits) rather than one the test sets.
+func newTrafficDashWith(t *testing.T, liveGates bool) *trafficDash {
 	t.Helper()
 	up := upstreamtest.NewServer(upstreamtest.Options{UsageTokens: 300})
 	upSrv := httptest.NewServer(up)
@@ -50,7 +57,13 @@ func newTrafficDash(t *testing.T) *trafficDash {
 	gw := gateway.New(gateway.Options{Authenticate: func(_ context.Context, s string) (gateway.ClientKey, bool) {
 		return gateway.ClientKey{ID: key.ID, Name: key.Name, Enabled: true}, s == trafficClientKey
 	}, RequestLog: rl})
-	d := newDashWith(t, func(deps *Deps) { deps.Gateway = gw }, func(s *Server) {
+	d := newDashWith(t, func(deps *Deps) {
+		deps.Gateway = gw
+		deps.Prober = gatewayProber{gw}
+		if liveGates {
+			deps.Gates = gw
+		}
+	}, func(s *Server) {
 		rl.l = s.store.NewRequestLog(store.RequestLogOptions{})
 	})
 	l := rl.l
@@ -64,7 +77,7 @@ func newTrafficDash(t *testing.T) *trafficDash {
 		gw.Close()
 		upSrv.Close()
 	})
-	td := &trafficDash{dash: d}
+	td := &trafficDash{dash: d, gw: gw, up: up, upURL: upSrv.URL + "/v1"}
 	td.key = d.createKey(t, "team-a", `{}`)
 	key = td.key
 	td.conn = d.createConnection(t, "zai-main", `{}`)

@@ -58,7 +58,7 @@ type AuditFilter struct {
 var (
 	AuditEntities = []string{"connection", "settings", "client_key", "api_token", "user"}
 	AuditActions  = []string{"create", "update", "delete", "set_password", "set_role",
-		"sign_in", "sign_in_failed", "sign_in_throttled"}
+		"sign_in", "sign_in_failed", "sign_in_throttled", "test"}
 )
 
 // Diff operations.

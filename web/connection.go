@@ -134,6 +134,9 @@ type ConnectionForm struct {
 	// gates' load, health, the last minute's errors linked to /requests, today's
 	// volume) and refreshed by /live.
 	Live *Overview
+	// Probe, when set, is the answer to the "Test connection" button (one tiny
+	// request through the real gateway path), shown above the form.
+	Probe *ProbeView
 }
 
 func (f ConnectionForm) editing() bool { return f.ID != "" }

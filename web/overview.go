@@ -86,6 +86,10 @@ type Summary struct {
 	// false when nothing was admitted in that minute, or there is no history yet.
 	P99Wait    time.Duration
 	HasP99Wait bool
+	// WaitWindow is how far back P99Wait looks: from the history sample
+	// closest to a minute ago (the oldest, when none is that old) to now; 0
+	// without history.
+	WaitWindow time.Duration
 }
 
 // ConnectionBlock is one connection and the gates on its path below the global one,
@@ -117,6 +121,9 @@ type GateBar struct {
 	// over the history window; HasWait is false when nobody was admitted in it.
 	WaitP50, WaitP99 time.Duration
 	HasWait          bool
+	// WaitWindow is how far back WaitP50 and WaitP99 look (the oldest history
+	// sample to now); 0 when it is not known (the page then names none).
+	WaitWindow time.Duration
 	// Samples are in-flight and queued over the history window, oldest first, for the sparkline.
 	Samples []Sample
 }
@@ -180,10 +187,13 @@ func BuildOverview(in OverviewInput) Overview {
 		byKey[g.Key] = g
 	}
 	// the snapshot closest to one minute ago (or the oldest one, if younger)
-	var minuteAgo map[string]live.Gate
+	var (
+		minuteAgo   map[string]live.Gate
+		minuteAgoAt time.Time
+	)
 	for _, s := range in.History {
 		if minuteAgo == nil || !s.At.After(now.Add(-time.Minute)) {
-			minuteAgo = indexGates(s.Gates)
+			minuteAgo, minuteAgoAt = indexGates(s.Gates), s.At
 		}
 	}
 	history := make([]map[string]live.Gate, 0, len(in.History)+1)
@@ -202,6 +212,7 @@ func BuildOverview(in OverviewInput) Overview {
 			waits := g.Waits.Since(&oldest.Waits)
 			b.WaitP50, b.HasWait = waits.Quantile(0.5)
 			b.WaitP99, _ = waits.Quantile(0.99)
+			b.WaitWindow = max(0, now.Sub(in.History[0].At))
 		}
 		for _, h := range history {
 			s := h[g.Key]
@@ -234,6 +245,9 @@ func BuildOverview(in OverviewInput) Overview {
 		}
 	}
 	out.Summary.P99Wait, out.Summary.HasP99Wait = lastMinute.Quantile(0.99)
+	if minuteAgo != nil {
+		out.Summary.WaitWindow = max(0, now.Sub(minuteAgoAt))
+	}
 
 	for _, g := range in.Gates {
 		if g.Level == live.LevelGlobal && g.Cap > 0 {

@@ -2,10 +2,13 @@ package web
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/a-h/templ"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
@@ -166,4 +169,38 @@ func (v Overview) summaryKeys() (inFlight, queued string) {
 		return "overview.inFlightCluster", "overview.queuedCluster"
 	}
 	return "overview.inFlight", "overview.queued"
+}
+
+// windowText names the time window a number covers: "over the last minute"
+// when it is about one (55 s to 89 s), else "over the last 45 s" or "over the
+// last 10 min" (whole seconds below 3 min, whole minutes from there).
+func windowText(l *Localizer, d time.Duration) string {
+	switch s := int(math.Round(d.Seconds())); {
+	case s >= 55 && s < 90:
+		return l.T("overview.windowMinute")
+	case s < 180:
+		return l.T("overview.window", strconv.Itoa(max(s, 1))+" s")
+	default:
+		return l.T("overview.window", strconv.Itoa(int(math.Round(d.Minutes())))+" min")
+	}
+}
+
+// OverviewFragments are the overview's live parts that /live redraws on the
+// server (as TrafficFragments for the request log's): the summary's p99 wait,
+// each block's waiting keys and each connection gate's wait percentiles, by the
+// name of the element (data-live-fragment) whose content each replaces.
+func OverviewFragments(p Page, v Overview) map[string]templ.Component {
+	m := map[string]templ.Component{
+		"sum-p99":        summaryP99(p, v.Summary),
+		"waiting-global": waitingKeysBlock(p, v.GlobalWaiting, v.GlobalWaitingByPriority, p.L.T("gate.global")),
+	}
+	for _, c := range v.Connections {
+		m["waiting-"+c.ID] = waitingKeysBlock(p, c.Waiting, c.WaitingByPriority, c.bottleneckName(p))
+		for _, g := range c.Gates {
+			if g.Level == live.LevelConnection {
+				m["wait-"+g.Key] = gateWait(p, g)
+			}
+		}
+	}
+	return m
 }

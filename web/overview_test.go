@@ -1,9 +1,13 @@
 package web
 
 import (
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
@@ -48,7 +52,8 @@ func TestBuildOverview(t *testing.T) {
 
 	// the last minute (mid → cur) admitted 5 through c1, all in (1.024 s, 2.048 s]:
 	// rank 4.95 of 5 is 1.024 s + 1.024 s × 4.95/5
-	wantSummary := Summary{InFlight: 4, Queued: 7, RejectedLastMinute: 3, P99Wait: 2037760 * time.Microsecond, HasP99Wait: true}
+	wantSummary := Summary{InFlight: 4, Queued: 7, RejectedLastMinute: 3, P99Wait: 2037760 * time.Microsecond, HasP99Wait: true,
+		WaitWindow: time.Minute}
 	if diff := cmp.Diff(wantSummary, ov.Summary, approxDuration()); diff != "" {
 		t.Errorf("summary mismatch (-want +got):\n%s", diff)
 	}
@@ -135,6 +140,9 @@ func TestBuildOverview(t *testing.T) {
 	conn := ov.Connections[0].Gates[1]
 	if !conn.HasWait || conn.WaitP50 != 512*time.Millisecond || !near(conn.WaitP99, 2027520*time.Microsecond) {
 		t.Errorf("wait p50 %v p99 %v (%v), want 512ms and 2.02752s", conn.WaitP50, conn.WaitP99, conn.HasWait)
+	}
+	if conn.WaitWindow != 90*time.Second {
+		t.Errorf("wait window %v, want 90s (the oldest sample to now)", conn.WaitWindow)
 	}
 }
 
@@ -328,5 +336,77 @@ func TestWaitText(t *testing.T) {
 				t.Errorf("waitText(%v) = %q, want %q", tt.d, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestWindowText(t *testing.T) {
+	t.Parallel()
+	en, pt := NewLocalizer("en"), NewLocalizer("pt-BR")
+	tests := []struct {
+		l    *Localizer
+		d    time.Duration
+		want string
+	}{
+		{l: en, d: 0, want: "over the last 1 s"},
+		{l: en, d: 12 * time.Second, want: "over the last 12 s"},
+		{l: en, d: 65 * time.Second, want: "over the last minute"},
+		{l: pt, d: 60 * time.Second, want: "no último minuto"},
+		{l: en, d: 90 * time.Second, want: "over the last 90 s"},
+		{l: en, d: 10*time.Minute + 4*time.Second, want: "over the last 10 min"},
+		{l: pt, d: 5 * time.Minute, want: "nos últimos 5 min"},
+	}
+	for _, tt := range tests {
+		if got := windowText(tt.l, tt.d); got != tt.want {
+			t.Errorf("windowText(%s, %v) = %q, want %q", tt.l.Tag(), tt.d, got, tt.want)
+		}
+	}
+}
+
+// TestOverviewFragments: /live redraws the summary's p99, each block's waiting keys
+// and each connection gate's waits as the page draws them, each with its window.
+func TestOverviewFragments(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var before, after live.WaitHistogram
+	after.Observe(1500 * time.Millisecond)
+	gate := func(queued int, w live.WaitHistogram, by map[string]int) live.Gate {
+		return live.Gate{Key: "connection:c1", Level: live.LevelConnection, ConnectionID: "c1", Cap: 1, InFlight: 1,
+			Queued: queued, QueuedByClient: by, Waits: w}
+	}
+	in := OverviewInput{
+		Now:         now,
+		Gates:       []live.Gate{gate(3, after, map[string]int{"ka": 3})},
+		History:     []GateSnapshot{{At: now.Add(-61 * time.Second), Gates: []live.Gate{gate(12, before, nil)}}},
+		Connections: []ConnectionStatus{{Connection: live.Connection{ID: "c1", Name: "zai-main", Provider: "zai"}, Enabled: true}},
+		Clients:     []live.Client{{ID: "ka", Name: "demo", Weight: 1}},
+	}
+	frags := OverviewFragments(testPage("en", RoleViewer), BuildOverview(in))
+	html := func(name string) string {
+		t.Helper()
+		c, ok := frags[name]
+		if !ok {
+			t.Fatalf("no fragment %q among %v", name, slices.Sorted(maps.Keys(frags)))
+		}
+		var b strings.Builder
+		if err := c.Render(t.Context(), &b); err != nil {
+			t.Fatal(err)
+		}
+		doc, err := goquery.NewDocumentFromReader(strings.NewReader(b.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(strings.Fields(doc.Text()), " ")
+	}
+	if got, want := html("sum-p99"), "· p99 wait 2.0 s over the last minute"; got != want {
+		t.Errorf("sum-p99 %q, want %q", got, want)
+	}
+	if got, want := html("waiting-c1"), "Waiting at connection: demo requests 100% share · 3 queued · weight 1"; got != want {
+		t.Errorf("waiting-c1 %q, want %q", got, want)
+	}
+	if got, want := html("wait-connection:c1"), "wait p50 1.5 s p99 2.0 s over the last minute"; got != want {
+		t.Errorf("wait-connection:c1 %q, want %q", got, want)
+	}
+	if got := html("waiting-global"); got != "" {
+		t.Errorf("waiting-global %q, want nothing (no global gate)", got)
 	}
 }

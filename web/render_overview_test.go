@@ -43,7 +43,7 @@ func TestOverviewPage(t *testing.T) {
 		t.Errorf("data-live-url = %q", got)
 	}
 	summary := text(byTestID(t, doc, "summary"))
-	if want := "Right now 3 in flight · 6 queued · 0 rejected in the last minute · 0 errors in the last minute · p99 wait 1.8 s"; summary != want {
+	if want := "Right now 3 in flight · 6 queued · 0 rejected in the last minute · 0 errors in the last minute · p99 wait 1.8 s over the last minute"; summary != want {
 		t.Errorf("summary = %q, want %q", summary, want)
 	}
 	tests := []struct {
@@ -88,8 +88,8 @@ func TestOverviewPage(t *testing.T) {
 	}
 	// the connection gate carries its wait percentiles, as UX.md draws them; a gate
 	// with no admission in the window, and the model gates, carry none
-	if got := text(byTestID(t, doc, "gate-connection:c1").Find(`[data-testid="wait"]`)); got != "wait p50 0.4 s p99 1.8 s" {
-		t.Errorf("connection:c1 wait = %q, want %q", got, "wait p50 0.4 s p99 1.8 s")
+	if got := text(byTestID(t, doc, "gate-connection:c1").Find(`[data-testid="wait"]`)); got != "wait p50 0.4 s p99 1.8 s over the last minute" {
+		t.Errorf("connection:c1 wait = %q, want %q", got, "wait p50 0.4 s p99 1.8 s over the last minute")
 	}
 	for _, key := range []string{"connection:c2", "model:c1:glm-5", "global"} {
 		if n := byTestID(t, doc, "gate-"+key).Find(`[data-testid="wait"]`).Length(); n != 0 {

@@ -111,8 +111,8 @@ func TestPortugueseRendering(t *testing.T) {
 	if got := text(byTestID(t, doc, "summary")); !strings.Contains(got, "em andamento") || !strings.Contains(got, "1,8 s") {
 		t.Errorf("summary = %q, want Portuguese words and decimal comma", got)
 	}
-	if got := text(byTestID(t, doc, "gate-connection:c1").Find(`[data-testid="wait"]`)); got != "espera p50 0,4 s p99 1,8 s" {
-		t.Errorf("connection wait = %q, want %q", got, "espera p50 0,4 s p99 1,8 s")
+	if got := text(byTestID(t, doc, "gate-connection:c1").Find(`[data-testid="wait"]`)); got != "espera p50 0,4 s p99 1,8 s no último minuto" {
+		t.Errorf("connection wait = %q, want %q", got, "espera p50 0,4 s p99 1,8 s no último minuto")
 	}
 	form := render(t, ConnectionFormPage(testPage("pt-BR", RoleAdmin), formWithErrors()))
 	if got := text(byTestID(t, form, "save")); got != "Salvar alterações" {
