@@ -224,6 +224,11 @@ func (s *Server) connectionForm(ctx context.Context, rq *uiRequest, cur *store.C
 		ExecutionMaxWaitMs: eff.Fallback(limits.KeyExecutionMaxWaitMs).Value,
 		MaxQueueDepth:      eff.Fallback(limits.KeyMaxQueueDepth).Value,
 	}
+	if cur != nil {
+		for _, m := range cur.Models {
+			f.ModelPrices = append(f.ModelPrices, web.ModelPrice{Model: m, Rate: settings.Prices.Lookup(cur.Provider, m)})
+		}
+	}
 	return f, nil
 }
 

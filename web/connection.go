@@ -3,6 +3,8 @@ package web
 import (
 	"net/url"
 	"strconv"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 )
 
 // ConnectionRow is one line of the connections list.
@@ -137,6 +139,15 @@ type ConnectionForm struct {
 	// Probe, when set, is the answer to the "Test connection" button (one tiny
 	// request through the real gateway path), shown above the form.
 	Probe *ProbeView
+	// ModelPrices are the stored models' prices from the settings (Found false:
+	// the model has no price), shown under the models.
+	ModelPrices []ModelPrice
+}
+
+// ModelPrice is one model of a connection and its price (limits.Prices.Lookup).
+type ModelPrice struct {
+	Model string
+	Rate  limits.Rate
 }
 
 func (f ConnectionForm) editing() bool { return f.ID != "" }

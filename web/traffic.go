@@ -210,3 +210,14 @@ func TrafficFragments(p Page, t Traffic) map[string]templ.Component {
 	}
 	return m
 }
+
+// errorsWords is "errors in the last minute" after a count, with the colon that
+// introduces the list of codes when there is one ("… minute: 3 × 404 …", no space
+// before the colon).
+func errorsWords(p Page, l TrafficLine) string {
+	w := p.L.Words("traffic.errorsLastMinute", l.ErrorTotal)
+	if len(l.Errors) > 0 {
+		w += ":"
+	}
+	return w
+}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -46,5 +47,25 @@ func TestBuildTraffic(t *testing.T) {
 	}
 	if u := got.errorsURL(CodeCount{Status: 404, Code: "MODEL_NOT_FOUND"}, "key", "k1"); u != "/requests?code=MODEL_NOT_FOUND&key=k1&since=2026-03-01T11%3A59%3A00Z&status=404" {
 		t.Errorf("errorsURL = %q", u)
+	}
+}
+
+// TestTrafficErrorsColon: the errors of the last minute introduce their codes with a
+// colon right after the words ("minute: 3 × 401 …", no space before it), in the
+// summary and on a connection, in English and Portuguese.
+func TestTrafficErrorsColon(t *testing.T) {
+	t.Parallel()
+	tr := BuildTraffic(TrafficInput{Now: testNow, ConnectionIDs: []string{"c1"},
+		Recent: []TrafficCount{{ConnectionID: "c1", Status: 401, Code: "INVALID_API_KEY", Requests: 3}}})
+	for _, tt := range []struct{ lang, part, want string }{
+		{"en", "sum-errors", "3 errors in the last minute: 3 × 401"},
+		{"en", "conn-c1", "3 errors in the last minute: 3 × 401"},
+		{"pt-BR", "sum-errors", "erros no último minuto: 3 × 401"},
+	} {
+		doc := render(t, TrafficFragments(testPage(tt.lang, RoleViewer), tr)[tt.part])
+		got := strings.Join(strings.Fields(doc.Text()), " ")
+		if !strings.Contains(got, tt.want) || strings.Contains(got, " :") {
+			t.Errorf("%s %s = %q, want it to hold %q and no space before a colon", tt.lang, tt.part, got, tt.want)
+		}
 	}
 }
