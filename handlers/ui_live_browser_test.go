@@ -115,6 +115,10 @@ func TestOverviewQueueLiveInBrowser(t *testing.T) {
 	if changed["p99"] == "" || changed["connP99"] == "" {
 		t.Errorf("p99 after the queued request was admitted: %v (before %v)", changed, before)
 	}
+	// The waits and their windows fit the page: it is no wider than the window.
+	if w := value(t, tab, "page width", chromedp.Evaluate[[]float64](`[document.documentElement.scrollWidth, innerWidth]`)); w[0] > w[1] {
+		t.Errorf("the overview is %v px wide in a %v px window", w[0], w[1])
+	}
 }
 
 // jsString quotes s as a JavaScript string literal.
