@@ -187,10 +187,11 @@ func TestContextCancelledWhileQueuedLeavesQueue(t *testing.T) {
 	c := e.conn("c1", "k1", "glm-5")
 	c.Overrides = caps(0, map[string]int{"glm-5": 1}, 60000)
 	e.gw.Apply(Config{Connections: []Connection{c}})
-	cancel, first, queued := e.holdAndQueue(t)
+	cancel, release, first, queued := e.holdAndQueue(t)
 	cancel()
-	waitFor(t, time.Second, "queue empty after cancel", func() bool { return e.gate("model:c1:glm-5").Queued == 0 })
+	waitFor(t, 10*time.Second, "queue empty after cancel", func() bool { return e.gate("model:c1:glm-5").Queued == 0 })
 	<-queued
+	release()
 	<-first
 	if got := e.up.Requests("k1", "glm-5"); got != 1 {
 		t.Errorf("upstream got %d requests, want 1 (the cancelled one never dispatched)", got)
@@ -198,17 +199,24 @@ func TestContextCancelledWhileQueuedLeavesQueue(t *testing.T) {
 }
 
 // holdAndQueue sends a glm-5 request that takes the only slot of model:c1:glm-5 and,
-// once it is in flight, a second one that queues behind it. cancel makes the queued
+// once it is in flight, a second one that queues behind it. The upstream holds every
+// request of k1 until release is called, so the first cannot end (and let the second
+// in) before the caller says so, however slow the machine. cancel makes the queued
 // request's client leave; first and queued close when each request has ended.
-func (e *env) holdAndQueue(t *testing.T) (cancel context.CancelFunc, first, queued <-chan struct{}) {
+func (e *env) holdAndQueue(t *testing.T) (cancel context.CancelFunc, release func(), first, queued <-chan struct{}) {
 	t.Helper()
+	hold := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(hold) }) }
+	t.Cleanup(release)
+	e.mustBehave("k1", upstreamtest.Behavior{Hold: hold})
 	ctx := testCtx(t)
 	firstDone := make(chan struct{})
 	go func() {
 		defer close(firstDone)
 		e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false))
 	}()
-	waitFor(t, 2*time.Second, "first in flight", func() bool { return e.gate("model:c1:glm-5").InFlight == 1 })
+	waitFor(t, 10*time.Second, "first in flight", func() bool { return e.gate("model:c1:glm-5").InFlight == 1 })
 	qctx, cancel := context.WithCancel(ctx)
 	queuedDone := make(chan struct{})
 	go func() {
@@ -219,8 +227,8 @@ func (e *env) holdAndQueue(t *testing.T) (cancel context.CancelFunc, first, queu
 			resp.Body.Close()
 		}
 	}()
-	waitFor(t, 2*time.Second, "second queued", func() bool { return e.gate("model:c1:glm-5").Queued == 1 })
-	return cancel, firstDone, queuedDone
+	waitFor(t, 10*time.Second, "second queued", func() bool { return e.gate("model:c1:glm-5").Queued == 1 })
+	return cancel, release, firstDone, queuedDone
 }
 
 func TestEqualPrioritiesShareLoad(t *testing.T) {

@@ -176,9 +176,16 @@ func chatBodyMax(model string, maxTokens int) string {
 	return `{"model":"` + model + `","messages":[{"role":"user","content":"hi"}],"max_tokens":` + strconv.Itoa(maxTokens) + "}"
 }
 
-// waitFor polls cond until it holds or the deadline passes.
+// minWait is the shortest deadline waitFor allows.
+const minWait = 15 * time.Second
+
+// waitFor polls cond until it holds or the deadline passes. The deadline
+// only bounds a wait, it is never what a test checks, so it is at least
+// minWait: on 2 shared cores at load 25 a condition that holds within
+// milliseconds on an idle machine has been seen to take over 2 s.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	d = max(d, minWait)
 	deadline := time.Now().Add(d)
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()

@@ -102,19 +102,20 @@ func TestOverheadExcludesWaitOfClientThatLeft(t *testing.T) {
 	c := e.conn("c1", "k1", "glm-5")
 	c.Overrides = caps(0, map[string]int{"glm-5": 1}, 60000)
 	e.gw.Apply(Config{Connections: []Connection{c}})
-	cancel, first, queued := e.holdAndQueue(t)
+	cancel, release, first, queued := e.holdAndQueue(t)
 	// The scenario, not a synchronisation: the client stays queued for 500 ms, then leaves.
 	stay := time.NewTimer(500 * time.Millisecond)
 	<-stay.C
 	cancel()
 	<-queued
-	waitFor(t, time.Second, "the left request observed", func() bool {
+	waitFor(t, 10*time.Second, "the left request observed", func() bool {
 		n, _ := metricValue(t, reg, "gatehouse_gateway_overhead_seconds", nil)
 		return n >= 1
 	})
 	if sum := histogramSum(t, reg, "gatehouse_gateway_overhead_seconds"); sum >= 0.25 {
 		t.Errorf("overhead sum = %.3f s after a client left a 500 ms queue wait, want well under 0.25 s (the wait is not overhead)", sum)
 	}
+	release()
 	<-first
 }
 
