@@ -87,6 +87,16 @@ func modelField(model string) string { return "m:" + model }
 // dispatch turn, spacing after the one before, unless it is more than budget
 // (when >= 0) away.
 func (l *Limits) ReserveTurn(ctx context.Context, connID string, spacing, budget time.Duration) (time.Duration, bool, error) {
+	wait, ok, _, err := l.ReserveTurnToken(ctx, connID, spacing, budget)
+	return wait, ok, err
+}
+
+var _ ratelimit.TurnReturner = (*Limits)(nil)
+
+// ReserveTurnToken implements ratelimit.TurnReturner: ReserveTurn, and the
+// next free time the reservation set (µs on Redis's clock) as the token
+// that GiveBackTurn takes.
+func (l *Limits) ReserveTurnToken(ctx context.Context, connID string, spacing, budget time.Duration) (time.Duration, bool, int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.opTimeout)
 	defer cancel()
 	b := int64(-1)
@@ -95,12 +105,25 @@ func (l *Limits) ReserveTurn(ctx context.Context, connID string, spacing, budget
 	}
 	v, err := turnScript.Run(ctx, l.rdb, []string{l.keys.turn(connID)}, spacing.Microseconds(), b).Int64Slice()
 	if err != nil {
-		return 0, false, fmt.Errorf("cluster: reserve turn: %w", err)
+		return 0, false, 0, fmt.Errorf("cluster: reserve turn: %w", err)
 	}
-	if len(v) != 2 {
-		return 0, false, fmt.Errorf("cluster: reserve turn: unexpected reply %v", v)
+	if len(v) != 3 {
+		return 0, false, 0, fmt.Errorf("cluster: reserve turn: unexpected reply %v", v)
 	}
-	return time.Duration(v[1]) * time.Microsecond, v[0] == 1, nil
+	return time.Duration(v[1]) * time.Microsecond, v[0] == 1, v[2], nil
+}
+
+// GiveBackTurn implements ratelimit.TurnReturner: the turn reserved with
+// token goes back (turnback.lua) while no later turn of connID was reserved.
+// It is not bound to the caller's context beyond its values: a give-back
+// outlives the client whose attempt ended.
+func (l *Limits) GiveBackTurn(ctx context.Context, connID string, spacing time.Duration, token int64) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opTimeout)
+	defer cancel()
+	if err := turnbackScript.Run(ctx, l.rdb, []string{l.keys.turn(connID)}, token, spacing.Microseconds()).Err(); err != nil {
+		return fmt.Errorf("cluster: give back turn: %w", err)
+	}
+	return nil
 }
 
 // View implements ratelimit.Store: connID's suspension, cooldowns and

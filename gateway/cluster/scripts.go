@@ -29,6 +29,8 @@ var (
 	rejoinLua string
 	//go:embed lua/turn.lua
 	turnLua string
+	//go:embed lua/turnback.lua
+	turnbackLua string
 	//go:embed lua/tokens.lua
 	tokensLua string
 	//go:embed lua/peek.lua
@@ -41,16 +43,17 @@ var (
 
 // scripts are immutable once built; one set serves every Controller.
 var (
-	admitScript   = redis.NewScript(admitLua)
-	acquireScript = redis.NewScript(fairLua + acquireLua)
-	releaseScript = redis.NewScript(fairLua + releaseLua)
-	wakeScript    = redis.NewScript(fairLua + wakeLua)
-	leaveScript   = redis.NewScript(fairLua + leaveLua)
-	renewScript   = redis.NewScript(renewLua)
-	rejoinScript  = redis.NewScript(fairLua + rejoinLua)
-	turnScript    = redis.NewScript(turnLua)
-	tokensScript  = redis.NewScript(tokensLua)
-	peekScript    = redis.NewScript(peekLua)
-	markScript    = redis.NewScript(markLua)
-	learnScript   = redis.NewScript(learnLua)
+	admitScript    = redis.NewScript(admitLua)
+	acquireScript  = redis.NewScript(fairLua + acquireLua)
+	releaseScript  = redis.NewScript(fairLua + releaseLua)
+	wakeScript     = redis.NewScript(fairLua + wakeLua)
+	leaveScript    = redis.NewScript(fairLua + leaveLua)
+	renewScript    = redis.NewScript(renewLua)
+	rejoinScript   = redis.NewScript(fairLua + rejoinLua)
+	turnScript     = redis.NewScript(turnLua)
+	turnbackScript = redis.NewScript(turnbackLua)
+	tokensScript   = redis.NewScript(tokensLua)
+	peekScript     = redis.NewScript(peekLua)
+	markScript     = redis.NewScript(markLua)
+	learnScript    = redis.NewScript(learnLua)
 )

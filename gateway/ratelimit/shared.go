@@ -168,9 +168,9 @@ func (l *Shared) TurnDelay(r *State, now time.Time) time.Duration {
 }
 
 // Turn reserves id's turn in the store and waits for it; the in-process
-// spacing decides when the store is down or fails. A turn is not given
-// back when the client leaves while waiting for it (the store cannot tell
-// whether later turns were reserved after it).
+// spacing decides when the store is down or fails. A turn taken and not
+// used is given back (Turn.GiveBack) when the store can (TurnReturner), as
+// is a turn whose client leaves while waiting for it.
 func (l *Shared) Turn(ctx context.Context, id string, r *State, spacing time.Duration, start time.Time, maxWait time.Duration) Turn {
 	if !l.down.up() || spacing <= 0 {
 		return r.Turn(ctx, start, maxWait)
@@ -180,7 +180,18 @@ func (l *Shared) Turn(ctx context.Context, id string, r *State, spacing time.Dur
 	if maxWait > 0 {
 		budget = max(start.Add(maxWait).Sub(now), 0)
 	}
-	wait, reserved, err := l.store.ReserveTurn(ctx, id, spacing, budget)
+	var (
+		wait     time.Duration
+		reserved bool
+		token    int64
+		err      error
+	)
+	tr, canReturn := l.store.(TurnReturner)
+	if canReturn {
+		wait, reserved, token, err = tr.ReserveTurnToken(ctx, id, spacing, budget)
+	} else {
+		wait, reserved, err = l.store.ReserveTurn(ctx, id, spacing, budget)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return Turn{Verdict: TurnGone, Shared: true}
@@ -192,17 +203,45 @@ func (l *Shared) Turn(ctx context.Context, id string, r *State, spacing time.Dur
 		r.shared.nextTurn.Store(now.Add(wait).UnixNano())
 		return Turn{Verdict: TurnTooLate, Wait: wait, Shared: true}
 	}
-	r.shared.nextTurn.Store(now.Add(wait + spacing).UnixNano())
+	at := now.Add(wait).UnixNano()
+	r.shared.nextTurn.Store(at + int64(spacing))
 	t := Turn{Wait: wait, Shared: true}
+	if canReturn {
+		t.back = &sharedTurn{l: l, tr: tr, r: r, id: id, spacing: spacing, token: token, at: at}
+	}
 	if wait > 0 {
 		waited, ok := waitTurn(ctx, now, wait)
 		if !ok {
-			t.Verdict = TurnGone
-			return t
+			t.GiveBack()
+			return Turn{Verdict: TurnGone, Wait: wait, Shared: true}
 		}
 		t.Waited = waited
 	}
 	return t
+}
+
+// sharedTurn is what it takes to give a turn of the store back.
+type sharedTurn struct {
+	l       *Shared
+	tr      TurnReturner
+	r       *State
+	id      string
+	spacing time.Duration
+	token   int64
+	at      int64 // the turn's start, ns on this replica's clock
+}
+
+// giveBack returns the turn to the store, and this replica's idea of the
+// next free turn to its start if no later turn was seen since. The store's
+// call outlives the client (it is bounded by the store).
+func (s *sharedTurn) giveBack() {
+	s.r.shared.nextTurn.CompareAndSwap(s.at+int64(s.spacing), s.at)
+	if !s.l.down.up() {
+		return
+	}
+	if err := s.tr.GiveBackTurn(context.Background(), s.id, s.spacing, s.token); err != nil {
+		s.l.down.failed(err)
+	}
 }
 
 // CoolDown tells the other replicas that model on connID cools for d.

@@ -116,17 +116,22 @@ type Turn struct {
 	// Shared says the turn was the store's, across all replicas.
 	Shared bool
 
-	sp *spacer   // the in-process spacing a taken turn is of (GiveBack)
-	at time.Time // when the turn started
+	sp   *spacer     // the in-process spacing a taken turn is of (GiveBack)
+	at   time.Time   // when the turn started
+	back *sharedTurn // a taken turn of the shared store (Shared.Turn)
 }
 
 // GiveBack returns a taken turn that was not used (no dispatch followed)
 // to its spacing, when no later turn has been taken since; t holds nothing
-// afterwards, so a second call does nothing. A turn of the shared store is
-// not given back (the store cannot tell whether later turns were taken).
+// afterwards, so a second call does nothing. A turn of the shared store goes
+// back to the store under the same rule (TurnReturner).
 func (t *Turn) GiveBack() {
-	s, at := t.sp, t.at
+	s, at, back := t.sp, t.at, t.back
 	*t = Turn{}
+	if back != nil {
+		back.giveBack()
+		return
+	}
 	if s == nil {
 		return
 	}

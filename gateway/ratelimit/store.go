@@ -49,6 +49,19 @@ type Store interface {
 	ShareCap(ctx context.Context, connID, gateKey string, from, to int) (int, error)
 }
 
+// TurnReturner is a Store that can give a reserved dispatch turn back
+// (gateway/cluster's *Limits), as the in-process spacing does: Shared then
+// reserves through ReserveTurnToken and Turn.GiveBack returns the turn.
+type TurnReturner interface {
+	// ReserveTurnToken is ReserveTurn that also returns, for a reserved
+	// turn, a token naming it for GiveBackTurn.
+	ReserveTurnToken(ctx context.Context, id string, spacing, budget time.Duration) (wait time.Duration, ok bool, token int64, err error)
+	// GiveBackTurn returns the turn named by token, reserved with spacing,
+	// while no later turn of id has been reserved (never granting a turn
+	// twice); otherwise it does nothing.
+	GiveBackTurn(ctx context.Context, id string, spacing time.Duration, token int64) error
+}
+
 // View is one connection's (or key's) shared state as Store.View reads it.
 type View struct {
 	// Suspended is how long the connection stays suspended (0: not).
