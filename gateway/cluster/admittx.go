@@ -30,7 +30,10 @@ type gateCap struct {
 //
 // A lease's expiry is on Redis's clock, as the scripts write it: this
 // replica's clock plus the offset to Redis's learned at each heartbeat.
-func (c *Controller) admitTx(member string, gates []gateCap) ([]int64, bool, error) {
+//
+// found is, per gate, the holders other than member (also when refused);
+// waiting has bit i set when somebody waits on gates[i].
+func (c *Controller) admitTx(member string, gates []gateCap) (found []int64, waiting uint8, ok bool, err error) {
 	exp := time.Now().UnixMilli() + c.clockOff.Load() + c.ttl.Milliseconds()
 	var buf [1 + 2*maxPath][]any
 	tx := buf[:0]
@@ -45,21 +48,22 @@ func (c *Controller) admitTx(member string, gates []gateCap) ([]int64, bool, err
 	}
 	vals, err := c.co.runTx(tx).Slice()
 	if err != nil {
-		return nil, false, fmt.Errorf("cluster: admit: %w", err)
+		return nil, 0, false, fmt.Errorf("cluster: admit: %w", err)
 	}
 	if len(vals) != 1+2*len(gates) {
-		return nil, false, fmt.Errorf("cluster: admit: EXEC answered %d values, want %d", len(vals), 1+2*len(gates))
+		return nil, 0, false, fmt.Errorf("cluster: admit: EXEC answered %d values, want %d", len(vals), 1+2*len(gates))
 	}
-	waiting, _ := vals[0].([]any)
-	found := make([]int64, len(gates))
-	ok := true
+	queued, _ := vals[0].([]any)
+	found = make([]int64, len(gates))
+	ok = true
 	for i, g := range gates {
-		if i < len(waiting) && waiting[i] != nil {
+		if i < len(queued) && queued[i] != nil {
 			ok = false
+			waiting |= 1 << i
 		}
 		for _, v := range vals[1+2*i : 3+2*i] {
 			if e, isErr := v.(error); isErr {
-				return nil, false, fmt.Errorf("cluster: admit: %w", e)
+				return nil, 0, false, fmt.Errorf("cluster: admit: %w", e)
 			}
 		}
 		held, _ := vals[2+2*i].(int64)
@@ -69,14 +73,105 @@ func (c *Controller) admitTx(member string, gates []gateCap) ([]int64, bool, err
 		found[i] = held - 1
 	}
 	if ok {
-		return found, true, nil
+		return found, 0, true, nil
 	}
+	// Taken back: a release that wakes the first in line only where the
+	// gate has room without this lease (elsewhere the lease changed nothing
+	// a waiter's re-check could see).
 	keys := make([]any, len(gates))
+	caps := make([]int64, len(gates))
 	for i, g := range gates {
-		keys[i] = g.key
+		keys[i], caps[i] = g.key, g.cap
 	}
-	if _, err := c.releaseTx(member, keys); err != nil {
-		return nil, false, fmt.Errorf("cluster: admit: take back: %w", err)
+	if _, err := c.releaseTxCapped(member, keys, caps); err != nil {
+		return nil, 0, false, fmt.Errorf("cluster: admit: take back: %w", err)
 	}
-	return nil, false, nil
+	return found, waiting, false, nil
+}
+
+// admit runs the uncontended admission (admit.lua) for w, a newcomer: it
+// admits only when nobody waits on the path and every capped gate has
+// room, and changes nothing otherwise (the caller then runs attempt). When
+// this replica last saw a capped gate of the path full or with waiters it
+// answers false at once, so that a newcomer to a busy gate makes one round
+// trip (the full attempt), not two.
+//
+// Only the path's capped gates are sent: an uncapped gate takes no lease
+// (w.unleased), so a path with no capped gate costs no Redis call at all.
+// A gate that becomes capped later counts the permits still running
+// through it from then on: SetCaps (and grant, for an admission that
+// raced it) enters their leases.
+func (c *Controller) admit(w *waiter) (bool, error) {
+	var buf [2 + 2*maxPath]any
+	var capped [maxPath]gateCap
+	args := append(buf[:0], w.member, c.ttlArg)
+	var unleased uint8
+	nc := 0
+	c.mu.Lock()
+	for i, g := range w.path {
+		if g.cap == 0 {
+			unleased |= 1 << i
+			continue
+		}
+		if g.queued > 0 || len(g.parked) > 0 || g.count >= g.cap {
+			c.mu.Unlock()
+			return false, nil
+		}
+		args = append(args, g.keyArg, g.capArg)
+		capped[nc] = gateCap{g.hKey, g.keyArg, int64(g.cap)}
+		nc++
+	}
+	c.mu.Unlock()
+	var vals []int64
+	if nc > 0 && c.txRelease && c.clockKnown.Load() {
+		found, waiting, ok, err := c.admitTx(w.member, capped[:nc])
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			// What it found keeps this replica's next newcomers from
+			// trying the transaction on a gate that is full or has waiters.
+			c.mu.Lock()
+			j := 0
+			for _, g := range w.path {
+				if g.cap > 0 && j < len(found) {
+					g.count = max(g.count, int(found[j]))
+					if waiting&(1<<j) != 0 {
+						g.queued = max(g.queued, 1)
+					}
+					j++
+				}
+			}
+			c.mu.Unlock()
+			return false, nil
+		}
+		vals = found
+	} else if nc > 0 {
+		var err error
+		vals, err = c.co.run(admitScript, c.keys.queuedKeys, args).Int64Slice()
+		if err != nil {
+			return false, fmt.Errorf("cluster: admit: %w", err)
+		}
+		if len(vals) == 0 || vals[0] != stAdmitted {
+			return false, nil
+		}
+		vals = vals[1:]
+	}
+	w.unleased = unleased
+	j := 0
+	for i := range w.path {
+		w.found[i] = -1
+		if unleased&(1<<i) == 0 && j < len(vals) {
+			w.found[i] = int32(vals[j])
+			j++
+		}
+	}
+	c.mu.Lock()
+	for _, g := range w.path {
+		if g.cap > 0 {
+			g.queued = 0 // admit.lua admits only when nobody waits on the path
+		}
+	}
+	c.mu.Unlock()
+	return true, nil
 }

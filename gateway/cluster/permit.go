@@ -161,18 +161,31 @@ func (p fallbackPermit) Waited() time.Duration { return p.before + p.Permit.Wait
 // HMGET is seen by it, and one whose acquire script ran after the ZREM saw
 // the slot free. Returns how many leases were still there.
 func (c *Controller) releaseTx(member string, gates []any) (int, error) {
-	var buf [maxPath + 1][]any
+	return c.releaseTxCapped(member, gates, nil)
+}
+
+// releaseTxCapped is releaseTx that, with caps (one per gate), also counts
+// each gate's holders after the ZREM and wakes only where they are below
+// the cap: for a lease taken back by admitTx, whose waiters on a gate that
+// is full anyway lost nothing to it.
+func (c *Controller) releaseTxCapped(member string, gates []any, caps []int64) (int, error) {
+	var buf [2*maxPath + 1][]any
 	tx := buf[:0]
 	for _, g := range gates {
 		tx = append(tx, []any{"zrem", c.keys.root + "h:" + g.(string), member})
 	}
 	tx = append(tx, append([]any{"hmget", c.keys.queued}, gates...))
+	if caps != nil {
+		for _, g := range gates {
+			tx = append(tx, []any{"zcard", c.keys.root + "h:" + g.(string)})
+		}
+	}
 	vals, err := c.co.runTx(tx).Slice()
 	if err != nil {
 		return 0, err
 	}
-	if len(vals) != len(gates)+1 {
-		return 0, fmt.Errorf("EXEC answered %d values, want %d", len(vals), len(gates)+1)
+	if len(vals) != len(tx) {
+		return 0, fmt.Errorf("EXEC answered %d values, want %d", len(vals), len(tx))
 	}
 	waiting, _ := vals[len(gates)].([]any)
 	n := 0
@@ -183,9 +196,15 @@ func (c *Controller) releaseTx(member string, gates []any) (int, error) {
 		}
 		if v == int64(1) {
 			n++
-			if i < len(waiting) && waiting[i] != nil {
-				wake = append(wake, gates[i])
+			if i >= len(waiting) || waiting[i] == nil {
+				continue
 			}
+			if caps != nil {
+				if held, _ := vals[len(gates)+1+i].(int64); held >= caps[i] {
+					continue
+				}
+			}
+			wake = append(wake, gates[i])
 		}
 	}
 	if len(wake) > 0 {
