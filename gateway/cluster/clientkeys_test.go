@@ -47,8 +47,10 @@ func newKeyGateways(t *testing.T, n int, upOpts upstreamtest.Options, keys ...ga
 	srvs := make([]*httptest.Server, n)
 	for i := range n {
 		rdb := newClient(t, shared.sock)
-		ctrl := newController(t, rdb, Options{Prefix: e.prefix, ReplicaID: fmt.Sprintf("g%d", i)})
-		lim, err := NewLimits(LimitsOptions{Client: rdb, Prefix: e.prefix, OpTimeout: 500 * time.Millisecond})
+		// Long OpTimeouts: these tests count shares and caps, and a call slowed
+		// past 500 ms by a loaded machine would turn a replica fail-open.
+		ctrl := newController(t, rdb, Options{Prefix: e.prefix, ReplicaID: fmt.Sprintf("g%d", i), OpTimeout: 5 * time.Second})
+		lim, err := NewLimits(LimitsOptions{Client: rdb, Prefix: e.prefix, OpTimeout: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

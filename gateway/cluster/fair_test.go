@@ -22,7 +22,9 @@ import (
 func TestFairShareAcrossReplicas(t *testing.T) {
 	const gate = "model:c1:m"
 	const total = 200
-	reps := replicas(t, 2, map[string]int{gate: 4}, Options{})
+	// A long OpTimeout: a script slowed past 500 ms by a loaded machine would
+	// turn a replica fail-open, which is not what this tests.
+	reps := replicas(t, 2, map[string]int{gate: 4}, Options{OpTimeout: 5 * time.Second})
 	base := admission.Request{Gates: path("connection:c1", gate), MaxWait: 60 * time.Second}
 	var held []admission.Grant
 	for range 4 {
