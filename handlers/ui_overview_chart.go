@@ -48,16 +48,7 @@ func (s *Server) overviewChart(ctx context.Context, l *web.Localizer, rg usageRa
 		labels = append(labels, b.Format(rg.label))
 	}
 	n := len(labels)
-	ok, failed, rejected := make([]float64, n), make([]float64, n), make([]float64, n)
-	for _, u := range rows {
-		i, in := index[u.Bucket]
-		if !in {
-			continue
-		}
-		ok[i] += float64(u.Requests - u.Errors)
-		failed[i] += float64(u.Errors - u.Rejected)
-		rejected[i] += float64(u.Rejected)
-	}
+	ok, failed, rejected := requestSeries(rows, index, n)
 	v := web.OverviewChart{Range: rg.name, Chart: web.Chart{ID: "overview-requests",
 		Title: l.T("overview.chart.title", l.T("overview.range."+rg.name)), Desc: l.T("usage.requests.desc"),
 		Unit: l.T("usage.unit.requests"), Labels: labels, Empty: l.T("usage.empty"),
@@ -67,4 +58,21 @@ func (s *Server) overviewChart(ctx context.Context, l *web.Localizer, rg usageRa
 		v.Ranges = append(v.Ranges, web.Option{Value: r.name, Label: l.T("overview.range." + r.name)})
 	}
 	return v, nil
+}
+
+// requestSeries stacks the request log's rows by bucket (index, n buckets):
+// served, failed (not refused) and refused by Gatehouse. Rows outside the
+// buckets are left out.
+func requestSeries(rows []store.UsageRow, index map[time.Time]int, n int) (ok, failed, rejected []float64) {
+	ok, failed, rejected = make([]float64, n), make([]float64, n), make([]float64, n)
+	for _, u := range rows {
+		i, in := index[u.Bucket]
+		if !in {
+			continue
+		}
+		ok[i] += float64(u.Requests - u.Errors)
+		failed[i] += float64(u.Errors - u.Rejected)
+		rejected[i] += float64(u.Rejected)
+	}
+	return ok, failed, rejected
 }

@@ -69,16 +69,7 @@ func (s *Server) usageCharts(ctx context.Context, l *web.Localizer, rg usageRang
 	csv := func(chart string) string { return "/usage.csv?range=" + rg.name + "&chart=" + chart }
 
 	// Requests: served, failed (not refused) and refused by Gatehouse, stacked.
-	ok, failed, rejected := make([]float64, n), make([]float64, n), make([]float64, n)
-	for _, u := range byKey {
-		i, in := index[u.Bucket]
-		if !in {
-			continue
-		}
-		ok[i] += float64(u.Requests - u.Errors)
-		failed[i] += float64(u.Errors - u.Rejected)
-		rejected[i] += float64(u.Rejected)
-	}
+	ok, failed, rejected := requestSeries(byKey, index, n)
 	reqs := web.Chart{ID: "requests", Title: l.T("usage.requests.title"), Desc: l.T("usage.requests.desc"),
 		Unit: l.T("usage.unit.requests"), Labels: labels, CSVURL: csv("requests"), Empty: l.T("usage.empty"),
 		Series: []web.ChartSeries{{Name: l.T("usage.served"), Values: ok}, {Name: l.T("usage.failed"), Values: failed},
