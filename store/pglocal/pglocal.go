@@ -123,7 +123,7 @@ func Open(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("pglocal: create data dir: %w", err)
 	}
-	lock, err := tryLock(dataDir)
+	lock, err := tryLockSettled(dataDir)
 	if errors.Is(err, errLockHeld) {
 		if !opts.Attach {
 			return nil, fmt.Errorf("%w: %s", ErrLocked, dataDir)
