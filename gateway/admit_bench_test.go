@@ -57,7 +57,7 @@ func BenchmarkGatewayAdmit(b *testing.B) {
 			if err := gw.local.AcquireInto(ctx, x.qReq, &x.slot); err != nil {
 				b.Fatal(err)
 			}
-			x.key.carry.queued[1].Add(-1)
+			x.key.Carry.Queued[1].Add(-1)
 			p := pick{t: t, permit: &x.slot, done: noBreaker}
 			p.permit.Release()
 		}

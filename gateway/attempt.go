@@ -55,7 +55,7 @@ const (
 // stream_options.include_usage and strips the usage chunk from the stream.
 func (x *exchange) wantsUsage(c *conn) bool {
 	return (x.rt == routeChat || x.rt == routeCompletions) && x.info.Stream && !x.info.IncludeUsage &&
-		(c.lim.CountsTokens() || x.key.lim.CountsTokens() || x.key.lim.Spends())
+		(c.lim.CountsTokens() || x.key.Lim.CountsTokens() || x.key.Lim.Spends())
 }
 
 // payload returns the body to send for upstream model m: the client's bytes,
@@ -84,15 +84,15 @@ func (x *exchange) attempt() attemptResult {
 	defer p.permit.Release()
 	g, t, c := x.g, p.t, p.t.c
 	ks := x.key
-	ks.carry.inflight.Add(1)
-	defer ks.carry.inflight.Add(-1)
+	ks.Carry.InFlight.Add(1)
+	defer ks.Carry.InFlight.Add(-1)
 	defer x.kturn.GiveBack() // no dispatch followed the key's turn (cleared below when one does)
 	// spent is what the attempt is known to have cost: unknown (the
 	// reservation stays charged) unless nothing was dispatched or the
 	// upstream answered an error status (nothing), or its usage arrived
 	// with a complete answer.
 	var spent ratelimit.Usage
-	if !x.rt.free() && (ks.lim.CountsTokens() || ks.lim.Spends() || c.lim.CountsTokens()) {
+	if !x.rt.free() && (ks.Lim.CountsTokens() || ks.Lim.Spends() || c.lim.CountsTokens()) {
 		res, ok := x.reserve(c)
 		defer func() { x.settleReservation(spent) }()
 		if !ok {
@@ -101,7 +101,7 @@ func (x *exchange) attempt() attemptResult {
 			return res
 		}
 	}
-	if ks.lim.Any() && !x.rt.free() {
+	if ks.Lim.Any() && !x.rt.free() {
 		x.countKeyDispatch()
 	}
 	if c.lim.Any() && !x.rt.free() {
@@ -329,8 +329,8 @@ func (x *exchange) attempt() attemptResult {
 		if complete && found {
 			spent = ratelimit.Usage{Known: true, Tokens: tap.Tokens(), Cost: x.costMicros}
 		}
-		ks.metrics.Spend(x.costMicros)
-		ks.metrics.Tokens(in, out)
+		ks.Metrics.Spend(x.costMicros)
+		ks.Metrics.Tokens(in, out)
 		if span != nil {
 			x.attemptUsage(tap)
 		}

@@ -3,17 +3,17 @@ package gateway
 import (
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/clientkey"
 	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
 
 // authenticate checks r's client key and the gateway's state: the config in
 // force and the key's state, or the error to send. x.keyName and x.key are
 // set as soon as they are known (x.key only for an enabled key).
-func (g *Gateway) authenticate(x *exchange, r *http.Request) (*state, *keyState, *apiError) {
-	secret := clientKey(r.Header)
+func (g *Gateway) authenticate(x *exchange, r *http.Request) (*state, *clientkey.State, *apiError) {
+	secret := clientkey.Secret(r.Header)
 	if secret == "" && x.st == wire.Gemini {
 		secret = wire.GeminiKey(r)
 	}
@@ -43,7 +43,7 @@ func (g *Gateway) authenticate(x *exchange, r *http.Request) (*state, *keyState,
 	}
 	x.key = g.keyOf(s, key)
 	if x.key != nil {
-		x.priority = x.key.priority
+		x.priority = x.key.Priority
 	}
 	if !key.Enabled {
 		return nil, nil, errKeyDisabled(key.Name)
@@ -78,17 +78,4 @@ func errAuthThrottled(wait time.Duration) *apiError {
 func errKeyDisabled(name string) *apiError {
 	return &apiError{Status: http.StatusForbidden, Code: CodeKeyDisabled,
 		Message: "client key " + strconv.Quote(name) + " is disabled"}
-}
-
-// clientKey returns the client's secret from Authorization: Bearer or x-api-key.
-func clientKey(h http.Header) string {
-	if v := h["Authorization"]; len(v) > 0 {
-		if len(v[0]) > 7 && strings.EqualFold(v[0][:7], "bearer ") {
-			return strings.TrimSpace(v[0][7:])
-		}
-	}
-	if v := h["X-Api-Key"]; len(v) > 0 {
-		return strings.TrimSpace(v[0])
-	}
-	return ""
 }

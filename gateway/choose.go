@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/clientkey"
 	"github.com/gatehouse-dev/gatehouse/gateway/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 )
@@ -277,7 +278,7 @@ func (x *exchange) waitRequest(i uint8) {
 	if x.waited > 0 {
 		req.MaxWait = max(req.MaxWait-x.waited, time.Millisecond)
 	}
-	x.key.carry.queued[priorityIndex(req.Priority)].Add(1)
+	x.key.Carry.Queued[clientkey.PriorityIndex(req.Priority)].Add(1)
 	x.qReq = req
 }
 
@@ -285,7 +286,7 @@ func (x *exchange) waitRequest(i uint8) {
 // (x.cur) or the error to send, or not done to try the next candidate.
 func (x *exchange) awaited(i uint8) (aerr *apiError, done bool) {
 	g, t := x.g, x.targets[i]
-	x.key.carry.queued[priorityIndex(x.qReq.Priority)].Add(-1)
+	x.key.Carry.Queued[clientkey.PriorityIndex(x.qReq.Priority)].Add(-1)
 	permit, err := x.qPermit, x.qErr
 	x.qPermit, x.qErr = nil, nil
 	if err != nil {
@@ -378,7 +379,7 @@ func (x *exchange) orderByWait() {
 func (x *exchange) dispatchTurn(p pick, start time.Time) (pick, *apiError) {
 	c := p.t.c
 	start = start.Add(-x.waitedBefore)
-	if x.key.lim.Spacing > 0 {
+	if x.key.Lim.Spacing > 0 {
 		if aerr := x.keyTurn(start, x.request(p.t).MaxWait); aerr != nil {
 			p.permit.Release()
 			p.done(health.ErrExcluded)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/clientkey"
 	"github.com/gatehouse-dev/gatehouse/gateway/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
@@ -99,8 +100,8 @@ type state struct {
 	models       wire.ModelList // GET /v1/models and /v1/models/{id}
 	caps         map[string]int
 	maxAttempts  int
-	keys         map[string]*keyState // client keys by id
-	keyOrder     []*keyState          // client keys in config order
+	keys         map[string]*clientkey.State // client keys by id
+	keyOrder     []*clientkey.State          // client keys in config order
 }
 
 // msOr turns an optional millisecond override into a duration, 0 when absent.

@@ -41,6 +41,11 @@ const (
 	// CodeOverloaded (503, Retry-After 1) answers a request whose body
 	// would pass GATEHOUSE_MAX_BODY_BYTES_IN_FLIGHT.
 	CodeOverloaded = "OVERLOADED"
+	// CodeKeyDisabled (403) answers a disabled client key.
+	CodeKeyDisabled = "KEY_DISABLED"
+	// CodeModelNotAllowed (403) answers a model the key's models list does
+	// not allow.
+	CodeModelNotAllowed = "MODEL_NOT_ALLOWED"
 )
 
 // apiError is a response the gateway makes itself; package wire encodes it

@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/clientkey"
 	"github.com/gatehouse-dev/gatehouse/gateway/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/inbound"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
@@ -168,7 +169,7 @@ type Gateway struct {
 	keyUsage UsageCounter
 	// keyCarries is each client key's state that outlives a config, by key
 	// id; guarded by applyMu.
-	keyCarries map[string]*keyCarry
+	keyCarries map[string]*clientkey.Carry
 	// days counts the daily budgets in usage and keyUsage.
 	days  *ratelimit.Days
 	rates map[string]*ratelimit.State // by connection id; guarded by applyMu
@@ -207,14 +208,14 @@ func New(opts Options) *Gateway {
 	g := &Gateway{
 		log:        cmp.Or(opts.Logger, slog.Default()),
 		auth:       opts.Authenticate,
-		throttle:   cmp.Or[AuthThrottle](opts.AuthThrottle, noThrottle{}),
+		throttle:   cmp.Or[AuthThrottle](opts.AuthThrottle, clientkey.NoThrottle{}),
 		now:        opts.Now,
 		maxBody:    opts.MaxBodyBytes,
 		metrics:    metrics.New(),
 		health:     make(map[string]*health.Conn),
 		usage:      opts.Usage,
 		keyUsage:   opts.KeyUsage,
-		keyCarries: make(map[string]*keyCarry),
+		keyCarries: make(map[string]*clientkey.Carry),
 		rates:      make(map[string]*ratelimit.State),
 		limiter:    ratelimit.Local{},
 		zeroMs:     []string{"0"},
@@ -415,7 +416,7 @@ func (g *Gateway) Snapshot() live.Snapshot {
 			byKey[st.Key] = st
 		}
 	}
-	out.Clients = s.liveClients(byKey)
+	out.Clients = clientkey.Live(s.keyOrder, byKey)
 	now := g.now()
 	for _, c := range s.conns {
 		state, until, reason := c.health.Status(now)

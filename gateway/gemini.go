@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/clientkey"
 	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
@@ -107,7 +108,7 @@ func geminiModelEntries(s *state) []geminiModelEntry {
 // listGeminiModels answers GET /v1beta/models (and /v1beta/models/{model})
 // with the models key may use, in Gemini's shape, returning errAnswered or
 // the error to send.
-func listGeminiModels(w http.ResponseWriter, r *http.Request, s *state, ks *keyState, rt route) *apiError {
+func listGeminiModels(w http.ResponseWriter, r *http.Request, s *state, ks *clientkey.State, rt route) *apiError {
 	want := ""
 	if rt == routeGeminiModel {
 		want = geminiPathModel(r.URL.Path)
@@ -118,7 +119,7 @@ func listGeminiModels(w http.ResponseWriter, r *http.Request, s *state, ks *keyS
 	}
 	n := 0
 	for _, e := range s.geminiModels {
-		if (want != "" && e.id != want) || len(ks.allowedTargets(e.targets)) == 0 {
+		if (want != "" && e.id != want) || len(allowedTargets(ks, e.targets)) == 0 {
 			continue
 		}
 		if n > 0 {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/clientkey"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
@@ -31,10 +32,10 @@ func modelsList(s *state) wire.ModelList {
 // listModels answers GET /v1/models and /v1/models/{id} from s for key ks,
 // returning errAnswered, or the error to send. A key with a models list sees
 // only the models it may use; another is "not found" to it.
-func listModels(w http.ResponseWriter, r *http.Request, s *state, ks *keyState, rt route) *apiError {
+func listModels(w http.ResponseWriter, r *http.Request, s *state, ks *clientkey.State, rt route) *apiError {
 	var allow limits.ModelAllowlist // nil key: every model
 	if ks != nil {
-		allow = ks.eff.Models
+		allow = ks.Eff.Models
 	}
 	var body []byte
 	if rt == routeModel {

@@ -2,10 +2,10 @@ package gateway
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/clientkey"
 )
 
 // Priority classes (DESIGN.md, "Priority classes and client signals"): a
@@ -15,30 +15,7 @@ import (
 // one class per priorityAgingMs (docs/ADMISSION.md, "Priority classes").
 
 // HeaderPriority is the request header that lowers a request's class.
-const HeaderPriority = "X-Gatehouse-Priority"
-
-// canonical form, so that the header map is indexed without canonicalising.
-const headerPriorityKey = "X-Gatehouse-Priority"
-
-// numPriorities is the number of classes (admission.Priorities).
-const numPriorities = len(admission.Priorities)
-
-// priorityIndex is p's position in admission.Priorities (0 interactive).
-func priorityIndex(p admission.Priority) int {
-	for i, q := range admission.Priorities {
-		if q == p {
-			return i
-		}
-	}
-	return 1
-}
-
-// keyPriority is the class of a key's limits (read fail-open: a name the
-// limits package let through is always one of admission's).
-func keyPriority(name string) admission.Priority {
-	p, _ := admission.ParsePriority(name)
-	return p
-}
+const HeaderPriority = clientkey.HeaderPriority
 
 // checkPriority sets x.priority from the key's class and the request's
 // X-Gatehouse-Priority header, or returns the 400 for a header that names
@@ -46,21 +23,10 @@ func keyPriority(name string) admission.Priority {
 // temporaries stay out of prepare's frame.
 //
 //go:noinline
-func (x *exchange) checkPriority(r *http.Request, ks *keyState) *apiError {
-	x.priority = ks.priority
-	v := r.Header[headerPriorityKey]
-	if len(v) == 0 {
-		return nil
-	}
-	p, ok := admission.ParsePriority(v[0])
-	if !ok || len(v) > 1 {
-		return &apiError{Status: http.StatusBadRequest, Code: CodeInvalidRequest,
-			Message: HeaderPriority + " must be one of interactive, standard, batch (once); got " + strconv.Quote(v[0])}
-	}
-	if p < ks.priority {
-		return &apiError{Status: http.StatusBadRequest, Code: CodeInvalidRequest,
-			Message: HeaderPriority + ": " + p.String() + " is above the " + ks.priority.String() +
-				" class of client key " + strconv.Quote(ks.name) + "; a request may only lower its class"}
+func (x *exchange) checkPriority(r *http.Request, ks *clientkey.State) *apiError {
+	p, msg := ks.RequestPriority(r.Header)
+	if msg != "" {
+		return &apiError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: msg}
 	}
 	x.priority = p
 	return nil

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/clientkey"
 	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
 
@@ -95,8 +96,8 @@ func (g *Gateway) Probe(ctx context.Context, id string) (ProbeResult, error) {
 	start := time.Now()
 	x := &exchange{g: g, st: wire.OpenAI, start: start}
 	defer x.body.Release(g.bodyBytes)
-	x.key = g.prepareKey(ClientKey{Name: probeKeyName, Enabled: true}, nil)
-	x.keyName, x.priority = probeKeyName, x.key.priority
+	x.key = clientkey.New(ClientKey{Name: probeKeyName, Enabled: true}, nil, g.metrics.Client(probeKeyName))
+	x.keyName, x.priority = probeKeyName, x.key.Priority
 	if res, ok := x.probePrepare(w, r, s, t); !ok {
 		res.Model, res.Latency = t.model, time.Since(start)
 		return res, nil

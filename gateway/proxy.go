@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/gatehouse-dev/gatehouse/gateway/clientkey"
 	"github.com/gatehouse-dev/gatehouse/gateway/inbound"
 	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
 	"github.com/gatehouse-dev/gatehouse/gateway/tracing"
@@ -223,7 +224,7 @@ func (x *exchange) route(s *state, path string, rt route) *apiError {
 		return &apiError{Status: http.StatusNotFound, Code: CodeModelNotFound,
 			Message: "model " + quoteModel(info.Model) + " is not served by any enabled " + st.String() + "-style connection"}
 	}
-	if targets = x.key.allowedTargets(targets); len(targets) == 0 {
+	if targets = allowedTargets(x.key, targets); len(targets) == 0 {
 		return &apiError{Status: http.StatusForbidden, Code: CodeModelNotAllowed,
 			Message: "client key " + strconv.Quote(x.keyName) + " may not use model " + quoteModel(info.Model)}
 	}
@@ -265,7 +266,7 @@ type exchange struct {
 	slotUsed bool
 	// key is the client key the request authenticated with (nil before);
 	// keyName its name, set as soon as it is known.
-	key *keyState
+	key *clientkey.State
 	// priority is the request's class: its key's, lowered by X-Gatehouse-Priority.
 	priority admission.Priority
 	keyName  string

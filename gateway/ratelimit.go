@@ -144,8 +144,8 @@ func (g *Gateway) LoadUsage(ctx context.Context) error {
 		return fmt.Errorf("gateway: load client key usage: %w", err)
 	}
 	for _, ks := range s.keyOrder {
-		if u, ok := km[ks.id]; ok {
-			ks.carry.rate.LoadDay(&ks.lim, now, u)
+		if u, ok := km[ks.ID]; ok {
+			ks.Carry.Rate.LoadDay(&ks.Lim, now, u)
 		}
 	}
 	return nil

@@ -87,7 +87,7 @@ func (x *exchange) record(r *http.Request) {
 		rec.Status = StatusClientGone
 	}
 	if x.key != nil {
-		rec.KeyID, rec.Priority = x.key.id, x.priority.String()
+		rec.KeyID, rec.Priority = x.key.ID, x.priority.String()
 	}
 	if t := x.logT; t != nil {
 		rec.ConnectionID, rec.ConnectionName, rec.Provider, rec.UpstreamModel = t.c.id, t.c.name, t.c.provider, t.model

@@ -62,15 +62,15 @@ func (x *exchange) reserve(c *conn) (attemptResult, bool) {
 	ctx := x.r.Context()
 	now := g.now()
 	est := x.estimate()
-	if ks.lim.CountsTokens() {
-		b := ratelimit.Budget{ID: ks.storeID, DayID: ks.id, L: &ks.lim, R: &ks.carry.rate, U: g.keyUsage}
+	if ks.Lim.CountsTokens() {
+		b := ratelimit.Budget{ID: ks.StoreID, DayID: ks.ID, L: &ks.Lim, R: &ks.Carry.Rate, U: g.keyUsage}
 		if blk, v := x.resv.Reserve(ctx, g.limiter, g.days, b, est, now); v != ratelimit.DispatchOK {
 			x.fail(x.errKeyBudget(blk, est, now))
 			return attemptAnswered, false
 		}
 	}
-	if ks.lim.Spends() {
-		b := ratelimit.Budget{ID: ks.storeID, DayID: ks.id, L: &ks.lim, R: &ks.carry.rate, U: g.keyUsage}
+	if ks.Lim.Spends() {
+		b := ratelimit.Budget{ID: ks.StoreID, DayID: ks.ID, L: &ks.Lim, R: &ks.Carry.Rate, U: g.keyUsage}
 		in, out := x.estimateParts()
 		cost := ratelimit.EstimateCost(x.cur.t.rate, in, out)
 		if blk, v := x.resv.ReserveSpend(ctx, g.limiter, g.days, b, cost, now); v != ratelimit.DispatchOK {
@@ -111,10 +111,10 @@ func (x *exchange) errKeyBudget(b ratelimit.Block, est int64, now time.Time) *ap
 		what, budget = "tokens per day (tpd)", live.BudgetTPD
 	}
 	x.g.metrics.RateRejected(budget)
-	x.key.metrics.BudgetRejected(budget)
-	msg := "client key " + strconv.Quote(x.key.name) + " is out of its " + what + " budget (gate " + b.Gate + ")"
+	x.key.Metrics.BudgetRejected(budget)
+	msg := "client key " + strconv.Quote(x.key.Name) + " is out of its " + what + " budget (gate " + b.Gate + ")"
 	if est > 0 {
-		msg = "client key " + strconv.Quote(x.key.name) + " has too little of its " + what + " budget (gate " + b.Gate +
+		msg = "client key " + strconv.Quote(x.key.Name) + " has too little of its " + what + " budget (gate " + b.Gate +
 			") left for this request's estimate of " + strconv.FormatInt(est, 10) + " tokens (input bytes ÷ 4 + the output bound)"
 	}
 	return &apiError{Status: http.StatusTooManyRequests, Code: b.Code,
@@ -126,8 +126,8 @@ func (x *exchange) errKeyBudget(b ratelimit.Block, est int64, now time.Time) *ap
 // gate key-budget:<id>, Retry-After until the UTC day or month ends.
 func (x *exchange) errKeySpend(b ratelimit.Block, est int64, now time.Time) *apiError {
 	x.g.metrics.RateRejected(b.Limit)
-	x.key.metrics.BudgetRejected(b.Limit)
-	msg := "client key " + strconv.Quote(x.key.name) + " has too little of its USD budget (gate " + b.Gate +
+	x.key.Metrics.BudgetRejected(b.Limit)
+	msg := "client key " + strconv.Quote(x.key.Name) + " has too little of its USD budget (gate " + b.Gate +
 		") left for this request's estimated cost of $" + limits.Micros(est).String() +
 		" (input bytes ÷ 4 at the input price + the output bound at the output price)"
 	return &apiError{Status: http.StatusTooManyRequests, Code: b.Code,
@@ -145,7 +145,7 @@ func (g *Gateway) Reserved() int64 {
 		n += r.Reserved()
 	}
 	for _, kc := range g.keyCarries {
-		n += kc.rate.Reserved()
+		n += kc.Rate.Reserved()
 	}
 	return n
 }

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/clientkey"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 	"github.com/gatehouse-dev/gatehouse/gateway/wire"
@@ -20,23 +20,18 @@ import (
 // limitsPath is the path of the key's own limits.
 const limitsPath = "/v1/gatehouse/limits"
 
-// hasSignals reports whether ks has a rate or token budget to describe.
-func (ks *keyState) hasSignals() bool {
-	return ks != nil && (ks.lim.RPM > 0 || ks.lim.TPM > 0 || ks.lim.TPD > 0)
-}
-
 // setRateLimitHeaders describes x's key's rpm and the tightest of its tpm
 // and tpd in h, in OpenAI's form; nothing for a key without them.
 func (x *exchange) setRateLimitHeaders(h http.Header) {
 	ks := x.key
-	if !ks.hasSignals() {
+	if !ks.HasSignals() {
 		return
 	}
 	now := x.g.now()
-	b := ks.carry.rate.Budgets(&ks.lim, now)
+	b := ks.Carry.Rate.Budgets(&ks.Lim, now)
 	// What is left besides this request: its own reservation, held while
 	// it is answered, is not yet spent.
-	if own := x.resv.Holding(&ks.carry.rate); own > 0 {
+	if own := x.resv.Holding(&ks.Carry.Rate); own > 0 {
 		for _, k := range []string{live.BudgetTPM, live.BudgetTPD} {
 			if v, ok := b[k]; ok {
 				v.Remaining += own
@@ -51,23 +46,13 @@ func (x *exchange) setRateLimitHeaders(h http.Header) {
 // errAnswered. Not inlined: it stays out of prepare's frame.
 //
 //go:noinline
-func (x *exchange) answerLimits(w http.ResponseWriter, r *http.Request, ks *keyState) *apiError {
+func (x *exchange) answerLimits(w http.ResponseWriter, r *http.Request, ks *clientkey.State) *apiError {
 	now := x.g.now()
-	v := wire.KeyLimits{ID: ks.id, Name: ks.name, Limits: ks.own, Priority: ks.priority.String(),
-		Budgets: map[string]wire.KeyBudget{}, InFlight: int(ks.carry.inflight.Load()), Queued: ks.carry.queuedTotal()}
-	for name, b := range ks.carry.rate.Budgets(&ks.lim, now) {
-		v.Budgets[name] = wire.KeyBudget{Limit: b.Limit, Remaining: b.Remaining, ResetAt: b.ResetAt.UTC(), ResetIn: wire.OpenAIDuration(b.ResetAt.Sub(now))}
+	var sp ratelimit.Spend
+	if ks.Lim.Spends() {
+		sp = x.g.days.SpendOf(r.Context(), &ratelimit.Budget{DayID: ks.ID, L: &ks.Lim, R: &ks.Carry.Rate, U: x.g.keyUsage}, now)
 	}
-	if ks.lim.Spends() {
-		b := ratelimit.Budget{DayID: ks.id, L: &ks.lim, R: &ks.carry.rate, U: x.g.keyUsage}
-		sp := x.g.days.SpendOf(r.Context(), &b, now)
-		v.BudgetsUSD = map[string]wire.KeyUSD{}
-		for name, sb := range ratelimit.SpendBudgets(&ks.lim, sp, now) {
-			v.BudgetsUSD[name] = wire.KeyUSD{LimitUSD: limits.Micros(sb.Limit), RemainingUSD: limits.Micros(sb.Remaining),
-				ResetAt: sb.ResetAt, ResetIn: wire.OpenAIDuration(sb.ResetAt.Sub(now))}
-		}
-	}
-	v.QueuedByPriority = ks.carry.queuedByPriority()
+	v := ks.Limits(now, sp)
 	body, _ := json.Marshal(v) // ints, strings, times and string maps: cannot fail
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
