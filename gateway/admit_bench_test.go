@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/route"
 	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
 
@@ -23,7 +24,7 @@ func BenchmarkGatewayAdmit(b *testing.B) {
 		Overrides: caps(256, map[string]int{"glm-5": 256}, 60000),
 	}}})
 	s := gw.state.Load()
-	x := &exchange{g: gw, s: s, rt: routeChat, st: wire.OpenAI,
+	x := &exchange{g: gw, s: s, rt: route.Chat, st: wire.OpenAI,
 		r:       httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader("{}")),
 		targets: s.routes[wire.OpenAI]["glm-5"]}
 	x.info.Model = "glm-5"

@@ -16,6 +16,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
+	"github.com/gatehouse-dev/gatehouse/gateway/route"
 	"github.com/gatehouse-dev/gatehouse/gateway/tracing"
 	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 	"github.com/gatehouse-dev/gatehouse/gateway/wire"
@@ -54,7 +55,7 @@ const (
 // completion stream to a connection with tpm or tpd. The gateway then adds
 // stream_options.include_usage and strips the usage chunk from the stream.
 func (x *exchange) wantsUsage(c *conn) bool {
-	return (x.rt == routeChat || x.rt == routeCompletions) && x.info.Stream && !x.info.IncludeUsage &&
+	return (x.rt == route.Chat || x.rt == route.Completions) && x.info.Stream && !x.info.IncludeUsage &&
 		(c.lim.CountsTokens() || x.key.Lim.CountsTokens() || x.key.Lim.Spends())
 }
 
@@ -92,7 +93,7 @@ func (x *exchange) attempt() attemptResult {
 	// upstream answered an error status (nothing), or its usage arrived
 	// with a complete answer.
 	var spent ratelimit.Usage
-	if !x.rt.free() && (ks.Lim.CountsTokens() || ks.Lim.Spends() || c.lim.CountsTokens()) {
+	if !x.rt.Free() && (ks.Lim.CountsTokens() || ks.Lim.Spends() || c.lim.CountsTokens()) {
 		res, ok := x.reserve(c)
 		defer func() { x.settleReservation(spent) }()
 		if !ok {
@@ -101,10 +102,10 @@ func (x *exchange) attempt() attemptResult {
 			return res
 		}
 	}
-	if ks.Lim.Any() && !x.rt.free() {
+	if ks.Lim.Any() && !x.rt.Free() {
 		x.countKeyDispatch()
 	}
-	if c.lim.Any() && !x.rt.free() {
+	if c.lim.Any() && !x.rt.Free() {
 		switch x.countDispatch(c) {
 		case ratelimit.DispatchGone:
 			p.done(health.ErrExcluded)
@@ -186,7 +187,7 @@ func (x *exchange) attempt() attemptResult {
 	x.attempts++
 	x.logT = t
 	lp, sp := t.learn, t.shadow
-	if x.rt.free() {
+	if x.rt.Free() {
 		lp, sp = nil, nil // takes no slot: not a sample of the gates' load
 	}
 	full := lp.Enter()
@@ -275,7 +276,7 @@ func (x *exchange) attempt() attemptResult {
 		x.keepLast(c, resp, t0)
 		// count_tokens neither cools (Anthropic limits it apart from
 		// messages) nor, below, heals a model.
-		if !x.rt.free() && !x.learnRejected(lp, status, resp.Header) {
+		if !x.rt.Free() && !x.learnRejected(lp, status, resp.Header) {
 			ra := health.ParseRetryAfter(resp.Header.Get("Retry-After"), g.now())
 			now := g.now()
 			x.coolDown(c, t.model, now, ra, "upstream 429 for "+t.model)
@@ -304,7 +305,7 @@ func (x *exchange) attempt() attemptResult {
 		return attemptFailed
 	}
 	p.done(nil)
-	if status < 300 && !x.rt.free() {
+	if status < 300 && !x.rt.Free() {
 		c.health.Succeeded(t.model)
 		lp.Succeeded(x.r.Context(), full)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/metrics"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
+	"github.com/gatehouse-dev/gatehouse/gateway/route"
 	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
 
@@ -56,7 +57,7 @@ type conn struct {
 	priority           int
 	models             []string
 	base               url.URL // BaseURL, parsed
-	urls               [numRoutes]url.URL
+	urls               [route.Num]url.URL
 	authHeader         string // canonical header name carrying the upstream key
 	authValue          []string
 	maxWait            time.Duration
@@ -85,7 +86,7 @@ type target struct {
 	// urls are a gemini connection's URLs for this model (the model is in
 	// the path), by route; nil for the other styles, whose URLs are the
 	// connection's.
-	urls *[numRoutes]url.URL
+	urls *[route.Num]url.URL
 }
 
 // state is the immutable routing snapshot built by Apply.
@@ -263,9 +264,9 @@ func (g *Gateway) prepareConn(cc Connection, eff limits.EffectiveSettings, warni
 		c.styleOK = false
 	} else {
 		c.base = *base
-		for r := range numRoutes {
+		for r := range route.Num {
 			u := *base
-			u.Path = base.Path + routeSuffix[r]
+			u.Path = base.Path + route.Suffix[r]
 			u.RawPath = ""
 			c.urls[r] = u
 		}

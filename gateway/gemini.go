@@ -6,9 +6,9 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/clientkey"
+	"github.com/gatehouse-dev/gatehouse/gateway/route"
 	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
@@ -19,61 +19,6 @@ import (
 // the three POST routes also under /v1/models/ (the @google/genai SDK's
 // other version), where they cannot clash with the OpenAI routes: an OpenAI
 // model id never ends in ":generateContent".
-
-// Path prefixes of the Gemini routes.
-const (
-	geminiBeta        = "/v1beta"
-	geminiModels      = "/v1beta/models"
-	geminiModelPrefix = "/v1beta/models/"
-)
-
-// geminiMethods maps the method after a model path's last ':' to its route.
-var geminiMethods = map[string]route{
-	"generateContent":       routeGenerate,
-	"streamGenerateContent": routeStreamGenerate,
-	"countTokens":           routeGeminiCount,
-}
-
-// geminiRouteOf maps a Gemini path to its route: a model method under
-// /v1beta/models/ or /v1/models/, the model list, or one model.
-func geminiRouteOf(path string) (route, bool) {
-	rest, beta := strings.CutPrefix(path, geminiModelPrefix)
-	if !beta {
-		if path == geminiModels {
-			return routeGeminiModels, true
-		}
-		if rest, ok := strings.CutPrefix(path, modelPrefix); ok {
-			if i := strings.LastIndexByte(rest, ':'); i > 0 {
-				rt, ok := geminiMethods[rest[i+1:]]
-				return rt, ok
-			}
-		}
-		return 0, false
-	}
-	if i := strings.LastIndexByte(rest, ':'); i > 0 {
-		// A method Gatehouse does not serve (embedContent, …) is no model
-		// name: 404, not a 405 from the one-model listing.
-		rt, ok := geminiMethods[rest[i+1:]]
-		return rt, ok
-	}
-	return routeGeminiModel, rest != ""
-}
-
-// geminiPathModel returns the model a Gemini path names: what lies between
-// "models/" and the method (or the end), less a further "models/" (a client
-// that passed the resource name as the id).
-func geminiPathModel(path string) string {
-	rest, ok := strings.CutPrefix(path, geminiModelPrefix)
-	if !ok {
-		rest = strings.TrimPrefix(path, modelPrefix)
-	}
-	if i := strings.LastIndexByte(rest, ':'); i >= 0 {
-		if _, ok := geminiMethods[rest[i+1:]]; ok {
-			rest = rest[:i]
-		}
-	}
-	return strings.TrimPrefix(rest, "models/")
-}
 
 // geminiModelEntry is one model of the Gemini listing.
 type geminiModelEntry struct {
@@ -108,10 +53,10 @@ func geminiModelEntries(s *state) []geminiModelEntry {
 // listGeminiModels answers GET /v1beta/models (and /v1beta/models/{model})
 // with the models key may use, in Gemini's shape, returning errAnswered or
 // the error to send.
-func listGeminiModels(w http.ResponseWriter, r *http.Request, s *state, ks *clientkey.State, rt route) *apiError {
+func listGeminiModels(w http.ResponseWriter, r *http.Request, s *state, ks *clientkey.State, rt route.Route) *apiError {
 	want := ""
-	if rt == routeGeminiModel {
-		want = geminiPathModel(r.URL.Path)
+	if rt == route.GeminiModel {
+		want = route.PathModel(r.URL.Path)
 	}
 	var b []byte
 	if want == "" {
@@ -149,11 +94,11 @@ func listGeminiModels(w http.ResponseWriter, r *http.Request, s *state, ks *clie
 
 // geminiTargetURLs are the upstream URLs of a gemini connection's model:
 // BaseURL + "/models/" + model + ":method", by route.
-func geminiTargetURLs(c *conn, model string) *[numRoutes]url.URL {
-	var us [numRoutes]url.URL
-	for _, rt := range []route{routeGenerate, routeStreamGenerate, routeGeminiCount} {
+func geminiTargetURLs(c *conn, model string) *[route.Num]url.URL {
+	var us [route.Num]url.URL
+	for _, rt := range []route.Route{route.Generate, route.StreamGenerate, route.GeminiCount} {
 		u := c.base
-		u.Path = c.base.Path + "/models/" + model + routeSuffix[rt]
+		u.Path = c.base.Path + "/models/" + model + route.Suffix[rt]
 		u.RawPath = ""
 		us[rt] = u
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
+	"github.com/gatehouse-dev/gatehouse/gateway/route"
 )
 
 // limiter keeps the rate limits that cluster mode shares between replicas
@@ -49,7 +50,7 @@ type limiter interface {
 // check reports whether model on c may be tried at now: its own health,
 // then what the other replicas say of it.
 func (x *exchange) check(c *conn, model string, now time.Time) (health.Verdict, time.Time) {
-	if why, until := c.health.Check(routeSuffix[x.rt], model, now); why != health.Available {
+	if why, until := c.health.Check(route.Suffix[x.rt], model, now); why != health.Available {
 		return why, until
 	}
 	until, suspended := x.g.limiter.Unavailable(x.r.Context(), c.id, c.rate, c.lim.TPM, model, now)
@@ -83,7 +84,7 @@ func (x *exchange) coolConnection(c *conn, now time.Time, d time.Duration, reaso
 // shared.
 func (x *exchange) forbidden(c *conn, model string, now time.Time) {
 	eff := &x.s.eff
-	if c.health.Forbidden(routeSuffix[x.rt], model, now, eff.BreakerCooldown(), eff.SuspendDuration()) {
+	if c.health.Forbidden(route.Suffix[x.rt], model, now, eff.BreakerCooldown(), eff.SuspendDuration()) {
 		x.suspend(c, now, eff.SuspendDuration(), "upstream 403 on two models or routes")
 	}
 }
@@ -124,7 +125,7 @@ func acrossReplicas(t ratelimit.Turn) string {
 // separately from messages, so its headers say nothing about the account's
 // inference budget (and the route counts toward no rpm/rpd either).
 func (x *exchange) noteRateLimitHeaders(c *conn, h http.Header) {
-	if x.rt.free() || !health.RateLimitExhausted(h) {
+	if x.rt.Free() || !health.RateLimitExhausted(h) {
 		return
 	}
 	now := x.g.now()

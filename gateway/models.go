@@ -7,6 +7,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/clientkey"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/route"
 	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
 
@@ -32,14 +33,14 @@ func modelsList(s *state) wire.ModelList {
 // listModels answers GET /v1/models and /v1/models/{id} from s for key ks,
 // returning errAnswered, or the error to send. A key with a models list sees
 // only the models it may use; another is "not found" to it.
-func listModels(w http.ResponseWriter, r *http.Request, s *state, ks *clientkey.State, rt route) *apiError {
+func listModels(w http.ResponseWriter, r *http.Request, s *state, ks *clientkey.State, rt route.Route) *apiError {
 	var allow limits.ModelAllowlist // nil key: every model
 	if ks != nil {
 		allow = ks.Eff.Models
 	}
 	var body []byte
-	if rt == routeModel {
-		id := strings.TrimPrefix(r.URL.Path, modelPrefix)
+	if rt == route.Model {
+		id := strings.TrimPrefix(r.URL.Path, route.ModelPrefix)
 		obj, ok := s.models.Entry(id, allow)
 		if !ok {
 			return &apiError{Status: http.StatusNotFound, Code: CodeModelNotFound, Message: "no enabled connection serves model " + quoteModel(id)}

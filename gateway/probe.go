@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/clientkey"
+	"github.com/gatehouse-dev/gatehouse/gateway/route"
 	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
 
@@ -135,7 +136,7 @@ func probeRequest(st wire.Style, m string) (string, []byte) {
 		return "/v1/messages", []byte(`{"model":` + string(q) + `,"max_tokens":` + n +
 			`,"messages":[{"role":"user","content":"` + prompt + `"}]}`)
 	case wire.Gemini:
-		return geminiBeta + "/models/" + m + ":generateContent", []byte(`{"contents":[{"role":"user","parts":[{"text":"` +
+		return route.GeminiBeta + "/models/" + m + ":generateContent", []byte(`{"contents":[{"role":"user","parts":[{"text":"` +
 			prompt + `"}]}],"generationConfig":{"maxOutputTokens":` + n + `}}`)
 	default:
 		return "/v1/chat/completions", []byte(`{"model":` + string(q) + `,"max_tokens":` + n +

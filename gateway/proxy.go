@@ -13,6 +13,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/clientkey"
 	"github.com/gatehouse-dev/gatehouse/gateway/inbound"
 	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
+	"github.com/gatehouse-dev/gatehouse/gateway/route"
 	"github.com/gatehouse-dev/gatehouse/gateway/tracing"
 	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 	"github.com/gatehouse-dev/gatehouse/gateway/wire"
@@ -116,12 +117,12 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 	if aerr != nil {
 		return x, aerr
 	}
-	if rt == routeLimits {
+	if rt == route.Limits {
 		return x, x.answerLimits(w, r, ks)
 	}
-	if rt.listing() {
+	if rt.Listing() {
 		w.Header()[HeaderQueueMs] = g.zeroMs
-		if rt.style() == wire.Gemini {
+		if rt.Style() == wire.Gemini {
 			return x, listGeminiModels(w, r, s, ks, rt)
 		}
 		return x, listModels(w, r, s, ks, rt)
@@ -141,18 +142,18 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 
 // checkRoute finds the route of r and checks its method; x.st is the
 // route's style from then on.
-func (x *exchange) checkRoute(w http.ResponseWriter, r *http.Request) (route, *apiError) {
-	rt, ok := routeOf(r.URL.Path)
+func (x *exchange) checkRoute(w http.ResponseWriter, r *http.Request) (route.Route, *apiError) {
+	rt, ok := route.Of(r.URL.Path)
 	if !ok {
-		x.rt = routeUnknown
-		if strings.HasPrefix(r.URL.Path, geminiBeta) {
+		x.rt = route.Unknown
+		if strings.HasPrefix(r.URL.Path, route.GeminiBeta) {
 			x.st = wire.Gemini
 		}
 		return rt, &apiError{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such route: " + r.URL.Path}
 	}
-	x.st, x.rt = rt.style(), rt
+	x.st, x.rt = rt.Style(), rt
 	want, allow := http.MethodPost, "POST"
-	listing := rt.listing() || rt == routeLimits
+	listing := rt.Listing() || rt == route.Limits
 	if listing {
 		want, allow = http.MethodGet, "GET, HEAD"
 	}
@@ -199,11 +200,11 @@ var errBodyTimeout = &apiError{Status: http.StatusRequestTimeout, Code: CodeRequ
 // sets x.info and x.targets, the connections of style x.st serving it (or
 // the model its alias names) that the key may use, or returns the error to
 // send.
-func (x *exchange) route(s *state, path string, rt route) *apiError {
+func (x *exchange) route(s *state, path string, rt route.Route) *apiError {
 	var info usage.Request
 	if x.st == wire.Gemini {
 		// The model is the path's; the body is the upstream's to check.
-		info.Model, info.Stream = geminiPathModel(path), rt == routeStreamGenerate
+		info.Model, info.Stream = route.PathModel(path), rt == route.StreamGenerate
 		info.MaxOutput = usage.GeminiMaxOutput(x.body.Raw)
 		if info.Model == "" {
 			return &apiError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "the path names no model"}
@@ -244,7 +245,7 @@ type exchange struct {
 	w    http.ResponseWriter
 	r    *http.Request
 	s    *state
-	rt   route
+	rt   route.Route
 	st   wire.Style
 	body reqBody
 	// send is the body of the attempt in flight on FastTransport (attempt):
@@ -313,14 +314,14 @@ type exchange struct {
 // run makes up to maxAttempts attempts and answers the client. Its frame is
 // under a queued request's wait (see queue): kept small.
 func (x *exchange) run() {
-	if aerr := x.keyBlocked(); aerr != nil && !x.rt.free() {
+	if aerr := x.keyBlocked(); aerr != nil && !x.rt.Free() {
 		x.fail(aerr)
 		return
 	}
 	for attempts, skips := 0, 0; attempts < x.s.maxAttempts && skips <= len(x.targets); {
 		var aerr *apiError
 		switch {
-		case x.rt.free():
+		case x.rt.Free():
 			aerr = x.chooseFree()
 		case x.g.tracer != nil:
 			aerr = x.chooseTraced()

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
+	"github.com/gatehouse-dev/gatehouse/gateway/route"
 	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
@@ -37,7 +38,7 @@ func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap 
 	var sw sseWriter
 	// flush: a Gemini stream without alt=sse is one JSON array written
 	// piece by piece, to be passed on as it comes like events are.
-	flush := !sse && x.rt == routeStreamGenerate
+	flush := !sse && x.rt == route.StreamGenerate
 	if sse || flush {
 		sw = sseWriter{w: x.w, rc: http.NewResponseController(x.w)}
 		if sw.rc.Flush() != nil {

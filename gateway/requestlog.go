@@ -3,6 +3,8 @@ package gateway
 import (
 	"net/http"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/route"
 )
 
 // RequestRecord is what the gateway reports of one /v1 request when it ends,
@@ -65,11 +67,11 @@ func (noRequestLog) Record(*RequestRecord) {}
 
 // routeNames are the request log's names of the routes.
 var routeNames = [...]string{
-	routeChat: "chat", routeCompletions: "completions", routeEmbeddings: "embeddings",
-	routeResponses: "responses", routeMessages: "messages", routeCountTokens: "count_tokens",
-	routeModels: "models", routeModel: "models", routeLimits: "limits", routeUnknown: "unknown",
-	routeGenerate: "gemini", routeStreamGenerate: "gemini", routeGeminiCount: "gemini",
-	routeGeminiModels: "models", routeGeminiModel: "models",
+	route.Chat: "chat", route.Completions: "completions", route.Embeddings: "embeddings",
+	route.Responses: "responses", route.Messages: "messages", route.CountTokens: "count_tokens",
+	route.Models: "models", route.Model: "models", route.Limits: "limits", route.Unknown: "unknown",
+	route.Generate: "gemini", route.StreamGenerate: "gemini", route.GeminiCount: "gemini",
+	route.GeminiModels: "models", route.GeminiModel: "models",
 }
 
 // record reports x, serving r, to the request log. It reuses x.rec: the exchange is on

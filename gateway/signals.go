@@ -17,9 +17,6 @@ import (
 // tells an agent its limits, what is left of them and how busy it is, so it
 // can park before it pays.
 
-// limitsPath is the path of the key's own limits.
-const limitsPath = "/v1/gatehouse/limits"
-
 // setRateLimitHeaders describes x's key's rpm and the tightest of its tpm
 // and tpd in h, in OpenAI's form; nothing for a key without them.
 func (x *exchange) setRateLimitHeaders(h http.Header) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/route"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
 )
 
@@ -152,7 +153,7 @@ func TestGatehouseLimits(t *testing.T) {
 	if r := e.post(testCtx(t), "/v1/chat/completions", chatBodyMax("glm-5", 20), as("sk-d")...); r.status != http.StatusOK {
 		t.Fatalf("status %d: %s", r.status, r.body)
 	}
-	r := e.send(testCtx(t), http.MethodGet, limitsPath, "", as("sk-d")...)
+	r := e.send(testCtx(t), http.MethodGet, route.LimitsPath, "", as("sk-d")...)
 	if r.status != http.StatusOK || r.header.Get("Content-Type") != "application/json" {
 		t.Fatalf("status %d %q: %s", r.status, r.header.Get("Content-Type"), r.body)
 	}
@@ -184,15 +185,15 @@ func TestGatehouseLimits(t *testing.T) {
 		t.Errorf("load %d in flight, %d queued, want none", got.InFlight, got.Queued)
 	}
 	// A key with nothing set: empty limits, standard, no budgets.
-	r = e.send(testCtx(t), http.MethodGet, limitsPath, "", as("sk-n")...)
+	r = e.send(testCtx(t), http.MethodGet, route.LimitsPath, "", as("sk-n")...)
 	if r.status != http.StatusOK || r.body != `{"id":"kn","name":"n","limits":{},"priority":"standard","budgets":{},"inFlight":0,"queued":0}`+"\n" {
 		t.Errorf("plain key: %d %s", r.status, r.body)
 	}
 	// The route wants a client key, and GET.
-	if r := e.send(testCtx(t), http.MethodGet, limitsPath, ""); r.status != http.StatusUnauthorized {
+	if r := e.send(testCtx(t), http.MethodGet, route.LimitsPath, ""); r.status != http.StatusUnauthorized {
 		t.Errorf("no key: %d", r.status)
 	}
-	if r := e.send(testCtx(t), http.MethodPost, limitsPath, "{}", as("sk-n")...); r.status != http.StatusMethodNotAllowed {
+	if r := e.send(testCtx(t), http.MethodPost, route.LimitsPath, "{}", as("sk-n")...); r.status != http.StatusMethodNotAllowed {
 		t.Errorf("POST: %d", r.status)
 	}
 }

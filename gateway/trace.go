@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/route"
 	"github.com/gatehouse-dev/gatehouse/gateway/tracing"
 	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 )
@@ -16,35 +17,15 @@ import (
 // tracing's): what the request flow tells each span. With no tracer
 // g.tracer is nil and the request path only tests that.
 
-// operation is gen_ai.operation.name for a route: the GenAI conventions'
-// chat, text_completion and embeddings; the Responses API and Anthropic's
-// Messages are chat APIs, so chat as well (http.route tells them apart);
-// count_tokens is no inference and keeps a name of its own (Gemini's
-// countTokens too); Gemini's generateContent is the conventions'
-// generate_content.
-func (r route) operation() string {
-	switch r {
-	case routeCompletions:
-		return "text_completion"
-	case routeEmbeddings:
-		return "embeddings"
-	case routeCountTokens, routeGeminiCount:
-		return "count_tokens"
-	case routeGenerate, routeStreamGenerate:
-		return "generate_content"
-	}
-	return "chat"
-}
-
 // startServerSpan starts the server span of a proxied route (nil for the
 // model listings and unknown paths) and returns the writer and request to
 // serve with.
 func (g *Gateway) startServerSpan(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request, *tracing.Server) {
-	rt, ok := routeOf(r.URL.Path)
-	if !ok || rt >= numRoutes {
+	rt, ok := route.Of(r.URL.Path)
+	if !ok || rt >= route.Num {
 		return w, r, nil
 	}
-	return tracing.StartServer(g.tracer, w, r, rt.operation())
+	return tracing.StartServer(g.tracer, w, r, rt.Operation())
 }
 
 // spanPrepared tells the server span the request's model, client and
