@@ -9,9 +9,9 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 	"github.com/gatehouse-dev/gatehouse/gateway/clientkey"
+	"github.com/gatehouse-dev/gatehouse/gateway/gates"
 	"github.com/gatehouse-dev/gatehouse/gateway/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
-	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/metrics"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 	"github.com/gatehouse-dev/gatehouse/gateway/route"
@@ -105,6 +105,15 @@ type state struct {
 	keyOrder     []*clientkey.State          // client keys in config order
 }
 
+// provider is the provider of configured connection id (gates.Identity's
+// lookup); s may be nil.
+func (s *state) provider(id string) (string, bool) {
+	if s == nil || s.byID[id] == nil {
+		return "", false
+	}
+	return s.byID[id].provider, true
+}
+
 // msOr turns an optional millisecond override into a duration, 0 when absent.
 func msOr(p *int) time.Duration {
 	if p == nil || *p <= 0 {
@@ -122,24 +131,14 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 		loadedAt:    now,
 		eff:         eff,
 		byID:        make(map[string]*conn, len(cfg.Connections)),
-		caps:        make(map[string]int),
 		maxAttempts: max(eff.MaxAttempts, 1),
 	}
-	adaptive := make(map[string]health.LearnSpec)
-	shadowSpecs := make(map[string]health.ShadowSpec)
 	var all []*target
 	for st := range wire.NumStyles {
 		s.routes[st] = make(map[string][]*target)
 	}
 	var warnings []string
-	// Every global and connection gate is named, 0 when uncapped, so that the
-	// controller keeps its counters (and wait histogram) across reloads.
-	s.caps[gateGlobal] = max(eff.GlobalMaxConcurrent, 0)
-	for p, ps := range eff.Providers {
-		if ps.MaxConcurrent > 0 {
-			s.caps[providerGateKey(p)] = ps.MaxConcurrent
-		}
-	}
+	spec := gates.NewSpec(eff)
 	for _, cc := range cfg.Connections {
 		if cc.ID == "" || s.byID[cc.ID] != nil {
 			warnings = append(warnings, "connection with an empty or repeated id skipped: "+cc.Name)
@@ -148,34 +147,7 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 		c := g.prepareConn(cc, eff, &warnings)
 		s.conns = append(s.conns, c)
 		s.byID[c.id] = c
-		o := cc.Overrides
-		s.caps[c.gateKey] = 0
-		if o.MaxConcurrent != nil && *o.MaxConcurrent > 0 {
-			s.caps[c.gateKey] = *o.MaxConcurrent
-		}
-		for m, n := range o.ModelConcurrency {
-			if n > 0 {
-				s.caps[modelGateKey(c.id, m)] = n
-			}
-		}
-		if sh := o.Shadow; sh != nil {
-			if sh.MaxConcurrent != nil && *sh.MaxConcurrent > 0 {
-				shadowSpecs[shadowConnKey(c.id)] = health.ShadowSpec{ConnID: c.id, Cap: *sh.MaxConcurrent}
-			}
-			for m, n := range sh.ModelConcurrency {
-				if n > 0 {
-					shadowSpecs[shadowModelKey(c.id, m)] = health.ShadowSpec{ConnID: c.id, Model: m, Cap: n}
-				}
-			}
-		}
-		if o.IsAdaptive() && s.caps[c.gateKey] > 0 {
-			adaptive[c.gateKey] = health.LearnSpec{ConnID: c.id, Level: live.LevelConnection, Cap: s.caps[c.gateKey]}
-			for m, n := range o.ModelConcurrency {
-				if n > 0 {
-					adaptive[modelGateKey(c.id, m)] = health.LearnSpec{ConnID: c.id, Level: live.LevelModel, Cap: n}
-				}
-			}
-		}
+		spec.AddConnection(c.id, cc.Overrides)
 		if !c.enabled || !c.styleOK {
 			continue
 		}
@@ -199,15 +171,16 @@ func (g *Gateway) buildState(cfg Config, now time.Time) (*state, []string) {
 			}
 		}
 	}
-	learned := g.learn.Configure(adaptive)
-	shadowed := g.shadows.Configure(shadowSpecs, now)
+	s.caps = spec.Caps
+	learned := g.learn.Configure(spec.Learn)
+	shadowed := g.shadows.Configure(spec.Shadow, now)
 	for _, t := range all {
-		for _, key := range []string{t.c.gateKey, modelGateKey(t.c.id, t.model)} {
+		for _, key := range []string{t.c.gateKey, gates.Model(t.c.id, t.model)} {
 			if lg := learned[key]; lg != nil {
 				t.learn = append(t.learn, lg)
 			}
 		}
-		for _, key := range []string{shadowConnKey(t.c.id), shadowModelKey(t.c.id, t.model)} {
+		for _, key := range []string{gates.ShadowConnection(t.c.id), gates.ShadowModel(t.c.id, t.model)} {
 			if sg := shadowed[key]; sg != nil {
 				t.shadow = append(t.shadow, sg)
 			}
@@ -246,7 +219,7 @@ func (g *Gateway) prepareConn(cc Connection, eff limits.EffectiveSettings, warni
 		enabled:  cc.Enabled,
 		priority: cc.Priority,
 		models:   slices.Clone(cc.Models),
-		gateKey:  connGateKey(cc.ID),
+		gateKey:  gates.Connection(cc.ID),
 	}
 	switch strings.ToLower(cc.APIStyle) {
 	case "openai", "":
@@ -309,12 +282,7 @@ func (g *Gateway) newTarget(c *conn, model string) *target {
 		c:     c,
 		model: model,
 		req: admission.Prepare(admission.Request{
-			Gates: []admission.GateRef{
-				{Level: live.LevelGlobal, Key: gateGlobal},
-				{Level: live.LevelProvider, Key: providerGateKey(c.provider)},
-				{Level: live.LevelConnection, Key: c.gateKey},
-				{Level: live.LevelModel, Key: modelGateKey(c.id, model)},
-			},
+			Gates:         gates.Path(c.provider, c.id, model),
 			MaxWait:       c.maxWait,
 			QueueKey:      c.gateKey,
 			MaxQueueDepth: c.queueDepth,

@@ -26,6 +26,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 	"github.com/gatehouse-dev/gatehouse/gateway/clientkey"
+	"github.com/gatehouse-dev/gatehouse/gateway/gates"
 	"github.com/gatehouse-dev/gatehouse/gateway/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/inbound"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
@@ -380,7 +381,7 @@ func (g *Gateway) Snapshot() live.Snapshot {
 		if st.Cap == 0 && st.Level != live.LevelConnection && st.InFlight == 0 && st.Queued == 0 {
 			continue
 		}
-		gs := gateIdentity(s, st.Key, st.Level)
+		gs := gates.Identity(st.Key, st.Level, s.provider)
 		gs.Cap, gs.EffectiveCap, gs.InFlight, gs.Queued = st.Cap, st.Cap, st.InFlight, st.Queued
 		gs.QueuedByClient = st.QueuedByClient
 		gs.QueuedByPriority = priorityNames(st.QueuedByPriority)
@@ -397,7 +398,7 @@ func (g *Gateway) Snapshot() live.Snapshot {
 	out.LoadedAt = s.loadedAt
 	for _, c := range s.conns {
 		if !have[c.gateKey] {
-			gs := gateIdentity(s, c.gateKey, live.LevelConnection)
+			gs := gates.Identity(c.gateKey, live.LevelConnection, s.provider)
 			gs.Cap = s.caps[c.gateKey]
 			gs.EffectiveCap = gs.Cap
 			out.Gates = append(out.Gates, gs)
