@@ -114,14 +114,6 @@ func (s *state) provider(id string) (string, bool) {
 	return s.byID[id].provider, true
 }
 
-// msOr turns an optional millisecond override into a duration, 0 when absent.
-func msOr(p *int) time.Duration {
-	if p == nil || *p <= 0 {
-		return 0
-	}
-	return time.Duration(*p) * time.Millisecond
-}
-
 // buildState prepares cfg for routing. Connections with a base URL that does
 // not parse, or an unknown API style, are kept (their gates are shown) but
 // never routed to; the problems are returned as warnings.
@@ -253,24 +245,8 @@ func (g *Gateway) prepareConn(cc Connection, eff limits.EffectiveSettings, warni
 		c.authHeader, c.authValue = "Authorization", []string{"Bearer " + cc.APIKey}
 	}
 	o := cc.Overrides
-	c.maxWait = msOr(o.MaxWaitMs)
-	if c.maxWait == 0 {
-		c.maxWait = time.Duration(eff.Providers[cc.Provider].MaxWaitMs) * time.Millisecond
-	}
-	if c.maxWait == 0 {
-		c.maxWait = eff.DefaultMaxWait()
-	}
-	c.queueDepth = eff.DefaultMaxQueueDepth
-	if o.MaxQueueDepth != nil && *o.MaxQueueDepth > 0 {
-		c.queueDepth = *o.MaxQueueDepth
-	}
-	c.execBound = msOr(o.ExecutionMaxWaitMs)
-	if c.execBound == 0 {
-		c.execBound = eff.DefaultExecutionMaxWait()
-	}
-	if c.execBound <= 0 {
-		c.execBound = time.Duration(limits.DefaultExecutionMaxWaitMs) * time.Millisecond
-	}
+	bounds := eff.Bounds(cc.Provider, o)
+	c.maxWait, c.queueDepth, c.execBound = bounds.MaxWait, bounds.MaxQueueDepth, bounds.Execution
 	c.lim = ratelimit.ForConnection(cc.ID, o)
 	c.labelHdr = []string{c.label}
 	c.durObs = g.metrics.UpstreamDuration.WithLabelValues(c.label)

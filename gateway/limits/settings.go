@@ -243,3 +243,45 @@ func NormalizeSettingsErrors(raw []byte) (Settings, FieldErrors) {
 	problems := aliasProblems(decodeDocument(raw, &s), &s)
 	return s, lenientErrors(problems, &s, settingsWarningPrefix)
 }
+
+// Bounds are what a connection's requests wait and run under: the wait for
+// admission, the queue depth of its gate (0 unbounded) and the execution
+// bound.
+type Bounds struct {
+	MaxWait       time.Duration
+	MaxQueueDepth int
+	Execution     time.Duration
+}
+
+// Bounds resolves the bounds of a connection of provider with overrides o:
+// the connection's value when it sets one above 0, else the provider's
+// (maxWaitMs only), else the settings', else the built-in default (the
+// execution bound never ends up 0).
+func (e EffectiveSettings) Bounds(provider string, o Overrides) Bounds {
+	b := Bounds{MaxWait: positiveMs(o.MaxWaitMs), MaxQueueDepth: e.DefaultMaxQueueDepth, Execution: positiveMs(o.ExecutionMaxWaitMs)}
+	if b.MaxWait == 0 {
+		b.MaxWait = ms(e.Providers[provider].MaxWaitMs)
+	}
+	if b.MaxWait == 0 {
+		b.MaxWait = e.DefaultMaxWait()
+	}
+	if o.MaxQueueDepth != nil && *o.MaxQueueDepth > 0 {
+		b.MaxQueueDepth = *o.MaxQueueDepth
+	}
+	if b.Execution == 0 {
+		b.Execution = e.DefaultExecutionMaxWait()
+	}
+	if b.Execution <= 0 {
+		b.Execution = ms(DefaultExecutionMaxWaitMs)
+	}
+	return b
+}
+
+// positiveMs is an optional millisecond value as a duration, 0 when absent
+// or not above 0.
+func positiveMs(p *int) time.Duration {
+	if p == nil || *p <= 0 {
+		return 0
+	}
+	return ms(*p)
+}
