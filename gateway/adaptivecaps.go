@@ -1,47 +1,11 @@
 package gateway
 
 import (
-	"maps"
 	"net/http"
 	"strconv"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 	"github.com/gatehouse-dev/gatehouse/gateway/health"
 )
-
-// setCaps pushes caps (a config snapshot's, by gate key) to admission with
-// every adaptive gate's effective cap in place of its configured one, and
-// keeps them for later pushes by the learner.
-func (g *Gateway) setCaps(caps map[string]int) {
-	g.capsMu.Lock()
-	defer g.capsMu.Unlock()
-	g.confCaps = caps
-	g.pushCapsLocked()
-}
-
-// pushCaps pushes the caps again after the learner changed an effective cap.
-func (g *Gateway) pushCaps() {
-	g.capsMu.Lock()
-	defer g.capsMu.Unlock()
-	if g.confCaps != nil {
-		g.pushCapsLocked()
-	}
-}
-
-func (g *Gateway) pushCapsLocked() {
-	eff := g.learn.Effective()
-	if len(eff) == 0 {
-		g.ctrl.SetCaps(g.confCaps)
-		return
-	}
-	caps := maps.Clone(g.confCaps)
-	for key, c := range eff {
-		if _, ok := caps[key]; ok {
-			caps[key] = c
-		}
-	}
-	g.ctrl.SetCaps(caps)
-}
 
 // learnRejected cuts the adaptive gates of lp when an upstream answer (its
 // body kept in x.last) is a rejection the learner counts: 429, 503, 529, or
@@ -59,24 +23,4 @@ func (x *exchange) learnRejected(lp health.LearnPath, status int, h http.Header)
 	}
 	lp.Rejected(x.r.Context(), "upstream "+strconv.Itoa(status))
 	return named && len(h["Retry-After"]) == 0
-}
-
-// configuredCaps returns the configured cap of every adaptive gate in
-// stats (admission reports the effective cap in force), by key.
-func (g *Gateway) configuredCaps(stats []admission.GateStats) map[string]int {
-	eff := g.learn.Effective()
-	if len(eff) == 0 {
-		return nil
-	}
-	g.capsMu.Lock()
-	defer g.capsMu.Unlock()
-	out := make(map[string]int, len(eff))
-	for _, st := range stats {
-		if _, ok := eff[st.Key]; ok {
-			if c, ok := g.confCaps[st.Key]; ok {
-				out[st.Key] = c
-			}
-		}
-	}
-	return out
 }

@@ -185,12 +185,11 @@ type Gateway struct {
 	// tracer makes the request spans; nil when tracing is off (trace.go).
 	tracer trace.Tracer
 
-	// learn keeps the adaptive gates' effective caps (package health; adaptivecaps.go pushes them); capsMu
-	// serialises pushing caps to admission, and confCaps are the caps of the
-	// config in force, before the learned ones replace them.
-	learn    *health.Learner
-	capsMu   sync.Mutex
-	confCaps map[string]int
+	// learn keeps the adaptive gates' effective caps (package health); caps
+	// keeps the caps of the config in force and pushes them to admission with
+	// the learned ones in place.
+	learn *health.Learner
+	caps  health.Caps
 	// shadows keeps the shadow gates.
 	shadows *health.Shadows
 
@@ -232,22 +231,14 @@ func New(opts Options) *Gateway {
 		g.now = time.Now
 	}
 	g.learn = health.NewLearner(g.now, g.log)
-	g.learn.Changed = g.pushCaps
+	g.learn.Changed = g.caps.Repush
 	g.shadows = health.NewShadows()
 	if g.maxBody <= 0 {
 		g.maxBody = DefaultMaxBodyBytes
 	}
 	g.bodyBytes = inbound.NewBodyBytes(cmp.Or(max(opts.MaxBodyBytesInFlight, 0), DefaultMaxBodyBytesInFlight))
-	switch {
-	case opts.Transport != nil:
-		g.transport = opts.Transport
-	case opts.Outbound == OutboundNetHTTP:
-		t := outbound.NewTransport()
-		t.DialContext = (&outbound.Dialer{Deny: opts.UpstreamDeny, Lookup: opts.lookup}).DialContext
-		g.transport, g.ownTransport = t, t
-	default:
-		t := outbound.NewFastTransport()
-		t.Dialer = &outbound.Dialer{Deny: opts.UpstreamDeny, Lookup: opts.lookup}
+	if g.transport = opts.Transport; g.transport == nil {
+		t := outbound.New(opts.Outbound, &outbound.Dialer{Deny: opts.UpstreamDeny, Lookup: opts.lookup})
 		g.transport, g.ownTransport = t, t
 	}
 	if opts.SharedLimits != nil {
@@ -260,6 +251,7 @@ func New(opts Options) *Gateway {
 		// clock alone where it can (half the cost of time.Now).
 		g.ctrl = admission.Local{C: admission.New(admission.Options{Now: opts.Now})}
 	}
+	g.caps.Learn, g.caps.Push = g.learn, g.ctrl.SetCaps
 	if l, ok := g.ctrl.(admission.Local); ok {
 		g.local = l.C
 	}
@@ -307,7 +299,7 @@ func (g *Gateway) Apply(cfg Config) {
 	g.metrics.Forget(keep)
 	g.applyRates(s)
 	g.applyKeys(s, cfg.ClientKeys)
-	g.setCaps(s.caps)
+	g.caps.Set(s.caps)
 	g.state.Store(s)
 }
 
@@ -374,7 +366,13 @@ func (g *Gateway) Snapshot() live.Snapshot {
 	var out live.Snapshot
 	s := g.state.Load()
 	stats := g.ctrl.Stats()
-	configured := g.configuredCaps(stats)
+	configured := g.caps.Configured(func(yield func(string) bool) {
+		for _, st := range stats {
+			if !yield(st.Key) {
+				return
+			}
+		}
+	})
 	have := make(map[string]bool, len(stats))
 	for _, st := range stats {
 		have[st.Key] = true

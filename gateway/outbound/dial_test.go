@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
 	"net/netip"
 	"strconv"
 	"sync/atomic"
@@ -70,5 +71,35 @@ func TestDialerDeny(t *testing.T) {
 		t.Errorf("nil dialer: %v", err)
 	} else {
 		_ = c.Close()
+	}
+}
+
+// TestNewDialsThroughItsDialer: both upstream clients New makes dial
+// through the Dialer they are given, so a denied address is refused by
+// either; an unknown name is the default, fasthttp.
+func TestNewDialsThroughItsDialer(t *testing.T) {
+	t.Parallel()
+	deny, err := ParseDeny("169.254.0.0/16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Dialer{Deny: deny}
+	for _, name := range []string{NetHTTP, FastHTTP, ""} {
+		c := New(name, d)
+		if _, fast := c.(*FastTransport); fast != (name != NetHTTP) {
+			t.Errorf("New(%q) = %T", name, c)
+		}
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://169.254.169.254/latest/meta-data", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.RoundTrip(req)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		if !IsDenied(err) {
+			t.Errorf("New(%q): a request to a denied address: %v, want a DeniedError", name, err)
+		}
+		c.CloseIdleConnections()
 	}
 }

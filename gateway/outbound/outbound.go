@@ -24,6 +24,26 @@ func Valid(name string) bool {
 	return name == NetHTTP || name == FastHTTP
 }
 
+// Client is an upstream client New made: it sends requests and can close
+// its idle connections.
+type Client interface {
+	http.RoundTripper
+	CloseIdleConnections()
+}
+
+// New returns the upstream client name (NetHTTP; anything else is the
+// default, FastHTTP) dialing through d.
+func New(name string, d *Dialer) Client {
+	if name == NetHTTP {
+		t := NewTransport()
+		t.DialContext = d.DialContext
+		return t
+	}
+	t := NewFastTransport()
+	t.Dialer = d
+	return t
+}
+
 // NewTransport returns the net/http upstream client: a connection pool
 // sized for a proxy (256 idle connections per upstream host, where Go's
 // default of 2 would redial under load), no transparent compression (bodies
