@@ -373,27 +373,15 @@ func (g *Gateway) Snapshot() live.Snapshot {
 			}
 		}
 	})
-	have := make(map[string]bool, len(stats))
-	for _, st := range stats {
-		have[st.Key] = true
-		if st.Cap == 0 && st.Level != live.LevelConnection && st.InFlight == 0 && st.Queued == 0 {
-			continue
-		}
-		gs := gates.Identity(st.Key, st.Level, s.provider)
-		gs.Cap, gs.EffectiveCap, gs.InFlight, gs.Queued = st.Cap, st.Cap, st.InFlight, st.Queued
-		gs.QueuedByClient = st.QueuedByClient
-		gs.QueuedByPriority = priorityNames(st.QueuedByPriority)
-		if c, ok := configured[st.Key]; ok {
-			gs.Cap, gs.Adaptive = c, true
-		}
-		gs.Admitted, gs.Timeouts, gs.QueueFull, gs.Cancels = st.Admitted, st.Timeouts, st.QueueFull, st.Cancels
-		gs.WaitTotal, gs.Waits = st.WaitTotal, st.Waits
-		out.Gates = append(out.Gates, gs)
-	}
+	out.Gates = gates.Live(stats, configured, s.provider)
 	if s == nil {
 		return out
 	}
 	out.LoadedAt = s.loadedAt
+	have := make(map[string]bool, len(stats))
+	for _, st := range stats {
+		have[st.Key] = true
+	}
 	for _, c := range s.conns {
 		if !have[c.gateKey] {
 			gs := gates.Identity(c.gateKey, live.LevelConnection, s.provider)

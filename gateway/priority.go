@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 	"github.com/gatehouse-dev/gatehouse/gateway/clientkey"
 )
 
@@ -30,21 +29,6 @@ func (x *exchange) checkPriority(r *http.Request, ks *clientkey.State) *apiError
 	}
 	x.priority = p
 	return nil
-}
-
-// priorityNames is admission's per-class count keyed by class name, nil
-// when empty.
-func priorityNames(by map[admission.Priority]int) map[string]int {
-	if len(by) == 0 {
-		return nil
-	}
-	out := make(map[string]int, len(by))
-	for p, n := range by {
-		if n > 0 {
-			out[p.String()] = n
-		}
-	}
-	return out
 }
 
 // priorityAger is an Admitter whose waiters age through the classes (the

@@ -147,3 +147,43 @@ func splitModel(rest string, provider func(connID string) (string, bool)) (connI
 	connID, model, _ = strings.Cut(rest, ":")
 	return connID, model
 }
+
+// Live is the live view of the gates in stats (admission's), each with its
+// identity (Identity, with provider) and counters, the adaptive ones with
+// their configured cap from configured and the learned one as effective.
+// An uncapped gate that holds and queues nothing is left out, unless it is
+// a connection gate (every connection shows its gate).
+func Live(stats []admission.GateStats, configured map[string]int, provider func(connID string) (string, bool)) []live.Gate {
+	var out []live.Gate
+	for _, st := range stats {
+		if st.Cap == 0 && st.Level != live.LevelConnection && st.InFlight == 0 && st.Queued == 0 {
+			continue
+		}
+		gs := Identity(st.Key, st.Level, provider)
+		gs.Cap, gs.EffectiveCap, gs.InFlight, gs.Queued = st.Cap, st.Cap, st.InFlight, st.Queued
+		gs.QueuedByClient = st.QueuedByClient
+		gs.QueuedByPriority = priorityNames(st.QueuedByPriority)
+		if c, ok := configured[st.Key]; ok {
+			gs.Cap, gs.Adaptive = c, true
+		}
+		gs.Admitted, gs.Timeouts, gs.QueueFull, gs.Cancels = st.Admitted, st.Timeouts, st.QueueFull, st.Cancels
+		gs.WaitTotal, gs.Waits = st.WaitTotal, st.Waits
+		out = append(out, gs)
+	}
+	return out
+}
+
+// priorityNames is admission's per-class count keyed by class name, nil
+// when empty.
+func priorityNames(by map[admission.Priority]int) map[string]int {
+	if len(by) == 0 {
+		return nil
+	}
+	out := make(map[string]int, len(by))
+	for p, n := range by {
+		if n > 0 {
+			out[p.String()] = n
+		}
+	}
+	return out
+}

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/admission"
 	"github.com/gatehouse-dev/gatehouse/gateway/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
@@ -84,5 +85,37 @@ func TestIdentity(t *testing.T) {
 		if got := Identity(tc.key, tc.level, tc.provider); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("Identity(%q) = %+v, want %+v", tc.key, got, tc.want)
 		}
+	}
+}
+
+// TestLive: admission's stats become live gates with their identity and
+// counters; an idle uncapped gate is left out unless it is a connection's;
+// an adaptive gate shows its configured cap and the learned one in force.
+func TestLive(t *testing.T) {
+	stats := []admission.GateStats{
+		{Key: "global", Level: live.LevelGlobal},
+		{Key: "provider:zai", Level: live.LevelProvider, InFlight: 1},
+		{Key: "connection:c1", Level: live.LevelConnection},
+		{Key: "model:c1:glm-5", Level: live.LevelModel, Cap: 2, InFlight: 2, Queued: 3, Admitted: 9, Timeouts: 1,
+			QueuedByClient:   map[string]int{"k": 3},
+			QueuedByPriority: map[admission.Priority]int{admission.PriorityBatch: 3, admission.PriorityStandard: 0}},
+		{Key: "connection:c2", Level: live.LevelConnection, Cap: 3},
+	}
+	provider := func(id string) (string, bool) { return "zai", id == "c1" || id == "c2" }
+	got := Live(stats, map[string]int{"connection:c2": 6}, provider)
+	keys := make([]string, 0, len(got))
+	for _, g := range got {
+		keys = append(keys, g.Key)
+	}
+	if !reflect.DeepEqual(keys, []string{"provider:zai", "connection:c1", "model:c1:glm-5", "connection:c2"}) {
+		t.Fatalf("gates %v: the idle uncapped global gate is left out, the others kept in order", keys)
+	}
+	m := got[2]
+	if m.ConnectionID != "c1" || m.Model != "glm-5" || m.Provider != "zai" || m.Cap != 2 || m.EffectiveCap != 2 || m.Queued != 3 ||
+		m.Admitted != 9 || m.Timeouts != 1 || m.QueuedByClient["k"] != 3 || !reflect.DeepEqual(m.QueuedByPriority, map[string]int{"batch": 3}) {
+		t.Fatalf("model gate %+v", m)
+	}
+	if c2 := got[3]; !c2.Adaptive || c2.Cap != 6 || c2.EffectiveCap != 3 {
+		t.Fatalf("adaptive gate %+v: configured 6, learned 3 in force", c2)
 	}
 }
