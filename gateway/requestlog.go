@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/route"
+	"github.com/gatehouse-dev/gatehouse/gateway/tracing"
 )
 
 // RequestRecord is what the gateway reports of one /v1 request when it ends,
@@ -65,21 +65,12 @@ type noRequestLog struct{}
 
 func (noRequestLog) Record(*RequestRecord) {}
 
-// routeNames are the request log's names of the routes.
-var routeNames = [...]string{
-	route.Chat: "chat", route.Completions: "completions", route.Embeddings: "embeddings",
-	route.Responses: "responses", route.Messages: "messages", route.CountTokens: "count_tokens",
-	route.Models: "models", route.Model: "models", route.Limits: "limits", route.Unknown: "unknown",
-	route.Generate: "gemini", route.StreamGenerate: "gemini", route.GeminiCount: "gemini",
-	route.GeminiModels: "models", route.GeminiModel: "models",
-}
-
 // record reports x, serving r, to the request log. It reuses x.rec: the exchange is on
 // the heap already, so the record costs no allocation of its own.
 func (x *exchange) record(r *http.Request) {
 	rec := &x.rec
 	*rec = RequestRecord{
-		StartedAt: x.start, KeyName: x.keyName, Route: routeNames[x.rt], Stream: x.info.Stream,
+		StartedAt: x.start, KeyName: x.keyName, Route: x.rt.LogName(), Stream: x.info.Stream,
 		Model: x.info.Model, Status: x.status, Attempts: x.attempts, QueueMs: int(x.waited.Milliseconds()),
 		TTFTMs: -1, UpstreamMs: int(x.upstream.Milliseconds()), TotalMs: int(time.Since(x.start).Milliseconds()),
 		InputTokens: x.tokensIn, OutputTokens: x.tokensOut, CachedTokens: x.tokensCached, CostMicros: x.costMicros,
@@ -103,20 +94,9 @@ func (x *exchange) record(r *http.Request) {
 	if x.span != nil {
 		rec.TraceID = x.span.TraceID()
 	} else {
-		rec.TraceID = traceIDOf(r.Header)
+		rec.TraceID = tracing.IncomingTraceID(r.Header)
 	}
 	x.g.reqlog.Record(rec)
-}
-
-// traceIDOf is the trace id of an incoming W3C traceparent
-// ("00-<32 hex>-<16 hex>-<flags>"), "" when there is none. The id is a
-// substring of the header: no allocation.
-func traceIDOf(h http.Header) string {
-	v := h["Traceparent"]
-	if len(v) == 0 || len(v[0]) < 55 || v[0][2] != '-' || v[0][35] != '-' {
-		return ""
-	}
-	return v[0][3:35]
 }
 
 // firstByte notes when the first byte of an upstream answer went to the client.

@@ -125,3 +125,17 @@ func (r Route) Operation() string {
 	}
 	return "chat"
 }
+
+// logNames are the request log's names of the routes.
+var logNames = [...]string{
+	Chat: "chat", Completions: "completions", Embeddings: "embeddings",
+	Responses: "responses", Messages: "messages", CountTokens: "count_tokens",
+	Models: "models", Model: "models", Limits: "limits", Unknown: "unknown",
+	Generate: "gemini", StreamGenerate: "gemini", GeminiCount: "gemini",
+	GeminiModels: "models", GeminiModel: "models",
+}
+
+// LogName is r's name in the request log: chat, completions, responses,
+// messages, embeddings, count_tokens, gemini (every Gemini model method),
+// models, limits or unknown.
+func (r Route) LogName() string { return logNames[r] }

@@ -85,3 +85,19 @@ func TestPathModel(t *testing.T) {
 		}
 	}
 }
+
+func TestLogName(t *testing.T) {
+	for rt := Chat; rt <= Unknown; rt++ {
+		if rt == Num {
+			continue
+		}
+		if rt.LogName() == "" {
+			t.Errorf("route %d has no request-log name", rt)
+		}
+	}
+	for rt, want := range map[Route]string{Chat: "chat", StreamGenerate: "gemini", GeminiModel: "models", Model: "models", Unknown: "unknown"} {
+		if got := rt.LogName(); got != want {
+			t.Errorf("route %d is %q in the log, want %q", rt, got, want)
+		}
+	}
+}

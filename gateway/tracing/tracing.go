@@ -125,6 +125,18 @@ func (s *Server) TraceID() string {
 	return ""
 }
 
+// IncomingTraceID is the trace id of an incoming W3C traceparent
+// ("00-<32 hex>-<16 hex>-<flags>") in h, "" when there is none: the request
+// log's trace id when tracing is off. The id is a substring of the header:
+// no allocation.
+func IncomingTraceID(h http.Header) string {
+	v := h["Traceparent"]
+	if len(v) == 0 || len(v[0]) < 55 || v[0][2] != '-' || v[0][35] != '-' {
+		return ""
+	}
+	return v[0][3:35]
+}
+
 // End records the answer's status and the time queued, and ends the span.
 func (s *Server) End(waited time.Duration) {
 	if st := s.sw.status; st != 0 {

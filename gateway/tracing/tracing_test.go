@@ -138,3 +138,20 @@ func hasAttr(s sdktrace.ReadOnlySpan, k attribute.Key) bool {
 	_, ok := attrs(s)[k]
 	return ok
 }
+
+func TestIncomingTraceID(t *testing.T) {
+	for v, want := range map[string]string{
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01": "4bf92f3577b34da6a3ce929d0e0e4736",
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7":    "",
+		"00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01": "",
+		"": "",
+	} {
+		h := http.Header{}
+		if v != "" {
+			h["Traceparent"] = []string{v}
+		}
+		if got := IncomingTraceID(h); got != want {
+			t.Errorf("IncomingTraceID(%q) = %q, want %q", v, got, want)
+		}
+	}
+}
