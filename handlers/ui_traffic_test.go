@@ -273,6 +273,24 @@ func TestConnectionLiveInBrowser(t *testing.T) {
 	if !strings.Contains(traffic, "0 errors in the last minute") {
 		t.Errorf("traffic %q", traffic)
 	}
+	// Every gate row fits the block at the desktop width: its columns never
+	// run past the block's border (they did by ~30 px at 1440 px).
+	overflow := value(t, tab, "rows fit", chromedp.Evaluate[string](`(() => {
+		const box = document.querySelector('[data-testid="connection-live"]');
+		const right = box.getBoundingClientRect().right;
+		const bad = [];
+		for (const r of box.querySelectorAll('[data-gate]')) {
+			for (const el of [r, ...r.children]) {
+				if (el.getBoundingClientRect().right > right + 0.5 || el.scrollWidth > el.clientWidth + 1 && el === r) {
+					bad.push((el.className || el.tagName) + " of " + r.dataset.gate + ": right " + Math.round(el.getBoundingClientRect().right) + " > " + Math.round(right));
+				}
+			}
+		}
+		return bad.join("; ");
+	})()`))
+	if overflow != "" {
+		t.Errorf("a gate row runs past the connection block: %s", overflow)
+	}
 	href := value(t, tab, "requests link", chromedp.Evaluate[string](`document.querySelector('[data-testid="connection-live"] [data-testid="conn-requests"]').getAttribute("href")`))
 	if href != "/requests?connection="+id {
 		t.Errorf("requests link %q", href)
