@@ -73,18 +73,8 @@ func (g *Gateway) applyRates(s *state) {
 
 // rateError is the 429 for a budget that left no candidate.
 func (x *exchange) rateError(b ratelimit.Block, retry time.Duration) *apiError {
-	var what string
-	switch b.Code {
-	case CodeRateLimitRPD:
-		what = "requests per day (rpd)"
-		x.g.metrics.RateRejected(live.BudgetRPD)
-	case CodeRateLimitTPD:
-		what = "tokens per day (tpd)"
-		x.g.metrics.RateRejected(live.BudgetTPD)
-	default:
-		what = "tokens per minute (tpm)"
-		x.g.metrics.RateRejected(live.BudgetTPM)
-	}
+	budget, what := b.Budget()
+	x.g.metrics.RateRejected(budget)
 	return &apiError{Status: http.StatusTooManyRequests, Code: b.Code,
 		Message: "every connection serving " + x.info.Model + " is out of its rate-limit budget or cooling down; " +
 			"the " + what + " budget of gate " + b.Gate + " resets at " + b.Until.UTC().Format(time.RFC3339),

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
-	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 )
 
@@ -106,10 +105,7 @@ func (x *exchange) errKeyBudget(b ratelimit.Block, est int64, now time.Time) *ap
 	if b.Code == CodeBudgetExceeded {
 		return x.errKeySpend(b, est, now)
 	}
-	what, budget := "tokens per minute (tpm)", live.BudgetTPM
-	if b.Code == CodeRateLimitTPD {
-		what, budget = "tokens per day (tpd)", live.BudgetTPD
-	}
+	budget, what := b.Budget()
 	x.g.metrics.RateRejected(budget)
 	x.key.Metrics.BudgetRejected(budget)
 	msg := "client key " + strconv.Quote(x.key.Name) + " is out of its " + what + " budget (gate " + b.Gate + ")"

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
 // The codes of rate-limit rejections (the gateway's error.code).
@@ -119,4 +120,17 @@ type Block struct {
 	// Limit names a money budget's limit (budgetUsdDaily, budgetUsdMonthly)
 	// in a BUDGET_EXCEEDED block; "" otherwise.
 	Limit string
+}
+
+// Budget is the budget a token or request block is for, as the live view
+// and the metrics name it (rpd, tpd or tpm), and that budget in words for
+// a client's error message.
+func (b Block) Budget() (name, words string) {
+	switch b.Code {
+	case CodeRPD:
+		return live.BudgetRPD, "requests per day (rpd)"
+	case CodeTPD:
+		return live.BudgetTPD, "tokens per day (tpd)"
+	}
+	return live.BudgetTPM, "tokens per minute (tpm)"
 }
