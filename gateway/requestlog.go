@@ -12,7 +12,13 @@ import (
 // long each part took. Never prompts, answers or secrets. Its strings are the
 // gateway's own (names from the config, the model as scanned), so filling one
 // allocates nothing; a RequestLog copies it and must not keep the pointer.
+//
+// Its fields are store.RequestRow's, in the same order, so that the request log
+// hands it to the store by a pointer conversion instead of a field-by-field copy
+// (cmd/gatehouse's requestLog; the conversion stops compiling if the two differ).
 type RequestRecord struct {
+	// ID is always empty here: the request log's writer gives each row its id.
+	ID             string
 	StartedAt      time.Time
 	KeyID          string
 	KeyName        string

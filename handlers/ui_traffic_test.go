@@ -20,15 +20,7 @@ import (
 // storeRequestLog hands the gateway's records to a store.RequestLog, as cmd does.
 type storeRequestLog struct{ l *store.RequestLog }
 
-func (s *storeRequestLog) Record(r *gateway.RequestRecord) {
-	s.l.Add(&store.RequestRow{
-		StartedAt: r.StartedAt, KeyID: r.KeyID, KeyName: r.KeyName, ConnectionID: r.ConnectionID,
-		ConnectionName: r.ConnectionName, Provider: r.Provider, Model: r.Model, UpstreamModel: r.UpstreamModel,
-		Route: r.Route, Stream: r.Stream, Status: r.Status, Code: r.Code, Gate: r.Gate, Attempts: r.Attempts,
-		TTFTMs: r.TTFTMs, TotalMs: r.TotalMs, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
-		CostMicros: r.CostMicros,
-	})
-}
+func (s *storeRequestLog) Record(r *gateway.RequestRecord) { s.l.Add((*store.RequestRow)(r)) }
 
 const trafficClientKey = "traffic-client-key-0123456789"
 

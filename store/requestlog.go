@@ -99,8 +99,8 @@ type RequestLog struct {
 	// back is the batch being written (writer goroutine only); non-empty
 	// between flushes only when the last flush failed and will be retried.
 	back []RequestRow
-	// enc is the COPY's encoding of back (writer goroutine only), reused.
-	enc []byte
+	// scratch is the writer's reused space for a flush (writer goroutine only).
+	scratch requestScratch
 
 	added, written, dropped atomic.Int64
 }
@@ -238,9 +238,9 @@ func (l *RequestLog) flush(ctx context.Context) {
 func (l *RequestLog) write(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, requestLogFlushTimeout)
 	defer cancel()
-	err := l.s.writeRequests(ctx, l.back, &l.enc)
-	if cap(l.enc) > maxKeptEncoding {
-		l.enc = nil // a batch retried after an outage; the usual one is far smaller
+	err := l.s.writeRequests(ctx, l.back, &l.scratch)
+	if cap(l.scratch.enc) > maxKeptEncoding {
+		l.scratch.enc = nil // a batch retried after an outage; the usual one is far smaller
 	}
 	return err
 }
@@ -258,13 +258,18 @@ func (s *Store) WriteRequests(ctx context.Context, rows []RequestRow) error {
 			rows[i].ID = pgtype.UUID{Bytes: id, Valid: true}.String()
 		}
 	}
-	var buf []byte
-	return s.writeRequests(ctx, rows, &buf)
+	return s.writeRequests(ctx, rows, &requestScratch{})
 }
 
-// writeRequests is WriteRequests encoding into *buf; a row without an ID gets one
-// in the COPY only.
-func (s *Store) writeRequests(ctx context.Context, rows []RequestRow, buf *[]byte) error {
+// requestScratch is what a flush reuses: the COPY's encoding and the spend sums.
+type requestScratch struct {
+	enc  []byte
+	sums spendSums
+}
+
+// writeRequests is WriteRequests working in sc; a row without an ID gets one in
+// the COPY only.
+func (s *Store) writeRequests(ctx context.Context, rows []RequestRow, sc *requestScratch) error {
 	var dayStart, dayEnd int64 // the last day known to have its partition, Unix µs
 	for i := range rows {
 		t := rows[i].StartedAt
@@ -281,10 +286,13 @@ func (s *Store) writeRequests(ctx context.Context, rows []RequestRow, buf *[]byt
 		dayStart, dayEnd = day.UnixMicro(), day.AddDate(0, 0, 1).UnixMicro()
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := copyRequests(ctx, tx, rows, buf); err != nil {
+		if err := copyRequests(ctx, tx, rows, &sc.enc); err != nil {
 			return err
 		}
-		return addSpend(ctx, tx, rows)
+		if err := addSpend(ctx, tx, rows, &sc.sums); err != nil || s.inRequestWrite == nil {
+			return err
+		}
+		return s.inRequestWrite(ctx, tx)
 	})
 	if err != nil {
 		return fmt.Errorf("store: write request log: %w", translate(err))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -357,5 +358,50 @@ func TestRequestLogDatabaseOutage(t *testing.T) {
 	}
 	if got := countRequests(t, pool); got != st.Written {
 		t.Errorf("rows in requests = %d, Stats.Written = %d", got, st.Written)
+	}
+}
+
+// The writer's transactions commit asynchronously (SET LOCAL, in that transaction
+// only: asyncCommitSQL), and a row added to a buffer with room costs no allocation.
+func TestRequestLogCommitsAsynchronously(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	pool := poolOf(t, s)
+	type setting struct{ value, source string }
+	const q = `SELECT setting, source FROM pg_settings WHERE name = 'synchronous_commit'`
+	var inTx setting
+	s.SetInRequestWrite(func(ctx context.Context, tx pgx.Tx) error {
+		return tx.QueryRow(ctx, q).Scan(&inTx.value, &inTx.source)
+	})
+	rows := []store.RequestRow{{StartedAt: time.Now(), Route: "chat", Status: 200, TTFTMs: -1}}
+	if err := s.WriteRequests(t.Context(), rows); err != nil {
+		t.Fatalf("WriteRequests: %v", err)
+	}
+	if inTx != (setting{"off", "session"}) {
+		t.Errorf("synchronous_commit in the writer's transaction = %+v, want off set by the transaction", inTx)
+	}
+	var after setting
+	if err := pool.QueryRow(t.Context(), q).Scan(&after.value, &after.source); err != nil {
+		t.Fatal(err)
+	}
+	if after.source == "session" {
+		t.Errorf("synchronous_commit after the writer's transaction = %+v: SET LOCAL must end with it", after)
+	}
+	if got := countRequests(t, pool); got != 1 {
+		t.Errorf("rows = %d, want 1", got)
+	}
+}
+
+func TestRequestLogAddAllocatesNothing(t *testing.T) {
+	s := newStore(t)
+	l := s.NewRequestLog(store.RequestLogOptions{Buffer: 1000, Batch: 1000, Interval: time.Hour})
+	row := store.RequestRow{StartedAt: time.Now(), KeyID: "11111111-1111-4111-8111-111111111111", KeyName: "team-a",
+		Route: "chat", Status: 200, TTFTMs: -1}
+	// 501 rows (AllocsPerRun's warm-up and 500), within the buffer's first batch.
+	if n := testing.AllocsPerRun(500, func() { l.Add(&row) }); n != 0 {
+		t.Errorf("Add allocates %v times per row, want 0", n)
+	}
+	if st := l.Stats(); st != (store.RequestLogStats{Added: 501}) {
+		t.Errorf("Stats = %+v, want 501 added, none dropped", st)
 	}
 }

@@ -15,6 +15,7 @@ type spendKey struct {
 }
 
 type spendSum struct {
+	spendKey
 	requests, in, out, cost int64
 }
 
@@ -27,33 +28,81 @@ SET requests = spend_daily.requests + EXCLUDED.requests,
     output_tokens = spend_daily.output_tokens + EXCLUDED.output_tokens,
     cost_micros = spend_daily.cost_micros + EXCLUDED.cost_micros`
 
-// addSpend sums the dispatched rows (a key, a connection and at least one attempt)
-// per (UTC day, key, connection, upstream model) and adds the sums to spend_daily,
-// in one batch on tx.
-func addSpend(ctx context.Context, tx pgx.Tx, rows []RequestRow) error {
-	sums := map[spendKey]*spendSum{}
+// asyncCommitSQL makes the request log's transaction commit without waiting
+// for its WAL to reach the disk (docs/ARCHITECTURE.md, "Request log"): the
+// database may lose the last moments of the log on a crash of Postgres or of
+// the machine, as Gatehouse loses its buffer on its own; never a budget's
+// reservation, which commits in its own transaction.
+const asyncCommitSQL = `SET LOCAL synchronous_commit = off`
+
+// spendSums sums request rows per spend_daily row. The writer keeps one and
+// reuses it: summing a flush allocates nothing once it has seen its keys.
+type spendSums struct {
+	at   map[spendKey]int // index in sums
+	sums []spendSum
+}
+
+// add sums the dispatched rows (a key, a connection and at least one attempt)
+// per (UTC day, key, connection, upstream model), after what it holds.
+func (ss *spendSums) add(rows []RequestRow) {
+	if ss.at == nil {
+		ss.at = map[spendKey]int{}
+	}
+	var dayStart, dayEnd int64 // the UTC day of the last row, Unix µs
+	var day time.Time
+	last := -1 // the sum of the previous row summed
 	for i := range rows {
 		r := &rows[i]
-		if r.Attempts == 0 || !isUUID(r.KeyID) || !isUUID(r.ConnectionID) {
+		if r.Attempts == 0 {
 			continue
 		}
-		k := spendKey{day: utcDay(r.StartedAt), keyID: r.KeyID, connID: r.ConnectionID, model: cleanText(r.UpstreamModel, 128)}
-		s := sums[k]
-		if s == nil {
-			s = &spendSum{}
-			sums[k] = s
+		if us := r.StartedAt.UnixMicro(); us < dayStart || us >= dayEnd {
+			day = utcDay(r.StartedAt)
+			dayStart, dayEnd = day.UnixMicro(), day.AddDate(0, 0, 1).UnixMicro()
+			last = -1
 		}
+		j := last
+		if j < 0 || ss.sums[j].keyID != r.KeyID || ss.sums[j].connID != r.ConnectionID || ss.sums[j].model != r.UpstreamModel {
+			if !isUUID(r.KeyID) || !isUUID(r.ConnectionID) {
+				continue
+			}
+			k := spendKey{day: day, keyID: r.KeyID, connID: r.ConnectionID, model: r.UpstreamModel}
+			var ok bool
+			if j, ok = ss.at[k]; !ok {
+				j = len(ss.sums)
+				ss.at[k] = j
+				ss.sums = append(ss.sums, spendSum{spendKey: k})
+			}
+		}
+		last = j
+		s := &ss.sums[j]
 		s.requests++
 		s.in += r.InputTokens
 		s.out += r.OutputTokens
 		s.cost += r.CostMicros
 	}
-	if len(sums) == 0 {
-		return nil
-	}
+}
+
+// reset empties ss, keeping its memory.
+func (ss *spendSums) reset() {
+	clear(ss.at)
+	clear(ss.sums)
+	ss.sums = ss.sums[:0]
+}
+
+// addSpend adds the sums of rows (spendSums.add) to spend_daily, in one batch on
+// tx that also makes tx commit asynchronously (asyncCommitSQL). ss is scratch
+// space, reset before and after.
+func addSpend(ctx context.Context, tx pgx.Tx, rows []RequestRow, ss *spendSums) error {
+	ss.reset()
+	defer ss.reset()
+	ss.add(rows)
 	b := &pgx.Batch{}
-	for k, s := range sums {
-		b.Queue(addSpendSQL, k.day, k.keyID, k.connID, k.model, s.requests, s.in, s.out, s.cost)
+	b.Queue(asyncCommitSQL)
+	for i := range ss.sums {
+		s := &ss.sums[i]
+		// Cleaned here, once per sum: two models that clean alike are two upserts.
+		b.Queue(addSpendSQL, s.day, s.keyID, s.connID, cleanText(s.model, 128), s.requests, s.in, s.out, s.cost)
 	}
 	return tx.SendBatch(ctx, b).Close()
 }

@@ -96,17 +96,11 @@ func (l *requestLog) stop() {
 	})
 }
 
-// Record hands the gateway's record to the writer's buffer (a copy; never waits).
+// Record hands the gateway's record to the writer's buffer, which copies it once
+// (never waits). gateway.RequestRecord has store.RequestRow's fields in its
+// order: the conversion is a pointer's, not a copy.
 func (l *requestLog) Record(r *gateway.RequestRecord) {
-	row := store.RequestRow{
-		StartedAt: r.StartedAt, KeyID: r.KeyID, KeyName: r.KeyName, ConnectionID: r.ConnectionID,
-		ConnectionName: r.ConnectionName, Provider: r.Provider, Model: r.Model, UpstreamModel: r.UpstreamModel,
-		Route: r.Route, Stream: r.Stream, Status: r.Status, Code: r.Code, Gate: r.Gate, Priority: r.Priority,
-		Attempts: r.Attempts, QueueMs: r.QueueMs, TTFTMs: r.TTFTMs, UpstreamMs: r.UpstreamMs, TotalMs: r.TotalMs,
-		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CachedTokens: r.CachedTokens,
-		CostMicros: r.CostMicros, TraceID: r.TraceID, Replica: r.Replica,
-	}
-	l.log.Add(&row)
+	l.log.Add((*store.RequestRow)(r))
 }
 
 // hostName names a single replica in the request log.
