@@ -76,13 +76,30 @@ func (x *exchange) payload(m string, addUsage bool) []byte {
 	return x.body.alt
 }
 
+// release gives back the permit of an attempt that is over. A cluster
+// permit's release is a Redis round trip: when the whole answer, of a known
+// length, is written (relay set x.sized), it is sent to the client first, so
+// that the client does not wait for the round trip (everything else the
+// attempt does — usage, reservations, turns — is done by then, as the defers
+// registered after this one's have run). Without a length an early flush
+// would turn a body net/http could have sized into a chunked one.
+func (x *exchange) release(pm permit) {
+	if x.sized {
+		x.sized = false
+		if _, ok := pm.(admission.ClusterInFlight); ok {
+			_ = http.NewResponseController(x.w).Flush()
+		}
+	}
+	pm.Release()
+}
+
 // attempt dispatches the request to the connection of x.cur, the pick,
 // holding its permit until the response (or stream) is over. Right before
 // dispatch it counts the request against the connection's rate budgets;
 // after the response it charges the tokens the upstream reported.
 func (x *exchange) attempt() attemptResult {
 	p := x.cur
-	defer p.permit.Release()
+	defer x.release(p.permit)
 	g, t, c := x.g, p.t, p.t.c
 	ks := x.key
 	ks.Carry.InFlight.Add(1)

@@ -1,16 +1,77 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // gateCap is what the admit transaction needs of a capped gate: its holders
-// key, its key (boxed, for HMGET of 'queued') and its cap.
+// key and its key, boxed once per gate (gateState), and its cap.
 type gateCap struct {
-	hKey string
-	key  any
-	cap  int64
+	hKey, key, capArg any
+	cap               int64
+}
+
+// txBuf holds one transaction's commands and their arguments, so that a
+// request allocates neither for its keys nor for the slices that carry them:
+// the arguments are boxed once per gate (gateState), and the buffers are
+// reused. go-redis keeps the argument slices it is given, so a txBuf goes
+// back to the pool only once the replies are read.
+type txBuf struct {
+	args [txArgs]any
+	n    int
+	cmds [3*maxPath + 1]redis.Cmder
+	nc   int
+}
+
+// txArgs bounds the arguments of one transaction: the admit's HMGET (2 +
+// maxPath), ZADD (4) and ZCARD (2) per gate; the release's ZREM (3), ZCARD
+// (2) per gate and HMGET (fewer).
+const txArgs = 2 + 7*maxPath
+
+var txPool = sync.Pool{New: func() any { return new(txBuf) }}
+
+func getTxBuf() *txBuf { return txPool.Get().(*txBuf) }
+
+// put returns b to the pool, dropping what it refers to.
+func (b *txBuf) put() {
+	clear(b.args[:b.n])
+	clear(b.cmds[:b.nc])
+	b.n, b.nc = 0, 0
+	txPool.Put(b)
+}
+
+// argv returns the next n argument slots, to be filled by the caller.
+func (b *txBuf) argv(n int) []any {
+	a := b.args[b.n : b.n+n : b.n+n]
+	b.n += n
+	return a
+}
+
+func (b *txBuf) intCmd(args ...any) *redis.IntCmd {
+	cmd := redis.NewIntCmd(context.Background(), args...)
+	b.cmds[b.nc] = cmd
+	b.nc++
+	return cmd
+}
+
+func (b *txBuf) sliceCmd(args ...any) *redis.SliceCmd {
+	cmd := redis.NewSliceCmd(context.Background(), args...)
+	b.cmds[b.nc] = cmd
+	b.nc++
+	return cmd
+}
+
+// hmgetQueued adds an HMGET of 'queued' for gate keys keys.
+func (b *txBuf) hmgetQueued(queued any, keys []any) *redis.SliceCmd {
+	a := b.argv(2 + len(keys))
+	a[0], a[1] = "hmget", queued
+	copy(a[2:], keys)
+	return b.sliceCmd(a...)
 }
 
 // admitTx is the uncontended admission without a script, for a client that
@@ -33,44 +94,39 @@ type gateCap struct {
 //
 // found is, per gate, the holders other than member (also when refused);
 // waiting has bit i set when somebody waits on gates[i].
-func (c *Controller) admitTx(member string, gates []gateCap) (found []int64, waiting uint8, ok bool, err error) {
-	exp := time.Now().UnixMilli() + c.clockOff.Load() + c.ttl.Milliseconds()
-	var buf [1 + 2*maxPath][]any
-	tx := buf[:0]
-	hm := make([]any, 0, 2+len(gates))
-	hm = append(hm, "hmget", c.keys.queued)
-	for _, g := range gates {
-		hm = append(hm, g.key)
+func (c *Controller) admitTx(member string, gates []gateCap) (found [maxPath]int64, waiting uint8, ok bool, err error) {
+	var exp any = time.Now().UnixMilli() + c.clockOff.Load() + c.ttl.Milliseconds()
+	var m any = member
+	b := getTxBuf()
+	defer b.put()
+	var keys [maxPath]any
+	for i, g := range gates {
+		keys[i] = g.key
 	}
-	tx = append(tx, hm)
-	for _, g := range gates {
-		tx = append(tx, []any{"zadd", g.hKey, exp, member}, []any{"zcard", g.hKey})
+	hm := b.hmgetQueued(c.queuedArg, keys[:len(gates)])
+	var held [maxPath]*redis.IntCmd
+	for i, g := range gates {
+		a := b.argv(6)
+		a[0], a[1], a[2], a[3] = "zadd", g.hKey, exp, m
+		a[4], a[5] = "zcard", g.hKey
+		b.intCmd(a[:4]...)
+		held[i] = b.intCmd(a[4:]...)
 	}
-	vals, err := c.co.runTx(tx).Slice()
-	if err != nil {
-		return nil, 0, false, fmt.Errorf("cluster: admit: %w", err)
+	if err := c.co.runTx(b.cmds[:b.nc]); err != nil {
+		return found, 0, false, fmt.Errorf("cluster: admit: %w", err)
 	}
-	if len(vals) != 1+2*len(gates) {
-		return nil, 0, false, fmt.Errorf("cluster: admit: EXEC answered %d values, want %d", len(vals), 1+2*len(gates))
-	}
-	queued, _ := vals[0].([]any)
-	found = make([]int64, len(gates))
+	queued := hm.Val()
 	ok = true
 	for i, g := range gates {
 		if i < len(queued) && queued[i] != nil {
 			ok = false
 			waiting |= 1 << i
 		}
-		for _, v := range vals[1+2*i : 3+2*i] {
-			if e, isErr := v.(error); isErr {
-				return nil, 0, false, fmt.Errorf("cluster: admit: %w", e)
-			}
-		}
-		held, _ := vals[2+2*i].(int64)
-		if held > g.cap {
+		n := held[i].Val()
+		if n > g.cap {
 			ok = false
 		}
-		found[i] = held - 1
+		found[i] = n - 1
 	}
 	if ok {
 		return found, 0, true, nil
@@ -78,13 +134,13 @@ func (c *Controller) admitTx(member string, gates []gateCap) (found []int64, wai
 	// Taken back: a release that wakes the first in line only where the
 	// gate has room without this lease (elsewhere the lease changed nothing
 	// a waiter's re-check could see).
-	keys := make([]any, len(gates))
-	caps := make([]int64, len(gates))
+	var hkeys [maxPath]any
+	var caps [maxPath]int64
 	for i, g := range gates {
-		keys[i], caps[i] = g.key, g.cap
+		hkeys[i], caps[i] = g.hKey, g.cap
 	}
-	if _, err := c.releaseTxCapped(member, keys, caps); err != nil {
-		return nil, 0, false, fmt.Errorf("cluster: admit: take back: %w", err)
+	if _, err := c.releaseTxCapped(member, keys[:len(gates)], hkeys[:len(gates)], caps[:len(gates)]); err != nil {
+		return found, 0, false, fmt.Errorf("cluster: admit: take back: %w", err)
 	}
 	return found, waiting, false, nil
 }
@@ -102,9 +158,7 @@ func (c *Controller) admitTx(member string, gates []gateCap) (found []int64, wai
 // through it from then on: SetCaps (and grant, for an admission that
 // raced it) enters their leases.
 func (c *Controller) admit(w *waiter) (bool, error) {
-	var buf [2 + 2*maxPath]any
 	var capped [maxPath]gateCap
-	args := append(buf[:0], w.member, c.ttlArg)
 	var unleased uint8
 	nc := 0
 	c.mu.Lock()
@@ -117,8 +171,7 @@ func (c *Controller) admit(w *waiter) (bool, error) {
 			c.mu.Unlock()
 			return false, nil
 		}
-		args = append(args, g.keyArg, g.capArg)
-		capped[nc] = gateCap{g.hKey, g.keyArg, int64(g.cap)}
+		capped[nc] = gateCap{g.hKeyArg, g.keyArg, g.capArg, int64(g.cap)}
 		nc++
 	}
 	c.mu.Unlock()
@@ -134,7 +187,7 @@ func (c *Controller) admit(w *waiter) (bool, error) {
 			c.mu.Lock()
 			j := 0
 			for _, g := range w.path {
-				if g.cap > 0 && j < len(found) {
+				if g.cap > 0 && j < nc {
 					g.count = max(g.count, int(found[j]))
 					if waiting&(1<<j) != 0 {
 						g.queued = max(g.queued, 1)
@@ -145,8 +198,13 @@ func (c *Controller) admit(w *waiter) (bool, error) {
 			c.mu.Unlock()
 			return false, nil
 		}
-		vals = found
+		vals = found[:nc]
 	} else if nc > 0 {
+		var buf [2 + 2*maxPath]any
+		args := append(buf[:0], w.member, c.ttlArg)
+		for _, g := range capped[:nc] {
+			args = append(args, g.key, g.capArg)
+		}
 		var err error
 		vals, err = c.co.run(admitScript, c.keys.queuedKeys, args).Int64Slice()
 		if err != nil {

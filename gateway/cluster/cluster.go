@@ -143,6 +143,7 @@ type Controller struct {
 	log         *slog.Logger
 	keys        keyspace
 	ttlArg      any // ttl in ms, boxed once for script arguments
+	queuedArg   any // keys.queued, boxed once for transaction arguments
 	agingArg    any // the priority aging period in ms, boxed once; guarded by mu
 
 	base    context.Context // for Redis calls; never cancelled
@@ -231,6 +232,7 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 		return nil, fmt.Errorf("cluster: lease TTL %s is too short", c.ttl)
 	}
 	c.ttlArg = c.ttl.Milliseconds()
+	c.queuedArg = c.keys.queued
 	c.agingArg = agingMs(opts.PriorityAging)
 	c.base = context.WithoutCancel(ctx)
 	c.co = newCoalescer(c.rdb, c.base, c.opTimeout)

@@ -24,6 +24,9 @@ type coalescer struct {
 	rdb     redis.UniversalClient
 	base    context.Context
 	timeout time.Duration
+	// txPipe sends the transactions of a batch; only the leader uses it
+	// (one at a time), so it is made once and reused.
+	txPipe redis.Pipeliner
 
 	mu    sync.Mutex
 	busy  bool    // a leader is sending or about to
@@ -34,21 +37,26 @@ type coalescer struct {
 // maxBatch bounds one pipeline; calls beyond it go in the next.
 const maxBatch = 128
 
-// call is one script invocation through the coalescer, or one MULTI/EXEC
-// transaction of plain commands (tx; then cmd is EXEC's reply).
+// call is one script invocation through the coalescer, or one transaction
+// of plain commands (tx: typed go-redis commands that get their replies in
+// place, so no reply is parsed into generic values).
 type call struct {
 	script *redis.Script
 	keys   []string
 	args   []any
-	tx     [][]any
+	tx     []redis.Cmder
 	cmd    *redis.Cmd
-	done   chan bool // true: lead the next pipeline; false: cmd holds the reply
+	done   chan bool // true: lead the next pipeline; false: the reply is in
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan bool, 1)} }}
 
 func newCoalescer(rdb redis.UniversalClient, base context.Context, timeout time.Duration) *coalescer {
-	return &coalescer{rdb: rdb, base: base, timeout: timeout}
+	p := &coalescer{rdb: rdb, base: base, timeout: timeout}
+	if _, ok := rdb.(*redis.Client); ok {
+		p.txPipe = rdb.TxPipeline()
+	}
+	return p
 }
 
 // run invokes script with keys and args, coalesced with the calls made at
@@ -61,13 +69,23 @@ func (p *coalescer) run(script *redis.Script, keys []string, args []any) *redis.
 }
 
 // runTx sends cmds as one MULTI/EXEC transaction, coalesced with the calls
-// made at the same time, and returns EXEC's reply (one value per command).
-// Only for a client that sends a pipeline to one server (*redis.Client):
-// a Redis Cluster client would route MULTI and EXEC apart from the keys.
-func (p *coalescer) runTx(cmds [][]any) *redis.Cmd {
+// made at the same time, and returns the first error among their replies
+// (each command holds its own reply). The transactions of one batch go as
+// one MULTI/EXEC: running them back to back, atomically together, is one of
+// the orders in which they could have run anyway, and each still runs
+// atomically. Only for a client that sends a pipeline to one server
+// (*redis.Client): a Redis Cluster client would route MULTI and EXEC apart
+// from the keys.
+func (p *coalescer) runTx(cmds []redis.Cmder) error {
 	cl := callPool.Get().(*call)
 	cl.tx = cmds
-	return p.do(cl)
+	p.do(cl)
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (p *coalescer) do(cl *call) *redis.Cmd {
@@ -121,27 +139,40 @@ func (p *coalescer) lead() {
 	}
 }
 
-// exec sends batch as one pipeline. A script Redis does not know (after a
-// restart) is sent again in full, on its own.
+// exec sends batch: its transactions as one MULTI/EXEC and its script calls
+// as one pipeline (two round trips only when a batch has both, which happens
+// only while the admit transaction waits for the first heartbeat). A script
+// Redis does not know (after a restart) is sent again in full, on its own.
 func (p *coalescer) exec(batch []*call) {
 	ctx, cancel := context.WithTimeout(p.base, p.timeout)
 	defer cancel()
-	if len(batch) == 1 && batch[0].script != nil {
-		cl := batch[0]
-		cl.cmd = cl.script.Run(ctx, p.rdb, cl.keys, cl.args...)
+	scripts := 0
+	for _, cl := range batch {
+		if cl.script != nil {
+			scripts++
+			continue
+		}
+		_ = p.txPipe.BatchProcess(ctx, cl.tx...)
+	}
+	if scripts < len(batch) {
+		_, _ = p.txPipe.Exec(ctx) // each command's error is in it
+	}
+	switch scripts {
+	case 0:
+		return
+	case 1:
+		for _, cl := range batch {
+			if cl.script != nil {
+				cl.cmd = cl.script.Run(ctx, p.rdb, cl.keys, cl.args...)
+			}
+		}
 		return
 	}
 	pipe := p.rdb.Pipeline()
 	for _, cl := range batch {
 		if cl.script != nil {
 			cl.cmd = cl.script.EvalSha(ctx, pipe, cl.keys, cl.args...)
-			continue
 		}
-		pipe.Do(ctx, "multi")
-		for _, args := range cl.tx {
-			pipe.Do(ctx, args...)
-		}
-		cl.cmd = pipe.Do(ctx, "exec")
 	}
 	_, _ = pipe.Exec(ctx) // each call's error is in its cmd
 	for _, cl := range batch {

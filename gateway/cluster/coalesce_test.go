@@ -12,8 +12,10 @@ import (
 )
 
 // roundTrips counts what a client writes to Redis: single commands and
-// pipelines (one write each), and the script calls and transactions (EXEC)
-// inside either.
+// pipelines (one write each), and the script calls and transactions inside
+// either. The coalescer sends the transactions of one batch as one
+// MULTI/EXEC, so a transaction is counted by its HMGET of 'queued' (the
+// admit and release transactions read it once each), not by EXEC.
 type roundTrips struct {
 	mu                      sync.Mutex
 	singles, pipes, scripts int
@@ -29,7 +31,7 @@ func (h *roundTrips) take() int {
 	return n
 }
 
-func isCall(name string) bool { return name == "evalsha" || name == "eval" || name == "exec" }
+func isCall(name string) bool { return name == "evalsha" || name == "eval" || name == "hmget" }
 
 func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
 

@@ -16,9 +16,10 @@ type gateState struct {
 	key, level string
 	// Redis names, computed once (the scripts name the others from key).
 	hKey, xKey, wKey, channel string
-	// keyArg and capArg are key and cap boxed for script arguments, once
-	// per gate and per cap (setCap), not once per request.
-	keyArg, capArg any
+	// keyArg, hKeyArg and capArg are key, hKey and cap boxed for script and
+	// transaction arguments, once per gate and per cap (setCap), not once
+	// per request.
+	keyArg, hKeyArg, capArg any
 
 	cap    int
 	parked []*waiter // local waiters parked here, by (arrival, member)
@@ -49,12 +50,14 @@ func (c *Controller) newGate(level, key string) *gateState {
 	if level == "" {
 		level = admission.LevelOf(key)
 	}
-	return &gateState{
+	g := &gateState{
 		key: key, level: level,
 		hKey: c.keys.holders(key), xKey: c.keys.expiry(key),
 		wKey: c.keys.waiting(key), channel: c.keys.channel(key),
 		keyArg: key, capArg: 0,
 	}
+	g.hKeyArg = g.hKey
+	return g
 }
 
 // setCap sets g's cap and its boxed argument.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
+	"github.com/redis/go-redis/v9"
 )
 
 // lease is a grant whose slots are leases in Redis, or will be: a grant the
@@ -102,6 +103,7 @@ func (l *lease) release(ctx context.Context, coalesce bool) error {
 	}
 	delete(c.leases, l)
 	var buf [1 + maxPath]any
+	var hkeys [maxPath]any
 	args := append(buf[:0], l.member)
 	for i, g := range l.path {
 		g.held--
@@ -110,6 +112,7 @@ func (l *lease) release(ctx context.Context, coalesce bool) error {
 		if (l.lost|l.unleased)&(1<<i) != 0 {
 			continue // counted lost already, or never leased: nothing to give back
 		}
+		hkeys[len(args)-1] = g.hKeyArg
 		args = append(args, g.keyArg)
 	}
 	c.mu.Unlock()
@@ -121,7 +124,7 @@ func (l *lease) release(ctx context.Context, coalesce bool) error {
 	var err error
 	switch {
 	case coalesce && c.txRelease:
-		n, err = c.releaseTx(l.member, args[1:])
+		n, err = c.releaseTx(l.member, args[1:], hkeys[:sent])
 	case coalesce:
 		n, err = c.co.run(releaseScript, c.keys.queuedKeys, args).Int()
 	default:
@@ -151,61 +154,60 @@ type fallbackPermit struct {
 // Waited is the whole wait, in Redis and in the fallback controller.
 func (p fallbackPermit) Waited() time.Duration { return p.before + p.Permit.Waited() }
 
-// releaseTx gives back member's leases on gates (their keys) as one MULTI/EXEC
-// transaction of plain commands — a ZREM per gate, then one HMGET of
-// 'queued' — through the coalescer: no script, so none of a script call's
-// fixed cost in Redis. Where a slot was freed while somebody waited there,
-// the wake script then publishes the first in line (one more round trip,
-// only when contended). Releasing and then reading who waits is enough
-// (release.lua does the same in one script): a waiter queued before the
-// HMGET is seen by it, and one whose acquire script ran after the ZREM saw
-// the slot free. Returns how many leases were still there.
-func (c *Controller) releaseTx(member string, gates []any) (int, error) {
-	return c.releaseTxCapped(member, gates, nil)
+// releaseTx gives back member's leases on gates (their keys, and their
+// holders keys in hkeys) as one MULTI/EXEC transaction of plain commands — a
+// ZREM per gate, then one HMGET of 'queued' — through the coalescer: no
+// script, so none of a script call's fixed cost in Redis. Where a slot was
+// freed while somebody waited there, the wake script then publishes the
+// first in line (one more round trip, only when contended). Releasing and
+// then reading who waits is enough (release.lua does the same in one
+// script): a waiter queued before the HMGET is seen by it, and one whose
+// acquire script ran after the ZREM saw the slot free. Returns how many
+// leases were still there.
+func (c *Controller) releaseTx(member string, gates, hkeys []any) (int, error) {
+	return c.releaseTxCapped(member, gates, hkeys, nil)
 }
 
 // releaseTxCapped is releaseTx that, with caps (one per gate), also counts
 // each gate's holders after the ZREM and wakes only where they are below
 // the cap: for a lease taken back by admitTx, whose waiters on a gate that
 // is full anyway lost nothing to it.
-func (c *Controller) releaseTxCapped(member string, gates []any, caps []int64) (int, error) {
-	var buf [2*maxPath + 1][]any
-	tx := buf[:0]
-	for _, g := range gates {
-		tx = append(tx, []any{"zrem", c.keys.root + "h:" + g.(string), member})
+func (c *Controller) releaseTxCapped(member string, gates, hkeys []any, caps []int64) (int, error) {
+	b := getTxBuf()
+	defer b.put()
+	var m any = member
+	var removed, held [maxPath]*redis.IntCmd
+	for i, h := range hkeys {
+		a := b.argv(3)
+		a[0], a[1], a[2] = "zrem", h, m
+		removed[i] = b.intCmd(a...)
 	}
-	tx = append(tx, append([]any{"hmget", c.keys.queued}, gates...))
+	hm := b.hmgetQueued(c.queuedArg, gates)
 	if caps != nil {
-		for _, g := range gates {
-			tx = append(tx, []any{"zcard", c.keys.root + "h:" + g.(string)})
+		for i, h := range hkeys {
+			a := b.argv(2)
+			a[0], a[1] = "zcard", h
+			held[i] = b.intCmd(a...)
 		}
 	}
-	vals, err := c.co.runTx(tx).Slice()
-	if err != nil {
+	if err := c.co.runTx(b.cmds[:b.nc]); err != nil {
 		return 0, err
 	}
-	if len(vals) != len(tx) {
-		return 0, fmt.Errorf("EXEC answered %d values, want %d", len(vals), len(tx))
-	}
-	waiting, _ := vals[len(gates)].([]any)
+	waiting := hm.Val()
 	n := 0
 	var wake []any
-	for i, v := range vals[:len(gates)] {
-		if e, ok := v.(error); ok {
-			return 0, e
+	for i := range gates {
+		if removed[i].Val() != 1 {
+			continue
 		}
-		if v == int64(1) {
-			n++
-			if i >= len(waiting) || waiting[i] == nil {
-				continue
-			}
-			if caps != nil {
-				if held, _ := vals[len(gates)+1+i].(int64); held >= caps[i] {
-					continue
-				}
-			}
-			wake = append(wake, gates[i])
+		n++
+		if i >= len(waiting) || waiting[i] == nil {
+			continue
 		}
+		if caps != nil && held[i].Val() >= caps[i] {
+			continue
+		}
+		wake = append(wake, gates[i])
 	}
 	if len(wake) > 0 {
 		ctx, cancel := c.op()
