@@ -27,8 +27,10 @@ const (
 	// maxRedisUsPerReq: Redis time per request (INFO commandstats, the
 	// usec of the scripts and transactions, their commands included).
 	maxRedisUsPerReq = 25
-	// maxRoundTripsPerReq: script calls (EVALSHA/EVAL) and transactions
-	// (EXEC) per request.
+	// maxRoundTripsPerReq: script calls (EVALSHA/EVAL) and EXECs per
+	// request. The coalescer sends the transactions of the calls made at the
+	// same moment as one MULTI/EXEC, so under load this is below the two
+	// transactions (admit, release) each request still makes.
 	maxRoundTripsPerReq = 2
 )
 
@@ -281,7 +283,7 @@ func (r *report) writeCluster(b *strings.Builder) {
 		return
 	}
 	b.WriteString("\nCluster mode (the same build, one replica on a local redis-server over a unix socket; medians):\n\n")
-	b.WriteString("| scenario | single req/s | cluster req/s | cluster ÷ single | Gatehouse CPU/req single → cluster | Redis µs/req | script calls + transactions/req | Redis commands/req | redis-server CPU/req |\n")
+	b.WriteString("| scenario | single req/s | cluster req/s | cluster ÷ single | Gatehouse CPU/req single → cluster | Redis µs/req | script calls + EXECs/req | Redis commands/req | redis-server CPU/req |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range rows {
 		c := s.Cluster
@@ -319,6 +321,6 @@ func clusterInTheWay(what string) string {
 	case strings.Contains(what, "Redis time"):
 		return "Redis time is wall time inside the scripts and transactions: on a loaded 2-core machine redis-server is descheduled mid-script and the stall counts; the per-call floor is EVALSHA's own cost (several µs, the admit script's) or EXEC's (about 1 µs, the release), plus ~0.3 µs per argument and per command (docs/BENCHMARKS.md, \"Cluster mode\")."
 	default:
-		return "every request waits for two Redis round trips (admit, release; shared with the calls made at the same moment) that the single process does not make, and redis-server's CPU comes out of the same 2 cores as Gatehouse, the load generator and the fake upstream."
+		return "every request waits for the admit's Redis round trip (shared with the calls made at the same moment; a non-streaming answer goes out before the release's), which the single process does not make, the Gatehouse CPU of both transactions (go-redis's pipeline, the hand-offs) comes on top, and redis-server's CPU comes out of the same 2 cores as Gatehouse, the load generator and the fake upstream."
 	}
 }

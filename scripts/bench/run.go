@@ -216,7 +216,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 				fmt.Fprintf(stderr, "bench: rep %d %-28s %-9s %8.0f req/s  p50 %7.3f ms  p99 %7.3f ms  gatehouse CPU %6.1f µs/req  ok %d/%d\n",
 					r, sc.name, path, rec.RPS, rec.P50Ms, rec.P99Ms, rec.GatehouseCPUUs, rec.OK, rec.Requests)
 				if path == pathCluster {
-					fmt.Fprintf(stderr, "bench:       redis %.1f µs/req, %.2f script calls + transactions/req, %.1f commands/req, redis-server CPU %.1f µs/req\n",
+					fmt.Fprintf(stderr, "bench:       redis %.1f µs/req, %.2f script calls + EXECs/req, %.1f commands/req, redis-server CPU %.1f µs/req\n",
 						rec.RedisUs, rec.RedisRoundTrips, rec.RedisCommands, rec.RedisCPUUs)
 				}
 				runs = append(runs, rec)
