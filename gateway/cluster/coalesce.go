@@ -156,6 +156,9 @@ func (p *coalescer) exec(batch []*call) {
 	}
 	if scripts < len(batch) {
 		_, _ = p.txPipe.Exec(ctx) // each command's error is in it
+		if len(batch)-scripts > 1 && aborted(batch) {
+			p.execApart(ctx, batch)
+		}
 	}
 	switch scripts {
 	case 0:
@@ -179,5 +182,36 @@ func (p *coalescer) exec(batch []*call) {
 		if cl.script != nil && redis.HasErrorPrefix(cl.cmd.Err(), "NOSCRIPT") {
 			cl.cmd = cl.script.Run(ctx, p.rdb, cl.keys, cl.args...)
 		}
+	}
+}
+
+// aborted reports whether the batch's MULTI/EXEC was discarded (EXECABORT):
+// a command refused when queued (an OOM write under maxmemory, say) aborts
+// the whole transaction, so the other calls' commands did not run either.
+func aborted(batch []*call) bool {
+	for _, cl := range batch {
+		for _, c := range cl.tx {
+			if redis.HasErrorPrefix(c.Err(), "EXECABORT") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// execApart sends each transaction of batch again as a MULTI/EXEC of its
+// own, after its batch was discarded: one call's refused command must not
+// fail the others (a release's ZREM runs under maxmemory, an admit's ZADD
+// does not). Only after an EXECABORT, when nothing of the batch ran.
+func (p *coalescer) execApart(ctx context.Context, batch []*call) {
+	for _, cl := range batch {
+		if cl.script != nil {
+			continue
+		}
+		for _, c := range cl.tx {
+			c.SetErr(nil)
+		}
+		_ = p.txPipe.BatchProcess(ctx, cl.tx...)
+		_, _ = p.txPipe.Exec(ctx)
 	}
 }

@@ -139,3 +139,30 @@ func TestCoalescedCalls(t *testing.T) {
 	}
 	t.Logf("%d admissions: %d script calls and transactions, %d pipelines, %d of them shared", tot.Admitted, hook.scripts, hook.pipes, hook.shared)
 }
+
+// TestBatchedTransactionsFailApart: two transactions sent in one batch, one
+// with a command Redis refuses when it is queued (which discards the whole
+// MULTI/EXEC): the other still runs, with its own reply, and the refused one
+// keeps its own error.
+func TestBatchedTransactionsFailApart(t *testing.T) {
+	rdb := newClient(t, shared.sock)
+	p := newCoalescer(rdb, context.Background(), 5*time.Second)
+	ctx := t.Context()
+	key := uniquePrefix(t) + ":apart"
+	bad := redis.NewIntCmd(ctx, "zadd", key) // wrong number of arguments: refused when queued
+	good := redis.NewIntCmd(ctx, "zadd", key, 1, "m")
+	count := redis.NewIntCmd(ctx, "zcard", key)
+	p.exec([]*call{{tx: []redis.Cmder{bad}}, {tx: []redis.Cmder{good, count}}})
+	if err := good.Err(); err != nil || good.Val() != 1 {
+		t.Errorf("the sound transaction's ZADD = %d, %v; want 1, nil", good.Val(), err)
+	}
+	if err := count.Err(); err != nil || count.Val() != 1 {
+		t.Errorf("the sound transaction's ZCARD = %d, %v; want 1, nil", count.Val(), err)
+	}
+	if err := bad.Err(); err == nil {
+		t.Error("the refused command has no error")
+	}
+	if n := zcard(t, rdb, key); n != 1 {
+		t.Errorf("ZCARD = %d after the batch, want 1", n)
+	}
+}
