@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Test hooks for the external tests (package store_test).
@@ -32,7 +30,3 @@ func (s *Store) EnsureRequestPartitions(ctx context.Context, first, last time.Ti
 
 // PasswordHashPeak returns the most password hashes s has seen running at once.
 func (s *Store) PasswordHashPeak() int64 { return s.hashes.peak.Load() }
-
-// SetInRequestWrite makes f run last in each transaction of WriteRequests and
-// the request log's writer.
-func (s *Store) SetInRequestWrite(f func(ctx context.Context, tx pgx.Tx) error) { s.inRequestWrite = f }

@@ -289,10 +289,7 @@ func (s *Store) writeRequests(ctx context.Context, rows []RequestRow, sc *reques
 		if err := copyRequests(ctx, tx, rows, &sc.enc); err != nil {
 			return err
 		}
-		if err := addSpend(ctx, tx, rows, &sc.sums); err != nil || s.inRequestWrite == nil {
-			return err
-		}
-		return s.inRequestWrite(ctx, tx)
+		return addSpend(ctx, tx, rows, &sc.sums)
 	})
 	if err != nil {
 		return fmt.Errorf("store: write request log: %w", translate(err))

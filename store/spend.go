@@ -28,13 +28,6 @@ SET requests = spend_daily.requests + EXCLUDED.requests,
     output_tokens = spend_daily.output_tokens + EXCLUDED.output_tokens,
     cost_micros = spend_daily.cost_micros + EXCLUDED.cost_micros`
 
-// asyncCommitSQL makes the request log's transaction commit without waiting
-// for its WAL to reach the disk (docs/ARCHITECTURE.md, "Request log"): the
-// database may lose the last moments of the log on a crash of Postgres or of
-// the machine, as Gatehouse loses its buffer on its own; never a budget's
-// reservation, which commits in its own transaction.
-const asyncCommitSQL = `SET LOCAL synchronous_commit = off`
-
 // spendSums sums request rows per spend_daily row. The writer keeps one and
 // reuses it: summing a flush allocates nothing once it has seen its keys.
 type spendSums struct {
@@ -91,14 +84,15 @@ func (ss *spendSums) reset() {
 }
 
 // addSpend adds the sums of rows (spendSums.add) to spend_daily, in one batch on
-// tx that also makes tx commit asynchronously (asyncCommitSQL). ss is scratch
-// space, reset before and after.
+// tx. ss is scratch space, reset before and after.
 func addSpend(ctx context.Context, tx pgx.Tx, rows []RequestRow, ss *spendSums) error {
 	ss.reset()
 	defer ss.reset()
 	ss.add(rows)
+	if len(ss.sums) == 0 {
+		return nil
+	}
 	b := &pgx.Batch{}
-	b.Queue(asyncCommitSQL)
 	for i := range ss.sums {
 		s := &ss.sums[i]
 		// Cleaned here, once per sum: two models that clean alike are two upserts.

@@ -58,11 +58,8 @@ type Store struct {
 	logger *slog.Logger
 	// parts holds the UTC days (time.Time) whose request log partition is known
 	// to exist (WriteRequests), shared by the copies of withDB.
-	parts *sync.Map
-	// inRequestWrite, when set (tests), runs last in the request log writer's
-	// transaction.
-	inRequestWrite func(ctx context.Context, tx pgx.Tx) error
-	hashes         *hashGate // shared by every Store bound to a transaction of this one
+	parts  *sync.Map
+	hashes *hashGate // shared by every Store bound to a transaction of this one
 }
 
 // New returns a Store over pool. secretKey must be 32 bytes (see ParseSecretKey); the
