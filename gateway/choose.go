@@ -21,7 +21,7 @@ type pick struct {
 }
 
 // errClientGone ends an exchange whose client went away while it waited.
-var errClientGone = &apiError{Status: 499, Code: "CLIENT_GONE", Message: "client went away"}
+var errClientGone = &apiError{Status: StatusClientGone, Code: "CLIENT_GONE", Message: "client went away"}
 
 // choose finds the connection for the next attempt and admits the request
 // there, setting x.cur to the pick. Candidates are the targets not yet

@@ -366,13 +366,7 @@ func (g *Gateway) Snapshot() live.Snapshot {
 	var out live.Snapshot
 	s := g.state.Load()
 	stats := g.ctrl.Stats()
-	configured := g.caps.Configured(func(yield func(string) bool) {
-		for _, st := range stats {
-			if !yield(st.Key) {
-				return
-			}
-		}
-	})
+	configured := g.caps.Configured()
 	out.Gates = gates.Live(stats, configured, s.provider)
 	if s == nil {
 		return out

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/tracing"
+	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
 
 // RequestRecord is what the gateway reports of one /v1 request when it ends,
@@ -56,8 +57,8 @@ type RequestRecord struct {
 }
 
 // StatusClientGone is a record's Status when the client went away before its
-// answer (nginx's 499).
-const StatusClientGone = 499
+// answer (wire.StatusClientGone).
+const StatusClientGone = wire.StatusClientGone
 
 // RequestLog receives a record at the end of every /v1 request. Record is
 // called on the request's goroutine: it must not block (buffer, or drop and

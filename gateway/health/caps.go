@@ -1,7 +1,6 @@
 package health
 
 import (
-	"iter"
 	"maps"
 	"sync"
 )
@@ -52,10 +51,10 @@ func (c *Caps) pushLocked() {
 	c.Push(caps)
 }
 
-// Configured returns the configured cap of every adaptive gate among keys
-// (admission reports the effective cap in force), by key; nil when no gate
-// is adaptive.
-func (c *Caps) Configured(keys iter.Seq[string]) map[string]int {
+// Configured returns the configured cap of every adaptive gate of the
+// config in force (admission reports the effective cap in force), by key;
+// nil when no gate is adaptive.
+func (c *Caps) Configured() map[string]int {
 	eff := c.Learn.Effective()
 	if len(eff) == 0 {
 		return nil
@@ -63,11 +62,9 @@ func (c *Caps) Configured(keys iter.Seq[string]) map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make(map[string]int, len(eff))
-	for key := range keys {
-		if _, ok := eff[key]; ok {
-			if n, ok := c.conf[key]; ok {
-				out[key] = n
-			}
+	for key := range eff {
+		if n, ok := c.conf[key]; ok {
+			out[key] = n
 		}
 	}
 	return out

@@ -43,10 +43,6 @@ func (r Result) OK() bool { return r.Status >= 200 && r.Status < 300 }
 // account, the key and the model work.
 const MaxTokens = 8
 
-// statusClientGone is the status of a request never answered: nginx's
-// "client closed request", as the gateway's StatusClientGone.
-const statusClientGone = 499
-
 // bodyLimit bounds the answer kept from the upstream.
 const bodyLimit = 64 << 10
 
@@ -72,11 +68,11 @@ func Request(st wire.Style, m string) (string, []byte) {
 // Answer reads the answer w holds for model, took long: the text of a
 // success, the error's code and message otherwise; failed is the error the
 // gateway answered itself, if it did. A request never answered (its client,
-// the probe's context, gone first) has status 499.
+// the probe's context, gone first) has wire.StatusClientGone.
 func Answer(model string, w *Writer, failed *wire.Error, took time.Duration) Result {
 	res := Result{Model: model, Status: w.status, Latency: took}
 	if res.Status == 0 {
-		res.Status = statusClientGone
+		res.Status = wire.StatusClientGone
 	}
 	if failed != nil {
 		res.Code, res.Message = failed.Code, failed.Message

@@ -37,6 +37,11 @@ func (s Style) String() string {
 	return "openai"
 }
 
+// StatusClientGone is the status of a request whose client went away
+// before its answer (nginx's 499 "client closed request"): what the request
+// log, the metrics and the connection test record; never sent.
+const StatusClientGone = 499
+
 // Error is a response the gateway makes itself.
 type Error struct {
 	Status     int
