@@ -111,7 +111,7 @@ func (e *env) startCluster(ctx context.Context, o options, tmp, out, bin string,
 	// A long lease TTL keeps the heartbeat (every TTL/3) out of the measured
 	// windows: it is not a per-request cost.
 	env := append(slices.Clone(childEnv), "GATEHOUSE_CLUSTER_LEASE_TTL=30m")
-	gh, url, err := e.startGatehouse(ctx, o, "gatehouse-cluster", filepath.Join(tmp, "data-cluster"), "unix://"+sock, out, bin, env)
+	gh, url, err := e.startGatehouse(ctx, o, "gatehouse-cluster", filepath.Join(tmp, "data-cluster"), "unix://"+sock, o.logOn(), out, bin, env)
 	if gh != nil {
 		e.cluster, e.clusterURL = gh, url
 	}

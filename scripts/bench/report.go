@@ -15,7 +15,7 @@ import (
 // runRecord is one measured run: one scenario, one path, one repetition.
 type runRecord struct {
 	Scenario    string  `json:"scenario"`
-	Path        string  `json:"path"` // "direct" or "gatehouse"
+	Path        string  `json:"path"` // "direct", "gatehouse", "cluster" or "gatehouse-nolog"
 	Rep         int     `json:"rep"`
 	Concurrency int     `json:"concurrency"`
 	Stream      bool    `json:"stream"`
@@ -61,6 +61,8 @@ type scenarioSummary struct {
 	Targets []targetCheck `json:"targets,omitempty"`
 	// Cluster is the cluster-mode run of the scenario, when it had one.
 	Cluster *clusterSummary `json:"cluster,omitempty"`
+	// Log is the log-off run beside the log-on one (-request-log both).
+	Log *logSummary `json:"requestLog,omitempty"`
 }
 
 // targetCheck is one target and whether the run met it.
@@ -153,6 +155,11 @@ func summarize(sc scenario, runs []runRecord) scenarioSummary {
 			s.Targets = append(s.Targets, s.Cluster.targets(sc)...)
 		}
 	}
+	if sc.minLogRatio > 0 {
+		if s.Log = summarizeLog(sc, runs, byRep); s.Log != nil {
+			s.Targets = append(s.Targets, s.Log.target(sc))
+		}
+	}
 	s.DirectRPS, s.GatehouseRPS, s.Ratio = median(dRPS), median(gRPS), median(ratio)
 	s.DirectP50Ms, s.GatehouseP50Ms, s.AddedP50Ms = median(dP50), median(gP50), median(added)
 	s.DirectP99Ms, s.GatehouseP99Ms = median(dP99), median(gP99)
@@ -221,6 +228,7 @@ func (r *report) markdown() string {
 	}
 	fmt.Fprintf(&b, "\nRSS after the standard runs: %.1f MB (peak so far %.1f MB). Profile: %s\n", r.RSSAfterMB, r.PeakRSSMB, r.ProfileNote)
 	r.writeCluster(&b)
+	r.writeLog(&b)
 	r.writeMissed(&b)
 	return b.String()
 }
@@ -244,6 +252,8 @@ func (r *report) writeMissed(b *strings.Builder) {
 		switch {
 		case strings.Contains(t.What, "cluster"):
 			r.writeClusterProfile(b, t.What)
+		case strings.Contains(t.What, "request log"):
+			// The table above has both sides' CPU; Gatehouse's profile is not where it goes.
 		case strings.Contains(t.What, "queued"):
 			if q := r.Queue; q != nil && len(q.HeapTop) > 0 && !heapShown {
 				heapShown = true
@@ -272,6 +282,8 @@ func standsInTheWay(what string) string {
 	switch {
 	case strings.Contains(what, "cluster"):
 		return clusterInTheWay(what)
+	case strings.Contains(what, "request log"):
+		return logInTheWay
 	case strings.Contains(what, "queued") && strings.Contains(what, "RSS"):
 		return "net/http's server keeps about 21 KB per waiting connection (4 KiB reader, 4 + 2 KiB writers, the request, a 4 KiB connection-goroutine stack and the 2 KiB background reader), about 210 MB for 10 000 before the gateway holds anything, and DESIGN keeps net/http inbound (per-request cancellation, HTTP/2); in a burst the connection goroutine's stack still reaches 8 KiB when an allocation inside admission's wait takes the allocator's slow path; the drain's garbage adds the rest at GOGC=400."
 	case strings.Contains(what, "queued"):

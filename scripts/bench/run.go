@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +33,8 @@ type scenario struct {
 	maxCPUUs float64 // target: Gatehouse CPU per request at most this (0 = none)
 	// minCluster: target cluster ÷ single req/s (0 = no cluster-mode run).
 	minCluster float64
+	// minLogRatio: target request log on ÷ off req/s (0 = no log-off run).
+	minLogRatio float64
 }
 
 // standardScenarios returns the runs of DESIGN.md's "Cost" table and issue 9,
@@ -41,7 +42,7 @@ type scenario struct {
 func standardScenarios() []scenario {
 	return []scenario{
 		{name: "non-streaming c=1", conc: 1},
-		{name: "non-streaming c=16", conc: 16, minRatio: 0.45, maxCPUUs: 45, minCluster: 0.7},
+		{name: "non-streaming c=16", conc: 16, minRatio: 0.45, maxCPUUs: 45, minCluster: 0.7, minLogRatio: 0.9},
 		{name: "non-streaming c=64", conc: 64},
 		{name: "streaming c=16 (20 chunks)", conc: 16, stream: true, minRatio: 0.75, minCluster: 0.8},
 	}
@@ -88,15 +89,15 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.gomemlimit, "gomemlimit", "512MiB", "GOMEMLIMIT of Gatehouse and the fake upstream (as in production)")
 	fs.StringVar(&o.outbound, "outbound", "fasthttp", "Gatehouse's upstream client (GATEHOUSE_OUTBOUND): fasthttp or net/http")
 	fs.BoolVar(&o.cluster, "cluster", true, "also run the scenarios with cluster targets through the same build in cluster mode, on a redis-server of its own (needs redis-server)")
-	fs.StringVar(&o.requestLog, "request-log", "on", "Gatehouse's request log (GATEHOUSE_REQUEST_LOG): on or off")
+	fs.StringVar(&o.requestLog, "request-log", "both", "Gatehouse's request log (GATEHOUSE_REQUEST_LOG): on, off, or both (on, and a second Gatehouse with it off measured beside it where a scenario has a log target)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	switch {
 	case o.outbound != "net/http" && o.outbound != "fasthttp":
 		return o, fmt.Errorf("bench: -outbound %q: want net/http or fasthttp", o.outbound)
-	case o.requestLog != "on" && o.requestLog != "off":
-		return o, fmt.Errorf("bench: -request-log %q: want on or off", o.requestLog)
+	case o.requestLog != "on" && o.requestLog != "off" && o.requestLog != "both":
+		return o, fmt.Errorf("bench: -request-log %q: want on, off or both", o.requestLog)
 	case fs.NArg() > 0:
 		return o, fmt.Errorf("bench: unexpected arguments %q", fs.Args())
 	case o.duration < 500*time.Millisecond:
@@ -126,6 +127,9 @@ type env struct {
 	cluster, redis *child
 	clusterURL     string
 	rdb            *redis.Client
+	// -request-log both: a second Gatehouse with the request log off.
+	noLog    *child
+	noLogURL string
 }
 
 // run is the whole harness.
@@ -201,14 +205,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		for _, sc := range scenarios {
 			// Alternate which path goes first, so slow drift on a shared machine
 			// does not always favour the same side.
-			order := []string{pathDirect, pathGatehouse}
-			if o.cluster && sc.minCluster > 0 {
-				order = append(order, pathCluster)
-			}
-			if r%2 == 0 {
-				slices.Reverse(order)
-			}
-			for _, path := range order {
+			for _, path := range runOrder(sc, r, o) {
 				rec := e.measure(ctx, sc, path, r, o)
 				if err := ctx.Err(); err != nil {
 					return fmt.Errorf("bench: interrupted: %w", err)
@@ -308,6 +305,9 @@ func (e *env) measure(ctx context.Context, sc scenario, path string, rep int, o 
 	case pathCluster:
 		t = newTarget(e.clusterURL+"/v1", e.clientKey, benchModel, sc.stream, nil)
 		ghPID = e.cluster.pid()
+	case pathNoLog:
+		t = newTarget(e.noLogURL+"/v1", e.clientKey, benchModel, sc.stream, nil)
+		ghPID = e.noLog.pid()
 	}
 	if o.warmup > 0 {
 		closedLoop(ctx, t, sc.conc, o.warmup, nil)

@@ -162,6 +162,7 @@ func start(ctx context.Context, o options, tmp, out, gatehouseBin, upstreamBin s
 		}
 		errs = append(errs, removeOutsideCluster(filepath.Join(tmp, "data"), tmp))
 		errs = append(errs, e.stopCluster(tmp))
+		errs = append(errs, e.stopNoLog(tmp))
 		return errors.Join(errs...)
 	}
 
@@ -183,7 +184,7 @@ func start(ctx context.Context, o options, tmp, out, gatehouseBin, upstreamBin s
 	e.queueUpstream = qup
 	e.queueUpstreamBase = strings.Fields(line)[0]
 
-	gh, url, err := e.startGatehouse(ctx, o, "gatehouse", filepath.Join(tmp, "data"), "", out, gatehouseBin, childEnv)
+	gh, url, err := e.startGatehouse(ctx, o, "gatehouse", filepath.Join(tmp, "data"), "", o.logOn(), out, gatehouseBin, childEnv)
 	if gh != nil {
 		e.gatehouse, e.gatehouseURL = gh, url
 	}
@@ -197,6 +198,12 @@ func start(ctx context.Context, o options, tmp, out, gatehouseBin, upstreamBin s
 	if err := expectStatus(ctx, client, http.MethodPost, e.upstreamBase+"/chat/completions", e.upstreamKey, chatBody(benchModel, false), http.StatusOK); err != nil {
 		return e, cleanup, fmt.Errorf("bench: direct request to the upstream: %w", err)
 	}
+	if o.requestLog == "both" {
+		if err := e.startNoLog(ctx, o, tmp, out, gatehouseBin, childEnv); err != nil {
+			return e, cleanup, err
+		}
+		fmt.Fprintf(stderr, "bench: gatehouse with the request log off %s (pid %d)\n", e.noLogURL, e.noLog.pid())
+	}
 	if o.cluster {
 		if err := e.startCluster(ctx, o, tmp, out, gatehouseBin, childEnv); err != nil {
 			return e, cleanup, err
@@ -207,11 +214,20 @@ func start(ctx context.Context, o options, tmp, out, gatehouseBin, upstreamBin s
 	return e, cleanup, nil
 }
 
+// logOn is GATEHOUSE_REQUEST_LOG of the Gatehouse measured as "gatehouse" and
+// of the cluster-mode one: on unless -request-log off.
+func (o options) logOn() string {
+	if o.requestLog == "off" {
+		return "off"
+	}
+	return "on"
+}
+
 // startGatehouse starts a Gatehouse named name (its log is <name>.log) on its
 // own data dir (a managed Postgres), in cluster mode on redisURL when that is
 // set, waits until it is ready and creates the benchmark's connections. The
 // child is returned as soon as it runs, so the caller can stop it on error.
-func (e *env) startGatehouse(ctx context.Context, o options, name, dataDir, redisURL, out, bin string, childEnv []string) (*child, string, error) {
+func (e *env) startGatehouse(ctx context.Context, o options, name, dataDir, redisURL, requestLog, out, bin string, childEnv []string) (*child, string, error) {
 	if err := os.Mkdir(dataDir, 0o755); err != nil {
 		return nil, "", fmt.Errorf("bench: data dir: %w", err)
 	}
@@ -219,7 +235,7 @@ func (e *env) startGatehouse(ctx context.Context, o options, name, dataDir, redi
 		"GATEHOUSE_DATABASE_URL=", "GATEHOUSE_REDIS_URL="+redisURL,
 		"GATEHOUSE_DATA_DIR="+dataDir, "GATEHOUSE_ADDR=127.0.0.1:0", "GATEHOUSE_LOG_LEVEL=info",
 		"GATEHOUSE_BOOTSTRAP_API_TOKEN="+e.apiToken, "GATEHOUSE_BOOTSTRAP_CLIENT_KEY="+e.clientKey,
-		"GATEHOUSE_OUTBOUND="+o.outbound, "GATEHOUSE_REQUEST_LOG="+o.requestLog)
+		"GATEHOUSE_OUTBOUND="+o.outbound, "GATEHOUSE_REQUEST_LOG="+requestLog)
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	gh, line, err := startChild(startCtx, name, bin, []string{"serve"}, ghEnv,
