@@ -27,11 +27,14 @@ type runRecord struct {
 	ElapsedS    float64 `json:"elapsedSeconds"`
 	// CPU per request of each process, microseconds (Postgres = every
 	// descendant of Gatehouse).
-	GatehouseCPUUs float64  `json:"gatehouseCpuPerRequestUs"`
-	PostgresCPUUs  float64  `json:"postgresCpuPerRequestUs"`
-	UpstreamCPUUs  float64  `json:"upstreamCpuPerRequestUs"`
-	HarnessCPUUs   float64  `json:"harnessCpuPerRequestUs"`
-	Errors         []string `json:"errors,omitempty"`
+	GatehouseCPUUs float64 `json:"gatehouseCpuPerRequestUs"`
+	PostgresCPUUs  float64 `json:"postgresCpuPerRequestUs"`
+	UpstreamCPUUs  float64 `json:"upstreamCpuPerRequestUs"`
+	HarnessCPUUs   float64 `json:"harnessCpuPerRequestUs"`
+	// A log-off run (-request-log both): the log-on Gatehouse's Postgres
+	// during it, per request of this run.
+	LogPostgresCPUUs float64  `json:"logOnPostgresCpuPerRequestUs,omitempty"`
+	Errors           []string `json:"errors,omitempty"`
 	// Cluster-mode runs: Redis's side per request (INFO commandstats) and
 	// redis-server's CPU.
 	RedisUs         float64 `json:"redisUsPerRequest,omitempty"`

@@ -14,11 +14,12 @@ import (
 // log on, c=16 non-streaming throughput ≥ 0.9 × with it off, same sitting). With
 // -request-log both, a second Gatehouse of the same build runs with
 // GATEHOUSE_REQUEST_LOG=off on a managed Postgres of its own, and each
-// repetition of a scenario with a log target measures it right before the
+// repetition of a scenario with a log target measures it right beside the
 // log-on Gatehouse: the pair runs back to back, so drift on a shared machine
-// cancels out as it does for the ratio to direct. The log-off run never follows
-// a log-on run of its own scenario, so the rows the other one just wrote (their
-// COPYs, autovacuum) cannot slow it down and flatter the ratio.
+// cancels out as it does for the ratio to direct. Which of the two goes first
+// alternates, so an effect of the order cancels out too; when the log-off run
+// comes second, the log-on Postgres's CPU during it (the rows just written:
+// COPYs still running, autovacuum) is measured and shown.
 const pathNoLog = "gatehouse-nolog"
 
 // startNoLog starts the log-off Gatehouse.
@@ -39,44 +40,37 @@ func (e *env) stopNoLog(tmp string) error {
 	return errors.Join(err, removeOutsideCluster(filepath.Join(tmp, "data-nolog"), tmp))
 }
 
-// runOrder is the order of the paths in repetition rep of sc: direct and
-// Gatehouse swap places every other repetition, the cluster run comes beside
-// the single process's, and the log-off run comes right before the log-on run,
-// after a run that logs nothing (see pathNoLog).
+// runOrder is the order of the paths in repetition rep of sc: direct,
+// Gatehouse and the cluster run, reversed every other repetition, with the
+// log-off run between direct and Gatehouse (see pathNoLog).
 func runOrder(sc scenario, rep int, o options) []string {
-	withCluster := o.cluster && sc.minCluster > 0
-	withNoLog := o.requestLog == "both" && sc.minLogRatio > 0
-	if !withNoLog {
-		order := []string{pathDirect, pathGatehouse}
-		if withCluster {
-			order = append(order, pathCluster)
-		}
-		if rep%2 == 0 {
-			slices.Reverse(order)
-		}
-		return order
+	order := []string{pathDirect}
+	if o.requestLog == "both" && sc.minLogRatio > 0 {
+		order = append(order, pathNoLog)
 	}
-	if rep%2 == 1 {
-		order := []string{pathDirect, pathNoLog, pathGatehouse}
-		if withCluster {
-			order = append(order, pathCluster)
-		}
-		return order
-	}
-	order := []string{pathNoLog}
-	if withCluster {
+	order = append(order, pathGatehouse)
+	if o.cluster && sc.minCluster > 0 {
 		order = append(order, pathCluster)
 	}
-	return append(order, pathGatehouse, pathDirect)
+	if rep%2 == 0 {
+		slices.Reverse(order)
+	}
+	return order
 }
 
 // logSummary is the log-off runs of one scenario beside its log-on runs.
 type logSummary struct {
 	OffRPS float64 `json:"logOffRequestsPerSecond"`
 	OnRPS  float64 `json:"logOnRequestsPerSecond"`
-	// Ratio is the median of the per-repetition on ÷ off ratios; Ratios are those.
-	Ratio  float64   `json:"onOffRatio"`
-	Ratios []float64 `json:"onOffRatios"`
+	// Ratio is the median of the per-repetition on ÷ off ratios; Ratios are
+	// those, OffFirst and OnFirst their medians by which run went first.
+	Ratio    float64   `json:"onOffRatio"`
+	Ratios   []float64 `json:"onOffRatios"`
+	OffFirst float64   `json:"onOffRatioLogOffFirst"`
+	OnFirst  float64   `json:"onOffRatioLogOnFirst"`
+	// SpillCPUUs: the log-on Gatehouse's Postgres CPU during the log-off runs
+	// that came second, per request of those runs (median).
+	SpillCPUUs float64 `json:"logOnPostgresCpuDuringLogOffUs"`
 	// Gatehouse and Postgres CPU per request, log off and on (medians).
 	OffCPUUs         float64 `json:"logOffGatehouseCpuPerRequestUs"`
 	OnCPUUs          float64 `json:"logOnGatehouseCpuPerRequestUs"`
@@ -87,7 +81,7 @@ type logSummary struct {
 
 func summarizeLog(sc scenario, runs []runRecord, byRep map[int]map[string]runRecord) *logSummary {
 	l := &logSummary{Clean: true}
-	var off, on, offCPU, onCPU, offPG, onPG []float64
+	var off, on, offCPU, onCPU, offPG, onPG, offFirst, onFirst, spill []float64
 	for _, r := range runs {
 		if r.Scenario != sc.name || r.Path != pathNoLog {
 			continue
@@ -102,11 +96,18 @@ func summarizeLog(sc scenario, runs []runRecord, byRep map[int]map[string]runRec
 		off, offCPU, offPG = append(off, r.RPS), append(offCPU, r.GatehouseCPUUs), append(offPG, r.PostgresCPUUs)
 		on, onCPU, onPG = append(on, g.RPS), append(onCPU, g.GatehouseCPUUs), append(onPG, g.PostgresCPUUs)
 		l.Ratios = append(l.Ratios, g.RPS/r.RPS)
+		if r.Rep%2 == 1 {
+			offFirst = append(offFirst, g.RPS/r.RPS)
+		} else {
+			onFirst = append(onFirst, g.RPS/r.RPS)
+			spill = append(spill, r.LogPostgresCPUUs)
+		}
 	}
 	if len(l.Ratios) == 0 {
 		return nil
 	}
 	l.OffRPS, l.OnRPS, l.Ratio = median(off), median(on), median(l.Ratios)
+	l.OffFirst, l.OnFirst, l.SpillCPUUs = median(offFirst), median(onFirst), median(spill)
 	l.OffCPUUs, l.OnCPUUs, l.OffPostgresCPUUs, l.OnPostgresCPUUs = median(offCPU), median(onCPU), median(offPG), median(onPG)
 	return l
 }
@@ -129,16 +130,17 @@ func (r *report) writeLog(b *strings.Builder) {
 		}
 		if !head {
 			head = true
-			b.WriteString("\nRequest log on and off (the same build, the log-off run right before the log-on one in each repetition; medians; Postgres = the Gatehouse's managed Postgres, the log's writes included):\n\n")
-			b.WriteString("| scenario | log off req/s | log on req/s | on ÷ off (per repetition) | Gatehouse CPU/req off → on | Postgres CPU/req off → on |\n")
-			b.WriteString("|---|---:|---:|---|---:|---:|\n")
+			b.WriteString("\nRequest log on and off (the same build, the two runs back to back in each repetition, the log-off one first in odd repetitions; medians; Postgres = each Gatehouse's managed Postgres, the log's writes included; spill = the log-on Postgres's CPU during a log-off run that came second):\n\n")
+			b.WriteString("| scenario | log off req/s | log on req/s | on ÷ off (per repetition) | off first / on first | Gatehouse CPU/req off → on | Postgres CPU/req off → on | spill |\n")
+			b.WriteString("|---|---:|---:|---|---|---:|---:|---:|\n")
 		}
 		ratios := make([]string, len(l.Ratios))
 		for i, x := range l.Ratios {
 			ratios[i] = fmt.Sprintf("%.2f", x)
 		}
-		fmt.Fprintf(b, "| %s | %.0f | %.0f | %.2f (%s) | %.1f → %.1f µs | %.1f → %.1f µs |\n",
-			s.Name, l.OffRPS, l.OnRPS, l.Ratio, strings.Join(ratios, ", "), l.OffCPUUs, l.OnCPUUs, l.OffPostgresCPUUs, l.OnPostgresCPUUs)
+		fmt.Fprintf(b, "| %s | %.0f | %.0f | %.2f (%s) | %.2f / %.2f | %.1f → %.1f µs | %.1f → %.1f µs | %.1f µs |\n",
+			s.Name, l.OffRPS, l.OnRPS, l.Ratio, strings.Join(ratios, ", "), l.OffFirst, l.OnFirst,
+			l.OffCPUUs, l.OnCPUUs, l.OffPostgresCPUUs, l.OnPostgresCPUUs, l.SpillCPUUs)
 	}
 }
 

@@ -7,9 +7,9 @@ import (
 )
 
 // TestRunOrder: with -request-log both, the log-off run of a scenario with a log
-// target comes right before its log-on run and never after one, direct swaps
-// sides every other repetition, and scenarios without the target (or runs
-// without both) keep the plain alternation.
+// target sits right beside its log-on run, first in odd repetitions and second
+// in even ones, with direct on its other side; scenarios without the target (or
+// runs without both) keep the plain alternation.
 func TestRunOrder(t *testing.T) {
 	c16 := scenario{name: "non-streaming c=16", conc: 16, minCluster: 0.7, minLogRatio: 0.9}
 	c1 := scenario{name: "non-streaming c=1", conc: 1}
@@ -20,9 +20,9 @@ func TestRunOrder(t *testing.T) {
 		want []string
 	}{
 		{c16, options{requestLog: "both", cluster: true}, 1, []string{pathDirect, pathNoLog, pathGatehouse, pathCluster}},
-		{c16, options{requestLog: "both", cluster: true}, 2, []string{pathNoLog, pathCluster, pathGatehouse, pathDirect}},
+		{c16, options{requestLog: "both", cluster: true}, 2, []string{pathCluster, pathGatehouse, pathNoLog, pathDirect}},
 		{c16, options{requestLog: "both"}, 1, []string{pathDirect, pathNoLog, pathGatehouse}},
-		{c16, options{requestLog: "both"}, 2, []string{pathNoLog, pathGatehouse, pathDirect}},
+		{c16, options{requestLog: "both"}, 2, []string{pathGatehouse, pathNoLog, pathDirect}},
 		{c16, options{requestLog: "on", cluster: true}, 1, []string{pathDirect, pathGatehouse, pathCluster}},
 		{c16, options{requestLog: "on", cluster: true}, 2, []string{pathCluster, pathGatehouse, pathDirect}},
 		{c1, options{requestLog: "both", cluster: true}, 1, []string{pathDirect, pathGatehouse}},
@@ -35,8 +35,9 @@ func TestRunOrder(t *testing.T) {
 }
 
 // TestSummarizeLog: the on ÷ off ratio is taken per repetition and its median
-// is checked against the target; a run with a non-200 answer fails it; the
-// report shows the table, and a miss says what stands in the way.
+// is checked against the target, and shown by which run went first; the log-on
+// Postgres's CPU during a log-off run that came second is shown; a run with a
+// non-200 answer fails the target; a miss says what stands in the way.
 func TestSummarizeLog(t *testing.T) {
 	sc := scenario{name: "non-streaming c=16", conc: 16, minLogRatio: 0.9}
 	rec := func(path string, rep int, rps, cpu, pg float64) runRecord {
@@ -44,9 +45,10 @@ func TestSummarizeLog(t *testing.T) {
 	}
 	runs := []runRecord{
 		rec(pathDirect, 1, 20000, 0, 0), rec(pathNoLog, 1, 10000, 80, 0.5), rec(pathGatehouse, 1, 9500, 83, 10),
-		rec(pathNoLog, 2, 10000, 81, 0.4), rec(pathGatehouse, 2, 8500, 84, 11), rec(pathDirect, 2, 21000, 0, 0),
+		rec(pathGatehouse, 2, 8500, 84, 11), rec(pathNoLog, 2, 10000, 81, 0.4), rec(pathDirect, 2, 21000, 0, 0),
 		rec(pathDirect, 3, 20000, 0, 0), rec(pathNoLog, 3, 9000, 82, 0.6), rec(pathGatehouse, 3, 8280, 85, 9),
 	}
+	runs[4].LogPostgresCPUUs = 0.7 // rep 2's log-off run came after the log-on one
 	s := summarize(sc, runs)
 	if s.Log == nil {
 		t.Fatal("no request log summary")
@@ -54,7 +56,8 @@ func TestSummarizeLog(t *testing.T) {
 	if want := []float64{0.95, 0.85, 0.92}; !slices.EqualFunc(s.Log.Ratios, want, func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }) {
 		t.Errorf("ratios = %v, want %v", s.Log.Ratios, want)
 	}
-	if s.Log.Ratio < 0.919 || s.Log.Ratio > 0.921 || s.Log.OffRPS != 10000 || s.Log.OnRPS != 8500 || s.Log.OnPostgresCPUUs != 10 || s.Log.OffCPUUs != 81 {
+	if s.Log.Ratio < 0.919 || s.Log.Ratio > 0.921 || s.Log.OffRPS != 10000 || s.Log.OnRPS != 8500 || s.Log.OnPostgresCPUUs != 10 || s.Log.OffCPUUs != 81 ||
+		s.Log.OffFirst < 0.934 || s.Log.OffFirst > 0.936 || s.Log.OnFirst < 0.849 || s.Log.OnFirst > 0.851 || s.Log.SpillCPUUs != 0.7 {
 		t.Errorf("summary = %+v", *s.Log)
 	}
 	got := s.Targets[len(s.Targets)-1]
@@ -62,7 +65,7 @@ func TestSummarizeLog(t *testing.T) {
 		t.Errorf("target = %+v, want met at 0.92", got)
 	}
 	md := (&report{Scenarios: []scenarioSummary{s}, Targets: s.Targets}).markdown()
-	if !strings.Contains(md, "| non-streaming c=16 | 10000 | 8500 | 0.92 (0.95, 0.85, 0.92) | 81.0 → 84.0 µs | 0.5 → 10.0 µs |") {
+	if !strings.Contains(md, "| non-streaming c=16 | 10000 | 8500 | 0.92 (0.95, 0.85, 0.92) | 0.94 / 0.85 | 81.0 → 84.0 µs | 0.5 → 10.0 µs | 0.7 µs |") {
 		t.Errorf("no request log row in\n%s", md)
 	}
 
@@ -71,7 +74,7 @@ func TestSummarizeLog(t *testing.T) {
 		t.Errorf("target with a non-200 answer = %+v, want missed", got)
 	}
 	runs[1].OK = 100
-	runs[4].RPS = 8000 // rep 2: 0.80
+	runs[3].RPS = 8000 // rep 2: 0.80
 	runs[8].RPS = 7900 // rep 3: 0.88, the median of 0.95, 0.80 and 0.88
 	s = summarize(sc, runs)
 	got = s.Targets[len(s.Targets)-1]

@@ -318,6 +318,10 @@ func (e *env) measure(ctx context.Context, sc scenario, path string, rep int, o 
 		{name: "upstream", read: func() time.Duration { d, _ := processCPU(upPID); return d }},
 		{name: "harness", read: selfCPU},
 	}
+	if path == pathNoLog {
+		logPID := e.gatehouse.pid()
+		probes = append(probes, cpuProbe{name: "postgres-log", read: func() time.Duration { return descendantsCPU(logPID) }})
+	}
 	var before map[string]cmdStat
 	if path == pathCluster {
 		rsPID := e.redis.pid()
@@ -340,6 +344,7 @@ func (e *env) measure(ctx context.Context, sc scenario, path string, rep int, o 
 		ElapsedS:       res.elapsed.Seconds(),
 		GatehouseCPUUs: perReq(pathGatehouse), PostgresCPUUs: perReq("postgres"),
 		UpstreamCPUUs: perReq("upstream"), HarnessCPUUs: perReq("harness"),
+		LogPostgresCPUUs: perReq("postgres-log"),
 	}
 	if span := (m.Duration + m.Wait).Seconds(); span > 0 {
 		rec.RPS = float64(ok) / span
