@@ -86,6 +86,13 @@ func TestSummarizeLog(t *testing.T) {
 		t.Errorf("the miss is not explained in\n%s", md)
 	}
 
+	// Which went first is read from the order the runs ran in, not assumed from
+	// the repetition's number.
+	runs[3], runs[4] = runs[4], runs[3]
+	if l := summarize(sc, runs).Log; l.OffFirst < 0.877 || l.OffFirst > 0.878 || l.OnFirst != 0 {
+		t.Errorf("with the log off first in every repetition: off first %.3f, on first %.3f; want 0.878 (the median of 0.95, 0.80, 0.88) and none", l.OffFirst, l.OnFirst)
+	}
+
 	if s := summarize(scenario{name: sc.name, conc: 16}, runs); s.Log != nil {
 		t.Errorf("a scenario without a log target got a log summary: %+v", *s.Log)
 	}
