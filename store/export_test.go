@@ -30,3 +30,7 @@ func (s *Store) EnsureRequestPartitions(ctx context.Context, first, last time.Ti
 
 // PasswordHashPeak returns the most password hashes s has seen running at once.
 func (s *Store) PasswordHashPeak() int64 { return s.hashes.peak.Load() }
+
+// FlushNow runs one flush of the writer's loop on the calling goroutine (the log
+// must not be running).
+func (l *RequestLog) FlushNow(ctx context.Context) { l.flush(ctx) }
