@@ -321,6 +321,15 @@ func (x *exchange) run() {
 		x.fail(aerr)
 		return
 	}
+	if x.rt.Free() {
+		if aerr := x.freeKeyTurn(); aerr != nil {
+			if aerr != errClientGone {
+				x.fail(aerr)
+			}
+			return
+		}
+		defer x.kturn.GiveBack() // nothing dispatched (attempt clears it when one is)
+	}
 	for attempts, skips := 0, 0; attempts < x.s.maxAttempts && skips <= len(x.targets); {
 		var aerr *apiError
 		switch {
