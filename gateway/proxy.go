@@ -215,6 +215,8 @@ func (x *exchange) route(s *state, path string, rt route.Route) *apiError {
 			return &apiError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: usage.Describe(err)}
 		}
 	}
+	// The request log keeps the model the client asked for, refused or not.
+	x.info.Model, x.info.Stream = info.Model, info.Stream
 	st := x.st
 	name := info.Model
 	if to, ok := s.eff.Aliases[name]; ok {
