@@ -27,10 +27,14 @@ func TestRefusedRequestsLogTheirModel(t *testing.T) {
 		ClientKeys: keyConfig(keys)})
 	ctx := testCtx(t)
 	send := []func() reply{
-		func() reply { return e.post(ctx, "/v1/chat/completions", chatBody("glm-5", true), as("sk-narrow-0000000000")...) },
+		func() reply {
+			return e.post(ctx, "/v1/chat/completions", chatBody("glm-5", true), as("sk-narrow-0000000000")...)
+		},
 		func() reply { return e.post(ctx, "/v1/chat/completions", chatBody("no-such-model", false)) },
 		func() reply { return e.gemini(ctx, http.MethodPost, "/v1beta/models/gemini-none:generateContent") },
-		func() reply { return e.post(ctx, "/v1/chat/completions", chatBody("glm-4.7", false), as("sk-narrow-0000000000")...) },
+		func() reply {
+			return e.post(ctx, "/v1/chat/completions", chatBody("glm-4.7", false), as("sk-narrow-0000000000")...)
+		},
 	}
 	for i, f := range send {
 		f()
