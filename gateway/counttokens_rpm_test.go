@@ -19,6 +19,7 @@ func TestCountRoutesTakeTheKeysRPMTurn(t *testing.T) {
 	keys := map[string]ClientKey{
 		"sk-anthropic-count": {ID: "ka", Name: "a", Enabled: true, Limits: limits.ClientKeyLimits{RPM: ptr(6)}},
 		"sk-gemini-count-00": {ID: "kg", Name: "g", Enabled: true, Limits: limits.ClientKeyLimits{RPM: ptr(6)}},
+		testClientKey:        {ID: "test-key", Name: "test", Enabled: true},
 	}
 	e := newEnv(t, upstreamtest.Options{}, withKeys(keys))
 	a := e.conn("c1", "k1", "claude-x")
@@ -47,6 +48,16 @@ func TestCountRoutesTakeTheKeysRPMTurn(t *testing.T) {
 		r := e.gemini(ctx, http.MethodPost, "/v1beta/models/gemini-x:countTokens", "X-Goog-Api-Key", "sk-gemini-count-00")
 		if r.status != want {
 			t.Fatalf(":countTokens %d: %d %s, want %d", i, r.status, r.body, want)
+		}
+	}
+	// A key without an rpm counts as often as it likes: the connections' rpm
+	// of 1 is not spent by counting.
+	for i := range 3 {
+		if r := e.post(ctx, "/v1/messages/count_tokens", countBody, "anthropic-version", "2023-06-01"); r.status != http.StatusOK {
+			t.Errorf("count_tokens %d of a key without rpm: %d %s, want 200", i, r.status, r.body)
+		}
+		if r := e.gemini(ctx, http.MethodPost, "/v1beta/models/gemini-x:countTokens"); r.status != http.StatusOK {
+			t.Errorf(":countTokens %d of a key without rpm: %d %s, want 200", i, r.status, r.body)
 		}
 	}
 	for _, gate := range []string{"connection:c1", "connection:g1"} {
