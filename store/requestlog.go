@@ -298,6 +298,13 @@ func (l *RequestLog) flush(ctx context.Context) {
 func (l *RequestLog) writeReady(ctx context.Context, ready int) (kept int) {
 	type span struct{ lo, hi int }
 	todo := []span{{0, ready}} // a stack; the lowest span is on top
+	refusedRows := 0
+	defer func() {
+		if refusedRows > maxRefusedLogged {
+			l.s.logger.Error("request log: more rows refused by the database; dropped",
+				slog.Int("rows", refusedRows-maxRefusedLogged))
+		}
+	}()
 	for len(todo) > 0 {
 		sp := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
@@ -324,11 +331,13 @@ func (l *RequestLog) writeReady(ctx context.Context, ready int) (kept int) {
 			return kept
 		case sp.hi-sp.lo == 1:
 			l.dropped.Add(1)
-			r := &l.back[sp.lo]
-			l.s.logger.Error("request log: row refused by the database; dropped",
-				slog.String("request_id", pgtype.UUID{Bytes: l.ids[sp.lo], Valid: true}.String()),
-				slog.Time("started_at", r.StartedAt), slog.String("key", r.KeyName), slog.Int("status", r.Status),
-				slog.Any("error", err))
+			if refusedRows++; refusedRows <= maxRefusedLogged {
+				r := &l.back[sp.lo]
+				l.s.logger.Error("request log: row refused by the database; dropped",
+					slog.String("request_id", pgtype.UUID{Bytes: l.ids[sp.lo], Valid: true}.String()),
+					slog.Time("started_at", r.StartedAt), slog.String("key", r.KeyName), slog.Int("status", r.Status),
+					slog.Any("error", err))
+			}
 		default:
 			mid := (sp.lo + sp.hi) / 2
 			todo = append(todo, span{mid, sp.hi}, span{sp.lo, mid})
@@ -363,6 +372,10 @@ func (l *RequestLog) write(ctx context.Context, lo, hi int) error {
 	}
 	return err
 }
+
+// maxRefusedLogged is how many refused rows a flush logs one by one; the rest
+// are logged as a count (a schema that refuses every row must not flood the log).
+const maxRefusedLogged = 10
 
 // maxKeptEncoding bounds the COPY buffer the writer keeps between flushes.
 const maxKeptEncoding = 1 << 20

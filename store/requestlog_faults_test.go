@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -108,11 +109,23 @@ func TestRequestLogWritesWhileAReaderHoldsRequests(t *testing.T) {
 }
 
 // TestRequestLogDropsARefusedRowAlone: a batch of 52 rows of which the database
-// refuses one (a CHECK constraint added for the test stands for any row Postgres
-// refuses): the 51 others are written with their spend, the one is dropped, counted
-// and logged with its request id.
+// refuses one, or three (first, middle, last) — a CHECK constraint added for the
+// test stands for any row Postgres refuses: the others are written with their
+// spend, each refused one is dropped, counted and logged with its request id.
 func TestRequestLogDropsARefusedRowAlone(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		poison []int
+	}{{"one", []int{26}}, {"three", []int{0, 25, 51}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testRefusedRows(t, tc.poison)
+		})
+	}
+}
+
+func testRefusedRows(t *testing.T, poison []int) {
 	pool := storetest.Pool(t)
 	var logs syncBuffer
 	s, err := store.New(pool, testSecretKey(), slog.New(slog.NewJSONHandler(&logs, nil)))
@@ -127,36 +140,41 @@ func TestRequestLogDropsARefusedRowAlone(t *testing.T) {
 	stop := runLog(t, l)
 	const conn = "33333333-3333-4333-8333-333333333333"
 	now := time.Now()
-	poisonID := "0192f0c1-7b2a-7def-8abc-0000000000ff"
+	var poisonIDs []string
 	for i := range 52 {
 		r := store.RequestRow{StartedAt: now, Route: "chat", Status: 200, Model: "glm-5", UpstreamModel: "glm-5",
 			KeyID: fmt.Sprintf("10000000-0000-4000-8000-%012d", i%3), ConnectionID: conn, Attempts: 1,
 			InputTokens: 10, OutputTokens: 5, CostMicros: 100, TTFTMs: -1}
-		if i == 26 {
-			r.ID, r.Model = poisonID, "poison"
+		if slices.Contains(poison, i) {
+			r.ID, r.Model = fmt.Sprintf("0192f0c1-7b2a-7def-8abc-%012d", i), "poison"
+			poisonIDs = append(poisonIDs, r.ID)
 		}
 		l.Add(&r)
 	}
 	waitFor(t, "the batch settled", func() bool { st := l.Stats(); return st.Written+st.Dropped == 52 })
 	stop()
-	if st := l.Stats(); st != (store.RequestLogStats{Added: 52, Written: 51, Dropped: 1}) {
-		t.Errorf("Stats = %+v, want 51 written and 1 dropped", st)
+	good := int64(52 - len(poison))
+	if st := l.Stats(); st != (store.RequestLogStats{Added: 52, Written: good, Dropped: int64(len(poison))}) {
+		t.Errorf("Stats = %+v, want %d written and %d dropped", st, good, len(poison))
 	}
 	var rows, poisoned, reqs, cost int64
-	if err := pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE id = $1) FROM requests`, poisonID).Scan(&rows, &poisoned); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE id = ANY($1::uuid[])) FROM requests`, poisonIDs).Scan(&rows, &poisoned); err != nil {
 		t.Fatal(err)
 	}
-	if rows != 51 || poisoned != 0 {
-		t.Errorf("requests holds %d rows (%d of them the refused one), want the 51 others", rows, poisoned)
+	if rows != good || poisoned != 0 {
+		t.Errorf("requests holds %d rows (%d of them refused ones), want the %d others", rows, poisoned, good)
 	}
 	if err := pool.QueryRow(ctx, `SELECT coalesce(sum(requests), 0)::bigint, coalesce(sum(cost_micros), 0)::bigint FROM spend_daily`).Scan(&reqs, &cost); err != nil {
 		t.Fatal(err)
 	}
-	if reqs != 51 || cost != 5100 {
-		t.Errorf("spend_daily sums %d requests, %d µ$; want 51 and 5100 (the rows written)", reqs, cost)
+	if reqs != good || cost != good*100 {
+		t.Errorf("spend_daily sums %d requests, %d µ$; want %d and %d (the rows written)", reqs, cost, good, good*100)
 	}
-	if out := logs.String(); !strings.Contains(out, "row refused by the database") || !strings.Contains(out, poisonID) {
-		t.Errorf("the refused row is not logged with its id:\n%s", out)
+	out := logs.String()
+	for _, id := range poisonIDs {
+		if !strings.Contains(out, "row refused by the database") || !strings.Contains(out, id) {
+			t.Errorf("the refused row %s is not logged with its id:\n%s", id, out)
+		}
 	}
 }
 
