@@ -1,0 +1,193 @@
+package wsbridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/gateway/wire"
+)
+
+// What prepare says to do with a message.
+type action uint8
+
+const (
+	actTurn   action = iota // a response.create: one gateway request
+	actIgnore               // an acknowledgement (response.processed): nothing to do
+	actRefuse               // a bad message: an error message, the socket stays
+	actWarmup               // response.create with generate:false: answered here
+)
+
+// conversation is what a socket keeps of its latest turn, so that a
+// response.create continuing it by previous_response_id (WebSocket mode
+// sends only the new input items then) can be sent upstream as the whole
+// request an HTTP Responses call needs.
+type conversation struct {
+	// input is the latest turn's whole input, a JSON array.
+	input json.RawMessage
+	// completed is the data of the latest turn's response.completed event
+	// (decoded only when a turn refers to it); id, of a warm-up, the
+	// response id answered here.
+	completed []byte
+	id        string
+	// model is the latest turn's model, for a warm-up's answer.
+	model string
+}
+
+// createMessage is what prepare reads of a message besides the fields it
+// passes on untouched.
+type createMessage struct {
+	Type               string          `json:"type"`
+	PreviousResponseID string          `json:"previous_response_id"`
+	Input              json.RawMessage `json:"input"`
+	Generate           *bool           `json:"generate"`
+	Model              string          `json:"model"`
+}
+
+// prepare reads msg and returns the body of the POST /v1/responses it
+// stands for: the message without "type" and "generate", with "stream":
+// true, and, when previous_response_id names this socket's latest response,
+// with the whole input (the latest turn's input, its output and the new
+// items) in place of the reference.
+func (cv *conversation) prepare(msg []byte) ([]byte, action, *wire.Error) {
+	var m createMessage
+	if err := json.Unmarshal(msg, &m); err != nil {
+		return nil, actRefuse, invalid("the message is not a JSON object with a string \"type\"")
+	}
+	switch m.Type {
+	case "response.create":
+	case "response.processed":
+		return nil, actIgnore, nil
+	default:
+		return nil, actRefuse, invalid("unknown message type " + strconv.Quote(m.Type) + "; send \"response.create\"")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(msg, &fields); err != nil {
+		return nil, actRefuse, invalid("the message is not a JSON object")
+	}
+	delete(fields, "type")
+	delete(fields, "generate")
+	fields["stream"] = json.RawMessage("true")
+	input := m.Input
+	if m.PreviousResponseID != "" {
+		if whole, ok := cv.continued(m.PreviousResponseID, input); ok {
+			delete(fields, "previous_response_id")
+			input = whole
+			fields["input"] = whole
+		}
+	}
+	if m.Generate != nil && !*m.Generate {
+		cv.remember(asItems(input), m.Model)
+		return nil, actWarmup, nil
+	}
+	body, err := json.Marshal(fields)
+	if err != nil {
+		return nil, actRefuse, invalid("the message could not be re-encoded")
+	}
+	cv.remember(asItems(input), m.Model)
+	return body, actTurn, nil
+}
+
+// remember makes input (a JSON array) and model the latest turn's; its
+// response is not known yet.
+func (cv *conversation) remember(input json.RawMessage, model string) {
+	cv.input, cv.model, cv.completed, cv.id = input, model, cv.completed[:0], ""
+}
+
+// continued returns the whole input of a turn that continues response id
+// with the new items: the latest turn's input, its output items, then the
+// new ones. false when id is not this socket's latest response.
+func (cv *conversation) continued(id string, items json.RawMessage) (json.RawMessage, bool) {
+	if cv.input == nil {
+		return nil, false
+	}
+	var output json.RawMessage
+	switch {
+	case cv.id != "" && cv.id == id:
+		output = json.RawMessage("[]")
+	case len(cv.completed) > 0:
+		var ev struct {
+			Response struct {
+				ID     string          `json:"id"`
+				Output json.RawMessage `json:"output"`
+			} `json:"response"`
+		}
+		if json.Unmarshal(cv.completed, &ev) != nil || ev.Response.ID != id {
+			return nil, false
+		}
+		output = ev.Response.Output
+	default:
+		return nil, false
+	}
+	out := make([]byte, 0, len(cv.input)+len(output)+len(items)+2)
+	out = append(out, '[')
+	for _, part := range []json.RawMessage{cv.input, output, asItems(items)} {
+		inner := arrayInner(part)
+		if len(inner) == 0 {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, inner...)
+	}
+	return append(out, ']'), true
+}
+
+// asItems returns input as a JSON array of items: an array as it is, a
+// string as one user message, nothing as an empty array.
+func asItems(input json.RawMessage) json.RawMessage {
+	t := bytes.TrimSpace(input)
+	switch {
+	case len(t) == 0 || bytes.Equal(t, []byte("null")):
+		return json.RawMessage("[]")
+	case t[0] == '[':
+		return t
+	case t[0] == '"':
+		b := append([]byte(`[{"type":"message","role":"user","content":`), t...)
+		return append(b, "}]"...)
+	}
+	return json.RawMessage("[]")
+}
+
+// arrayInner returns what is between the brackets of a JSON array, trimmed.
+func arrayInner(a json.RawMessage) []byte {
+	t := bytes.TrimSpace(a)
+	if len(t) < 2 || t[0] != '[' {
+		return nil
+	}
+	return bytes.TrimSpace(t[1 : len(t)-1])
+}
+
+// completedEvent keeps data, the data of a response.completed event of the
+// turn running, for a later turn that continues it.
+func (cv *conversation) completedEvent(data []byte) {
+	cv.completed = append(cv.completed[:0], data...)
+}
+
+// warmup answers a response.create with generate:false (WebSocket mode's
+// warm-up, which produces no output) with the events of an empty completed
+// response; the next turn may continue it by its id.
+func (cv *conversation) warmup(n int) [][]byte {
+	cv.id = "resp_gatehouse_warmup_" + strconv.Itoa(n)
+	resp := func(status string) []byte {
+		b := []byte(`{"id":"` + cv.id + `","object":"response","status":"` + status + `","model":`)
+		b = appendJSONString(b, cv.model)
+		return append(b, `,"output":[],"usage":{"input_tokens":0,"output_tokens":0,"total_tokens":0}}`...)
+	}
+	created := append([]byte(`{"type":"response.created","response":`), resp("in_progress")...)
+	done := append([]byte(`{"type":"response.completed","response":`), resp("completed")...)
+	return [][]byte{append(created, '}'), append(done, '}')}
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s)
+	return append(b, q...)
+}
+
+// invalid is the error message of a message the bridge cannot read.
+func invalid(msg string) *wire.Error {
+	return &wire.Error{Status: http.StatusBadRequest, Code: gateway.CodeInvalidRequest, Message: msg}
+}

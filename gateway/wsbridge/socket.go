@@ -1,0 +1,162 @@
+package wsbridge
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// socket is one upgraded connection and its turns.
+type socket struct {
+	b  *Bridge
+	c  *websocket.Conn
+	up *http.Request // the upgrade, the template of every turn's request
+	// ctx is the socket's: cancelled when the client has gone (the reader
+	// failed) or the socket ends; every turn's context derives from it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// msgs carries the messages read, in order; readDone is closed when
+	// the reader has stopped.
+	msgs     chan []byte
+	readDone chan struct{}
+	conv     conversation
+	// warmups numbers the answers to generate:false.
+	warmups int
+}
+
+func newSocket(b *Bridge, c *websocket.Conn, up *http.Request) *socket {
+	ctx, cancel := context.WithCancel(up.Context())
+	return &socket{b: b, c: c, up: up, ctx: ctx, cancel: cancel,
+		msgs: make(chan []byte, 1), readDone: make(chan struct{})}
+}
+
+// run reads messages and runs them as turns, one at a time, until the
+// client goes, the socket sits idle for the gateway's bound, or the bridge
+// shuts down.
+func (s *socket) run() {
+	go s.read()
+	defer func() {
+		s.cancel()
+		_ = s.c.CloseNow()
+		<-s.readDone
+	}()
+	idle := time.NewTimer(s.b.gw.IdleBound())
+	defer idle.Stop()
+	for {
+		select {
+		case msg := <-s.msgs:
+			idle.Stop()
+			s.turn(msg)
+			select {
+			case <-s.b.stop:
+				s.goAway("Gatehouse is shutting down")
+				return
+			default:
+			}
+			idle.Reset(s.b.gw.IdleBound())
+		case <-s.readDone:
+			return
+		case <-idle.C:
+			s.goAway("idle for " + s.b.gw.IdleBound().String())
+			return
+		case <-s.b.stop:
+			s.goAway("Gatehouse is shutting down")
+			return
+		}
+	}
+}
+
+// goAway closes the socket with 1001 (going away) and the close handshake;
+// the reader receives the client's close and stops.
+func (s *socket) goAway(reason string) {
+	_ = s.c.Close(websocket.StatusGoingAway, reason)
+}
+
+// read reads messages into s.msgs until the connection fails or closes
+// (the client's close, a message over the read limit — closed with 1009 by
+// the library — or the socket's end); then it cancels the socket's
+// context, and with it the turn running.
+func (s *socket) read() {
+	defer close(s.readDone)
+	defer s.cancel()
+	for {
+		_, data, err := s.c.Read(s.ctx)
+		if err != nil {
+			return
+		}
+		select {
+		case s.msgs <- data:
+		case <-s.ctx.Done():
+			return
+		}
+	}
+}
+
+// turn runs one message: a response.create as one gateway request, other
+// message types as prepare says.
+func (s *socket) turn(msg []byte) {
+	body, act, aerr := s.conv.prepare(msg)
+	switch act {
+	case actIgnore:
+		return
+	case actRefuse:
+		s.send(errorMessage(aerr))
+		return
+	case actWarmup:
+		s.warmups++
+		for _, m := range s.conv.warmup(s.warmups) {
+			if !s.send(m) {
+				return
+			}
+		}
+		return
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	req := s.up.Clone(ctx)
+	req.Method = http.MethodPost
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.ContentLength = int64(len(body))
+	req.GetBody = nil
+	turnHeader(req.Header, len(body))
+	w := &eventWriter{s: s, header: make(http.Header)}
+	s.b.gw.ServeHTTP(w, req)
+	w.finish()
+}
+
+// turnHeader makes the upgrade's headers those of a streaming POST: the
+// client's own (key, session, priority, trace) stay; the upgrade's go.
+func turnHeader(h http.Header, n int) {
+	for _, k := range []string{"Connection", "Upgrade", "Sec-Websocket-Key", "Sec-Websocket-Version",
+		"Sec-Websocket-Extensions", "Sec-Websocket-Protocol", "Origin"} {
+		delete(h, k)
+	}
+	if vs := h.Values("OpenAI-Beta"); len(vs) > 0 {
+		var keep []string
+		for _, v := range vs {
+			for t := range strings.SplitSeq(v, ",") {
+				if t = strings.TrimSpace(t); t != "" && !strings.HasPrefix(t, "responses_websockets") {
+					keep = append(keep, t)
+				}
+			}
+		}
+		h.Del("OpenAI-Beta")
+		if len(keep) > 0 {
+			h.Set("OpenAI-Beta", strings.Join(keep, ", "))
+		}
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "text/event-stream")
+	h.Set("Content-Length", strconv.Itoa(n))
+}
+
+// send writes one text message; false when the socket is gone.
+func (s *socket) send(m []byte) bool {
+	return s.c.Write(s.ctx, websocket.MessageText, m) == nil
+}
