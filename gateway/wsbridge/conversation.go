@@ -34,60 +34,89 @@ type conversation struct {
 	id        string
 	// model is the latest turn's model, for a warm-up's answer.
 	model string
-}
-
-// createMessage is what prepare reads of a message besides the fields it
-// passes on untouched.
-type createMessage struct {
-	Type               string          `json:"type"`
-	PreviousResponseID string          `json:"previous_response_id"`
-	Input              json.RawMessage `json:"input"`
-	Generate           *bool           `json:"generate"`
-	Model              string          `json:"model"`
+	// members and body are prepare's scratch.
+	members []member
+	body    []byte
 }
 
 // prepare reads msg and returns the body of the POST /v1/responses it
-// stands for: the message without "type" and "generate", with "stream":
-// true, and, when previous_response_id names this socket's latest response,
-// with the whole input (the latest turn's input, its output and the new
-// items) in place of the reference.
+// stands for: the message's members in their order, without "type" and
+// "generate", with "stream": true, and, when previous_response_id names this
+// socket's latest response, with the whole input (the latest turn's input,
+// its output and the new items) in place of the reference. The members are
+// copied byte for byte, never decoded and re-encoded (a Codex turn carries
+// the whole conversation).
 func (cv *conversation) prepare(msg []byte) ([]byte, action, *wire.Error) {
-	var m createMessage
-	if err := json.Unmarshal(msg, &m); err != nil {
-		return nil, actRefuse, invalid("the message is not a JSON object with a string \"type\"")
+	ms, err := members(cv.members, msg)
+	cv.members = ms
+	if err != nil {
+		return nil, actRefuse, invalid("the message is not a JSON object")
 	}
-	switch m.Type {
+	var typ, prev, model string
+	var input json.RawMessage
+	generate := true
+	for _, m := range ms {
+		v := msg[m.valueStart:m.end]
+		switch string(m.key) {
+		case "type":
+			if json.Unmarshal(v, &typ) != nil {
+				return nil, actRefuse, invalid("the message's \"type\" is not a string")
+			}
+		case "previous_response_id":
+			_ = json.Unmarshal(v, &prev)
+		case "model":
+			_ = json.Unmarshal(v, &model)
+		case "input":
+			input = v
+		case "generate":
+			generate = string(v) != "false"
+		}
+	}
+	switch typ {
 	case "response.create":
 	case "response.processed":
 		return nil, actIgnore, nil
 	default:
-		return nil, actRefuse, invalid("unknown message type " + strconv.Quote(m.Type) + "; send \"response.create\"")
+		return nil, actRefuse, invalid("unknown message type " + strconv.Quote(typ) + "; send \"response.create\"")
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(msg, &fields); err != nil {
-		return nil, actRefuse, invalid("the message is not a JSON object")
+	var whole json.RawMessage
+	if prev != "" {
+		whole, _ = cv.continued(prev, input)
 	}
-	delete(fields, "type")
-	delete(fields, "generate")
-	fields["stream"] = json.RawMessage("true")
-	input := m.Input
-	if m.PreviousResponseID != "" {
-		if whole, ok := cv.continued(m.PreviousResponseID, input); ok {
-			delete(fields, "previous_response_id")
-			input = whole
-			fields["input"] = whole
-		}
+	if whole != nil {
+		input = whole
 	}
-	if m.Generate != nil && !*m.Generate {
-		cv.remember(asItems(input), m.Model)
+	cv.remember(asItems(input), model)
+	if !generate {
 		return nil, actWarmup, nil
 	}
-	body, err := json.Marshal(fields)
-	if err != nil {
-		return nil, actRefuse, invalid("the message could not be re-encoded")
+	// The body is only read during the turn (the gateway copies it): one
+	// buffer serves every turn of the socket.
+	body := append(cv.body[:0], '{')
+	for _, m := range ms {
+		switch string(m.key) {
+		case "type", "generate", "stream":
+			continue
+		case "previous_response_id", "input":
+			if whole != nil {
+				continue
+			}
+		}
+		if len(body) > 1 {
+			body = append(body, ',')
+		}
+		body = append(body, msg[m.start:m.end]...)
 	}
-	cv.remember(asItems(input), m.Model)
-	return body, actTurn, nil
+	if len(body) > 1 {
+		body = append(body, ',')
+	}
+	if whole != nil {
+		body = append(body, `"input":`...)
+		body = append(body, whole...)
+		body = append(body, ',')
+	}
+	cv.body = append(body, `"stream":true}`...)
+	return cv.body, actTurn, nil
 }
 
 // remember makes input (a JSON array) and model the latest turn's; its

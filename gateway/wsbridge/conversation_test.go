@@ -24,19 +24,34 @@ func TestContinuedTurnCarriesWholeInput(t *testing.T) {
 		t.Fatalf("warm-up answer %s: %v", msgs[1], err)
 	}
 	body = mustTurn(t, &cv, `{"type":"response.create","model":"m","previous_response_id":"`+done.Response.ID+`","input":[{"role":"user","content":"b"}]}`)
-	if want := `{"input":[{"role":"user","content":"a"},{"role":"user","content":"b"}],"model":"m","stream":true}`; string(body) != want {
+	if want := `{"model":"m","input":[{"role":"user","content":"a"},{"role":"user","content":"b"}],"stream":true}`; string(body) != want {
 		t.Fatalf("after the warm-up: %s, want %s", body, want)
 	}
 	cv.completedEvent([]byte(`{"type":"response.completed","response":{"id":"resp_1","output":[{"type":"message","role":"assistant","content":"x"}]}}`))
 	body = mustTurn(t, &cv, `{"type":"response.create","model":"m","previous_response_id":"resp_1","input":[{"role":"user","content":"c"}]}`)
-	want := `{"input":[{"role":"user","content":"a"},{"role":"user","content":"b"},{"type":"message","role":"assistant","content":"x"},{"role":"user","content":"c"}],"model":"m","stream":true}`
+	want := `{"model":"m","input":[{"role":"user","content":"a"},{"role":"user","content":"b"},{"type":"message","role":"assistant","content":"x"},{"role":"user","content":"c"}],"stream":true}`
 	if string(body) != want {
 		t.Fatalf("continued: %s, want %s", body, want)
 	}
 	// An id this socket did not answer is the upstream's to resolve.
 	body = mustTurn(t, &cv, `{"type":"response.create","model":"m","previous_response_id":"resp_other","input":"d"}`)
-	if want := `{"input":"d","model":"m","previous_response_id":"resp_other","stream":true}`; string(body) != want {
+	if want := `{"model":"m","previous_response_id":"resp_other","input":"d","stream":true}`; string(body) != want {
 		t.Fatalf("unknown id: %s, want %s", body, want)
+	}
+}
+
+// The message's members go upstream byte for byte, in order, without
+// "type" and "generate"; "stream" is always true.
+func TestTurnBodyKeepsMembers(t *testing.T) {
+	var cv conversation
+	got := mustTurn(t, &cv, `{ "type" : "response.create", "model":"m", "stream":false, "tools":[{"a":"\u00e9"}], "generate":true, "store":false }`)
+	if want := `{"model":"m","tools":[{"a":"\u00e9"}],"store":false,"stream":true}`; string(got) != want {
+		t.Fatalf("body %s, want %s", got, want)
+	}
+	for _, bad := range []string{`[1]`, `{"type":"response.create",}`, `{"type":"response.create"} x`, `{"type":7}`} {
+		if _, act, aerr := cv.prepare([]byte(bad)); act != actRefuse || aerr == nil || aerr.Code != "INVALID_REQUEST" {
+			t.Errorf("%s: %v %v, want refused INVALID_REQUEST", bad, act, aerr)
+		}
 	}
 }
 

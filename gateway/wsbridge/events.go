@@ -56,7 +56,12 @@ func (w *eventWriter) Write(p []byte) (int, error) {
 		}
 		return len(p), nil
 	}
+	// The events of this write go out in one write to the connection.
+	w.s.cork.cork()
 	w.feed(p)
+	if !w.s.cork.uncork() {
+		w.gone = true
+	}
 	if w.gone {
 		return 0, errGone
 	}

@@ -14,9 +14,12 @@ import (
 
 // socket is one upgraded connection and its turns.
 type socket struct {
-	b  *Bridge
-	c  *websocket.Conn
-	up *http.Request // the upgrade, the template of every turn's request
+	b *Bridge
+	c *websocket.Conn
+	// cork holds the messages of one write of the gateway back, to send
+	// them in one go (cork.go).
+	cork *corkConn
+	up   *http.Request // the upgrade, the template of every turn's request
 	// ctx is the socket's: cancelled when the client has gone (the reader
 	// failed) or the socket ends; every turn's context derives from it.
 	ctx    context.Context
@@ -30,9 +33,9 @@ type socket struct {
 	warmups int
 }
 
-func newSocket(b *Bridge, c *websocket.Conn, up *http.Request) *socket {
+func newSocket(b *Bridge, c *websocket.Conn, cork *corkConn, up *http.Request) *socket {
 	ctx, cancel := context.WithCancel(up.Context())
-	return &socket{b: b, c: c, up: up, ctx: ctx, cancel: cancel,
+	return &socket{b: b, c: c, cork: cork, up: up, ctx: ctx, cancel: cancel,
 		msgs: make(chan []byte, 1), readDone: make(chan struct{})}
 }
 
@@ -85,15 +88,43 @@ func (s *socket) goAway(reason string) {
 func (s *socket) read() {
 	defer close(s.readDone)
 	defer s.cancel()
+	hint := 4 << 10
 	for {
-		_, data, err := s.c.Read(s.ctx)
+		data, err := s.readMessage(hint)
 		if err != nil {
 			return
 		}
+		// A coding agent's messages grow turn by turn: the next one is
+		// read into room for a little more than this one.
+		hint = max(len(data)+len(data)/4, 4<<10)
 		select {
 		case s.msgs <- data:
 		case <-s.ctx.Done():
 			return
+		}
+	}
+}
+
+// readMessage reads the next message into a buffer of hint bytes to start
+// with (io.ReadAll would grow one from 512 bytes, copying as it goes); the
+// library enforces the read limit.
+func (s *socket) readMessage(hint int) ([]byte, error) {
+	_, r, err := s.c.Reader(s.ctx)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 0, hint)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 }

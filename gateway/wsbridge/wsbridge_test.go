@@ -60,7 +60,7 @@ func (l *requestLog) all() []gateway.RequestRecord {
 // rig is a gateway behind the bridge, in front of a fake upstream, all over
 // real HTTP.
 type rig struct {
-	t       *testing.T
+	t       testing.TB
 	up      *upstreamtest.Server
 	gw      *gateway.Gateway
 	bridge  *wsbridge.Bridge
@@ -77,7 +77,7 @@ type rigOptions struct {
 	up            upstreamtest.Options
 }
 
-func newRig(t *testing.T, o rigOptions) *rig {
+func newRig(t testing.TB, o rigOptions) *rig {
 	t.Helper()
 	r := &rig{t: t, up: upstreamtest.NewServer(o.up), log: &requestLog{}, reg: prometheus.NewRegistry()}
 	upSrv := httptest.NewServer(r.up)
