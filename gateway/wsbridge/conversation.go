@@ -34,9 +34,11 @@ type conversation struct {
 	id        string
 	// model is the latest turn's model, for a warm-up's answer.
 	model string
-	// members and body are prepare's scratch.
-	members []member
-	body    []byte
+	// inputBuf holds input; members, body and whole are prepare's scratch.
+	inputBuf []byte
+	members  []member
+	body     []byte
+	whole    []byte
 }
 
 // prepare reads msg and returns the body of the POST /v1/responses it
@@ -119,10 +121,11 @@ func (cv *conversation) prepare(msg []byte) ([]byte, action, *wire.Error) {
 	return cv.body, actTurn, nil
 }
 
-// remember makes input (a JSON array) and model the latest turn's; its
-// response is not known yet.
+// remember makes a copy of input (a JSON array) and model the latest
+// turn's (the message's buffer is reused); its response is not known yet.
 func (cv *conversation) remember(input json.RawMessage, model string) {
-	cv.input, cv.model, cv.completed, cv.id = input, model, cv.completed[:0], ""
+	cv.inputBuf = append(cv.inputBuf[:0], input...)
+	cv.input, cv.model, cv.completed, cv.id = cv.inputBuf, model, cv.completed[:0], ""
 }
 
 // continued returns the whole input of a turn that continues response id
@@ -150,8 +153,7 @@ func (cv *conversation) continued(id string, items json.RawMessage) (json.RawMes
 	default:
 		return nil, false
 	}
-	out := make([]byte, 0, len(cv.input)+len(output)+len(items)+2)
-	out = append(out, '[')
+	out := append(cv.whole[:0], '[')
 	for _, part := range []json.RawMessage{cv.input, output, asItems(items)} {
 		inner := arrayInner(part)
 		if len(inner) == 0 {
@@ -162,7 +164,8 @@ func (cv *conversation) continued(id string, items json.RawMessage) (json.RawMes
 		}
 		out = append(out, inner...)
 	}
-	return append(out, ']'), true
+	cv.whole = append(out, ']')
+	return cv.whole, true
 }
 
 // asItems returns input as a JSON array of items: an array as it is, a

@@ -24,6 +24,10 @@ type socket struct {
 	// failed) or the socket ends; every turn's context derives from it.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// free holds the message buffers the reader may read into: two, one
+	// being read while the other's turn runs; a turn hands its buffer back
+	// once prepared (the turn's body is a copy).
+	free chan []byte
 	// msgs carries the messages read, in order; readDone is closed when
 	// the reader has stopped.
 	msgs     chan []byte
@@ -35,8 +39,11 @@ type socket struct {
 
 func newSocket(b *Bridge, c *websocket.Conn, cork *corkConn, up *http.Request) *socket {
 	ctx, cancel := context.WithCancel(up.Context())
-	return &socket{b: b, c: c, cork: cork, up: up, ctx: ctx, cancel: cancel,
-		msgs: make(chan []byte, 1), readDone: make(chan struct{})}
+	s := &socket{b: b, c: c, cork: cork, up: up, ctx: ctx, cancel: cancel,
+		free: make(chan []byte, 2), msgs: make(chan []byte, 1), readDone: make(chan struct{})}
+	s.free <- nil
+	s.free <- nil
+	return s
 }
 
 // run reads messages and runs them as turns, one at a time, until the
@@ -88,15 +95,17 @@ func (s *socket) goAway(reason string) {
 func (s *socket) read() {
 	defer close(s.readDone)
 	defer s.cancel()
-	hint := 4 << 10
 	for {
-		data, err := s.readMessage(hint)
+		var buf []byte
+		select {
+		case buf = <-s.free:
+		case <-s.ctx.Done():
+			return
+		}
+		data, err := s.readMessage(buf)
 		if err != nil {
 			return
 		}
-		// A coding agent's messages grow turn by turn: the next one is
-		// read into room for a little more than this one.
-		hint = max(len(data)+len(data)/4, 4<<10)
 		select {
 		case s.msgs <- data:
 		case <-s.ctx.Done():
@@ -105,15 +114,18 @@ func (s *socket) read() {
 	}
 }
 
-// readMessage reads the next message into a buffer of hint bytes to start
-// with (io.ReadAll would grow one from 512 bytes, copying as it goes); the
-// library enforces the read limit.
-func (s *socket) readMessage(hint int) ([]byte, error) {
+// readMessage reads the next message into buf, grown as needed (a coding
+// agent's messages grow turn by turn; a buffer is reused from turn to
+// turn); the library enforces the read limit.
+func (s *socket) readMessage(buf []byte) ([]byte, error) {
 	_, r, err := s.c.Reader(s.ctx)
 	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, 0, hint)
+	buf = buf[:0]
+	if cap(buf) == 0 {
+		buf = make([]byte, 0, 4<<10)
+	}
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
@@ -133,6 +145,10 @@ func (s *socket) readMessage(hint int) ([]byte, error) {
 // message types as prepare says.
 func (s *socket) turn(msg []byte) {
 	body, act, aerr := s.conv.prepare(msg)
+	if cap(msg) > maxKeptBuffer {
+		msg = nil // an outsized message's buffer is not kept
+	}
+	s.free <- msg
 	switch act {
 	case actIgnore:
 		return
@@ -160,6 +176,9 @@ func (s *socket) turn(msg []byte) {
 	s.b.gw.ServeHTTP(w, req)
 	w.finish()
 }
+
+// maxKeptBuffer bounds the message buffers a socket keeps between turns.
+const maxKeptBuffer = 1 << 20
 
 // turnHeader makes the upgrade's headers those of a streaming POST: the
 // client's own (key, session, priority, trace) stay; the upgrade's go.

@@ -6,6 +6,7 @@ import (
 
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +26,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if up := os.Getenv(benchChildEnv); up != "" {
+		serveBenchChild(up) // BenchmarkTurnGatewayCPU's gateway process
+		return
+	}
 	goleak.VerifyTestMain(m)
 }
 
@@ -81,25 +86,38 @@ func newRig(t testing.TB, o rigOptions) *rig {
 	t.Helper()
 	r := &rig{t: t, up: upstreamtest.NewServer(o.up), log: &requestLog{}, reg: prometheus.NewRegistry()}
 	upSrv := httptest.NewServer(r.up)
-	keys := map[string]gateway.ClientKey{
-		codexKey: {ID: "k-codex", Name: "codex", Enabled: true},
-		spenderKey: {ID: "k-spender", Name: "spender", Enabled: true,
-			Limits: limits.ClientKeyLimits{BudgetUSDDaily: new(limits.Micros(10_000))}},
-	}
-	r.gw = gateway.New(gateway.Options{
-		Outbound: gateway.OutboundNetHTTP, Registerer: r.reg, RequestLog: r.log, MaxBodyBytes: o.maxBody,
-		Authenticate: func(_ context.Context, secret string) (gateway.ClientKey, bool) {
-			k, ok := keys[secret]
-			return k, ok
-		},
-	})
-	r.bridge = wsbridge.New(r.gw, wsbridge.Options{Registerer: r.reg})
+	r.gw, r.bridge = newGateway(upSrv.URL, o, r.reg, r.log)
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Header.Get("Upgrade") != "" {
 			r.upgrade.Add(1)
 		}
 		r.bridge.ServeHTTP(w, req)
 	}))
+	t.Cleanup(func() {
+		_ = r.up.Close() // ends held upstream answers first
+		r.srv.Close()
+		r.gw.Close()
+		upSrv.Close()
+	})
+	return r
+}
+
+// newGateway is the rig's gateway and bridge in front of the upstream at
+// upURL, with the rig's keys, prices and one connection.
+func newGateway(upURL string, o rigOptions, reg prometheus.Registerer, log gateway.RequestLog) (*gateway.Gateway, *wsbridge.Bridge) {
+	keys := map[string]gateway.ClientKey{
+		codexKey: {ID: "k-codex", Name: "codex", Enabled: true},
+		spenderKey: {ID: "k-spender", Name: "spender", Enabled: true,
+			Limits: limits.ClientKeyLimits{BudgetUSDDaily: new(limits.Micros(10_000))}},
+	}
+	gw := gateway.New(gateway.Options{
+		Outbound: gateway.OutboundNetHTTP, Registerer: reg, RequestLog: log, MaxBodyBytes: o.maxBody,
+		Authenticate: func(_ context.Context, secret string) (gateway.ClientKey, bool) {
+			k, ok := keys[secret]
+			return k, ok
+		},
+	})
+	bridge := wsbridge.New(gw, wsbridge.Options{Registerer: reg})
 	var ov limits.Overrides
 	if o.maxConcurrent > 0 {
 		ov.MaxConcurrent = new(o.maxConcurrent)
@@ -113,17 +131,11 @@ func newRig(t testing.TB, o rigOptions) *rig {
 	for _, k := range keys {
 		ck = append(ck, k)
 	}
-	r.gw.Apply(gateway.Config{Settings: settings, ClientKeys: ck, Connections: []gateway.Connection{{
-		ID: "c1", Name: "conn-c1", Provider: "openai", APIStyle: "openai", BaseURL: upSrv.URL + "/v1",
+	gw.Apply(gateway.Config{Settings: settings, ClientKeys: ck, Connections: []gateway.Connection{{
+		ID: "c1", Name: "conn-c1", Provider: "openai", APIStyle: "openai", BaseURL: upURL + "/v1",
 		APIKey: upstreamKey, Models: []string{freeModel, pricedModel}, Enabled: true, Overrides: ov,
 	}}})
-	t.Cleanup(func() {
-		_ = r.up.Close() // ends held upstream answers first
-		r.srv.Close()
-		r.gw.Close()
-		upSrv.Close()
-	})
-	return r
+	return gw, bridge
 }
 
 // dial opens a socket with the client key secret.
