@@ -159,13 +159,15 @@ func (b *Bridge) serveSocket(w http.ResponseWriter, r *http.Request) {
 	b.sockets.Add(1)
 	b.mu.Unlock()
 	defer b.sockets.Done()
+	// Counted from before the 101 goes out, so that a client that sees its
+	// socket open finds it counted.
+	b.open.Inc()
+	defer b.open.Dec()
 	cw := &corkWriter{ResponseWriter: w}
 	c, err := websocket.Accept(cw, r, nil)
 	if err != nil {
 		return // Accept has answered
 	}
-	b.open.Inc()
-	defer b.open.Dec()
 	c.SetReadLimit(b.gw.MaxBodyBytes())
 	s := newSocket(b, c, cw.conn, r)
 	s.run()
