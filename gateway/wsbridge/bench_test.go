@@ -164,8 +164,47 @@ func BenchmarkTurnGatewayCPU(b *testing.B) {
 	upSrv := httptest.NewServer(up)
 	defer upSrv.Close()
 	defer func() { _ = up.Close() }()
+	ctx := b.Context()
+	// measure runs turn b.N times against a gateway process of its own (each
+	// side starts as fresh as the other) and reports that process's CPU.
+	measure := func(b *testing.B, turn func(base string)) {
+		pid, base := startBenchChild(b, upSrv.URL)
+		turn(base) // connections open before the count starts
+		start := procCPU(b, pid)
+		for b.Loop() {
+			turn(base)
+		}
+		b.ReportMetric(float64((procCPU(b, pid)-start).Microseconds())/float64(b.N), "gw-cpu-µs/op")
+	}
+	b.Run("websocket", func(b *testing.B) {
+		var c *rawWS
+		defer func() {
+			if c != nil {
+				_ = c.conn.Close()
+			}
+		}()
+		msg := create(freeModel, "hi", benchInstructions)
+		measure(b, func(base string) {
+			if c == nil {
+				c = dialRaw(b, base)
+			}
+			c.turn(b, msg)
+		})
+	})
+	b.Run("http", func(b *testing.B) {
+		tr := &http.Transport{DisableCompression: true}
+		defer tr.CloseIdleConnections()
+		client := &http.Client{Transport: tr}
+		body := []byte(`{"model":"` + freeModel + `","input":[{"type":"message","role":"user","content":"hi"}]` + benchInstructions + `,"stream":true}`)
+		measure(b, func(base string) { httpTurn(ctx, b, client, base, body) })
+	})
+}
+
+// startBenchChild starts the test binary as a gateway process in front of
+// upURL (serveBenchChild) and returns its pid and URL; it ends with b.
+func startBenchChild(b *testing.B, upURL string) (int, string) {
 	cmd := exec.CommandContext(b.Context(), os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), benchChildEnv+"="+upSrv.URL)
+	cmd.Env = append(os.Environ(), benchChildEnv+"="+upURL)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -178,37 +217,15 @@ func BenchmarkTurnGatewayCPU(b *testing.B) {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	defer func() {
+	b.Cleanup(func() {
 		_ = stdin.Close()
 		_ = cmd.Wait()
-	}()
+	})
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
 		b.Fatalf("child: %v", err)
 	}
-	base := strings.TrimSpace(line)
-	ctx := b.Context()
-	measure := func(b *testing.B, turn func()) {
-		turn() // connections open before the count starts
-		start := procCPU(b, cmd.Process.Pid)
-		for b.Loop() {
-			turn()
-		}
-		b.ReportMetric(float64((procCPU(b, cmd.Process.Pid)-start).Microseconds())/float64(b.N), "gw-cpu-µs/op")
-	}
-	b.Run("websocket", func(b *testing.B) {
-		c := dialRaw(b, base)
-		defer c.conn.Close()
-		msg := create(freeModel, "hi", benchInstructions)
-		measure(b, func() { c.turn(b, msg) })
-	})
-	b.Run("http", func(b *testing.B) {
-		tr := &http.Transport{DisableCompression: true}
-		defer tr.CloseIdleConnections()
-		client := &http.Client{Transport: tr}
-		body := []byte(`{"model":"` + freeModel + `","input":[{"type":"message","role":"user","content":"hi"}]` + benchInstructions + `,"stream":true}`)
-		measure(b, func() { httpTurn(ctx, b, client, base, body) })
-	})
+	return cmd.Process.Pid, strings.TrimSpace(line)
 }
 
 // rawWS is a minimal WebSocket client for BenchmarkTurnGatewayCPU: it
