@@ -474,6 +474,76 @@ func TestUpgradeNeedsKeyAndPlainGetKeeps405(t *testing.T) {
 		t.Errorf("gatehouse_websocket_open = %v, want 0", got)
 	}
 	http.DefaultClient.CloseIdleConnections()
+	// Refused upgrades are logged like any refused request.
+	waitFor(t, "three rows", func() bool { return len(r.log.all()) >= 3 })
+	var codes []string
+	for _, row := range r.log.all() {
+		codes = append(codes, strconv.Itoa(row.Status)+" "+row.Code)
+	}
+	if want := "401 MISSING_API_KEY,401 INVALID_API_KEY,405 METHOD_NOT_ALLOWED"; strings.Join(codes, ",") != want {
+		t.Errorf("request log %v, want %s", codes, want)
+	}
+}
+
+// A turn goes upstream as a streaming POST with the client's own headers
+// and none of the upgrade's: no Upgrade or Sec-WebSocket-*, and of
+// OpenAI-Beta only what is not the WebSocket mode's token.
+func TestTurnHeadersUpstream(t *testing.T) {
+	r := newRig(t, rigOptions{up: upstreamtest.Options{RecordHeaders: true}})
+	ctx := testCtx(t)
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+codexKey)
+	h.Set("OpenAI-Beta", "responses_websockets=2026-02-06, assistants=v2")
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(r.srv.URL, "http")+wsbridge.Path, &websocket.DialOptions{HTTPHeader: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.CloseNow() }()
+	if err := c.Write(ctx, websocket.MessageText, create(freeModel, "hi", "")); err != nil {
+		t.Fatal(err)
+	}
+	readTurn(ctx, t, c)
+	got := r.up.ReceivedHeaders()
+	if len(got) != 1 {
+		t.Fatalf("%d upstream requests, want 1", len(got))
+	}
+	up := got[0]
+	if v := up.Get("OpenAI-Beta"); v != "assistants=v2" {
+		t.Errorf("OpenAI-Beta upstream %q, want assistants=v2", v)
+	}
+	if v := up.Get("Authorization"); v != "Bearer "+upstreamKey {
+		t.Errorf("Authorization upstream %q, want the connection's key", v)
+	}
+	for k := range up {
+		if strings.HasPrefix(k, "Sec-Websocket") || k == "Upgrade" {
+			t.Errorf("upgrade header %s reached the upstream", k)
+		}
+	}
+}
+
+// A stream that breaks off mid-turn ends with an error message (the
+// gateway's UPSTREAM_STREAM_ERROR event), and the socket takes the next turn.
+func TestStreamCutIsAnErrorMessage(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	if err := r.up.SetDefault(upstreamtest.Behavior{Fail: upstreamtest.FailStreamCut, FailTimes: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	c := r.dial(ctx, codexKey)
+	if err := c.Write(ctx, websocket.MessageText, create(freeModel, "cut", "")); err != nil {
+		t.Fatal(err)
+	}
+	evs := readTurn(ctx, t, c)
+	e := evs[len(evs)-1]
+	if e.Type != "error" || e.Status != http.StatusBadGateway || e.Error.Code != gateway.CodeUpstreamStreamErr || len(evs) < 2 {
+		t.Fatalf("events %v, last %+v: want the stream's start, then a 502 UPSTREAM_STREAM_ERROR error message", types(evs), e)
+	}
+	if err := c.Write(ctx, websocket.MessageText, create(freeModel, "again", "")); err != nil {
+		t.Fatal(err)
+	}
+	if evs := readTurn(ctx, t, c); evs[len(evs)-1].Type != "response.completed" {
+		t.Fatalf("next turn: %v", types(evs))
+	}
 }
 
 // A socket idle for defaultExecutionMaxWaitMs is closed with 1001; so is an
