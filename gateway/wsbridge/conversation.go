@@ -193,6 +193,17 @@ func arrayInner(a json.RawMessage) []byte {
 	return bytes.TrimSpace(t[1 : len(t)-1])
 }
 
+// trim drops scratch buffers grown past maxKeptBuffer, after a turn: a
+// socket keeps only its latest input (and response) between turns.
+func (cv *conversation) trim() {
+	if cap(cv.body) > maxKeptBuffer {
+		cv.body = nil
+	}
+	if cap(cv.whole) > maxKeptBuffer {
+		cv.whole = nil
+	}
+}
+
 // completedEvent keeps data, the data of a response.completed event of the
 // turn running, for a later turn that continues it.
 func (cv *conversation) completedEvent(data []byte) {

@@ -175,6 +175,7 @@ func (s *socket) turn(msg []byte) {
 	w := &eventWriter{s: s, header: make(http.Header)}
 	s.b.gw.ServeHTTP(w, req)
 	w.finish()
+	s.conv.trim()
 }
 
 // maxKeptBuffer bounds the message buffers a socket keeps between turns.
