@@ -203,7 +203,9 @@ func BenchmarkTurnGatewayCPU(b *testing.B) {
 // startBenchChild starts the test binary as a gateway process in front of
 // upURL (serveBenchChild) and returns its pid and URL; it ends with b.
 func startBenchChild(b *testing.B, upURL string) (int, string) {
-	cmd := exec.CommandContext(b.Context(), os.Args[0], "-test.run=^$")
+	// Not CommandContext: the context ends before the cleanup, which lets the
+	// child finish (its profile, when asked for) on standard input's end.
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), benchChildEnv+"="+upURL)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
