@@ -17,6 +17,9 @@ import (
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
@@ -79,6 +82,7 @@ type rigOptions struct {
 	maxConcurrent int   // the connection's cap; 0 none
 	maxBody       int64 // the gateway's body bound; 0 default
 	idleMs        int   // defaultExecutionMaxWaitMs; 0 default
+	tracer        trace.TracerProvider
 	up            upstreamtest.Options
 }
 
@@ -111,7 +115,7 @@ func newGateway(upURL string, o rigOptions, reg prometheus.Registerer, log gatew
 			Limits: limits.ClientKeyLimits{BudgetUSDDaily: new(limits.Micros(10_000))}},
 	}
 	gw := gateway.New(gateway.Options{
-		Outbound: gateway.OutboundNetHTTP, Registerer: reg, RequestLog: log, MaxBodyBytes: o.maxBody,
+		Outbound: gateway.OutboundNetHTTP, Registerer: reg, RequestLog: log, MaxBodyBytes: o.maxBody, TracerProvider: o.tracer,
 		Authenticate: func(_ context.Context, secret string) (gateway.ClientKey, bool) {
 			k, ok := keys[secret]
 			return k, ok
@@ -599,5 +603,34 @@ func TestOtherMessages(t *testing.T) {
 	waitFor(t, "the turn's row", func() bool { return len(r.log.all()) >= 1 })
 	if n := len(r.log.all()); n != 1 {
 		t.Errorf("%d request-log rows, want 1 (bad messages are no requests)", n)
+	}
+}
+
+// Each turn is traced like the request it is: one server span per turn.
+func TestTurnsAreTraced(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	r := newRig(t, rigOptions{tracer: tp})
+	ctx := testCtx(t)
+	c := r.dial(ctx, codexKey)
+	for _, in := range []string{"one", "two"} {
+		if err := c.Write(ctx, websocket.MessageText, create(freeModel, in, "")); err != nil {
+			t.Fatal(err)
+		}
+		readTurn(ctx, t, c)
+	}
+	servers := func() int {
+		n := 0
+		for _, sp := range rec.Ended() {
+			if sp.SpanKind() == trace.SpanKindServer {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor(t, "two server spans", func() bool { return servers() >= 2 })
+	if n := servers(); n != 2 {
+		t.Errorf("%d server spans, want one per turn (2)", n)
 	}
 }
