@@ -137,8 +137,8 @@ func TestCodexFourAgentsThroughCapOfTwo(t *testing.T) {
 			t.Errorf("agent %d did not finish with the upstream's answer:\n%s", i, out)
 		}
 	}
-	if peak := r.up.Peak(upstreamKey, freeModel); peak > 2 {
-		t.Errorf("upstream peak in flight %d, want ≤ 2", peak)
+	if peak := r.out.peak.Load(); peak > 2 {
+		t.Errorf("upstream requests outstanding at once: %d, want ≤ 2", peak)
 	}
 	checkCodexRun(t, r, outs)
 }
