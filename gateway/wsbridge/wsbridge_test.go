@@ -18,10 +18,12 @@ import (
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
@@ -345,6 +347,16 @@ func TestTwoTurnsAnsweredInOrder(t *testing.T) {
 		if row.Route != "responses" || row.Status != http.StatusOK || !row.Stream || row.KeyName != "codex" {
 			t.Errorf("row %+v: want responses, 200, stream, key codex", row)
 		}
+	}
+	// The gateway's metrics count the turns, not the socket.
+	want := `
+		# HELP gatehouse_client_requests_total x
+		# TYPE gatehouse_client_requests_total counter
+		gatehouse_client_requests_total{client="codex",status="200"} 2
+		gatehouse_client_requests_total{client="spender",status="200"} 0
+	`
+	if err := testutil.GatherAndCompare(helpless{r.reg}, strings.NewReader(want), "gatehouse_client_requests_total"); err != nil {
+		t.Errorf("client metrics: %v", err)
 	}
 	_ = c.Close(websocket.StatusNormalClosure, "")
 	waitFor(t, "the socket's gauge back to 0", func() bool { return r.openSockets() == 0 })
@@ -687,4 +699,16 @@ func TestTurnsAreTraced(t *testing.T) {
 	if n := servers(); n != 2 {
 		t.Errorf("%d server spans, want one per turn (2)", n)
 	}
+}
+
+// helpless gathers g's metrics without their help texts, so that a test
+// compares only names, labels and values.
+type helpless struct{ g prometheus.Gatherer }
+
+func (h helpless) Gather() ([]*dto.MetricFamily, error) {
+	mfs, err := h.g.Gather()
+	for _, mf := range mfs {
+		mf.Help = proto.String("x")
+	}
+	return mfs, err
 }
