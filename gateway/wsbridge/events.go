@@ -145,12 +145,32 @@ func (w *eventWriter) dispatch() {
 	if bytes.HasPrefix(data, []byte(`{"error":`)) {
 		// The gateway's own error event on a stream that broke off.
 		data = streamErrorMessage(data)
-	} else if bytes.Contains(data, []byte(`"response.completed"`)) {
-		w.s.conv.completedEvent(data)
+		w.s.answered.Store(true)
+	} else if lastEvent(data) {
+		if bytes.Contains(data, []byte(`"response.completed"`)) {
+			w.s.conv.completedEvent(data)
+		}
+		w.s.answered.Store(true)
 	}
 	if !w.s.send(data) {
 		w.gone = true
 	}
+}
+
+// lastEvent reports whether data is an event that ends a response
+// (response.completed, .failed or .incomplete, or an error).
+func lastEvent(data []byte) bool {
+	i := bytes.Index(data, []byte(`"type":"`))
+	if i < 0 {
+		return false
+	}
+	t := data[i+len(`"type":"`):]
+	for _, end := range []string{"response.completed\"", "response.failed\"", "response.incomplete\"", "error\""} {
+		if bytes.HasPrefix(t, []byte(end)) {
+			return true
+		}
+	}
+	return false
 }
 
 // finish ends the turn: the last event of a stream that ended without its

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -35,6 +36,11 @@ type socket struct {
 	conv     conversation
 	// warmups numbers the answers to generate:false.
 	warmups int
+	// answered is set once the running turn has sent its last event
+	// (response.completed, .failed, .incomplete, or an error); grace is the
+	// timer that cancels such a turn when its client has gone meanwhile.
+	answered atomic.Bool
+	grace    *time.Timer
 }
 
 func newSocket(b *Bridge, c *websocket.Conn, cork *corkConn, up *http.Request) *socket {
@@ -55,6 +61,9 @@ func (s *socket) run() {
 		s.cancel()
 		_ = s.c.CloseNow()
 		<-s.readDone
+		if s.grace != nil {
+			s.grace.Stop()
+		}
 	}()
 	idle := time.NewTimer(s.b.gw.IdleBound())
 	defer idle.Stop()
@@ -91,10 +100,13 @@ func (s *socket) goAway(reason string) {
 // read reads messages into s.msgs until the connection fails or closes
 // (the client's close, a message over the read limit — closed with 1009 by
 // the library — or the socket's end); then it cancels the socket's
-// context, and with it the turn running.
+// context, and with it the turn running: a hang-up. A turn that has sent
+// its last event already (a client closes as soon as it has its answer)
+// is left to read the upstream's end, a few bytes, so that its permit goes
+// back when the upstream is done rather than a moment before; it is
+// cancelled after answeredGrace if that end does not come.
 func (s *socket) read() {
 	defer close(s.readDone)
-	defer s.cancel()
 	for {
 		var buf []byte
 		select {
@@ -104,6 +116,11 @@ func (s *socket) read() {
 		}
 		data, err := s.readMessage(buf)
 		if err != nil {
+			if s.answered.Load() {
+				s.grace = time.AfterFunc(answeredGrace, s.cancel)
+				return
+			}
+			s.cancel()
 			return
 		}
 		select {
@@ -166,6 +183,8 @@ func (s *socket) turn(msg []byte) {
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
+	s.answered.Store(false)
+	defer s.answered.Store(false) // between turns a hang-up cancels at once
 	req := s.up.Clone(ctx)
 	req.Method = http.MethodPost
 	req.Body = io.NopCloser(bytes.NewReader(body))
@@ -177,6 +196,10 @@ func (s *socket) turn(msg []byte) {
 	w.finish()
 	s.conv.trim()
 }
+
+// answeredGrace bounds how long a turn whose client has gone after its last
+// event may take to read the upstream's end.
+const answeredGrace = 2 * time.Second
 
 // maxKeptBuffer bounds the message buffers a socket keeps between turns.
 const maxKeptBuffer = 1 << 20
