@@ -99,6 +99,11 @@ func (x *exchange) request(t *target) admission.Request {
 func (x *exchange) keyBlocked() *apiError {
 	ks := x.key
 	now := x.g.now()
+	if ks.Lim.CountsTokens() {
+		if b, never := ks.Lim.TooLarge(x.estimate(), 0, now); never {
+			return x.errKeyBudget(b, x.estimate(), now)
+		}
+	}
 	if ks.Lim.Budgeted() {
 		if b, blocked := x.g.limiter.Blocked(x.r.Context(), ks.StoreID, &ks.Lim, &ks.Carry.Rate, now); blocked {
 			return x.errKeyBudget(b, 0, now)
@@ -106,6 +111,9 @@ func (x *exchange) keyBlocked() *apiError {
 	}
 	if ks.Lim.Spends() {
 		cost := x.cheapestCost()
+		if b, never := ks.Lim.TooLarge(0, cost, now); never {
+			return x.errKeyBudget(b, cost, now)
+		}
 		if b, blocked := ks.Carry.Rate.SpendBlocked(&ks.Lim, cost, now); blocked {
 			return x.errKeyBudget(b, cost, now)
 		}

@@ -2,7 +2,7 @@ package gateway
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"sync"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
+	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
 	"github.com/google/go-cmp/cmp"
 )
@@ -280,7 +281,7 @@ func TestUsageStoreDownFailsOpen(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
 	usage := newFakeUsage()
-	usage.setFail(errors.New("connection refused"))
+	usage.setFail(fmt.Errorf("connection refused: %w", ratelimit.ErrStoreUnavailable))
 	logs := &recordingHandler{}
 	e := newEnv(t, upstreamtest.Options{}, withClock(clock), withUsage(usage),
 		func(o *Options) { o.Logger = slog.New(logs) })

@@ -206,6 +206,7 @@ func (x *exchange) route(s *state, path string, rt route.Route) *apiError {
 		// The model is the path's; the body is the upstream's to check.
 		info.Model, info.Stream = route.PathModel(path), rt == route.StreamGenerate
 		info.MaxOutput = usage.GeminiMaxOutput(x.body.Raw)
+		info.Choices = usage.GeminiCandidates(x.body.Raw)
 		if info.Model == "" {
 			return &apiError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "the path names no model"}
 		}

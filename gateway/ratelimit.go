@@ -99,7 +99,9 @@ func (x *exchange) countDispatch(c *conn) ratelimit.Dispatch {
 	l := &c.lim
 	now := x.g.now()
 	if l.RPD > 0 {
-		if v := x.g.days.CountRequest(x.r.Context(), x.g.usage, c.id, c.rate, l, now); v != ratelimit.DispatchOK {
+		v, err := x.g.days.CountRequest(x.r.Context(), x.g.usage, c.id, c.rate, l, now)
+		if v != ratelimit.DispatchOK {
+			x.budgetErr = err
 			return v
 		}
 	}
