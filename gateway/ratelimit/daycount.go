@@ -104,16 +104,18 @@ type dayPend struct {
 }
 
 // settleFailed handles err from writing a settlement or pending counts:
-// an unreachable store flips the switch (the caller keeps the amounts
-// pending), an unknown id is dropped quietly (its row went with it), and
-// anything else is logged and dropped. It reports whether to keep the
-// amounts pending.
+// an unreachable store flips the switch and a cancelled call does not (the
+// caller keeps the amounts pending either way), an unknown id is dropped
+// quietly (its row went with it), and anything else is logged and dropped.
+// It reports whether to keep the amounts pending.
 func (d *Days) settleFailed(err error) (keep bool) {
 	switch {
 	case storeAway(err):
 		d.down.failed(err)
 		return true
-	case errors.Is(err, ErrUnknownID), errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled):
+		return true // the caller's going, not the store's failing: kept for the next call
+	case errors.Is(err, ErrUnknownID):
 		return false
 	}
 	d.log.Error("gateway: usage store refused a settlement; its amount is dropped", slog.Any("error", err))
@@ -135,10 +137,13 @@ func (d *Days) CountRequest(ctx context.Context, u UsageCounter, id string, r *S
 			r.requests = max(r.requests, count)
 			pending := r.pendingLocked()
 			r.mu.Unlock()
-			if pending {
-				d.Flush(cctx, u, id, r, l, now, 0, 0)
-			}
 			cancel()
+			if pending {
+				// Not cut short by the client leaving: the amounts are owed.
+				fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), usageTimeout)
+				d.Flush(fctx, u, id, r, l, now, 0, 0)
+				fcancel()
+			}
 			if !ok {
 				return DispatchSkipped, nil
 			}
