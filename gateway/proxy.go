@@ -323,6 +323,12 @@ func (x *exchange) run() {
 		return
 	}
 	for attempts, skips := 0, 0; attempts < x.s.maxAttempts && skips <= len(x.targets); {
+		if aerr := x.keyTurnFirst(); aerr != nil {
+			if aerr != errClientGone {
+				x.fail(aerr)
+			}
+			return
+		}
 		var aerr *apiError
 		switch {
 		case x.rt.Free():
@@ -336,6 +342,7 @@ func (x *exchange) run() {
 			return
 		}
 		if x.cur.t == nil {
+			x.kturn.GiveBack() // no dispatch follows the key's turn
 			// Nothing left to try. An admission rejection or a cooldown is
 			// the reason to report; when the remaining connections are merely
 			// unhealthy, the last upstream failure says more.

@@ -124,6 +124,10 @@ type Turn struct {
 	back *sharedTurn // a taken turn of the shared store (Shared.Turn)
 }
 
+// Held reports whether t is a taken turn not yet given back or used
+// (cleared).
+func (t *Turn) Held() bool { return t.sp != nil || t.back != nil }
+
 // GiveBack returns a taken turn that was not used (no dispatch followed)
 // to its spacing, when no later turn has been taken since; t holds nothing
 // afterwards, so a second call does nothing. A turn of the shared store goes
