@@ -34,7 +34,9 @@ func (s *outageStore) cut(away bool) {
 	s.mu.Unlock()
 }
 
-func (s *outageStore) dayKey(id string, t time.Time) string { return id + " " + utcDay(t).Format(time.DateOnly) }
+func (s *outageStore) dayKey(id string, t time.Time) string {
+	return id + " " + utcDay(t).Format(time.DateOnly)
+}
 
 func (s *outageStore) tokensOf(id string, t time.Time) int64 {
 	s.mu.Lock()
