@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -264,5 +265,181 @@ func TestParallelChoicesHoldMoneyBudget(t *testing.T) {
 	}
 	if served.Load() == 0 {
 		t.Errorf("nothing served")
+	}
+}
+
+// spendUsage is a fakeUsage that keeps money budgets too (a
+// ratelimit.SpendCounter), per key and UTC day and month.
+type spendUsage struct {
+	*fakeUsage
+	smu   sync.Mutex
+	spend map[string]int64 // id + " d " + day, id + " m " + month
+}
+
+func newSpendUsage() *spendUsage { return &spendUsage{fakeUsage: newFakeUsage(), spend: map[string]int64{}} }
+
+func spendKeys(id string, at time.Time) (string, string) {
+	at = at.UTC()
+	return id + " d " + at.Format(time.DateOnly), id + " m " + at.Format("2006-01")
+}
+
+func (s *spendUsage) failing() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fail
+}
+
+func (s *spendUsage) ReserveSpend(_ context.Context, id string, at time.Time, micros, dayLimit, monthLimit int64) (ratelimit.Spend, ratelimit.SpendPeriod, error) {
+	if err := s.failing(); err != nil {
+		return ratelimit.Spend{}, 0, err
+	}
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	d, m := spendKeys(id, at)
+	sp := ratelimit.Spend{Day: s.spend[d], Month: s.spend[m]}
+	switch {
+	case dayLimit > 0 && sp.Day+micros > dayLimit:
+		return sp, ratelimit.SpendDay, nil
+	case monthLimit > 0 && sp.Month+micros > monthLimit:
+		return sp, ratelimit.SpendMonth, nil
+	}
+	s.spend[d] += micros
+	s.spend[m] += micros
+	return ratelimit.Spend{Day: s.spend[d], Month: s.spend[m]}, ratelimit.SpendFits, nil
+}
+
+func (s *spendUsage) AddSpend(_ context.Context, id string, at time.Time, micros int64) (ratelimit.Spend, error) {
+	if err := s.failing(); err != nil {
+		return ratelimit.Spend{}, err
+	}
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	d, m := spendKeys(id, at)
+	s.spend[d] = max(s.spend[d]+micros, 0)
+	s.spend[m] = max(s.spend[m]+micros, 0)
+	return ratelimit.Spend{Day: s.spend[d], Month: s.spend[m]}, nil
+}
+
+func (s *spendUsage) Spend(_ context.Context, id string, at time.Time) (ratelimit.Spend, error) {
+	if err := s.failing(); err != nil {
+		return ratelimit.Spend{}, err
+	}
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	d, m := spendKeys(id, at)
+	return ratelimit.Spend{Day: s.spend[d], Month: s.spend[m]}, nil
+}
+
+func (s *spendUsage) spendOf(id string, at time.Time) ratelimit.Spend {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	d, m := spendKeys(id, at)
+	return ratelimit.Spend{Day: s.spend[d], Month: s.spend[m]}
+}
+
+var errStoreAway = fmt.Errorf("dial tcp: connection refused: %w", ratelimit.ErrStoreUnavailable)
+
+// TestStoreOutageSpendReachesRows: a single process whose usage store is
+// away counts the budgets in memory — they keep holding — and when the
+// store returns, its day and month rows hold every token and micro-dollar
+// spent meanwhile: answers that cost more than their estimate, and the
+// days on both sides of a midnight that ends a month (fake clock).
+func TestStoreOutageSpendReachesRows(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	clock.Advance(time.Date(2026, 1, 31, 23, 59, 0, 0, time.UTC).Sub(clock.Now()))
+	keys := map[string]ClientKey{"sk-k": {ID: "kk", Name: "k", Enabled: true,
+		Limits: limits.ClientKeyLimits{TPD: ptr[int64](1_000_000), BudgetUSDDaily: ptr(limits.Micros(100_000_000))}}}
+	conns, ku := newFakeUsage(), newSpendUsage()
+	// 300 tokens reported, 100 of them output: 200 × $1 + 100 × $10 per
+	// million = 1 200 micro-dollars, over the 70-token estimate.
+	e := newEnv(t, upstreamtest.Options{UsageTokens: 300}, withKeys(keys), withClock(clock), withUsage(conns),
+		func(o *Options) { o.KeyUsage = ku })
+	c := e.conn("c1", "k1", "glm-5")
+	c.Overrides = limits.Overrides{TPD: ptr[int64](1_000_000)}
+	prices := limits.Prices{"glm-5": {Input: ptr(limits.Micros(1_000_000)), Output: ptr(limits.Micros(10_000_000))}}
+	e.gw.Apply(Config{Settings: limits.Settings{Prices: prices}, Connections: []Connection{c}, ClientKeys: keyConfig(keys)})
+	ctx := testCtx(t)
+	send := func(n int) {
+		t.Helper()
+		for i := range n {
+			if r := e.post(ctx, "/v1/chat/completions", chatBodyMax("glm-5", 50), as("sk-k")...); r.status != http.StatusOK {
+				t.Fatalf("request %d at %v: %d %s", i+1, clock.Now(), r.status, r.body)
+			}
+		}
+	}
+	jan, feb := clock.Now(), clock.Now().Add(2*time.Minute)
+
+	conns.setFail(errStoreAway)
+	ku.setFail(errStoreAway)
+	send(5)
+	clock.Advance(2 * time.Minute) // midnight, and February
+	send(4)
+	conns.setFail(nil)
+	ku.setFail(nil)
+	e.gw.days.Retry() // the store is asked again at once, not after its retry period
+	send(1)
+
+	const tokens, cost = 300, 1_200
+	for _, tc := range []struct {
+		what      string
+		got, want int64
+	}{
+		{"connection's Jan 31 tokens", conns.get("c1", jan).Tokens, 5 * tokens},
+		{"connection's Feb 1 tokens", conns.get("c1", feb).Tokens, 5 * tokens},
+		{"key's Jan 31 tokens", ku.get("kk", jan).Tokens, 5 * tokens},
+		{"key's Feb 1 tokens", ku.get("kk", feb).Tokens, 5 * tokens},
+		{"key's Jan 31 spend", ku.spendOf("kk", jan).Day, 5 * cost},
+		{"key's January spend", ku.spendOf("kk", jan).Month, 5 * cost},
+		{"key's Feb 1 spend", ku.spendOf("kk", feb).Day, 5 * cost},
+		{"key's February spend", ku.spendOf("kk", feb).Month, 5 * cost},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s in the store = %d, want %d", tc.what, tc.got, tc.want)
+		}
+	}
+	if got := e.gw.Reserved(); got != 0 {
+		t.Errorf("Reserved() = %d, want 0", got)
+	}
+}
+
+// TestBudgetFailClosed: with BudgetFailClosed (cluster mode), while the
+// usage store is unreachable a request with day or money budgets gets 503
+// USAGE_STORE_UNAVAILABLE with Retry-After 1 and nothing is dispatched; a
+// key and connection without them are served.
+func TestBudgetFailClosed(t *testing.T) {
+	t.Parallel()
+	keys := map[string]ClientKey{
+		"sk-money": {ID: "km", Name: "money", Enabled: true, Limits: limits.ClientKeyLimits{BudgetUSDDaily: ptr(limits.Micros(1_000_000))}},
+		"sk-free":  {ID: "kf", Name: "free", Enabled: true},
+	}
+	conns, ku := newFakeUsage(), newSpendUsage()
+	e := newEnv(t, upstreamtest.Options{}, withKeys(keys), withUsage(conns),
+		func(o *Options) { o.KeyUsage = ku; o.BudgetFailClosed = true })
+	day := e.conn("c1", "k1", "glm-5")
+	day.Overrides = limits.Overrides{TPD: ptr[int64](1_000_000)}
+	free := e.conn("c2", "k2", "glm-6")
+	prices := limits.Prices{"glm-5": {Output: ptr(limits.Micros(1_000_000))}, "glm-6": {Output: ptr(limits.Micros(1_000_000))}}
+	e.gw.Apply(Config{Settings: limits.Settings{Prices: prices}, Connections: []Connection{day, free}, ClientKeys: keyConfig(keys)})
+	ctx := testCtx(t)
+	conns.setFail(errStoreAway)
+	ku.setFail(errStoreAway)
+	for _, tc := range []struct{ name, key, model string }{
+		{"key with a money budget", "sk-money", "glm-6"},
+		{"connection with tpd", "sk-free", "glm-5"},
+	} {
+		r := e.post(ctx, "/v1/chat/completions", chatBody(tc.model, false), as(tc.key)...)
+		if r.status != http.StatusServiceUnavailable || r.errorCode(t) != CodeUsageStoreUnavailable || r.header.Get("Retry-After") != "1" {
+			t.Errorf("%s: %d %q %s, want 503 %s with Retry-After 1", tc.name, r.status, r.header.Get("Retry-After"), r.body, CodeUsageStoreUnavailable)
+		}
+	}
+	if r := e.post(ctx, "/v1/chat/completions", chatBody("glm-6", false), as("sk-free")...); r.status != http.StatusOK {
+		t.Errorf("no day or money budget on the path: %d %s, want 200", r.status, r.body)
+	}
+	if got := e.up.Requests("k1", "glm-5"); got != 0 {
+		t.Errorf("connection c1 got %d requests, want 0", got)
+	}
+	if got := e.gw.Reserved(); got != 0 {
+		t.Errorf("Reserved() = %d, want 0", got)
 	}
 }
