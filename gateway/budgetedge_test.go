@@ -276,7 +276,9 @@ type spendUsage struct {
 	spend map[string]int64 // id + " d " + day, id + " m " + month
 }
 
-func newSpendUsage() *spendUsage { return &spendUsage{fakeUsage: newFakeUsage(), spend: map[string]int64{}} }
+func newSpendUsage() *spendUsage {
+	return &spendUsage{fakeUsage: newFakeUsage(), spend: map[string]int64{}}
+}
 
 func spendKeys(id string, at time.Time) (string, string) {
 	at = at.UTC()
