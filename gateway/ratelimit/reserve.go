@@ -27,7 +27,8 @@ type Usage struct {
 	// Cost is what the tokens cost at the model's price, in micro-dollars.
 	Cost int64
 	// Processed is, for an unknown outcome, the input estimate plus the
-	// output relayed to the client (its bytes ÷ 4).
+	// output relayed to the client (its bytes ÷ 4); a connection is charged
+	// it, never more than its reservation.
 	Processed int64
 }
 
@@ -201,7 +202,7 @@ func (rs *Reservation) Settle(ctx context.Context, w Windows, d *Days, u Usage, 
 		case u.Known:
 			actual = u.Tokens
 		case h.b.Conn:
-			actual = u.Processed
+			actual = min(u.Processed, h.amount)
 		}
 		switch h.kind {
 		case holdTPM:
