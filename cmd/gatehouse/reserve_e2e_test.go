@@ -125,6 +125,7 @@ type resvReply struct {
 	code   string
 	via    string // X-Gatehouse-Connection
 	gate   string // X-Gatehouse-Gate
+	retry  string // Retry-After
 	err    error
 }
 
@@ -142,7 +143,7 @@ func (e *resvEnv) post(ctx context.Context, i int, secret, body string) resvRepl
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	r := resvReply{status: resp.StatusCode, via: resp.Header.Get(gateway.HeaderConnection), gate: resp.Header.Get("X-Gatehouse-Gate"), err: err}
+	r := resvReply{status: resp.StatusCode, via: resp.Header.Get(gateway.HeaderConnection), gate: resp.Header.Get("X-Gatehouse-Gate"), retry: resp.Header.Get("Retry-After"), err: err}
 	if resp.StatusCode != http.StatusOK {
 		var eb struct {
 			Error struct {
