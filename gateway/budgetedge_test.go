@@ -350,8 +350,11 @@ func TestStoreOutageSpendReachesRows(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
 	clock.Advance(time.Date(2026, 1, 31, 23, 59, 0, 0, time.UTC).Sub(clock.Now()))
-	keys := map[string]ClientKey{"sk-k": {ID: "kk", Name: "k", Enabled: true,
-		Limits: limits.ClientKeyLimits{TPD: ptr[int64](1_000_000), BudgetUSDDaily: ptr(limits.Micros(100_000_000))}}}
+	keys := map[string]ClientKey{
+		"sk-k": {ID: "kk", Name: "k", Enabled: true,
+			Limits: limits.ClientKeyLimits{TPD: ptr[int64](1_000_000), BudgetUSDDaily: ptr(limits.Micros(100_000_000))}},
+		"sk-small": {ID: "ks", Name: "small", Enabled: true, Limits: limits.ClientKeyLimits{TPD: ptr[int64](500)}},
+	}
 	conns, ku := newFakeUsage(), newSpendUsage()
 	// 300 tokens reported, 100 of them output: 200 × $1 + 100 × $10 per
 	// million = 1 200 micro-dollars, over the 70-token estimate.
@@ -362,39 +365,56 @@ func TestStoreOutageSpendReachesRows(t *testing.T) {
 	prices := limits.Prices{"glm-5": {Input: ptr(limits.Micros(1_000_000)), Output: ptr(limits.Micros(10_000_000))}}
 	e.gw.Apply(Config{Settings: limits.Settings{Prices: prices}, Connections: []Connection{c}, ClientKeys: keyConfig(keys)})
 	ctx := testCtx(t)
-	send := func(n int) {
+	send := func(n int) { // n requests at once
 		t.Helper()
+		var wg sync.WaitGroup
 		for i := range n {
-			if r := e.post(ctx, "/v1/chat/completions", chatBodyMax("glm-5", 50), as("sk-k")...); r.status != http.StatusOK {
-				t.Fatalf("request %d at %v: %d %s", i+1, clock.Now(), r.status, r.body)
-			}
+			wg.Go(func() {
+				if r := e.post(ctx, "/v1/chat/completions", chatBodyMax("glm-5", 50), as("sk-k")...); r.status != http.StatusOK {
+					t.Errorf("request %d at %v: %d %s", i+1, clock.Now(), r.status, r.body)
+				}
+			})
 		}
+		wg.Wait()
 	}
 	jan, feb := clock.Now(), clock.Now().Add(2*time.Minute)
 
 	conns.setFail(errStoreAway)
 	ku.setFail(errStoreAway)
-	send(5)
+	send(20)
+	// The budgets keep holding from memory: 300 tokens, then 600, then no
+	// room for another estimate of about 70 in a tpd of 500.
+	for i, want := range []int{http.StatusOK, http.StatusOK, http.StatusTooManyRequests} {
+		if r := e.post(ctx, "/v1/chat/completions", chatBodyMax("glm-5", 50), as("sk-small")...); r.status != want {
+			t.Errorf("small key's request %d during the outage: %d %s, want %d", i+1, r.status, r.body, want)
+		}
+	}
 	clock.Advance(2 * time.Minute) // midnight, and February
-	send(4)
+	send(19)
 	conns.setFail(nil)
 	ku.setFail(nil)
 	e.gw.days.Retry() // the store is asked again at once, not after its retry period
 	send(1)
+	// The small key sends nothing more: the periodic reload writes its
+	// pending counts.
+	if err := e.gw.LoadUsage(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	const tokens, cost = 300, 1_200
 	for _, tc := range []struct {
 		what      string
 		got, want int64
 	}{
-		{"connection's Jan 31 tokens", conns.get("c1", jan).Tokens, 5 * tokens},
-		{"connection's Feb 1 tokens", conns.get("c1", feb).Tokens, 5 * tokens},
-		{"key's Jan 31 tokens", ku.get("kk", jan).Tokens, 5 * tokens},
-		{"key's Feb 1 tokens", ku.get("kk", feb).Tokens, 5 * tokens},
-		{"key's Jan 31 spend", ku.spendOf("kk", jan).Day, 5 * cost},
-		{"key's January spend", ku.spendOf("kk", jan).Month, 5 * cost},
-		{"key's Feb 1 spend", ku.spendOf("kk", feb).Day, 5 * cost},
-		{"key's February spend", ku.spendOf("kk", feb).Month, 5 * cost},
+		{"connection's Jan 31 tokens", conns.get("c1", jan).Tokens, 22 * tokens},
+		{"small key's Jan 31 tokens", ku.get("ks", jan).Tokens, 2 * tokens},
+		{"connection's Feb 1 tokens", conns.get("c1", feb).Tokens, 20 * tokens},
+		{"key's Jan 31 tokens", ku.get("kk", jan).Tokens, 20 * tokens},
+		{"key's Feb 1 tokens", ku.get("kk", feb).Tokens, 20 * tokens},
+		{"key's Jan 31 spend", ku.spendOf("kk", jan).Day, 20 * cost},
+		{"key's January spend", ku.spendOf("kk", jan).Month, 20 * cost},
+		{"key's Feb 1 spend", ku.spendOf("kk", feb).Day, 20 * cost},
+		{"key's February spend", ku.spendOf("kk", feb).Month, 20 * cost},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s in the store = %d, want %d", tc.what, tc.got, tc.want)

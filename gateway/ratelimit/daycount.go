@@ -174,6 +174,14 @@ func (d *Days) CountRequest(ctx context.Context, u UsageCounter, id string, r *S
 	return DispatchOK, nil
 }
 
+// Pending reports whether r holds counts made in memory while the store
+// was away, not yet written to it (day counts or money).
+func (r *State) Pending() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pendingLocked() || r.money.pend != 0 || len(r.money.carry) > 0
+}
+
 // pendingLocked reports whether r holds counts not yet written to its
 // store. r.mu must be held.
 func (r *State) pendingLocked() bool {

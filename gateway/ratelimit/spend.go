@@ -179,6 +179,13 @@ func (d *Days) TakeSpend(ctx context.Context, b *Budget, micros int64, now time.
 	return Block{}, DispatchOK
 }
 
+// FlushSpend writes what r counted in memory of its money budgets while
+// the store was away into their rows (the id is the key's), now unless the
+// store is still away.
+func (d *Days) FlushSpend(ctx context.Context, sc SpendCounter, id string, r *State, now time.Time) {
+	d.flushSpend(ctx, sc, id, r, now)
+}
+
 // flushSpend writes what r counted in memory while the store was away
 // into the rows of the days it was counted on (and their months); while
 // the store is away again it stays pending.
