@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -171,5 +174,61 @@ func TestClusterBudgetsFailClosedE2E(t *testing.T) {
 				t.Errorf("fail open: %d dispatched, want 4 (counted in memory)", dispatched)
 			}
 		})
+	}
+}
+
+// TestDeletedKeySettledQuietlyE2E: a client key deleted while its request
+// is in flight has its settlement dropped quietly against a real Postgres
+// (its usage rows went with it): nothing is logged at warning level, and the
+// usage store stays in use — another key's next request is counted in
+// Postgres, not in memory. Before, the foreign-key error switched every
+// budget of the replica to memory for 5 s.
+func TestDeletedKeySettledQuietlyE2E(t *testing.T) {
+	t.Parallel()
+	logs := &lockedBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	st, up, upSrv := storeAndUpstream(t, slog.New(slog.DiscardHandler))
+	tr := &http.Transport{MaxIdleConnsPerHost: 16}
+	t.Cleanup(tr.CloseIdleConnections)
+	e := &resvEnv{t: t, st: st, up: up, upURL: upSrv.URL, hc: &http.Client{Transport: tr}}
+	e.conn("c", "sk-up", 0, `{"tpd": 1000000}`)
+	doomed, doomedSecret := e.key("doomed", `{"tpd": 1000000}`)
+	other, otherSecret := e.key("other", `{"tpd": 1000000}`)
+	gw, url := startWired(t, st, gateway.Options{Logger: logger, Usage: usageCounter{st: st}, KeyUsage: keyUsageCounter{st: st}})
+	e.gws, e.urls = []*gateway.Gateway{gw}, []string{url}
+	last := make(chan struct{})
+	t.Cleanup(func() { closeOnce(last) })
+	if err := up.SetDefault(upstreamtest.Behavior{Chunks: 4, HoldLast: last, UsageTokens: 37}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/chat/completions", strings.NewReader(resvBody(true, 150)))
+	req.Header.Set("Authorization", "Bearer "+doomedSecret)
+	resp, err := e.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if line, err := br.ReadString('\n'); resp.StatusCode != http.StatusOK || err != nil || !strings.HasPrefix(line, "data: ") {
+		t.Fatalf("stream = %d, first line %q (%v)", resp.StatusCode, line, err)
+	}
+	if err := st.DeleteClientKey(ctx, "tester", doomed.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	closeOnce(last) // the answer ends with its usage: the deleted key's settlement
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		t.Fatal(err)
+	}
+	e.settled()
+	if r := e.post(ctx, 0, otherSecret, resvBody(false, 150)); r.err != nil || r.status != http.StatusOK {
+		t.Fatalf("another key's request: %d %s (%v)", r.status, r.code, r.err)
+	}
+	e.settled()
+	if got := logs.String(); got != "" {
+		t.Errorf("warnings logged, want none:\n%s", got)
+	}
+	if got := e.dayTokens(true, other.ID); got != 37 {
+		t.Errorf("the other key's day tokens in Postgres = %d, want 37 (the store still in use)", got)
 	}
 }
