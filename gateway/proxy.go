@@ -339,6 +339,7 @@ func (x *exchange) run() {
 			aerr = x.choose()
 		}
 		if aerr == errClientGone {
+			x.kturn.GiveBack()
 			return
 		}
 		if x.cur.t == nil {
