@@ -44,50 +44,58 @@ func GeminiCandidates(b []byte) int64 {
 // Anthropic (image, document).
 var mediaTypes = [...]string{"image_url", "image", "input_image", "file", "input_file", "document", "input_audio"}
 
-// mediaKeys are the keys of a Gemini image or file part.
-var mediaKeys = [...]string{"inlineData", "inline_data", "fileData", "file_data"}
+// typeKey and mediaKeys are the quoted keys MediaParts looks for: "type",
+// and the keys of a Gemini image or file part.
+var (
+	typeKey   = []byte(`"type"`)
+	mediaKeys = [...][]byte{[]byte(`"inlineData"`), []byte(`"inline_data"`), []byte(`"fileData"`), []byte(`"file_data"`)}
+)
 
 // MediaParts counts the image and file parts in a request body b, of any
 // API: objects whose "type" is one of mediaTypes, and Gemini's
-// inlineData / fileData members. It looks only at JSON string tokens (a
-// quote inside a string is escaped), so text that merely mentions them does
-// not count.
+// inlineData / fileData members. Only keys count — a quoted name right
+// after '{' or ',' and before ':' — and a quote inside a JSON string is
+// escaped, so text that merely mentions them does not. Found with
+// bytes.Index, not a walk of every string: a long prompt costs little.
 func MediaParts(b []byte) int64 {
 	var n int64
+	forKey(b, typeKey, func(v int) {
+		if v < len(b) && b[v] == '"' {
+			if ve, ok := stringEnd(b, v); ok && isMediaType(b[v+1:ve-1]) {
+				n++
+			}
+		}
+	})
+	for _, k := range mediaKeys {
+		forKey(b, k, func(int) { n++ })
+	}
+	return n
+}
+
+// forKey calls f with the offset of the value of each member of b whose
+// key is the quoted name q.
+func forKey(b, q []byte, f func(value int)) {
 	for i := 0; ; {
-		k := bytes.IndexByte(b[i:], '"')
+		k := bytes.Index(b[i:], q)
 		if k < 0 {
-			return n
+			return
 		}
-		i += k
-		end, ok := stringEnd(b, i)
-		if !ok {
-			return n
+		at := i + k
+		i = at + len(q)
+		p := at - 1
+		for p >= 0 && isSpace(b[p]) {
+			p--
 		}
-		key := b[i+1 : end-1]
-		j := skipWS(b, end)
-		if j >= len(b) || b[j] != ':' {
-			i = end // a value, not a key
+		if p < 0 || (b[p] != '{' && b[p] != ',') {
 			continue
 		}
-		switch {
-		case string(key) == "type":
-			v := skipWS(b, j+1)
-			if v < len(b) && b[v] == '"' {
-				if ve, ok := stringEnd(b, v); ok {
-					if isMediaType(b[v+1 : ve-1]) {
-						n++
-					}
-					i = ve
-					continue
-				}
-			}
-		case isMediaKey(key):
-			n++
+		if j := skipWS(b, i); j < len(b) && b[j] == ':' {
+			f(skipWS(b, j+1))
 		}
-		i = j + 1
 	}
 }
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // stringEnd is the offset just past the JSON string starting at b[i] ('"').
 func stringEnd(b []byte, i int) (int, bool) {
@@ -103,7 +111,7 @@ func stringEnd(b []byte, i int) (int, bool) {
 }
 
 func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+	for i < len(b) && isSpace(b[i]) {
 		i++
 	}
 	return i
@@ -112,15 +120,6 @@ func skipWS(b []byte, i int) int {
 func isMediaType(v []byte) bool {
 	for _, t := range mediaTypes {
 		if string(v) == t {
-			return true
-		}
-	}
-	return false
-}
-
-func isMediaKey(k []byte) bool {
-	for _, t := range mediaKeys {
-		if string(k) == t {
 			return true
 		}
 	}
