@@ -137,6 +137,7 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 		return x, aerr
 	}
 	x.g, x.w, x.r, x.s, x.rt, x.key = g, w, r, s, rt, ks
+	x.sessionOf(r)
 	return x, nil
 }
 
@@ -312,6 +313,9 @@ type exchange struct {
 	tokensCached        int64 // of tokensIn, as the upstream reported (Gemini's cachedContentTokenCount)
 	costMicros          int64
 	rec                 RequestRecord
+
+	// aff is the request's session and affinity (affinity.go).
+	aff affinity
 }
 
 // run makes up to maxAttempts attempts and answers the client. Its frame is
