@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"net/http"
+	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/session"
 	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
@@ -18,6 +20,18 @@ type affinity struct {
 	key session.Key
 	// result is what the choice did with the binding.
 	result affinityResult
+	// bound is the connection the key was bound to when the request came
+	// ("" for none); looked: the binding was looked up (once a request);
+	// waiting: the request is waiting at its bound connection's gates.
+	bound   string
+	looked  bool
+	waiting bool
+	// follow: the request follows a binding and is placed among the
+	// sessions (placeNew) — it has a session id or continues a
+	// conversation. A one-message request without a session id (a first
+	// turn, or a one-off) is placed in the usual order, and only writes
+	// the binding its next turn follows.
+	follow bool
 }
 
 // affinityResult is the request log's and the metric's word for how a
@@ -55,4 +69,169 @@ func (x *exchange) sessionOf(r *http.Request) {
 	x.aff.session = session.Hash(x.key.ID, id)
 	sys, tools, first := x.info.Parts(x.body.Raw)
 	x.aff.key = session.KeyOf(x.key.ID, x.info.Model, id, session.HashPrompt(sys, tools, first))
+	x.aff.follow = id != "" || x.info.MultiTurn
+}
+
+// metricIndex is the result's place in metrics.AffinityResults.
+func (r affinityResult) metricIndex() int {
+	switch r {
+	case affinityHit:
+		return 0
+	case affinityBound:
+		return 1
+	case affinitySpilled:
+		return 2
+	}
+	return 3
+}
+
+// followBinding tries the connection the request's affinity key is bound to
+// before the usual order, when it is among the candidates (serves the
+// model, healthy, within its budgets, not tried yet) and takes part in
+// affinity: admitted at once, or after waiting at its gates for at most
+// affinityMaxWaitMs. done is false when the request goes on in the usual
+// order (no binding, the bound connection is not a candidate, or it stayed
+// full: spilled), with the bound connection left out of that order unless
+// it is the only candidate. Affinity only orders the candidates: every gate,
+// fair share, budget and deadline holds as without it.
+func (x *exchange) followBinding() (aerr *apiError, done bool) {
+	x.aff.looked = true
+	g := x.g
+	now := g.now()
+	id, ok := g.bindings.Get(x.aff.key, now)
+	if !ok {
+		return nil, false
+	}
+	x.aff.bound = id
+	k := -1
+	for j, i := range x.cand.idx[:x.cand.n] {
+		if x.targets[i].c.id == id {
+			k = j
+			break
+		}
+	}
+	if k < 0 {
+		return nil, false
+	}
+	if c := x.targets[x.cand.idx[k]].c; !c.affinity || x.draining(c, now) {
+		return nil, false
+	}
+	saved := x.cand
+	x.cand.idx[0], x.cand.n = saved.idx[k], 1
+	if aerr, ok := x.admitNow(); ok {
+		return aerr, true
+	}
+	if x.s.eff.AffinityMaxWaitMs > 0 {
+		x.aff.waiting = true
+		aerr = x.queue()
+		x.aff.waiting = false
+		if x.cur.t != nil {
+			return aerr, true
+		}
+		switch aerr {
+		case errClientGone, errShuttingDown, errClusterUnavailable:
+			return aerr, true
+		}
+	}
+	// Spilled: the usual order, without the bound connection when there is another.
+	x.cand = saved
+	if x.cand.n > 1 {
+		copy(x.cand.idx[k:], x.cand.idx[k+1:x.cand.n])
+		x.cand.n--
+	}
+	return nil, false
+}
+
+// bindTo notes that c answered the request successfully: the affinity key is
+// bound to c (or its binding refreshed) unless c opts out of affinity or is
+// draining, and the result says how the choice went.
+func (x *exchange) bindTo(c *conn) {
+	if x.aff.key == 0 {
+		return
+	}
+	now := x.g.now()
+	if !c.affinity || x.draining(c, now) {
+		x.aff.result = affinityNone
+		return
+	}
+	x.g.bindings.Put(x.aff.key, c.id, now)
+	switch x.aff.bound {
+	case c.id:
+		x.aff.result = affinityHit
+	case "":
+		x.aff.result = affinityBound
+	default:
+		x.aff.result = affinitySpilled
+	}
+}
+
+// draining reports whether c's usage windows are at or above its
+// drainAtPercent: it takes no new binding, and its bound sessions move.
+func (x *exchange) draining(c *conn, now time.Time) bool {
+	return x.g.windowsSeen.Load() && c.health.WindowUsed(now) >= c.drainAt
+}
+
+// noteWindows keeps the usage windows h reports for c, and cools c until the
+// reset when a window is used up or the upstream said rejected.
+func (x *exchange) noteWindows(c *conn, h http.Header) {
+	if x.rt.Free() {
+		return
+	}
+	now := x.g.now()
+	until, seen := c.health.ObserveWindows(h, now)
+	if !seen {
+		return
+	}
+	if !x.g.windowsSeen.Load() {
+		x.g.windowsSeen.Store(true)
+	}
+	if until.After(now) {
+		x.coolConnection(c, now, until.Sub(now), health.ReasonUsageWindow)
+	}
+}
+
+// placeNew orders the candidates of a request that follows no binding (a
+// first turn, a spilled or moved session, a request without affinity):
+// within each group of equal priority, the most headroom first (1 − the
+// largest used fraction of the connection's usage windows; no window counts
+// as 0 used), then, for a request that follows bindings, the fewest sessions
+// bound, so that new sessions spread over the accounts; the sort is stable,
+// so rotation still breaks the remaining ties.
+//
+//go:noinline
+func (x *exchange) placeNew() {
+	n := x.cand.n
+	if n < 2 {
+		return
+	}
+	now := x.g.now()
+	var ids [maxCandidates]string
+	var bound [maxCandidates]int
+	var room [maxCandidates]float64
+	for k, i := range x.cand.idx[:n] {
+		c := x.targets[i].c
+		ids[k] = c.id
+		room[k] = 1 - c.health.WindowUsed(now)
+	}
+	if x.aff.follow {
+		x.g.bindings.Counts(ids[:n], bound[:n])
+	}
+	idx := x.cand.idx[:n]
+	better := func(a, b int) bool {
+		if pa, pb := x.targets[idx[a]].c.priority, x.targets[idx[b]].c.priority; pa != pb {
+			return false // priority groups keep their order
+		}
+		if room[a] != room[b] {
+			return room[a] > room[b]
+		}
+		return bound[a] < bound[b]
+	}
+	// Insertion sort: a handful of candidates, and stable.
+	for k := 1; k < n; k++ {
+		for j := k; j > 0 && better(j, j-1); j-- {
+			idx[j], idx[j-1] = idx[j-1], idx[j]
+			room[j], room[j-1] = room[j-1], room[j]
+			bound[j], bound[j-1] = bound[j-1], bound[j]
+		}
+	}
 }

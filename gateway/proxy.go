@@ -73,6 +73,9 @@ func (g *Gateway) begin(w http.ResponseWriter, r *http.Request) *exchange {
 // the server span and the request log.
 func (x *exchange) end() {
 	x.countClient()
+	if x.aff.key != 0 {
+		x.g.metrics.Affinity[x.aff.result.metricIndex()].Inc()
+	}
 	if overhead := time.Since(x.start) - x.waited - x.upstream; overhead > 0 {
 		x.g.metrics.Overhead.Observe(overhead.Seconds())
 	}

@@ -23,6 +23,12 @@ import (
 //	defaultOutputReserve       1–1000000    default 4096 (tokens a budget reservation
 //	                           assumes for the answer of a request that sets no
 //	                           output bound)
+//	affinityTtlMs              1000–86400000 default 300000 (an affinity binding
+//	                           unused this long is forgotten: the providers'
+//	                           default prompt-cache lifetime)
+//	maxAffinityBindings        1–1000000    default 100000 (least recently used dropped)
+//	affinityMaxWaitMs          0–120000     default 2000 (how long a request waits at
+//	                           its bound connection before the usual order)
 //	providers.<p>              p matches [a-z0-9-]{1,32}
 //	providers.<p>.maxConcurrent 0–100000    0 or absent = no provider cap
 //	providers.<p>.maxWaitMs     0–120000    0 or absent = defaultMaxWaitMs
@@ -41,6 +47,9 @@ type Settings struct {
 	BreakerCooldownMs         *int                        `json:"breakerCooldownMs,omitempty" validate:"omitnil,between=1000:3600000"`
 	PriorityAgingMs           *int                        `json:"priorityAgingMs,omitempty" validate:"omitnil,between=100:3600000"`
 	DefaultOutputReserve      *int                        `json:"defaultOutputReserve,omitempty" validate:"omitnil,between=1:1000000"`
+	AffinityTTLMs             *int                        `json:"affinityTtlMs,omitempty" validate:"omitnil,between=1000:86400000"`
+	MaxAffinityBindings       *int                        `json:"maxAffinityBindings,omitempty" validate:"omitnil,between=1:1000000"`
+	AffinityMaxWaitMs         *int                        `json:"affinityMaxWaitMs,omitempty" validate:"omitnil,between=0:120000"`
 	Providers                 map[string]ProviderSettings `json:"providers,omitempty" validate:"omitempty,dive,keys,providerkey,endkeys"`
 	Aliases                   map[string]string           `json:"aliases,omitempty" validate:"omitempty,max=500,dive,keys,modelkey,endkeys,modelkey"`
 	Prices                    Prices                      `json:"prices,omitempty" validate:"omitempty,max=500,dive,keys,modelpattern,endkeys"`
@@ -68,6 +77,9 @@ const (
 	DefaultBreakerCooldownMs   = 30000
 	DefaultPriorityAgingMs     = 10000
 	DefaultOutputReserve       = 4096
+	DefaultAffinityTTLMs       = 300000
+	DefaultMaxAffinityBindings = 100000
+	DefaultAffinityMaxWaitMs   = 2000
 )
 
 // settingsWarningPrefix names the settings row in NormalizeSettings' warnings.
@@ -87,6 +99,9 @@ func DefaultSettings() Settings {
 		BreakerCooldownMs:         new(DefaultBreakerCooldownMs),
 		PriorityAgingMs:           new(DefaultPriorityAgingMs),
 		DefaultOutputReserve:      new(DefaultOutputReserve),
+		AffinityTTLMs:             new(DefaultAffinityTTLMs),
+		MaxAffinityBindings:       new(DefaultMaxAffinityBindings),
+		AffinityMaxWaitMs:         new(DefaultAffinityMaxWaitMs),
 	}
 }
 
@@ -105,6 +120,11 @@ type EffectiveSettings struct {
 	// DefaultOutputReserve is the output tokens a budget reservation
 	// assumes for a request that sets no output bound.
 	DefaultOutputReserve int
+	// AffinityTTLMs, MaxAffinityBindings and AffinityMaxWaitMs govern the
+	// affinity bindings (package session).
+	AffinityTTLMs       int
+	MaxAffinityBindings int
+	AffinityMaxWaitMs   int
 	// Providers holds every provider that sets something; a provider not
 	// listed has no cap and no wait of its own.
 	Providers map[string]EffectiveProvider
@@ -135,6 +155,9 @@ func (s Settings) Effective() EffectiveSettings {
 		Prices:                    clonePrices(s.Prices),
 		PriorityAgingMs:           valueOr(s.PriorityAgingMs, DefaultPriorityAgingMs),
 		DefaultOutputReserve:      valueOr(s.DefaultOutputReserve, DefaultOutputReserve),
+		AffinityTTLMs:             valueOr(s.AffinityTTLMs, DefaultAffinityTTLMs),
+		MaxAffinityBindings:       valueOr(s.MaxAffinityBindings, DefaultMaxAffinityBindings),
+		AffinityMaxWaitMs:         valueOr(s.AffinityMaxWaitMs, DefaultAffinityMaxWaitMs),
 	}
 	if len(s.Providers) > 0 {
 		e.Providers = make(map[string]EffectiveProvider, len(s.Providers))
@@ -165,6 +188,9 @@ func (s Settings) WithDefaults() Settings {
 		Prices:                    clonePrices(s.Prices),
 		PriorityAgingMs:           ptrOr(s.PriorityAgingMs, d.PriorityAgingMs),
 		DefaultOutputReserve:      ptrOr(s.DefaultOutputReserve, d.DefaultOutputReserve),
+		AffinityTTLMs:             ptrOr(s.AffinityTTLMs, d.AffinityTTLMs),
+		MaxAffinityBindings:       ptrOr(s.MaxAffinityBindings, d.MaxAffinityBindings),
+		AffinityMaxWaitMs:         ptrOr(s.AffinityMaxWaitMs, d.AffinityMaxWaitMs),
 	}
 	if len(s.Providers) > 0 {
 		out.Providers = make(map[string]ProviderSettings, len(s.Providers))
@@ -184,6 +210,12 @@ func (e EffectiveSettings) BreakerCooldown() time.Duration { return ms(e.Breaker
 
 // PriorityAging is PriorityAgingMs as a duration.
 func (e EffectiveSettings) PriorityAging() time.Duration { return ms(e.PriorityAgingMs) }
+
+// AffinityTTL is AffinityTTLMs as a duration.
+func (e EffectiveSettings) AffinityTTL() time.Duration { return ms(e.AffinityTTLMs) }
+
+// AffinityMaxWait is AffinityMaxWaitMs as a duration.
+func (e EffectiveSettings) AffinityMaxWait() time.Duration { return ms(e.AffinityMaxWaitMs) }
 
 // DefaultMaxWait is DefaultMaxWaitMs as a duration.
 func (e EffectiveSettings) DefaultMaxWait() time.Duration { return ms(e.DefaultMaxWaitMs) }

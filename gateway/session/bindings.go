@@ -20,6 +20,8 @@ type Bindings struct {
 	max  int
 	idx  map[Key]int32
 	ents []entry
+	// perConn counts the bindings of each connection.
+	perConn map[string]int
 	// head is the most recently used entry, tail the least; free heads the
 	// list of unused entries (through next). -1 for none.
 	head, tail, free int32
@@ -35,7 +37,7 @@ type entry struct {
 // NewBindings returns bindings forgotten after ttl without use, at most max
 // of them (max < 1 keeps one).
 func NewBindings(ttl time.Duration, max int) *Bindings {
-	b := &Bindings{idx: make(map[Key]int32), head: -1, tail: -1, free: -1}
+	b := &Bindings{idx: make(map[Key]int32), perConn: make(map[string]int), head: -1, tail: -1, free: -1}
 	b.Configure(ttl, max)
 	return b
 }
@@ -84,6 +86,10 @@ func (b *Bindings) Put(k Key, conn string, now time.Time) {
 	defer b.mu.Unlock()
 	if i, ok := b.idx[k]; ok {
 		e := &b.ents[i]
+		if e.conn != conn {
+			b.count(e.conn, -1)
+			b.count(conn, 1)
+		}
 		e.conn, e.at = conn, now.UnixNano()
 		b.unlink(i)
 		b.pushFront(i)
@@ -106,6 +112,7 @@ func (b *Bindings) Put(k Key, conn string, now time.Time) {
 	}
 	b.ents[i] = entry{key: k, conn: conn, at: now.UnixNano()}
 	b.idx[k] = i
+	b.count(conn, 1)
 	b.pushFront(i)
 }
 
@@ -125,11 +132,30 @@ func (b *Bindings) Len() int {
 	return len(b.idx)
 }
 
+// Counts sets n[j] to the number of bindings of conns[j] (expired ones not
+// yet dropped included): where new sessions should go is where fewest are bound.
+func (b *Bindings) Counts(conns []string, n []int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for j, c := range conns {
+		n[j] = b.perConn[c]
+	}
+}
+
+func (b *Bindings) count(conn string, d int) {
+	if v := b.perConn[conn] + d; v > 0 {
+		b.perConn[conn] = v
+	} else {
+		delete(b.perConn, conn)
+	}
+}
+
 func (b *Bindings) drop(i int32) {
 	if i < 0 {
 		return
 	}
 	delete(b.idx, b.ents[i].key)
+	b.count(b.ents[i].conn, -1)
 	b.unlink(i)
 	b.ents[i] = entry{next: b.free, prev: -1}
 	b.free = i

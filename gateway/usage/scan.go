@@ -42,6 +42,9 @@ type Request struct {
 	// MetadataUserID Anthropic's "metadata.user_id", when they are strings
 	// without escapes: session ids (package session).
 	PromptCacheKey, MetadataUserID string
+	// MultiTurn: "messages" (or an "input" array) holds more than one
+	// element, so the request continues a conversation.
+	MultiTurn bool
 }
 
 // Parts returns the system prompt, tools and first message of body (the body
@@ -172,11 +175,11 @@ func Scan(b []byte) (Request, error) {
 		case "messages", "input":
 			vs := s.i
 			if s.i < len(s.b) && s.b[s.i] == '[' {
-				fs, fe, ok := s.firstElement()
+				fs, fe, n, ok := s.firstElement()
 				if !ok {
 					return info, ErrSyntax
 				}
-				info.firstStart, info.firstEnd = fs, fe
+				info.firstStart, info.firstEnd, info.MultiTurn = fs, fe, n > 1
 			} else {
 				if !s.value(0) {
 					return info, ErrSyntax
@@ -242,18 +245,18 @@ func Scan(b []byte) (Request, error) {
 }
 
 // firstElement skips the array at s.i and returns the span of its first
-// element (0, 0 for an empty array).
-func (s *scanner) firstElement() (start, end int, ok bool) {
+// element (0, 0 for an empty array) and its number of elements.
+func (s *scanner) firstElement() (start, end, n int, ok bool) {
 	s.i++ // '['
 	s.ws()
 	if s.eat(']') {
-		return 0, 0, true
+		return 0, 0, 0, true
 	}
-	for n := 0; ; n++ {
+	for ; ; n++ {
 		s.ws()
 		vs := s.i
 		if !s.value(1) {
-			return 0, 0, false
+			return 0, 0, 0, false
 		}
 		if n == 0 {
 			start, end = vs, s.i
@@ -262,7 +265,7 @@ func (s *scanner) firstElement() (start, end int, ok bool) {
 		if s.eat(',') {
 			continue
 		}
-		return start, end, s.eat(']')
+		return start, end, n + 1, s.eat(']')
 	}
 }
 
