@@ -37,7 +37,7 @@ var agentTools = func() json.RawMessage {
 	var tools []map[string]any
 	for i := range 12 {
 		tools = append(tools, map[string]any{"name": fmt.Sprintf("tool_%d", i),
-			"description": strings.Repeat("does a thing with files and shells ", 4),
+			"description":  strings.Repeat("does a thing with files and shells ", 4),
 			"input_schema": map[string]any{"type": "object"}})
 	}
 	b, _ := json.Marshal(tools)

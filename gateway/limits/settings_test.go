@@ -137,7 +137,7 @@ func TestSettingsEffective(t *testing.T) {
 			want: EffectiveSettings{
 				DefaultMaxWaitMs: 30000, DefaultExecutionMaxWaitMs: 600000, MaxAttempts: 1, SuspendMs: 0, BreakerFailures: 5, BreakerCooldownMs: 30000, PriorityAgingMs: 10000,
 				DefaultOutputReserve: 256, AffinityTTLMs: 300000, MaxAffinityBindings: 100000, AffinityMaxWaitMs: 2000,
-				Providers:            map[string]EffectiveProvider{"zai": {MaxConcurrent: 4}},
+				Providers: map[string]EffectiveProvider{"zai": {MaxConcurrent: 4}},
 			},
 		},
 	}
