@@ -100,7 +100,11 @@ func (x *exchange) followBinding() (aerr *apiError, done bool) {
 	now := g.now()
 	id, ok := g.bindings.Get(x.aff.key, now)
 	if !ok {
-		return nil, false
+		// Another replica may have served the session.
+		if id, ok, _ = g.sharedAff.GetBinding(x.r.Context(), uint64(x.aff.key)); !ok {
+			return nil, false
+		}
+		g.bindings.Adopt(x.aff.key, id, now)
 	}
 	x.aff.bound = id
 	k := -1
@@ -154,7 +158,15 @@ func (x *exchange) bindTo(c *conn) {
 		x.aff.result = affinityNone
 		return
 	}
-	x.g.bindings.Put(x.aff.key, c.id, now)
+	// A new binding is shared with the other replicas; a moved or stale one
+	// only by a request that follows bindings (a one-off request, moved by
+	// rotation each time, would otherwise write on every request).
+	// It is written before the answer is relayed: the session's next turn
+	// may reach another replica as soon as the client has this one.
+	switch ch := x.g.bindings.Put(x.aff.key, c.id, now); {
+	case ch == session.New, x.aff.follow && ch != session.Same:
+		_ = x.g.sharedAff.SetBinding(x.r.Context(), uint64(x.aff.key), c.id, x.s.eff.AffinityTTL())
+	}
 	switch x.aff.bound {
 	case c.id:
 		x.aff.result = affinityHit

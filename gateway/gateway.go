@@ -134,7 +134,29 @@ type Options struct {
 	// Replica names this process in the request log (cluster mode: the
 	// replica id).
 	Replica string
+	// SharedAffinity, when set (cluster mode: gateway/cluster's *Affinity),
+	// shares the affinity bindings with the other replicas; this process
+	// keeps its own as a cache in front of it. nil keeps them here.
+	SharedAffinity AffinityStore
 }
+
+// AffinityStore shares affinity bindings between replicas, by the 64-bit
+// affinity key. It is asked only when this replica has no binding for a key,
+// and told only of a new or moved binding (or one last shared more than
+// half its TTL ago), so that an uncontended request costs it nothing. Its
+// errors are ignored: affinity only orders candidates, and a lost binding
+// costs one cache miss.
+type AffinityStore interface {
+	GetBinding(ctx context.Context, key uint64) (conn string, ok bool, err error)
+	SetBinding(ctx context.Context, key uint64, conn string, ttl time.Duration) error
+}
+
+// localAffinity is the AffinityStore of a gateway alone: nothing shared.
+type localAffinity struct{}
+
+func (localAffinity) GetBinding(context.Context, uint64) (string, bool, error) { return "", false, nil }
+
+func (localAffinity) SetBinding(context.Context, uint64, string, time.Duration) error { return nil }
 
 // Gateway is the /v1 proxy. Create it with New, give it a Config with
 // Apply, serve it as an http.Handler, and Close it when done.
@@ -195,8 +217,10 @@ type Gateway struct {
 	// shadows keeps the shadow gates.
 	shadows *health.Shadows
 
-	// bindings keeps the affinity bindings (package session).
-	bindings *session.Bindings
+	// bindings keeps the affinity bindings (package session); sharedAff
+	// shares them with other replicas (localAffinity when alone).
+	bindings  *session.Bindings
+	sharedAff AffinityStore
 	// windowsSeen is set once any upstream answer has reported a usage
 	// window: from then on, requests that follow no binding are placed by
 	// headroom (placeNew).
@@ -231,6 +255,7 @@ func New(opts Options) *Gateway {
 		reqlog:     opts.RequestLog,
 		replica:    opts.Replica,
 		bindings:   session.NewBindings(limits.DefaultAffinityTTLMs*time.Millisecond, limits.DefaultMaxAffinityBindings),
+		sharedAff:  cmp.Or[AffinityStore](opts.SharedAffinity, localAffinity{}),
 	}
 	if g.reqlog == nil {
 		g.reqlog = noRequestLog{}

@@ -18,6 +18,7 @@ import (
 var settingsNumberFields = []string{
 	"globalMaxConcurrent", "defaultMaxWaitMs", "defaultExecutionMaxWaitMs", "defaultMaxQueueDepth",
 	"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs", "priorityAgingMs", "defaultOutputReserve",
+	"affinityTtlMs", "maxAffinityBindings", "affinityMaxWaitMs",
 }
 
 // storedSettingsFields fills the settings form from the stored row (absent keys
@@ -35,6 +36,9 @@ func storedSettingsFields(st store.Settings) (web.SettingsFields, []string) {
 		BreakerCooldownMs:         intText(set.BreakerCooldownMs),
 		PriorityAgingMs:           intText(set.PriorityAgingMs),
 		DefaultOutputReserve:      intText(set.DefaultOutputReserve),
+		AffinityTTLMs:             intText(set.AffinityTTLMs),
+		MaxAffinityBindings:       intText(set.MaxAffinityBindings),
+		AffinityMaxWaitMs:         intText(set.AffinityMaxWaitMs),
 		Providers:                 limits.FormatProviderCaps(set.Providers),
 		Aliases:                   limits.FormatAliases(set.Aliases),
 		Version:                   strconv.FormatInt(st.Version, 10),
@@ -49,6 +53,7 @@ func typedSettingsFields(form url.Values, base web.SettingsFields) web.SettingsF
 		"defaultExecutionMaxWaitMs": &f.DefaultExecutionMaxWaitMs, "defaultMaxQueueDepth": &f.DefaultMaxQueueDepth,
 		"maxAttempts": &f.MaxAttempts, "suspendMs": &f.SuspendMs, "breakerFailures": &f.BreakerFailures,
 		"breakerCooldownMs": &f.BreakerCooldownMs, "priorityAgingMs": &f.PriorityAgingMs, "defaultOutputReserve": &f.DefaultOutputReserve,
+		"affinityTtlMs": &f.AffinityTTLMs, "maxAffinityBindings": &f.MaxAffinityBindings, "affinityMaxWaitMs": &f.AffinityMaxWaitMs,
 		"providers": &f.Providers, "aliases": &f.Aliases, "version": &f.Version,
 	} {
 		if vs, ok := form[name]; ok && len(vs) > 0 {

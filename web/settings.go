@@ -12,6 +12,9 @@ type SettingsFields struct {
 	BreakerCooldownMs         string // breakerCooldownMs
 	PriorityAgingMs           string // priorityAgingMs
 	DefaultOutputReserve      string // defaultOutputReserve
+	AffinityTTLMs             string // affinityTtlMs
+	MaxAffinityBindings       string // maxAffinityBindings
+	AffinityMaxWaitMs         string // affinityMaxWaitMs
 	// Providers is the per-provider caps textarea (form name "providers"): one
 	// "provider maxConcurrent [maxWaitMs]" a line; see limits.ParseProviderCaps.
 	Providers string
@@ -36,7 +39,8 @@ func SettingsFieldNames() []string {
 	return []string{
 		"globalMaxConcurrent", "defaultMaxWaitMs", "defaultExecutionMaxWaitMs", "defaultMaxQueueDepth", "priorityAgingMs",
 		"defaultOutputReserve",
-		"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs", "providers", "aliases",
+		"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs",
+		"affinityTtlMs", "maxAffinityBindings", "affinityMaxWaitMs", "providers", "aliases",
 	}
 }
 

@@ -31,8 +31,24 @@ type entry struct {
 	key        Key
 	conn       string
 	at         int64 // unix nanos of the last use
+	sharedAt   int64 // unix nanos of the last time it was shared (Put's result)
 	prev, next int32
 }
+
+// Change is what a Put did to a binding, so that a caller sharing bindings
+// (cluster mode) writes to the shared store only when it matters.
+type Change uint8
+
+const (
+	// Same: the binding was refreshed, and last shared recently.
+	Same Change = iota
+	// New: the key had no binding.
+	New
+	// Moved: the key was bound to another connection.
+	Moved
+	// Stale: refreshed, but last shared more than half the TTL ago.
+	Stale
+)
 
 // NewBindings returns bindings forgotten after ttl without use, at most max
 // of them (max < 1 keeps one).
@@ -80,23 +96,43 @@ func (b *Bindings) Get(k Key, now time.Time) (string, bool) {
 
 // Put binds k to conn at now (a refresh when it already is), making it the
 // most recently used; when the bound is reached the least recently used
-// binding is dropped.
-func (b *Bindings) Put(k Key, conn string, now time.Time) {
+// binding is dropped. It reports what changed; any result but Same counts
+// as shared at now.
+func (b *Bindings) Put(k Key, conn string, now time.Time) Change {
+	return b.put(k, conn, now, false)
+}
+
+// Adopt is Put of a binding read from the shared store: it counts as
+// shared at now.
+func (b *Bindings) Adopt(k Key, conn string, now time.Time) {
+	b.put(k, conn, now, true)
+}
+
+func (b *Bindings) put(k Key, conn string, now time.Time, shared bool) Change {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	t := now.UnixNano()
 	if i, ok := b.idx[k]; ok {
 		e := &b.ents[i]
-		if e.conn != conn {
+		ch := Same
+		switch {
+		case e.conn != conn:
 			b.count(e.conn, -1)
 			b.count(conn, 1)
+			ch = Moved
+		case t-e.sharedAt > int64(b.ttl)/2:
+			ch = Stale
 		}
-		e.conn, e.at = conn, now.UnixNano()
+		e.conn, e.at = conn, t
+		if ch != Same || shared {
+			e.sharedAt = t
+		}
 		b.unlink(i)
 		b.pushFront(i)
-		return
+		return ch
 	}
 	// Expired entries at the tail go first; then the bound.
-	for b.tail >= 0 && now.UnixNano()-b.ents[b.tail].at >= int64(b.ttl) {
+	for b.tail >= 0 && t-b.ents[b.tail].at >= int64(b.ttl) {
 		b.drop(b.tail)
 	}
 	if len(b.idx) >= b.max {
@@ -110,10 +146,11 @@ func (b *Bindings) Put(k Key, conn string, now time.Time) {
 		b.ents = append(b.ents, entry{})
 		i = int32(len(b.ents) - 1)
 	}
-	b.ents[i] = entry{key: k, conn: conn, at: now.UnixNano()}
+	b.ents[i] = entry{key: k, conn: conn, at: t, sharedAt: t}
 	b.idx[k] = i
 	b.count(conn, 1)
 	b.pushFront(i)
+	return New
 }
 
 // Forget drops the binding of k, if any.

@@ -166,3 +166,32 @@ func BenchmarkBindingsGetPut(b *testing.B) {
 		bs.Put(k, "c", now)
 	}
 }
+
+// TestBindingsChange: Put says whether a binding is new, moved or due to be
+// shared again (half its TTL since it last was).
+func TestBindingsChange(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_700_000_000, 0)
+	b := session.NewBindings(4*time.Minute, 10)
+	steps := []struct {
+		conn string
+		at   time.Duration
+		want session.Change
+	}{
+		{"c1", 0, session.New},
+		{"c1", time.Minute, session.Same},
+		{"c2", 90 * time.Second, session.Moved},
+		{"c2", 3 * time.Minute, session.Same},
+		{"c2", 3*time.Minute + 31*time.Second, session.Stale},
+		{"c2", 4 * time.Minute, session.Same},
+	}
+	for _, s := range steps {
+		if got := b.Put(7, s.conn, now.Add(s.at)); got != s.want {
+			t.Errorf("Put(%s) at +%v = %v, want %v", s.conn, s.at, got, s.want)
+		}
+	}
+	b.Adopt(8, "c3", now)
+	if got := b.Put(8, "c3", now.Add(time.Minute)); got != session.Same {
+		t.Errorf("Put after Adopt = %v, want Same (adopted bindings count as shared)", got)
+	}
+}
