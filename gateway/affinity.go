@@ -67,6 +67,9 @@ func (x *exchange) sessionOf(r *http.Request) {
 	}
 	id := session.ID(r.Header, x.info.PromptCacheKey, x.info.MetadataUserID)
 	x.aff.session = session.Hash(x.key.ID, id)
+	if !anyAffinity(x.targets) {
+		return
+	}
 	sys, tools, first := x.info.Parts(x.body.Raw)
 	x.aff.key = session.KeyOf(x.key.ID, x.info.Model, id, session.HashPrompt(sys, tools, first))
 	x.aff.follow = id != "" || x.info.MultiTurn
@@ -246,4 +249,15 @@ func (x *exchange) placeNew() {
 			bound[j], bound[j-1] = bound[j-1], bound[j]
 		}
 	}
+}
+
+// anyAffinity reports whether a connection of ts takes part in affinity: when
+// none does, the request needs no affinity key.
+func anyAffinity(ts []*target) bool {
+	for _, t := range ts {
+		if t.c.affinity {
+			return true
+		}
+	}
+	return false
 }

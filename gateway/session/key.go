@@ -26,30 +26,48 @@ type Prompt struct {
 
 // HashPrompt hashes the ranges of a body: system (Anthropic's system or the
 // Responses API's instructions), tools and the first message (nil when
-// absent).
+// absent). Each part is hashed once (partHash), and the two hashes combine
+// the parts' hashes.
 func HashPrompt(system, tools, first []byte) Prompt {
-	var d xxhash.Digest
-	d.Reset()
-	writePart(&d, system)
-	writePart(&d, tools)
+	hs, ht, hf := partHash(system), partHash(tools), partHash(first)
+	sys := combine(hs, ht, 0)
 	if len(system) == 0 {
-		writePart(&d, first)
+		sys = combine(hs, ht, hf)
 	}
-	sys := d.Sum64()
-	d.Reset()
-	writePart(&d, system)
-	writePart(&d, tools)
-	writePart(&d, first)
-	return Prompt{Conversation: d.Sum64(), System: sys}
+	return Prompt{Conversation: combine(hs, ht, hf), System: sys}
 }
 
-// writePart writes b with its length, so that moving bytes from one part to
-// the next changes the hash.
-func writePart(d *xxhash.Digest, b []byte) {
+// sampleBytes bounds what partHash reads of one part: a part longer than
+// twice this is hashed by its length, its first and its last sampleBytes.
+// Agents' system prompts and tool lists run to tens of KiB; telling two of
+// them apart needs far less, and a collision only puts two conversations
+// on one binding (affinity orders candidates, nothing more).
+const sampleBytes = 1024
+
+// partHash is the hash of one part with its length, so that moving bytes
+// from one part to the next changes the result.
+func partHash(b []byte) uint64 {
+	var d xxhash.Digest
+	d.Reset()
 	var n [8]byte
 	binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
 	_, _ = d.Write(n[:])
-	_, _ = d.Write(b)
+	if len(b) > 2*sampleBytes {
+		_, _ = d.Write(b[:sampleBytes])
+		_, _ = d.Write(b[len(b)-sampleBytes:])
+	} else {
+		_, _ = d.Write(b)
+	}
+	return d.Sum64()
+}
+
+// combine hashes three part hashes in order.
+func combine(a, b, c uint64) uint64 {
+	var buf [24]byte
+	binary.LittleEndian.PutUint64(buf[0:], a)
+	binary.LittleEndian.PutUint64(buf[8:], b)
+	binary.LittleEndian.PutUint64(buf[16:], c)
+	return xxhash.Sum64(buf[:])
 }
 
 // KeyOf is the affinity key of a request by client key keyID for model: its

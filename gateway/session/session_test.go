@@ -83,6 +83,17 @@ func TestKeyOfSubagentsAndSessions(t *testing.T) {
 	if chatA.System == chatB.System {
 		t.Error("without a top-level system prompt the first message does not tell subagents apart")
 	}
+	// A long part is told apart by its length, its head or its tail.
+	long := []byte(strings.Repeat("x", 10000))
+	for _, other := range [][]byte{
+		[]byte(strings.Repeat("x", 10001)),
+		append([]byte("y"), long[1:]...),
+		append(append([]byte(nil), long[:9999]...), 'y'),
+	} {
+		if session.HashPrompt(long, nil, nil) == session.HashPrompt(other, nil, nil) {
+			t.Errorf("long system prompts that differ in length, head or tail hash alike")
+		}
+	}
 	// Moving bytes between parts changes the hash.
 	if session.HashPrompt([]byte("ab"), []byte("c"), nil) == session.HashPrompt([]byte("a"), []byte("bc"), nil) {
 		t.Error("parts are not delimited")
@@ -193,5 +204,21 @@ func TestBindingsChange(t *testing.T) {
 	b.Adopt(8, "c3", now)
 	if got := b.Put(8, "c3", now.Add(time.Minute)); got != session.Same {
 		t.Errorf("Put after Adopt = %v, want Same (adopted bindings count as shared)", got)
+	}
+}
+
+// BenchmarkRequestKey is what every request with a session pays for
+// affinity besides the binding lookup: the stored hash of its session id and
+// the affinity key over a 20 KB prompt's system prompt, tools and first
+// message.
+func BenchmarkRequestKey(b *testing.B) {
+	system := []byte(strings.Repeat("Follow the repository's rules. ", 150))
+	tools := []byte(strings.Repeat(`{"name":"tool","description":"does a thing with files"},`, 150))
+	first := []byte(`{"role":"user","content":"` + strings.Repeat("fix this file ", 100) + `"}`)
+	b.SetBytes(int64(len(system) + len(tools) + len(first)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = session.Hash("10000000-0000-4000-8000-000000000001", "0b3c0001-claude-session")
+		_ = session.KeyOf("10000000-0000-4000-8000-000000000001", "claude-agent", "0b3c0001-claude-session", session.HashPrompt(system, tools, first))
 	}
 }
