@@ -73,7 +73,7 @@ func (g *Gateway) begin(w http.ResponseWriter, r *http.Request) *exchange {
 // the server span and the request log.
 func (x *exchange) end() {
 	x.countClient()
-	if x.aff.key != 0 {
+	if x.aff.key != 0 && !x.rt.Free() {
 		x.g.metrics.Affinity[x.aff.result.metricIndex()].Inc()
 	}
 	if overhead := time.Since(x.start) - x.waited - x.upstream; overhead > 0 {
