@@ -51,3 +51,25 @@ func TestUsageWindowsRender(t *testing.T) {
 		}
 	}
 }
+
+// TestOverviewShowsUsageWindows: the overview's connection block shows its
+// usage windows, a nearly full one marked.
+func TestOverviewShowsUsageWindows(t *testing.T) {
+	t.Parallel()
+	v := BuildOverview(OverviewInput{
+		Now:   testNow,
+		Gates: []live.Gate{{Key: "connection:c1", Level: live.LevelConnection, ConnectionID: "c1", Cap: 4, EffectiveCap: 4}},
+		Connections: []ConnectionStatus{{Connection: live.Connection{ID: "c1", Name: "claude-max", Provider: "anthropic", Health: live.HealthOK,
+			Windows: []live.Window{{Name: "5h", Used: 0.97, ResetsAt: testNow.Add(time.Hour)}, {Name: "7d", Used: 0.31}}}, Enabled: true}},
+	})
+	doc := render(t, OverviewPage(testPage("en", RoleAdmin), v))
+	if got := strings.Join(strings.Fields(byTestID(t, doc, "window-5h").Text()), " "); !strings.HasPrefix(got, "5h 97 % used resets in") {
+		t.Errorf("5h window reads %q", got)
+	}
+	if doc.Find(`[data-testid="window-5h"].bad`).Length() != 1 {
+		t.Error("a 97 % window is not marked")
+	}
+	if got := byTestID(t, doc, "window-7d").Text(); !strings.Contains(got, "31 %") {
+		t.Errorf("7d window reads %q", got)
+	}
+}
