@@ -161,6 +161,13 @@ func (x *exchange) bindTo(c *conn) {
 		x.aff.result = affinityNone
 		return
 	}
+	if !x.aff.follow && x.g.bindings.Bound(x.aff.key, now) {
+		// A one-off request writes the binding its next turn follows, once:
+		// identical one-offs keep the first one (until it expires) rather
+		// than moving it with every rotation.
+		x.aff.result = affinityNone
+		return
+	}
 	// A new binding is shared with the other replicas; a moved or stale one
 	// only by a request that follows bindings (a one-off request, moved by
 	// rotation each time, would otherwise write on every request).

@@ -15,7 +15,7 @@ import (
 // per binding for the garbage collector to trace (the connection id strings
 // are the config's own, shared).
 type Bindings struct {
-	mu   sync.Mutex
+	mu   sync.RWMutex
 	ttl  time.Duration
 	max  int
 	idx  map[Key]int32
@@ -92,6 +92,16 @@ func (b *Bindings) Get(k Key, now time.Time) (string, bool) {
 		return "", false
 	}
 	return e.conn, true
+}
+
+// Bound reports whether k has a binding at now, under a read lock only: a
+// caller that writes a binding only when there is none (a one-off request)
+// checks first, so that concurrent identical requests do not contend.
+func (b *Bindings) Bound(k Key, now time.Time) bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	i, ok := b.idx[k]
+	return ok && now.UnixNano()-b.ents[i].at < int64(b.ttl)
 }
 
 // Put binds k to conn at now (a refresh when it already is), making it the

@@ -222,3 +222,16 @@ func BenchmarkRequestKey(b *testing.B) {
 		_ = session.KeyOf("10000000-0000-4000-8000-000000000001", "claude-agent", "0b3c0001-claude-session", session.HashPrompt(system, tools, first))
 	}
 }
+
+func TestBindingsBound(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_700_000_000, 0)
+	b := session.NewBindings(time.Minute, 10)
+	if b.Bound(1, now) {
+		t.Error("Bound before any Put")
+	}
+	b.Put(1, "c", now)
+	if !b.Bound(1, now.Add(59*time.Second)) || b.Bound(1, now.Add(time.Minute)) {
+		t.Error("Bound does not follow the TTL")
+	}
+}
