@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -8,6 +9,24 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/session"
 	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
+
+// AffinityStore shares affinity bindings between replicas, by the 64-bit
+// affinity key. It is asked only when this replica has no binding for a key,
+// and told only of a new or moved binding (or one last shared more than
+// half its TTL ago), so that an uncontended request costs it nothing. Its
+// errors are ignored: affinity only orders candidates, and a lost binding
+// costs one cache miss.
+type AffinityStore interface {
+	GetBinding(ctx context.Context, key uint64) (conn string, ok bool, err error)
+	SetBinding(ctx context.Context, key uint64, conn string, ttl time.Duration) error
+}
+
+// localAffinity is the AffinityStore of a gateway alone: nothing shared.
+type localAffinity struct{}
+
+func (localAffinity) GetBinding(context.Context, uint64) (string, bool, error) { return "", false, nil }
+
+func (localAffinity) SetBinding(context.Context, uint64, string, time.Duration) error { return nil }
 
 // affinity is a request's session and its affinity binding (DESIGN.md,
 // "Sessions"): which connection holds its prompt cache, and what the
