@@ -35,11 +35,14 @@ type RequestRow struct {
 	CostMicros     int64
 	TraceID        string
 	Replica        string
+	// Session is the session hash, Affinity how the request used its
+	// affinity binding (hit, spilled, bound); "" for none.
+	Session, Affinity string
 }
 
 // RequestFilter is the /requests filter form as typed (the query's names).
 type RequestFilter struct {
-	Key, Connection, Model, Status, Code, Since, Until string
+	Key, Connection, Model, Status, Code, Since, Until, Session string
 }
 
 // Option is one choice of a select.
