@@ -197,6 +197,9 @@ type Gateway struct {
 	reqlog  RequestLog
 	replica string
 
+	// sessions is the runaway guards' state (sessionguard.go).
+	sessions *sessionGuards
+
 	// zeroMs is X-Gatehouse-Queue-Ms for a request that did not wait,
 	// shared by every response (len == cap: never appended to in place).
 	zeroMs []string
@@ -230,6 +233,7 @@ func New(opts Options) *Gateway {
 	if g.now == nil {
 		g.now = time.Now
 	}
+	g.sessions = newSessionGuards(g.now)
 	g.learn = health.NewLearner(g.now, g.log)
 	g.learn.Changed = g.caps.Repush
 	g.shadows = health.NewShadows()
@@ -257,6 +261,7 @@ func New(opts Options) *Gateway {
 	}
 	if opts.Registerer != nil {
 		g.metrics.Register(opts.Registerer, metrics.NewGates(g.Snapshot))
+		opts.Registerer.MustRegister(g.sessions.total)
 	}
 	return g
 }

@@ -77,6 +77,9 @@ func (x *exchange) reserve(c *conn) (attemptResult, bool) {
 			return attemptAnswered, false
 		}
 	}
+	if !x.reserveSession() {
+		return attemptAnswered, false
+	}
 	if c.lim.CountsTokens() {
 		b := ratelimit.Budget{ID: c.id, DayID: c.id, L: &c.lim, R: c.rate, U: g.usage}
 		if blk, v := x.resv.Reserve(ctx, g.limiter, g.days, b, est, now); v != ratelimit.DispatchOK {
@@ -94,6 +97,7 @@ func (x *exchange) reserve(c *conn) (attemptResult, bool) {
 // known to have cost.
 func (x *exchange) settleReservation(u ratelimit.Usage) {
 	x.resv.Settle(x.r.Context(), x.g.limiter, x.g.days, u, x.g.now())
+	x.settleSession(u)
 }
 
 // errKeyBudget is the 429 RATE_LIMIT_TPM / _TPD for a key whose tpm window

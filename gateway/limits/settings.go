@@ -30,6 +30,13 @@ import (
 //	                           names (see validModelKey); a target may not be
 //	                           an alias (see ParseAliases)
 //	prices                     ≤ 500 model patterns (see Prices)
+//	affinityTtlMs              1000–86400000 default 300000 (a session idle this
+//	                           long is forgotten: its binding, and the hold
+//	                           of a runaway guard)
+//	sessionMaxConcurrent       0–10000      default 0 (none)
+//	sessionBudgetUsd           0–1000000, 2 decimals, default 0 (none)
+//	loopLimit                  0–10000      default 0 (loop detection off)
+//	loopWindowMs               1000–86400000 default 600000
 type Settings struct {
 	GlobalMaxConcurrent       *int                        `json:"globalMaxConcurrent,omitempty" validate:"omitnil,between=0:100000"`
 	DefaultMaxWaitMs          *int                        `json:"defaultMaxWaitMs,omitempty" validate:"omitnil,between=1:120000"`
@@ -44,6 +51,13 @@ type Settings struct {
 	Providers                 map[string]ProviderSettings `json:"providers,omitempty" validate:"omitempty,dive,keys,providerkey,endkeys"`
 	Aliases                   map[string]string           `json:"aliases,omitempty" validate:"omitempty,max=500,dive,keys,modelkey,endkeys,modelkey"`
 	Prices                    Prices                      `json:"prices,omitempty" validate:"omitempty,max=500,dive,keys,modelpattern,endkeys"`
+	AffinityTTLMs             *int                        `json:"affinityTtlMs,omitempty" validate:"omitnil,between=1000:86400000"`
+	// The runaway guards' defaults for client keys that set none (as
+	// ClientKeyLimits).
+	SessionMaxConcurrent *int    `json:"sessionMaxConcurrent,omitempty" validate:"omitnil,between=0:10000"`
+	SessionBudgetUSD     *Micros `json:"sessionBudgetUsd,omitempty" validate:"omitnil,budgetusd"`
+	LoopLimit            *int    `json:"loopLimit,omitempty" validate:"omitnil,between=0:10000"`
+	LoopWindowMs         *int    `json:"loopWindowMs,omitempty" validate:"omitnil,between=1000:86400000"`
 }
 
 // ProviderSettings are the gate settings of one provider (all of its
@@ -68,6 +82,8 @@ const (
 	DefaultBreakerCooldownMs   = 30000
 	DefaultPriorityAgingMs     = 10000
 	DefaultOutputReserve       = 4096
+	DefaultAffinityTTLMs       = 300000
+	DefaultLoopWindowMs        = 600000
 )
 
 // settingsWarningPrefix names the settings row in NormalizeSettings' warnings.
@@ -87,6 +103,11 @@ func DefaultSettings() Settings {
 		BreakerCooldownMs:         new(DefaultBreakerCooldownMs),
 		PriorityAgingMs:           new(DefaultPriorityAgingMs),
 		DefaultOutputReserve:      new(DefaultOutputReserve),
+		AffinityTTLMs:             new(DefaultAffinityTTLMs),
+		SessionMaxConcurrent:      new(0),
+		SessionBudgetUSD:          new(Micros(0)),
+		LoopLimit:                 new(0),
+		LoopWindowMs:              new(DefaultLoopWindowMs),
 	}
 }
 
@@ -113,6 +134,14 @@ type EffectiveSettings struct {
 	Aliases map[string]string
 	// Prices are the prices per model pattern (none: every model costs 0).
 	Prices Prices
+	// AffinityTTLMs is how long an idle session is remembered; the
+	// Session* and Loop* fields are the runaway guards' defaults for keys
+	// that set none (0 = none, loop detection off).
+	AffinityTTLMs        int
+	SessionMaxConcurrent int
+	SessionBudgetUSD     Micros
+	LoopLimit            int
+	LoopWindowMs         int
 }
 
 // EffectiveProvider is a provider's settings with absent keys as 0 (off).
@@ -135,6 +164,11 @@ func (s Settings) Effective() EffectiveSettings {
 		Prices:                    clonePrices(s.Prices),
 		PriorityAgingMs:           valueOr(s.PriorityAgingMs, DefaultPriorityAgingMs),
 		DefaultOutputReserve:      valueOr(s.DefaultOutputReserve, DefaultOutputReserve),
+		AffinityTTLMs:             valueOr(s.AffinityTTLMs, DefaultAffinityTTLMs),
+		SessionMaxConcurrent:      valueOr(s.SessionMaxConcurrent, 0),
+		SessionBudgetUSD:          max(valueOr(s.SessionBudgetUSD, 0), 0),
+		LoopLimit:                 valueOr(s.LoopLimit, 0),
+		LoopWindowMs:              valueOr(s.LoopWindowMs, DefaultLoopWindowMs),
 	}
 	if len(s.Providers) > 0 {
 		e.Providers = make(map[string]EffectiveProvider, len(s.Providers))
@@ -165,6 +199,11 @@ func (s Settings) WithDefaults() Settings {
 		Prices:                    clonePrices(s.Prices),
 		PriorityAgingMs:           ptrOr(s.PriorityAgingMs, d.PriorityAgingMs),
 		DefaultOutputReserve:      ptrOr(s.DefaultOutputReserve, d.DefaultOutputReserve),
+		AffinityTTLMs:             ptrOr(s.AffinityTTLMs, d.AffinityTTLMs),
+		SessionMaxConcurrent:      ptrOr(s.SessionMaxConcurrent, d.SessionMaxConcurrent),
+		SessionBudgetUSD:          ptrOr(s.SessionBudgetUSD, d.SessionBudgetUSD),
+		LoopLimit:                 ptrOr(s.LoopLimit, d.LoopLimit),
+		LoopWindowMs:              ptrOr(s.LoopWindowMs, d.LoopWindowMs),
 	}
 	if len(s.Providers) > 0 {
 		out.Providers = make(map[string]ProviderSettings, len(s.Providers))
