@@ -197,3 +197,19 @@ func (x *exchange) leaveSession() {
 	e.Account(x.tokensIn, x.tokensOut, x.tokensCached, x.costMicros, conn)
 	e.Leave()
 }
+
+// ListSessions returns the sessions this replica served within the last 15
+// minutes, most recent first (handlers.SessionSource).
+func (g *Gateway) ListSessions() []session.Info { return g.sessions.List(g.SessionTTL()) }
+
+// GetSession returns one session this replica knows.
+func (g *Gateway) GetSession(id string) (session.Info, bool) {
+	return g.sessions.Get(id, g.SessionTTL())
+}
+
+// StopSession stops a session: its next requests are refused 403
+// SESSION_STOPPED until it is resumed or idle for the affinity TTL.
+func (g *Gateway) StopSession(id string) (session.Info, bool) { return g.sessions.Stop(id) }
+
+// ResumeSession lets a stopped, looping or over-budget session go on.
+func (g *Gateway) ResumeSession(id string) (session.Info, bool) { return g.sessions.Resume(id) }

@@ -110,6 +110,10 @@ func (s *Server) apiRoutes() []apiRoute {
 		{"PATCH /api/v1/settings", accessWrite, s.patchSettings},
 
 		{"GET /api/v1/gates", accessRead, s.getGates},
+		{"GET /api/v1/sessions", accessRead, s.listSessions},
+		{"GET /api/v1/sessions/{session}", accessRead, s.getSession},
+		{"POST /api/v1/sessions/{session}/stop", accessWrite, s.stopSession},
+		{"POST /api/v1/sessions/{session}/resume", accessWrite, s.resumeSession},
 		{"GET /api/v1/audit", accessRead, s.listAudit},
 
 		{"GET /api/v1/requests", accessRead, s.listRequests},

@@ -215,6 +215,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		SecretKey:       db.secretKey,
 		Gateway:         gw,
 		Gates:           gatesView{gw: gw, cluster: shared},
+		Sessions:        gw,
 		Prober:          prober{gw: gw},
 		Metrics:         metrics,
 		Ready:           ready,
