@@ -96,3 +96,61 @@ func TestUISessions(t *testing.T) {
 		t.Errorf("audit = %+v, want stop then resume by user:admin@example.com", entries)
 	}
 }
+
+// TestSessionGuardLimits: the runaway guards' limits are client-key limits
+// like the others — saved from /keys/{id} (blank = the settings' default), a
+// bad one worded beside its field with nothing written, and read from a
+// config file with bad values named by path — and settings defaults.
+func TestSessionGuardLimits(t *testing.T) {
+	t.Parallel()
+	d := newDash(t)
+	k := d.createKey(t, "agents", `{"loopLimit":8}`)
+	c := d.signIn(t, "admin@example.com")
+	form := formValues(d.get(t, c, "/keys/"+k.ID).want(t, http.StatusOK).testid("key-form"))
+	if form.Get("loopLimit") != "8" || form.Get("sessionMaxConcurrent") != "" {
+		t.Fatalf("guard fields %q %q, want 8 and blank", form.Get("loopLimit"), form.Get("sessionMaxConcurrent"))
+	}
+	form.Set("sessionMaxConcurrent", "4")
+	form.Set("sessionBudgetUsd", "0.05")
+	form.Set("loopWindowMs", "60000")
+	d.post(t, c, "/keys/"+k.ID, form).want(t, http.StatusSeeOther)
+	got, after := d.keyLimits(t, k.ID)
+	if want := map[string]any{"loopLimit": 8.0, "sessionMaxConcurrent": 4.0, "sessionBudgetUsd": 0.05, "loopWindowMs": 60000.0}; !mapsEqual(got, want) {
+		t.Errorf("stored limits = %v, want %v", got, want)
+	}
+	form = formValues(d.get(t, c, "/keys/"+k.ID).want(t, http.StatusOK).testid("key-form"))
+	form.Set("loopWindowMs", "5")
+	res := d.post(t, c, "/keys/"+k.ID, form).want(t, http.StatusUnprocessableEntity)
+	if msgs := texts(res.testid("error-loopWindowMs").Find("li")); len(msgs) != 1 || !strings.Contains(msgs[0], "1000") {
+		t.Errorf("error beside loopWindowMs = %q", msgs)
+	}
+	if _, again := d.keyLimits(t, k.ID); again.Version != after.Version {
+		t.Errorf("a bad form was written: version %d → %d", after.Version, again.Version)
+	}
+
+	a := newTestAPI(t, apiOptions{})
+	doc := "settings:\n  loopLimit: 8\n  sessionBudgetUsd: 2.5\nclientKeys:\n  - name: team-a\n    limits:\n      sessionMaxConcurrent: 4\n"
+	a.do(t, call{method: http.MethodPost, path: path("config", "apply"), body: doc, contentType: yamlContentType}).want(t, http.StatusOK)
+	set := a.do(t, call{method: http.MethodGet, path: path("settings")}).want(t, http.StatusOK).json(t)
+	if set["loopLimit"] != 8.0 || set["sessionBudgetUsd"] != 2.5 || set["loopWindowMs"] != 600000.0 || set["affinityTtlMs"] != 300000.0 {
+		t.Errorf("settings = %v, want loopLimit 8, sessionBudgetUsd 2.5 and the defaults", set)
+	}
+	p := problemOf(t, a.do(t, call{method: http.MethodPost, path: path("config", "apply"),
+		body: "clientKeys:\n  - name: team-a\n    limits:\n      sessionMaxConcurrent: -1\n      sessionBudgetUsd: 0.001\n", contentType: yamlContentType, invalidRequest: true}),
+		http.StatusUnprocessableEntity)
+	if f := strings.Join(fields(p), " "); f != "clientKeys[team-a].limits.sessionBudgetUsd clientKeys[team-a].limits.sessionMaxConcurrent" {
+		t.Errorf("reported fields = %s", f)
+	}
+}
+
+func mapsEqual(a, b map[string]any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
