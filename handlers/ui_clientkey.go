@@ -40,7 +40,7 @@ func storedKeyFields(k store.ClientKey) web.KeyFields {
 		SessionBudget:        usdText(l.SessionBudgetUSD),
 		LoopLimit:            intText(l.LoopLimit),
 		LoopWindowMs:         intText(l.LoopWindowMs),
-		Version:       strconv.FormatInt(k.Version, 10),
+		Version:              strconv.FormatInt(k.Version, 10),
 	}
 }
 

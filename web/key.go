@@ -137,8 +137,8 @@ type KeyFields struct {
 	// The runaway guards: sessionMaxConcurrent, sessionBudgetUsd (dollars),
 	// loopLimit, loopWindowMs.
 	SessionMaxConcurrent, SessionBudget, LoopLimit, LoopWindowMs string
-	Enabled       bool   // enabled (drawn after a hidden "false")
-	Version       string // version (hidden): the version the form was loaded at
+	Enabled                                                      bool   // enabled (drawn after a hidden "false")
+	Version                                                      string // version (hidden): the version the form was loaded at
 }
 
 // KeyFieldNames returns the key form's field names in page order; errors under any
