@@ -1,6 +1,8 @@
 package session
 
 import (
+	"bytes"
+
 	"github.com/cespare/xxhash/v2"
 )
 
@@ -26,10 +28,11 @@ func Fingerprint(prev, last []byte) uint64 {
 func writeStripped(d *xxhash.Digest, b []byte) {
 	from := 0 // start of the bytes not yet written
 	for i := 0; i < len(b); {
-		if b[i] != '"' {
-			i++
-			continue
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			break
 		}
+		i += q
 		ks := i
 		i = stringEnd(b, i)
 		ke := i
@@ -50,14 +53,22 @@ func writeStripped(d *xxhash.Digest, b []byte) {
 }
 
 // stringEnd is the index just past the JSON string that opens at b[i] (the
-// end of b when it does not close).
+// end of b when it does not close): the next quote not escaped, found with
+// IndexByte rather than byte by byte (tool results run to kilobytes).
 func stringEnd(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
+	for i++; i < len(b); {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return len(b)
+		}
+		i += q
+		n := 0 // backslashes right before the quote
+		for j := i - 1; j >= 0 && b[j] == '\\'; j-- {
+			n++
+		}
+		i++
+		if n%2 == 0 {
+			return i
 		}
 	}
 	return len(b)
