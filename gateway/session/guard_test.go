@@ -91,8 +91,10 @@ func TestGuardBudget(t *testing.T) {
 	t.Parallel()
 	g := NewGuard(nil)
 	e, _, _ := g.Enter(context.Background(), &Request{Session: "s", TTL: time.Hour})
-	if !e.Reserve(40, 100) || !e.Reserve(40, 100) {
-		t.Fatal("two reservations of 40 within 100 refused")
+	for i := range 2 {
+		if !e.Reserve(40, 100) {
+			t.Fatalf("reservation %d of 40 within 100 refused", i+1)
+		}
 	}
 	if e.Reserve(40, 100) {
 		t.Fatal("a third of 40 within 100 fit")
