@@ -33,6 +33,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/metrics"
 	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
+	"github.com/gatehouse-dev/gatehouse/gateway/session"
 	"github.com/gatehouse-dev/gatehouse/gateway/tracing"
 )
 
@@ -121,6 +122,9 @@ type Options struct {
 	// When it fails the gateway uses its in-process state (fail-open) and
 	// logs that once a minute.
 	SharedLimits ratelimit.Store
+	// SharedSessions, when set (cluster mode: gateway/cluster's *Limits),
+	// keeps the sessions' spend against sessionBudgetUsd across replicas.
+	SharedSessions session.Shared
 	// TracerProvider, when set, traces every proxied request (see
 	// docs/ARCHITECTURE.md, Tracing): a server span, its admission spans and
 	// a client span per upstream attempt, whose context goes upstream in
@@ -234,6 +238,7 @@ func New(opts Options) *Gateway {
 		g.now = time.Now
 	}
 	g.sessions = newSessionGuards(g.now)
+	g.sessions.shared = opts.SharedSessions
 	g.learn = health.NewLearner(g.now, g.log)
 	g.learn.Changed = g.caps.Repush
 	g.shadows = health.NewShadows()

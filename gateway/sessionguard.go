@@ -1,8 +1,11 @@
 package gateway
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,6 +39,10 @@ type sessionGuards struct {
 	// refused counts gatehouse_session_guard_total by session.Outcome.
 	total   *prometheus.CounterVec
 	refused [session.Gone + 1]prometheus.Counter
+	// shared is the replicas' shared spend (cluster mode), nil in one
+	// process; sharedErrAt when its latest failure was logged (unix nanos).
+	shared      session.Shared
+	sharedErrAt atomic.Int64
 }
 
 func newSessionGuards(now func() time.Time) *sessionGuards {
@@ -68,8 +75,9 @@ type sessionHold struct {
 	// budget is the session's budget (micro-dollars, 0 = none); resv what
 	// the attempt in flight holds of it.
 	budget, resv int64
-	// held: the attempt in flight reserved resv.
-	held bool
+	// held: the attempt in flight reserved resv; shared: in the replicas'
+	// shared count too.
+	held, shared bool
 }
 
 // sessionLimits are the runaway guards of x's key: its own, else the
@@ -163,6 +171,21 @@ func (x *exchange) reserveSession() bool {
 	}
 	in, out := x.estimateParts()
 	cost := ratelimit.EstimateCost(x.cur.t.rate, in, out)
+	if sh := x.g.sessions.shared; sh != nil {
+		ok, err := sh.ReserveSpend(x.r.Context(), x.aff.session, cost, x.sg.budget, x.sessionTTL())
+		if err == nil {
+			if !ok {
+				x.sg.e.MarkOverBudget()
+				x.g.sessions.refused[session.OverBudget].Inc()
+				x.fail(x.errSession(session.OverBudget, session.Limits{BudgetMicros: x.sg.budget}, 0))
+				return false
+			}
+			x.sg.e.Hold(cost)
+			x.sg.resv, x.sg.held, x.sg.shared = cost, true, true
+			return true
+		}
+		x.g.sessions.logShared(x.g, err) // this replica's own count decides
+	}
 	if !x.sg.e.Reserve(cost, x.sg.budget) {
 		x.g.sessions.refused[session.OverBudget].Inc()
 		x.fail(x.errSession(session.OverBudget, session.Limits{BudgetMicros: x.sg.budget}, 0))
@@ -178,8 +201,14 @@ func (x *exchange) settleSession(u ratelimit.Usage) {
 	if !x.sg.held {
 		return
 	}
+	if x.sg.shared && u.Known && u.Cost != x.sg.resv {
+		err := x.g.sessions.shared.AddSpend(context.WithoutCancel(x.r.Context()), x.aff.session, u.Cost-x.sg.resv, x.sessionTTL())
+		if err != nil {
+			x.g.sessions.logShared(x.g, err)
+		}
+	}
 	x.sg.e.Settle(x.sg.resv, u.Cost, u.Known)
-	x.sg.resv, x.sg.held = 0, false
+	x.sg.resv, x.sg.held, x.sg.shared = 0, false, false
 }
 
 // leaveSession gives back the session's slot and adds the request's
@@ -211,5 +240,29 @@ func (g *Gateway) GetSession(id string) (session.Info, bool) {
 // SESSION_STOPPED until it is resumed or idle for the affinity TTL.
 func (g *Gateway) StopSession(id string) (session.Info, bool) { return g.sessions.Stop(id) }
 
-// ResumeSession lets a stopped, looping or over-budget session go on.
-func (g *Gateway) ResumeSession(id string) (session.Info, bool) { return g.sessions.Resume(id) }
+// ResumeSession lets a stopped, looping or over-budget session go on (in
+// cluster mode its shared spend starts over too).
+func (g *Gateway) ResumeSession(id string) (session.Info, bool) {
+	in, ok := g.sessions.Resume(id)
+	if ok && g.sessions.shared != nil {
+		if err := g.sessions.shared.ResetSession(context.Background(), id); err != nil {
+			g.sessions.logShared(g, err)
+		}
+	}
+	return in, ok
+}
+
+// sessionTTL is the affinity TTL of x's config.
+func (x *exchange) sessionTTL() time.Duration {
+	return time.Duration(x.s.eff.AffinityTTLMs) * time.Millisecond
+}
+
+// logShared logs a failure of the shared session spend at most once a
+// minute.
+func (sg *sessionGuards) logShared(g *Gateway, err error) {
+	now := time.Now().UnixNano()
+	last := sg.sharedErrAt.Load()
+	if now-last >= int64(time.Minute) && sg.sharedErrAt.CompareAndSwap(last, now) {
+		g.log.Warn("gateway: the shared session spend failed; this replica counts sessions' budgets on its own meanwhile", slog.Any("error", err))
+	}
+}

@@ -276,17 +276,18 @@ func TestSessionBudget(t *testing.T) {
 	for range 20 {
 		go func() { done <- e.post(ctx, "/v1/chat/completions", body, withSession("sk-a", "spender")...) }()
 	}
-	var refused int
-	for refused < 15 {
-		r := <-done
-		if r.status != http.StatusForbidden || r.errorCode(t) != CodeSessionBudget {
-			t.Fatalf("a request answered before the held ones = %d %s, want 403 %s", r.status, r.body, CodeSessionBudget)
+	deadline := time.After(minWait) // bounds a failure, never timed
+	for refused := 0; refused < 15; refused++ {
+		select {
+		case r := <-done:
+			if r.status != http.StatusForbidden || r.errorCode(t) != CodeSessionBudget {
+				t.Fatalf("a request answered before the held ones = %d %s, want 403 %s", r.status, r.body, CodeSessionBudget)
+			}
+		case <-deadline:
+			t.Fatalf("%d refusals while the dispatched requests are held (in flight %d), want 15", refused, e.up.Stats().Total.InFlight)
 		}
-		refused++
 	}
-	if n := e.up.Stats().Total.InFlight; n != 5 {
-		t.Errorf("dispatched = %d, want 5", n)
-	}
+	waitFor(t, minWait, "the 5 reserved requests at the upstream", func() bool { return e.up.Stats().Total.InFlight == 5 })
 	close(hold)
 	for range 5 {
 		if r := <-done; r.status != http.StatusOK {

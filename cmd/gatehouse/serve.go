@@ -174,6 +174,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if shared != nil {
 		gwOpts.Admission = shared.ctrl
 		gwOpts.SharedLimits = shared.limits
+		gwOpts.SharedSessions = shared.limits
 		ready = func() (bool, string) {
 			ok, detail := loader.ready()
 			return ok, detail + "; " + shared.status()

@@ -311,6 +311,21 @@ func (e *Entry) Reserve(cost, budget int64) bool {
 	return true
 }
 
+// Hold adds a reservation that the shared count (cluster mode) admitted.
+func (e *Entry) Hold(cost int64) {
+	e.g.mu.Lock()
+	e.reserved += cost
+	e.g.mu.Unlock()
+}
+
+// MarkOverBudget holds the session over budget: the shared count refused
+// it.
+func (e *Entry) MarkOverBudget() {
+	e.g.mu.Lock()
+	e.state = StateOverBudget
+	e.g.mu.Unlock()
+}
+
 // Settle replaces a reservation of reserved micro-dollars by what the
 // attempt cost: actual when known, else the whole reservation stays spent.
 func (e *Entry) Settle(reserved, actual int64, known bool) {
