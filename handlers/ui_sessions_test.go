@@ -154,3 +154,29 @@ func mapsEqual(a, b map[string]any) bool {
 	}
 	return true
 }
+
+// TestDashSettingsSessionGuards: /settings saves the runaway guards' defaults
+// (a dollar amount for sessionBudgetUsd) and words a bad one beside its field.
+func TestDashSettingsSessionGuards(t *testing.T) {
+	t.Parallel()
+	d := newDash(t)
+	c := d.signIn(t, "admin@example.com")
+	form := formValues(d.get(t, c, "/settings").want(t, http.StatusOK).testid("settings-form"))
+	form.Set("sessionMaxConcurrent", "4")
+	form.Set("sessionBudgetUsd", "2.5")
+	form.Set("loopLimit", "8")
+	d.post(t, c, "/settings", form).want(t, http.StatusSeeOther)
+	got := d.settings(t)
+	if got["sessionMaxConcurrent"] != 4.0 || got["sessionBudgetUsd"] != 2.5 || got["loopLimit"] != 8.0 {
+		t.Errorf("stored settings = %v, want sessionMaxConcurrent 4, sessionBudgetUsd 2.5, loopLimit 8", got)
+	}
+	form = formValues(d.get(t, c, "/settings").want(t, http.StatusOK).testid("settings-form"))
+	if form.Get("sessionBudgetUsd") != "2.5" || form.Get("loopLimit") != "8" {
+		t.Errorf("form shows %q %q", form.Get("sessionBudgetUsd"), form.Get("loopLimit"))
+	}
+	form.Set("sessionBudgetUsd", "0.001")
+	res := d.post(t, c, "/settings", form).want(t, http.StatusUnprocessableEntity)
+	if msgs := texts(res.testid("error-sessionBudgetUsd").Find("li")); len(msgs) != 1 {
+		t.Errorf("errors beside sessionBudgetUsd = %q, want one", msgs)
+	}
+}

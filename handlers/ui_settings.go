@@ -18,6 +18,7 @@ import (
 var settingsNumberFields = []string{
 	"globalMaxConcurrent", "defaultMaxWaitMs", "defaultExecutionMaxWaitMs", "defaultMaxQueueDepth",
 	"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs", "priorityAgingMs", "defaultOutputReserve",
+	limits.KeySessionMaxConcurrent, limits.KeyLoopLimit, limits.KeyLoopWindowMs, limits.KeySessionBudgetUSD,
 }
 
 // storedSettingsFields fills the settings form from the stored row (absent keys
@@ -35,6 +36,10 @@ func storedSettingsFields(st store.Settings) (web.SettingsFields, []string) {
 		BreakerCooldownMs:         intText(set.BreakerCooldownMs),
 		PriorityAgingMs:           intText(set.PriorityAgingMs),
 		DefaultOutputReserve:      intText(set.DefaultOutputReserve),
+		SessionMaxConcurrent:      intText(set.SessionMaxConcurrent),
+		SessionBudget:             usdText(set.SessionBudgetUSD),
+		LoopLimit:                 intText(set.LoopLimit),
+		LoopWindowMs:              intText(set.LoopWindowMs),
 		Providers:                 limits.FormatProviderCaps(set.Providers),
 		Aliases:                   limits.FormatAliases(set.Aliases),
 		Version:                   strconv.FormatInt(st.Version, 10),
@@ -50,6 +55,8 @@ func typedSettingsFields(form url.Values, base web.SettingsFields) web.SettingsF
 		"maxAttempts": &f.MaxAttempts, "suspendMs": &f.SuspendMs, "breakerFailures": &f.BreakerFailures,
 		"breakerCooldownMs": &f.BreakerCooldownMs, "priorityAgingMs": &f.PriorityAgingMs, "defaultOutputReserve": &f.DefaultOutputReserve,
 		"providers": &f.Providers, "aliases": &f.Aliases, "version": &f.Version,
+		limits.KeySessionMaxConcurrent: &f.SessionMaxConcurrent, limits.KeySessionBudgetUSD: &f.SessionBudget,
+		limits.KeyLoopLimit: &f.LoopLimit, limits.KeyLoopWindowMs: &f.LoopWindowMs,
 	} {
 		if vs, ok := form[name]; ok && len(vs) > 0 {
 			*dst = vs[0]
@@ -76,7 +83,7 @@ func applySettingsForm(l *web.Localizer, stored json.RawMessage, form url.Values
 			delete(members, k)
 			continue
 		}
-		if _, ok := wholeNumber(json.RawMessage(text)); !ok {
+		if _, ok := wholeNumber(json.RawMessage(text)); !ok && (k != limits.KeySessionBudgetUSD || !isJSONNumber(text)) {
 			text = strconv.Quote(text) // the decoder rejects it with the field's range
 		}
 		members[k] = json.RawMessage(text)

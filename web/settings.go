@@ -12,6 +12,9 @@ type SettingsFields struct {
 	BreakerCooldownMs         string // breakerCooldownMs
 	PriorityAgingMs           string // priorityAgingMs
 	DefaultOutputReserve      string // defaultOutputReserve
+	// The runaway guards' defaults: sessionMaxConcurrent, sessionBudgetUsd
+	// (dollars), loopLimit, loopWindowMs.
+	SessionMaxConcurrent, SessionBudget, LoopLimit, LoopWindowMs string
 	// Providers is the per-provider caps textarea (form name "providers"): one
 	// "provider maxConcurrent [maxWaitMs]" a line; see limits.ParseProviderCaps.
 	Providers string
@@ -37,6 +40,7 @@ func SettingsFieldNames() []string {
 		"globalMaxConcurrent", "defaultMaxWaitMs", "defaultExecutionMaxWaitMs", "defaultMaxQueueDepth", "priorityAgingMs",
 		"defaultOutputReserve",
 		"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs", "providers", "aliases",
+		"sessionMaxConcurrent", "sessionBudgetUsd", "loopLimit", "loopWindowMs",
 	}
 }
 
