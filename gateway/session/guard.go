@@ -87,8 +87,9 @@ const ActiveWindow = 15 * time.Minute
 // forgotten first.
 const MaxSessions = 100_000
 
-// maxPrints bounds the fingerprints a session keeps within its loop window.
-const maxPrints = 4096
+// maxPrints bounds the fingerprints a session keeps within its loop window
+// (16 bytes each): a loop repeats within far fewer turns.
+const maxPrints = 512
 
 // Guard keeps the sessions of one replica. The zero value is not usable:
 // NewGuard.
@@ -135,7 +136,7 @@ type waiter struct {
 }
 
 type stamp struct {
-	at time.Time
+	at int64 // unix nanoseconds
 	fp uint64
 }
 
@@ -244,9 +245,9 @@ func (g *Guard) wait(ctx context.Context, e *Entry, w *waiter, maxWait time.Dura
 // keeps it; true when it is in more than LoopLimit requests with r. g.mu
 // is held.
 func (e *Entry) looping(now time.Time, r *Request) bool {
-	from := now.Add(-r.Limits.LoopWindow)
+	from := now.Add(-r.Limits.LoopWindow).UnixNano()
 	drop := 0
-	for drop < len(e.prints) && e.prints[drop].at.Before(from) {
+	for drop < len(e.prints) && e.prints[drop].at < from {
 		drop++
 	}
 	if len(e.prints) >= maxPrints {
@@ -264,7 +265,7 @@ func (e *Entry) looping(now time.Time, r *Request) bool {
 	if n >= r.Limits.LoopLimit {
 		return true
 	}
-	e.prints = append(e.prints, stamp{at: now, fp: r.Print})
+	e.prints = append(e.prints, stamp{at: now.UnixNano(), fp: r.Print})
 	return false
 }
 
