@@ -239,6 +239,7 @@ func New(opts Options) *Gateway {
 	}
 	g.sessions = newSessionGuards(g.now)
 	g.sessions.shared = opts.SharedSessions
+	g.sessions.stops, _ = opts.SharedSessions.(session.SharedStops)
 	g.learn = health.NewLearner(g.now, g.log)
 	g.learn.Changed = g.caps.Repush
 	g.shadows = health.NewShadows()

@@ -43,6 +43,40 @@ type sessionGuards struct {
 	// process; sharedErrAt when its latest failure was logged (unix nanos).
 	shared      session.Shared
 	sharedErrAt atomic.Int64
+	// stops shares operators' stops (cluster mode), nil when shared does
+	// not; view is the latest copy read, refreshing set while one request
+	// reads it.
+	stops      session.SharedStops
+	view       atomic.Pointer[stopsView]
+	refreshing atomic.Bool
+}
+
+// stopsView is the shared stops as read at at.
+type stopsView struct {
+	at  time.Time
+	set map[string]bool
+}
+
+// sharedStopped reports whether the shared stops name session id, and
+// whether they could be read; the first request after StopsRefresh reads
+// them again, the others use the copy.
+func (sg *sessionGuards) sharedStopped(x *exchange, id string) (stopped, known bool) {
+	v := sg.view.Load()
+	now := time.Now()
+	if (v == nil || now.Sub(v.at) >= session.StopsRefresh) && sg.refreshing.CompareAndSwap(false, true) {
+		set, err := sg.stops.Stops(x.r.Context())
+		if err == nil {
+			v = &stopsView{at: now, set: set}
+			sg.view.Store(v)
+		} else if x.r.Context().Err() == nil {
+			sg.logShared(x.g, err)
+		}
+		sg.refreshing.Store(false)
+	}
+	if v == nil {
+		return false, false
+	}
+	return v.set[id], true
 }
 
 func newSessionGuards(now func() time.Time) *sessionGuards {
@@ -122,6 +156,9 @@ func (x *exchange) enterSession() *apiError {
 		if prev, last := x.info.LastTwo(x.body.Raw); last != nil {
 			req.Print, req.HasPrint = session.Fingerprint(prev, last), true
 		}
+	}
+	if x.g.sessions.stops != nil {
+		req.Stopped, req.SharedKnown = x.g.sessions.sharedStopped(x, x.aff.session)
 	}
 	if req.Limits.MaxConcurrent > 0 {
 		req.MaxWait = ks.Eff.MaxWait()
@@ -237,8 +274,18 @@ func (g *Gateway) GetSession(id string) (session.Info, bool) {
 }
 
 // StopSession stops a session: its next requests are refused 403
-// SESSION_STOPPED until it is resumed or idle for the affinity TTL.
-func (g *Gateway) StopSession(id string) (session.Info, bool) { return g.sessions.Stop(id) }
+// SESSION_STOPPED until it is resumed or idle for the affinity TTL (in
+// cluster mode on every replica, within session.StopsRefresh; there the
+// stop lapses the affinity TTL after it was made).
+func (g *Gateway) StopSession(id string) (session.Info, bool) {
+	in, ok := g.sessions.Stop(id)
+	if ok && g.sessions.stops != nil {
+		if err := g.sessions.stops.SetStop(context.Background(), id, true, g.SessionTTL()); err != nil {
+			g.sessions.logShared(g, err)
+		}
+	}
+	return in, ok
+}
 
 // ResumeSession lets a stopped, looping or over-budget session go on (in
 // cluster mode its shared spend starts over too).
@@ -246,6 +293,11 @@ func (g *Gateway) ResumeSession(id string) (session.Info, bool) {
 	in, ok := g.sessions.Resume(id)
 	if ok && g.sessions.shared != nil {
 		if err := g.sessions.shared.ResetSession(context.Background(), id); err != nil {
+			g.sessions.logShared(g, err)
+		}
+	}
+	if ok && g.sessions.stops != nil {
+		if err := g.sessions.stops.SetStop(context.Background(), id, false, g.SessionTTL()); err != nil {
 			g.sessions.logShared(g, err)
 		}
 	}

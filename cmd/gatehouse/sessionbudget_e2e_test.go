@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/session"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
@@ -99,4 +100,77 @@ func TestSessionBudgetParallel(t *testing.T) {
 			t.Errorf("the upstream saw %d requests, want at most 5", n)
 		}
 	})
+}
+
+// sessionPost sends a small chat of session id through gateway url and
+// returns the status and error code.
+func sessionPost(t *testing.T, hc *http.Client, url, secret, id string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/v1/chat/completions",
+		strings.NewReader(`{"model":"glm-5","messages":[{"role":"user","content":"hi"}],"max_tokens":4}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+secret)
+	req.Header.Set("X-Gatehouse-Session", id)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var eb struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(b, &eb)
+	return resp.StatusCode, eb.Error.Code
+}
+
+// TestSessionStopAcrossReplicas: two replicas sharing one redis-server; an
+// operator stops a session on replica 0 and the other replica refuses it too
+// (403 SESSION_STOPPED) once it has read the shared stops, while another
+// session is served there; a resume on replica 0 lets it go on at replica 1.
+// Each step waits for its answer, not for a time.
+func TestSessionStopAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	var secret, keyID string
+	e := newResvEnv(t, startRedis(t), func(e *resvEnv) {
+		e.conn("c", "sk-up", 0, `{}`)
+		var k store.ClientKey
+		k, secret = e.key("agents", `{}`)
+		keyID = k.ID
+	})
+	if s, code := sessionPost(t, e.hc, e.urls[0], secret, "agent"); s != http.StatusOK {
+		t.Fatalf("first request = %d %s", s, code)
+	}
+	id := session.Hash(keyID, "agent")
+	if _, ok := e.gws[0].StopSession(id); !ok {
+		t.Fatal("replica 0 does not know the session")
+	}
+	until := func(what string, want int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second) // bounds a failure, never timed
+		for {
+			s, code := sessionPost(t, e.hc, e.urls[1], secret, "agent")
+			if s == want && (want == http.StatusOK || code == "SESSION_STOPPED") {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: replica 1 still answers %d %s", what, s, code)
+			}
+		}
+	}
+	until("after the stop on replica 0", http.StatusForbidden)
+	if s, code := sessionPost(t, e.hc, e.urls[1], secret, "other"); s != http.StatusOK {
+		t.Errorf("another session on replica 1 = %d %s, want 200", s, code)
+	}
+	if s, code := sessionPost(t, e.hc, e.urls[0], secret, "agent"); s != http.StatusForbidden || code != "SESSION_STOPPED" {
+		t.Errorf("replica 0 = %d %s, want 403 SESSION_STOPPED", s, code)
+	}
+	if _, ok := e.gws[0].ResumeSession(id); !ok {
+		t.Fatal("resume: replica 0 does not know the session")
+	}
+	until("after the resume on replica 0", http.StatusOK)
 }

@@ -77,3 +77,68 @@ func (l *Limits) ResetSession(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+var _ session.SharedStops = (*Limits)(nil)
+
+// stops is the hash of stopped sessions: field = session, value = when the
+// stop lapses (ms, Redis clock).
+func (k keyspace) stops() string { return k.root + "sess-stops" }
+
+// sessionStopScript: KEYS[1] the stops; ARGV session, 1/0, ttl (ms). Lapsed
+// stops are dropped on the way.
+var sessionStopScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  if tonumber(all[i + 1]) <= now then redis.call('HDEL', KEYS[1], all[i]) end
+end
+if ARGV[2] == '1' then
+  redis.call('HSET', KEYS[1], ARGV[1], now + tonumber(ARGV[3]))
+else
+  redis.call('HDEL', KEYS[1], ARGV[1])
+end
+return 1
+`)
+
+// sessionStopsScript: KEYS[1] the stops; returns the sessions whose stop
+// has not lapsed.
+var sessionStopsScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local all = redis.call('HGETALL', KEYS[1])
+local out = {}
+for i = 1, #all, 2 do
+  if tonumber(all[i + 1]) > now then out[#out + 1] = all[i] end
+end
+return out
+`)
+
+// SetStop implements session.SharedStops.
+func (l *Limits) SetStop(ctx context.Context, id string, stopped bool, ttl time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, l.opTimeout)
+	defer cancel()
+	flag := "0"
+	if stopped {
+		flag = "1"
+	}
+	if err := sessionStopScript.Run(ctx, l.rdb, []string{l.keys.stops()}, id, flag, max(ttl.Milliseconds(), 1)).Err(); err != nil {
+		return fmt.Errorf("cluster: set session stop: %w", err)
+	}
+	return nil
+}
+
+// Stops implements session.SharedStops.
+func (l *Limits) Stops(ctx context.Context) (map[string]bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.opTimeout)
+	defer cancel()
+	ids, err := sessionStopsScript.Run(ctx, l.rdb, []string{l.keys.stops()}).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: read session stops: %w", err)
+	}
+	out := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, nil
+}

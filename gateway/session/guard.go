@@ -128,6 +128,8 @@ type Entry struct {
 	spent, reserved int64
 	prints          []stamp
 	connection      string
+	// sharedStop: the stop came from another replica (Request.Stopped).
+	sharedStop bool
 }
 
 type waiter struct {
@@ -156,6 +158,9 @@ type Request struct {
 	// TTL is the affinity TTL: a session idle this long is released from
 	// a guard's hold and its spend and loop count start over.
 	TTL time.Duration
+	// SharedKnown says the replicas' shared stops were read (cluster mode);
+	// Stopped whether they name the session.
+	SharedKnown, Stopped bool
 }
 
 // Enter admits a request of a session, or says why not. When it returns
@@ -178,6 +183,14 @@ func (g *Guard) Enter(ctx context.Context, r *Request) (e *Entry, o Outcome, wai
 	e.keyNm, e.client, e.last = r.KeyName, r.Client, now
 	e.requests++
 	e.cap = r.Limits.MaxConcurrent
+	if r.SharedKnown {
+		switch {
+		case r.Stopped && e.state == StateOK:
+			e.state, e.sharedStop = StateStopped, true
+		case !r.Stopped && e.sharedStop && e.state == StateStopped:
+			e.state, e.sharedStop = StateOK, false // resumed on another replica
+		}
+	}
 	switch e.state {
 	case StateStopped:
 		g.mu.Unlock()
@@ -277,7 +290,7 @@ func (e *Entry) idle(now time.Time, ttl time.Duration) bool {
 
 // reset starts the session over: no hold, no spend, no fingerprints.
 func (e *Entry) reset() {
-	e.state, e.spent, e.prints = StateOK, 0, nil
+	e.state, e.spent, e.prints, e.sharedStop = StateOK, 0, nil, false
 }
 
 // Leave gives back the slot Enter granted: to the first waiter, if any
@@ -360,7 +373,7 @@ func (e *Entry) Account(in, out, cached, cost int64, connection string) {
 // SESSION_STOPPED (those in flight finish). It reports false when the
 // guard does not know the session.
 func (g *Guard) Stop(session string) (Info, bool) {
-	return g.set(session, func(e *Entry) { e.state = StateStopped })
+	return g.set(session, func(e *Entry) { e.state, e.sharedStop = StateStopped, false })
 }
 
 // Resume lets a stopped, looping or over-budget session go on, its spend and

@@ -22,3 +22,18 @@ type Shared interface {
 	// ResetSession forgets session's spend and hold (an operator resumed it).
 	ResetSession(ctx context.Context, session string) error
 }
+
+// SharedStops is a Shared that also shares operators' stops (gateway/cluster's
+// *Limits): a session stopped on one replica is refused on every replica
+// within StopsRefresh.
+type SharedStops interface {
+	// SetStop records (stopped) or clears session's stop; a stop lapses
+	// after ttl.
+	SetStop(ctx context.Context, session string, stopped bool, ttl time.Duration) error
+	// Stops returns the sessions stopped now.
+	Stops(ctx context.Context) (map[string]bool, error)
+}
+
+// StopsRefresh is how often a replica reads the shared stops, at most: the
+// first request after it has passed reads them, the others use the copy.
+const StopsRefresh = time.Second
