@@ -111,7 +111,7 @@ func (x *exchange) attempt() attemptResult {
 	// upstream answered an error status (nothing), or its usage arrived
 	// with a complete answer.
 	var spent ratelimit.Usage
-	if !x.rt.Free() && (ks.Lim.CountsTokens() || ks.Lim.Spends() || c.lim.CountsTokens()) {
+	if !x.rt.Free() && (ks.Lim.CountsTokens() || ks.Lim.Spends() || c.lim.CountsTokens() || x.sg.budget > 0) {
 		res, ok := x.reserve(c)
 		defer func() { x.settleReservation(spent) }()
 		if !ok {

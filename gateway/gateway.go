@@ -130,6 +130,9 @@ type Options struct {
 	// When it fails the gateway uses its in-process state (fail-open) and
 	// logs that once a minute.
 	SharedLimits ratelimit.Store
+	// SharedSessions, when set (cluster mode: gateway/cluster's *Limits),
+	// keeps the sessions' spend against sessionBudgetUsd across replicas.
+	SharedSessions session.Shared
 	// TracerProvider, when set, traces every proxied request (see
 	// docs/ARCHITECTURE.md, Tracing): a server span, its admission spans and
 	// a client span per upstream attempt, whose context goes upstream in
@@ -219,6 +222,9 @@ type Gateway struct {
 	reqlog  RequestLog
 	replica string
 
+	// sessions is the runaway guards' state (sessionguard.go).
+	sessions *sessionGuards
+
 	// zeroMs is X-Gatehouse-Queue-Ms for a request that did not wait,
 	// shared by every response (len == cap: never appended to in place).
 	zeroMs []string
@@ -257,6 +263,9 @@ func New(opts Options) *Gateway {
 	if g.now == nil {
 		g.now = time.Now
 	}
+	g.sessions = newSessionGuards(g.now)
+	g.sessions.shared = opts.SharedSessions
+	g.sessions.stops, _ = opts.SharedSessions.(session.SharedStops)
 	g.learn = health.NewLearner(g.now, g.log)
 	g.learn.Changed = g.caps.Repush
 	g.shadows = health.NewShadows()
@@ -284,6 +293,7 @@ func New(opts Options) *Gateway {
 	}
 	if opts.Registerer != nil {
 		g.metrics.Register(opts.Registerer, metrics.NewGates(g.Snapshot))
+		opts.Registerer.MustRegister(g.sessions.total)
 	}
 	return g
 }

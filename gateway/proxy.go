@@ -27,6 +27,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// queued request's wait (see queue).
 	if x := g.begin(w, r); x != nil {
 		defer x.body.Release(g.bodyBytes) // a relay that aborts panics
+		defer x.leaveSession()
 		x.run()
 		x.end()
 	}
@@ -322,6 +323,8 @@ type exchange struct {
 
 	// aff is the request's session and affinity (affinity.go).
 	aff affinity
+	// sg is what the request holds at its session's guard (sessionguard.go).
+	sg sessionHold
 }
 
 // run makes up to maxAttempts attempts and answers the client. Its frame is
@@ -329,6 +332,12 @@ type exchange struct {
 func (x *exchange) run() {
 	if aerr := x.keyBlocked(); aerr != nil && !x.rt.Free() {
 		x.fail(aerr)
+		return
+	}
+	if aerr := x.enterSession(); aerr != nil {
+		if aerr != errClientGone {
+			x.fail(aerr)
+		}
 		return
 	}
 	if x.rt.Free() {

@@ -111,6 +111,9 @@ func (x *exchange) reserve(c *conn) (attemptResult, bool) {
 			return attemptAnswered, false
 		}
 	}
+	if !x.reserveSession() {
+		return attemptAnswered, false
+	}
 	if c.lim.CountsTokens() {
 		b := ratelimit.Budget{ID: c.id, DayID: c.id, L: &c.lim, R: c.rate, U: g.usage, Conn: true}
 		if blk, v := x.resv.Reserve(ctx, g.limiter, g.days, b, est, now); v != ratelimit.DispatchOK {
@@ -138,6 +141,7 @@ func (x *exchange) settleReservation(u ratelimit.Usage) {
 		u.Processed = ratelimit.SatAdd(in, ratelimit.SatAdd(x.relayed, 3)/4)
 	}
 	x.resv.Settle(x.r.Context(), x.g.limiter, x.g.days, u, x.g.now())
+	x.settleSession(u)
 }
 
 // errReserve is the answer to a key's reservation that did not go ahead

@@ -73,8 +73,9 @@ type testAPI struct {
 }
 
 type apiOptions struct {
-	gates GateSource
-	deny  UpstreamDeny
+	gates    GateSource
+	sessions SessionSource
+	deny     UpstreamDeny
 }
 
 func newTestAPI(t *testing.T, opts apiOptions) *testAPI {
@@ -86,7 +87,7 @@ func newTestAPI(t *testing.T, opts apiOptions) *testAPI {
 	if err != nil {
 		t.Fatalf("store.New: %v", err)
 	}
-	srv := httptest.NewServer(New(Deps{Store: st, Logger: logger, Gates: opts.gates, UpstreamDeny: opts.deny}).Handler())
+	srv := httptest.NewServer(New(Deps{Store: st, Logger: logger, Gates: opts.gates, Sessions: opts.sessions, UpstreamDeny: opts.deny}).Handler())
 	t.Cleanup(srv.Close)
 	_, admin, err := st.CreateAPIToken(t.Context(), store.ActorSystem, "test-admin", store.RoleAdmin)
 	if err != nil {

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
+	"github.com/gatehouse-dev/gatehouse/gateway/session"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/google/go-cmp/cmp"
@@ -72,6 +74,10 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	t.Parallel()
 	until := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	var current atomic.Pointer[string] // the connection's id, once created
+	guard := session.NewGuard(nil)
+	if e, _, _ := guard.Enter(context.Background(), &session.Request{KeyID: "k1", KeyName: "agents", Session: "0123456789abcdef"}); e != nil {
+		e.Leave()
+	}
 	gates := fakeGates{
 		snapshot: func() live.Snapshot {
 			id := ""
@@ -100,7 +106,7 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 		},
 		reset: func(got string) bool { p := current.Load(); return p != nil && got == *p },
 	}
-	a := newTestAPI(t, apiOptions{gates: gates})
+	a := newTestAPI(t, apiOptions{gates: gates, sessions: guardSessions{guard}})
 
 	a.do(t, call{method: http.MethodGet, path: path("openapi.yaml"), token: noToken}).want(t, http.StatusOK)
 
@@ -202,6 +208,11 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 		want(t, http.StatusUnprocessableEntity)
 
 	a.do(t, call{method: http.MethodDelete, path: path("connections", id)}).want(t, http.StatusNoContent)
+
+	a.do(t, call{method: http.MethodGet, path: path("sessions"), token: a.viewer}).want(t, http.StatusOK)
+	a.do(t, call{method: http.MethodGet, path: path("sessions", "0123456789abcdef"), token: a.viewer}).want(t, http.StatusOK)
+	a.do(t, call{method: http.MethodPost, path: path("sessions", "0123456789abcdef", "stop")}).want(t, http.StatusOK)
+	a.do(t, call{method: http.MethodPost, path: path("sessions", "0123456789abcdef", "resume")}).want(t, http.StatusOK)
 
 	// The documented error answers are checked against the spec as well.
 	a.do(t, call{method: http.MethodGet, path: path("connections", id)}).want(t, http.StatusNotFound)

@@ -61,6 +61,10 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /requests", s.ui(uiRead, s.uiRequests))
 	mux.Handle("GET /requests.csv", s.ui(uiRead, s.uiRequestsCSV))
 	mux.Handle("GET /requests/{id}", s.ui(uiRead, s.uiRequest))
+	mux.Handle("GET /sessions", s.ui(uiRead, s.uiSessions))
+	mux.Handle("GET /sessions/live", s.ui(uiRead, s.uiSessionsLive))
+	mux.Handle("POST /sessions/{session}/stop", s.ui(uiWrite, s.uiStopSession))
+	mux.Handle("POST /sessions/{session}/resume", s.ui(uiWrite, s.uiResumeSession))
 	mux.Handle("GET /usage", s.ui(uiRead, s.uiUsage))
 	mux.Handle("GET /usage.csv", s.ui(uiRead, s.uiUsageCSV))
 	mux.Handle("GET /users", s.ui(uiRead, s.uiUsers))
@@ -110,6 +114,10 @@ func (s *Server) apiRoutes() []apiRoute {
 		{"PATCH /api/v1/settings", accessWrite, s.patchSettings},
 
 		{"GET /api/v1/gates", accessRead, s.getGates},
+		{"GET /api/v1/sessions", accessRead, s.listSessions},
+		{"GET /api/v1/sessions/{session}", accessRead, s.getSession},
+		{"POST /api/v1/sessions/{session}/stop", accessWrite, s.stopSession},
+		{"POST /api/v1/sessions/{session}/resume", accessWrite, s.resumeSession},
 		{"GET /api/v1/audit", accessRead, s.listAudit},
 
 		{"GET /api/v1/requests", accessRead, s.listRequests},

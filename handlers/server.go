@@ -41,6 +41,8 @@ type Deps struct {
 	Gateway http.Handler
 	// Gates provides live admission stats (may be nil).
 	Gates GateSource
+	// Sessions provides the runaway guards' sessions (may be nil).
+	Sessions SessionSource
 	// Prober sends a connection's test request (the dashboard's "Test
 	// connection"); nil answers every test with "not loaded".
 	Prober Prober

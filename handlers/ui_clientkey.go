@@ -35,7 +35,12 @@ func storedKeyFields(k store.ClientKey) web.KeyFields {
 		Models:        limits.FormatModelList(l.Models),
 		Priority:      valueText(l.Priority),
 		Enabled:       k.Enabled,
-		Version:       strconv.FormatInt(k.Version, 10),
+
+		SessionMaxConcurrent: intText(l.SessionMaxConcurrent),
+		SessionBudget:        usdText(l.SessionBudgetUSD),
+		LoopLimit:            intText(l.LoopLimit),
+		LoopWindowMs:         intText(l.LoopWindowMs),
+		Version:              strconv.FormatInt(k.Version, 10),
 	}
 }
 
@@ -64,6 +69,8 @@ func typedKeyFields(form url.Values, base web.KeyFields) web.KeyFields {
 		limits.KeyRPM: &f.RPM, limits.KeyTPM: &f.TPM, limits.KeyTPD: &f.TPD, limits.KeyModels: &f.Models,
 		limits.KeyPriority: &f.Priority, "version": &f.Version,
 		limits.KeyBudgetUSDDaily: &f.BudgetDaily, limits.KeyBudgetUSDMonthly: &f.BudgetMonthly,
+		limits.KeySessionMaxConcurrent: &f.SessionMaxConcurrent, limits.KeySessionBudgetUSD: &f.SessionBudget,
+		limits.KeyLoopLimit: &f.LoopLimit, limits.KeyLoopWindowMs: &f.LoopWindowMs,
 	} {
 		if vs, ok := form[name]; ok && len(vs) > 0 {
 			*dst = vs[0]

@@ -20,6 +20,7 @@ var settingsNumberFields = []string{
 	"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs", "priorityAgingMs", "defaultOutputReserve",
 	"maxOutputReserve",
 	"affinityTtlMs", "maxAffinityBindings", "affinityMaxWaitMs",
+	limits.KeySessionMaxConcurrent, limits.KeyLoopLimit, limits.KeyLoopWindowMs, limits.KeySessionBudgetUSD,
 }
 
 // storedSettingsFields fills the settings form from the stored row (absent keys
@@ -41,6 +42,10 @@ func storedSettingsFields(st store.Settings) (web.SettingsFields, []string) {
 		AffinityTTLMs:             intText(set.AffinityTTLMs),
 		MaxAffinityBindings:       intText(set.MaxAffinityBindings),
 		AffinityMaxWaitMs:         intText(set.AffinityMaxWaitMs),
+		SessionMaxConcurrent:      intText(set.SessionMaxConcurrent),
+		SessionBudget:             usdText(set.SessionBudgetUSD),
+		LoopLimit:                 intText(set.LoopLimit),
+		LoopWindowMs:              intText(set.LoopWindowMs),
 		Providers:                 limits.FormatProviderCaps(set.Providers),
 		Aliases:                   limits.FormatAliases(set.Aliases),
 		Version:                   strconv.FormatInt(st.Version, 10),
@@ -58,6 +63,8 @@ func typedSettingsFields(form url.Values, base web.SettingsFields) web.SettingsF
 		"maxOutputReserve": &f.MaxOutputReserve,
 		"affinityTtlMs":    &f.AffinityTTLMs, "maxAffinityBindings": &f.MaxAffinityBindings, "affinityMaxWaitMs": &f.AffinityMaxWaitMs,
 		"providers": &f.Providers, "aliases": &f.Aliases, "version": &f.Version,
+		limits.KeySessionMaxConcurrent: &f.SessionMaxConcurrent, limits.KeySessionBudgetUSD: &f.SessionBudget,
+		limits.KeyLoopLimit: &f.LoopLimit, limits.KeyLoopWindowMs: &f.LoopWindowMs,
 	} {
 		if vs, ok := form[name]; ok && len(vs) > 0 {
 			*dst = vs[0]
@@ -84,7 +91,7 @@ func applySettingsForm(l *web.Localizer, stored json.RawMessage, form url.Values
 			delete(members, k)
 			continue
 		}
-		if _, ok := wholeNumber(json.RawMessage(text)); !ok {
+		if _, ok := wholeNumber(json.RawMessage(text)); !ok && (k != limits.KeySessionBudgetUSD || !isJSONNumber(text)) {
 			text = strconv.Quote(text) // the decoder rejects it with the field's range
 		}
 		members[k] = json.RawMessage(text)

@@ -134,8 +134,11 @@ type KeyFields struct {
 	BudgetMonthly string // budgetUsdMonthly: dollars
 	Models        string // models: one entry a line (limits.ParseModelList)
 	Priority      string // priority: a class's name, "" for the default
-	Enabled       bool   // enabled (drawn after a hidden "false")
-	Version       string // version (hidden): the version the form was loaded at
+	// The runaway guards: sessionMaxConcurrent, sessionBudgetUsd (dollars),
+	// loopLimit, loopWindowMs.
+	SessionMaxConcurrent, SessionBudget, LoopLimit, LoopWindowMs string
+	Enabled                                                      bool   // enabled (drawn after a hidden "false")
+	Version                                                      string // version (hidden): the version the form was loaded at
 }
 
 // KeyFieldNames returns the key form's field names in page order; errors under any

@@ -25,6 +25,7 @@ const (
 	NavUsage       = "usage"
 	NavUsers       = "users"
 	NavAccount     = "account"
+	NavSessions    = "sessions"
 )
 
 // Page is the chrome every dashboard page shares. Handlers fill it once per request

@@ -16,6 +16,9 @@ type SettingsFields struct {
 	AffinityTTLMs             string // affinityTtlMs
 	MaxAffinityBindings       string // maxAffinityBindings
 	AffinityMaxWaitMs         string // affinityMaxWaitMs
+	// The runaway guards' defaults: sessionMaxConcurrent, sessionBudgetUsd
+	// (dollars), loopLimit, loopWindowMs.
+	SessionMaxConcurrent, SessionBudget, LoopLimit, LoopWindowMs string
 	// Providers is the per-provider caps textarea (form name "providers"): one
 	// "provider maxConcurrent [maxWaitMs]" a line; see limits.ParseProviderCaps.
 	Providers string
@@ -42,6 +45,7 @@ func SettingsFieldNames() []string {
 		"defaultOutputReserve", "maxOutputReserve",
 		"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs",
 		"affinityTtlMs", "maxAffinityBindings", "affinityMaxWaitMs", "providers", "aliases",
+		"sessionMaxConcurrent", "sessionBudgetUsd", "loopLimit", "loopWindowMs",
 	}
 }
 

@@ -87,7 +87,7 @@ func newResvEnv(t *testing.T, rs *redisChild, setup func(e *resvEnv)) *resvEnv {
 			_ = rdb.Close()
 		})
 		o := opts
-		o.Admission, o.SharedLimits = ctrl, lim
+		o.Admission, o.SharedLimits, o.SharedSessions = ctrl, lim, lim
 		gw, url := startWired(t, st, o)
 		e.gws, e.urls = append(e.gws, gw), append(e.urls, url)
 	}

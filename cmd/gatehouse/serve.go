@@ -183,6 +183,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		// money budgets refuse unless GATEHOUSE_BUDGET_FAIL=open.
 		gwOpts.BudgetFailClosed = budgetClosed
 		gwOpts.SharedAffinity = shared.affinity
+		gwOpts.SharedSessions = shared.limits
 		ready = func() (bool, string) {
 			ok, detail := loader.ready()
 			return ok, detail + "; " + shared.status()
@@ -227,6 +228,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		SecretKey:       db.secretKey,
 		Gateway:         bridge,
 		Gates:           gatesView{gw: gw, cluster: shared},
+		Sessions:        gw,
 		Prober:          prober{gw: gw},
 		Metrics:         metrics,
 		Ready:           ready,

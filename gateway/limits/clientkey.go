@@ -42,6 +42,17 @@ type ClientKeyLimits struct {
 	// "standard" or "batch" (PriorityNames); absent means DefaultPriority. A
 	// request may lower its own with X-Gatehouse-Priority, never raise it.
 	Priority *string `json:"priority,omitempty" validate:"omitnil,oneof=interactive standard batch"`
+
+	// The runaway guards of the key's sessions (DESIGN.md, "Runaway
+	// guards"); absent means the settings' default of the same name.
+	// SessionMaxConcurrent caps a session's requests in flight (gate
+	// session:<session>; 0 = none), SessionBudgetUSD its spend (0 = none),
+	// LoopLimit the requests of one session with one fingerprint within
+	// LoopWindowMs (0 = loop detection off).
+	SessionMaxConcurrent *int    `json:"sessionMaxConcurrent,omitempty" validate:"omitnil,between=0:10000"`
+	SessionBudgetUSD     *Micros `json:"sessionBudgetUsd,omitempty" validate:"omitnil,budgetusd"`
+	LoopLimit            *int    `json:"loopLimit,omitempty" validate:"omitnil,between=0:10000"`
+	LoopWindowMs         *int    `json:"loopWindowMs,omitempty" validate:"omitnil,between=1000:86400000"`
 }
 
 // PriorityNames are the priority classes a client key may have, highest
@@ -67,13 +78,19 @@ const (
 	// KeyBudgetUSDDaily and KeyBudgetUSDMonthly are the money budgets.
 	KeyBudgetUSDDaily   = "budgetUsdDaily"
 	KeyBudgetUSDMonthly = "budgetUsdMonthly"
+	// The runaway guards (client keys and settings).
+	KeySessionMaxConcurrent = "sessionMaxConcurrent"
+	KeySessionBudgetUSD     = "sessionBudgetUsd"
+	KeyLoopLimit            = "loopLimit"
+	KeyLoopWindowMs         = "loopWindowMs"
 )
 
 // ClientKeyLimitKeys returns the JSON names of every client-key limit, in the
 // order of DESIGN.md's table (the order the dashboard shows them).
 func ClientKeyLimitKeys() []string {
 	return []string{KeyWeight, KeyMaxConcurrent, KeyMaxWaitMs, KeyRPM, KeyTPM, KeyTPD,
-		KeyBudgetUSDDaily, KeyBudgetUSDMonthly, KeyModels, KeyPriority}
+		KeyBudgetUSDDaily, KeyBudgetUSDMonthly, KeyModels, KeyPriority,
+		KeySessionMaxConcurrent, KeySessionBudgetUSD, KeyLoopLimit, KeyLoopWindowMs}
 }
 
 // clientKeyLimitsPrefix names stored client-key limits in warnings.
@@ -127,6 +144,11 @@ func (l ClientKeyLimits) Clone() ClientKeyLimits {
 
 		BudgetUSDDaily:   clonePtr(l.BudgetUSDDaily),
 		BudgetUSDMonthly: clonePtr(l.BudgetUSDMonthly),
+
+		SessionMaxConcurrent: clonePtr(l.SessionMaxConcurrent),
+		SessionBudgetUSD:     clonePtr(l.SessionBudgetUSD),
+		LoopLimit:            clonePtr(l.LoopLimit),
+		LoopWindowMs:         clonePtr(l.LoopWindowMs),
 	}
 }
 
@@ -134,7 +156,8 @@ func (l ClientKeyLimits) Clone() ClientKeyLimits {
 func (l ClientKeyLimits) IsZero() bool {
 	return l.Weight == nil && l.MaxConcurrent == nil && l.MaxWaitMs == nil && l.RPM == nil &&
 		l.TPM == nil && l.TPD == nil && len(l.Models) == 0 && l.Priority == nil &&
-		l.BudgetUSDDaily == nil && l.BudgetUSDMonthly == nil
+		l.BudgetUSDDaily == nil && l.BudgetUSDMonthly == nil &&
+		l.SessionMaxConcurrent == nil && l.SessionBudgetUSD == nil && l.LoopLimit == nil && l.LoopWindowMs == nil
 }
 
 // Effective returns l with absent keys filled in: weight DefaultWeight, 0 (none)

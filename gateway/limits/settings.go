@@ -25,9 +25,10 @@ import (
 //	                           output bound)
 //	maxOutputReserve           1–10000000   default 65536 (the most output tokens a
 //	                           reservation assumes, the request's n included)
-//	affinityTtlMs              1000–86400000 default 300000 (an affinity binding
-//	                           unused this long is forgotten: the providers'
-//	                           default prompt-cache lifetime)
+//	affinityTtlMs              1000–86400000 default 300000 (a session idle this
+//	                           long is forgotten: its affinity binding — the
+//	                           providers' default prompt-cache lifetime — and
+//	                           the hold of a runaway guard)
 //	maxAffinityBindings        1–1000000    default 100000 (least recently used dropped)
 //	affinityMaxWaitMs          0–120000     default 2000 (how long a request waits at
 //	                           its bound connection before the usual order)
@@ -38,6 +39,10 @@ import (
 //	                           names (see validModelKey); a target may not be
 //	                           an alias (see ParseAliases)
 //	prices                     ≤ 500 model patterns (see Prices)
+//	sessionMaxConcurrent       0–10000      default 0 (none)
+//	sessionBudgetUsd           0–1000000, 2 decimals, default 0 (none)
+//	loopLimit                  0–10000      default 0 (loop detection off)
+//	loopWindowMs               1000–86400000 default 600000
 type Settings struct {
 	GlobalMaxConcurrent       *int                        `json:"globalMaxConcurrent,omitempty" validate:"omitnil,between=0:100000"`
 	DefaultMaxWaitMs          *int                        `json:"defaultMaxWaitMs,omitempty" validate:"omitnil,between=1:120000"`
@@ -56,6 +61,12 @@ type Settings struct {
 	Providers                 map[string]ProviderSettings `json:"providers,omitempty" validate:"omitempty,dive,keys,providerkey,endkeys"`
 	Aliases                   map[string]string           `json:"aliases,omitempty" validate:"omitempty,max=500,dive,keys,modelkey,endkeys,modelkey"`
 	Prices                    Prices                      `json:"prices,omitempty" validate:"omitempty,max=500,dive,keys,modelpattern,endkeys"`
+	// The runaway guards' defaults for client keys that set none (as
+	// ClientKeyLimits).
+	SessionMaxConcurrent *int    `json:"sessionMaxConcurrent,omitempty" validate:"omitnil,between=0:10000"`
+	SessionBudgetUSD     *Micros `json:"sessionBudgetUsd,omitempty" validate:"omitnil,budgetusd"`
+	LoopLimit            *int    `json:"loopLimit,omitempty" validate:"omitnil,between=0:10000"`
+	LoopWindowMs         *int    `json:"loopWindowMs,omitempty" validate:"omitnil,between=1000:86400000"`
 }
 
 // ProviderSettings are the gate settings of one provider (all of its
@@ -84,6 +95,7 @@ const (
 	DefaultAffinityTTLMs       = 300000
 	DefaultMaxAffinityBindings = 100000
 	DefaultAffinityMaxWaitMs   = 2000
+	DefaultLoopWindowMs        = 600000
 )
 
 // settingsWarningPrefix names the settings row in NormalizeSettings' warnings.
@@ -107,6 +119,10 @@ func DefaultSettings() Settings {
 		AffinityTTLMs:             new(DefaultAffinityTTLMs),
 		MaxAffinityBindings:       new(DefaultMaxAffinityBindings),
 		AffinityMaxWaitMs:         new(DefaultAffinityMaxWaitMs),
+		SessionMaxConcurrent:      new(0),
+		SessionBudgetUSD:          new(Micros(0)),
+		LoopLimit:                 new(0),
+		LoopWindowMs:              new(DefaultLoopWindowMs),
 	}
 }
 
@@ -142,6 +158,13 @@ type EffectiveSettings struct {
 	Aliases map[string]string
 	// Prices are the prices per model pattern (none: every model costs 0).
 	Prices Prices
+	// The Session* and Loop* fields are the runaway guards' defaults for
+	// keys that set none (0 = none, loop detection off); a session idle for
+	// AffinityTTLMs is forgotten.
+	SessionMaxConcurrent int
+	SessionBudgetUSD     Micros
+	LoopLimit            int
+	LoopWindowMs         int
 }
 
 // EffectiveProvider is a provider's settings with absent keys as 0 (off).
@@ -168,6 +191,10 @@ func (s Settings) Effective() EffectiveSettings {
 		AffinityTTLMs:             valueOr(s.AffinityTTLMs, DefaultAffinityTTLMs),
 		MaxAffinityBindings:       valueOr(s.MaxAffinityBindings, DefaultMaxAffinityBindings),
 		AffinityMaxWaitMs:         valueOr(s.AffinityMaxWaitMs, DefaultAffinityMaxWaitMs),
+		SessionMaxConcurrent:      valueOr(s.SessionMaxConcurrent, 0),
+		SessionBudgetUSD:          max(valueOr(s.SessionBudgetUSD, 0), 0),
+		LoopLimit:                 valueOr(s.LoopLimit, 0),
+		LoopWindowMs:              valueOr(s.LoopWindowMs, DefaultLoopWindowMs),
 	}
 	if len(s.Providers) > 0 {
 		e.Providers = make(map[string]EffectiveProvider, len(s.Providers))
@@ -202,6 +229,10 @@ func (s Settings) WithDefaults() Settings {
 		AffinityTTLMs:             ptrOr(s.AffinityTTLMs, d.AffinityTTLMs),
 		MaxAffinityBindings:       ptrOr(s.MaxAffinityBindings, d.MaxAffinityBindings),
 		AffinityMaxWaitMs:         ptrOr(s.AffinityMaxWaitMs, d.AffinityMaxWaitMs),
+		SessionMaxConcurrent:      ptrOr(s.SessionMaxConcurrent, d.SessionMaxConcurrent),
+		SessionBudgetUSD:          ptrOr(s.SessionBudgetUSD, d.SessionBudgetUSD),
+		LoopLimit:                 ptrOr(s.LoopLimit, d.LoopLimit),
+		LoopWindowMs:              ptrOr(s.LoopWindowMs, d.LoopWindowMs),
 	}
 	if len(s.Providers) > 0 {
 		out.Providers = make(map[string]ProviderSettings, len(s.Providers))

@@ -49,6 +49,22 @@ type Request struct {
 	// MultiTurn: "messages" (or an "input" array) holds more than one
 	// element, so the request continues a conversation.
 	MultiTurn bool
+	// The byte ranges of the last two elements of "messages" (or of an
+	// "input" array), end 0 when absent, for loop detection (LastTwo).
+	prevStart, prevEnd, lastStart, lastEnd int
+}
+
+// LastTwo returns the last two messages of body (the body Scan read): the
+// one before the last and the last, nil for those it lacks (a conversation
+// of one message has no prev); subslices of body, nothing decoded.
+func (r *Request) LastTwo(body []byte) (prev, last []byte) {
+	part := func(s, e int) []byte {
+		if e <= s || e > len(body) {
+			return nil
+		}
+		return body[s:e]
+	}
+	return part(r.prevStart, r.prevEnd), part(r.lastStart, r.lastEnd)
 }
 
 // Parts returns the system prompt, tools and first message of body (the body
@@ -196,6 +212,7 @@ func Scan(b []byte) (Request, error) {
 					return info, ErrSyntax
 				}
 				info.firstStart, info.firstEnd, info.MultiTurn = fs, fe, n > 1
+				info.prevStart, info.prevEnd, info.lastStart, info.lastEnd = s.prevS, s.prevE, s.lastS, s.lastE
 			} else {
 				if !s.value(0) {
 					return info, ErrSyntax
@@ -261,9 +278,11 @@ func Scan(b []byte) (Request, error) {
 }
 
 // firstElement skips the array at s.i and returns the span of its first
-// element (0, 0 for an empty array) and its number of elements.
+// element (0, 0 for an empty array) and its number of elements; it leaves the
+// spans of the last two in s.prevS, s.prevE, s.lastS and s.lastE.
 func (s *scanner) firstElement() (start, end, n int, ok bool) {
 	s.i++ // '['
+	s.prevS, s.prevE, s.lastS, s.lastE = 0, 0, 0, 0
 	s.ws()
 	if s.eat(']') {
 		return 0, 0, 0, true
@@ -277,6 +296,7 @@ func (s *scanner) firstElement() (start, end, n int, ok bool) {
 		if n == 0 {
 			start, end = vs, s.i
 		}
+		s.prevS, s.prevE, s.lastS, s.lastE = s.lastS, s.lastE, vs, s.i
 		s.ws()
 		if s.eat(',') {
 			continue
@@ -352,6 +372,8 @@ const maxNesting = 512
 type scanner struct {
 	b []byte
 	i int
+	// The spans of the last two elements of the array firstElement skipped.
+	prevS, prevE, lastS, lastE int
 }
 
 func (s *scanner) ws() {
