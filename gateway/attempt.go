@@ -341,14 +341,14 @@ func (x *exchange) attempt() attemptResult {
 	complete := x.relay(ctx, c, resp, tap)
 	x.observeUpstream(c, t0)
 	if tap != nil {
-		in, out, found := tap.Reported()
-		x.tokensIn, x.tokensOut, x.tokensCached = in, out, tap.Cached()
-		x.costMicros = int64(t.rate.Cost(in, out, x.tokensCached))
-		if complete && found {
-			spent = ratelimit.Usage{Known: true, Tokens: tap.Tokens(), Cost: x.costMicros}
+		u := tap.Counts()
+		x.tokensIn, x.tokensOut, x.tokensCached, x.tokensCacheWrite = u.Input, u.Output, u.CacheRead, u.CacheWrite
+		x.costMicros = int64(t.rate.Cost(u.Input, u.CacheRead, u.CacheWrite, u.Output))
+		if complete && u.Found {
+			spent = ratelimit.Usage{Known: true, Tokens: u.RateTokens, Cost: x.costMicros}
 		}
 		ks.Metrics.Spend(x.costMicros)
-		ks.Metrics.Tokens(in, out)
+		ks.Metrics.Tokens(u.Input, u.Output, u.CacheRead, u.CacheWrite)
 		if span != nil {
 			x.attemptUsage(tap)
 		}

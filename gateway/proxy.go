@@ -309,9 +309,11 @@ type exchange struct {
 	logT                *target
 	ttft                time.Duration
 	tokensIn, tokensOut int64
-	tokensCached        int64 // of tokensIn, as the upstream reported (Gemini's cachedContentTokenCount)
-	costMicros          int64
-	rec                 RequestRecord
+	// tokensCached and tokensCacheWrite are the parts of tokensIn read from
+	// and written to the prompt cache (usage.Counts).
+	tokensCached, tokensCacheWrite int64
+	costMicros                     int64
+	rec                            RequestRecord
 }
 
 // run makes up to maxAttempts attempts and answers the client. Its frame is
