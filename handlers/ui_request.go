@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/web"
 )
@@ -97,7 +98,7 @@ func requestRowView(r store.RequestRow) web.RequestRow {
 		Route: r.Route, Stream: r.Stream, Status: r.Status, Code: r.Code, Gate: r.Gate, Priority: r.Priority,
 		Attempts: r.Attempts, QueueMs: r.QueueMs, TTFTMs: r.TTFTMs, UpstreamMs: r.UpstreamMs, TotalMs: r.TotalMs,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CachedTokens: r.CachedTokens,
-		CostMicros: r.CostMicros, TraceID: r.TraceID, Replica: r.Replica,
+		CacheWriteTokens: r.CacheWriteTokens, CostMicros: r.CostMicros, TraceID: r.TraceID, Replica: r.Replica,
 	}
 }
 
@@ -107,7 +108,16 @@ func (s *Server) uiRequest(w http.ResponseWriter, r *http.Request, rq *uiRequest
 	if err != nil {
 		return err
 	}
-	return s.uiRender(w, r, rq, http.StatusOK, web.RequestPage(s.uiPage(r, rq), requestRowView(row)))
+	v := requestRowView(row)
+	if row.UpstreamModel != "" {
+		st, err := s.store.GetSettings(r.Context())
+		if err != nil {
+			return err
+		}
+		settings, _ := limits.NormalizeSettings(st.Data)
+		v.Rate = settings.Prices.Lookup(row.Provider, row.UpstreamModel)
+	}
+	return s.uiRender(w, r, rq, http.StatusOK, web.RequestPage(s.uiPage(r, rq), v))
 }
 
 // uiRequestsCSV serves GET /requests.csv: the first thousand rows of a filter.
@@ -123,7 +133,7 @@ func (s *Server) uiRequestsCSV(w http.ResponseWriter, r *http.Request, rq *uiReq
 	}
 	out := [][]string{{"id", "started_at", "key", "connection", "provider", "model", "upstream_model", "route",
 		"stream", "status", "code", "gate", "attempts", "queue_ms", "ttft_ms", "upstream_ms", "total_ms",
-		"input_tokens", "output_tokens", "cost_usd", "trace_id", "replica"}}
+		"input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens", "cost_usd", "trace_id", "replica"}}
 	for _, x := range rows {
 		ttft := ""
 		if x.TTFTMs >= 0 {
@@ -133,7 +143,7 @@ func (s *Server) uiRequestsCSV(w http.ResponseWriter, r *http.Request, rq *uiReq
 			x.Provider, x.Model, x.UpstreamModel, x.Route, strconv.FormatBool(x.Stream), strconv.Itoa(x.Status),
 			x.Code, x.Gate, strconv.Itoa(x.Attempts), strconv.Itoa(x.QueueMs), ttft, strconv.Itoa(x.UpstreamMs),
 			strconv.Itoa(x.TotalMs), strconv.FormatInt(x.InputTokens, 10), strconv.FormatInt(x.OutputTokens, 10),
-			strconv.FormatFloat(microsToUSD(x.CostMicros), 'f', -1, 64), x.TraceID, x.Replica})
+			strconv.FormatInt(x.CachedTokens, 10), strconv.FormatInt(x.CacheWriteTokens, 10), strconv.FormatFloat(microsToUSD(x.CostMicros), 'f', -1, 64), x.TraceID, x.Replica})
 	}
 	return writeCSV(w, "requests.csv", out)
 }

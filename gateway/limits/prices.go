@@ -218,29 +218,73 @@ func (pr Price) rate() Rate {
 // exact (128-bit integers, no float) and saturates instead of overflowing;
 // negative counts are 0, and the cache counts are cut to fit within in.
 func (r Rate) Cost(in, cacheRead, cacheWrite, out int64) Micros {
+	ps := r.parts(in, cacheRead, cacheWrite, out)
+	return costOf(ps[:]...)
+}
+
+// The parts of a cost, in the order of Split.
+const (
+	PartInput = iota // input not read from or written to the cache
+	PartCacheRead
+	PartCacheWrite
+	PartOutput
+	nParts
+)
+
+// CostPart is one kind of a request's tokens, its price per million
+// tokens (the default write price shown rounded down to a Micro) and what
+// those tokens cost alone, rounded up.
+type CostPart struct {
+	Tokens int64
+	Price  Micros
+	Cost   Micros
+}
+
+// Split is Cost part by part (PartInput, PartCacheRead, PartCacheWrite,
+// PartOutput), each rounded up alone: the parts' sum may exceed Cost by at
+// most 3 Micros.
+func (r Rate) Split(in, cacheRead, cacheWrite, out int64) [nParts]CostPart {
+	ps := r.parts(in, cacheRead, cacheWrite, out)
+	prices := [nParts]Micros{r.Input, r.CachedInput, r.CacheWrite, r.Output}
+	var s [nParts]CostPart
+	for i, p := range ps {
+		s[i] = CostPart{Tokens: p.tokens, Price: prices[i], Cost: costOf(p)}
+	}
+	return s
+}
+
+// part is a count of tokens and its price in quarters of a Micro per
+// million tokens (1.25 × Input is whole then).
+type part struct {
+	tokens int64
+	price4 uint64
+}
+
+// parts is the request's tokens by kind at r, clamped (see Cost).
+func (r Rate) parts(in, cacheRead, cacheWrite, out int64) [nParts]part {
 	in, cacheRead, cacheWrite, out = max(in, 0), max(cacheRead, 0), max(cacheWrite, 0), max(out, 0)
 	cacheRead = min(cacheRead, in)
 	cacheWrite = min(cacheWrite, in-cacheRead)
-	// Prices in quarters of a Micro per million: 1.25 × Input is whole then.
-	write4 := uint64(max(r.CacheWrite, 0)) * 4
+	q4 := func(m Micros) uint64 { return uint64(max(m, 0)) * 4 }
+	write4 := q4(r.CacheWrite)
 	if r.writeDefault {
 		write4 = uint64(max(r.Input, 0)) * 5
 	}
+	return [nParts]part{{in - cacheRead - cacheWrite, q4(r.Input)}, {cacheRead, q4(r.CachedInput)}, {cacheWrite, write4}, {out, q4(r.Output)}}
+}
+
+// costOf is the sum of ps in Micros, rounded up, saturating.
+func costOf(ps ...part) Micros {
 	var hiSum, loSum uint64
-	add := func(tokens int64, price4 uint64) {
-		if tokens <= 0 || price4 == 0 {
-			return
+	for _, p := range ps {
+		if p.tokens <= 0 || p.price4 == 0 {
+			continue
 		}
-		hi, lo := bits.Mul64(uint64(tokens), price4)
+		hi, lo := bits.Mul64(uint64(p.tokens), p.price4)
 		var c uint64
 		loSum, c = bits.Add64(loSum, lo, 0)
 		hiSum += hi + c
 	}
-	q4 := func(m Micros) uint64 { return uint64(max(m, 0)) * 4 }
-	add(in-cacheRead-cacheWrite, q4(r.Input))
-	add(cacheRead, q4(r.CachedInput))
-	add(cacheWrite, write4)
-	add(out, q4(r.Output))
 	const per = 4 * 1_000_000
 	if hiSum >= per { // the quotient would not fit in 64 bits
 		return Micros(1<<63 - 1)

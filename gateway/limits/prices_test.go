@@ -182,3 +182,27 @@ func TestDecodeSettingsPrices(t *testing.T) {
 		t.Errorf("errors mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestRateSplit: the cost split part by part sums to the cost for the
+// Anthropic and OpenAI examples.
+func TestRateSplit(t *testing.T) {
+	t.Parallel()
+	r := Prices{"m": {Input: new(Micros(3_000_000)), Output: new(Micros(15_000_000)), CachedInput: new(Micros(300_000)),
+		CacheWrite: new(Micros(3_750_000))}}.Lookup("p", "m")
+	want := [nParts]CostPart{{4, 3_000_000, 12}, {20000, 300_000, 6000}, {1000, 3_750_000, 3750}, {100, 15_000_000, 1500}}
+	if got := r.Split(21004, 20000, 1000, 100); got != want {
+		t.Errorf("Split = %v, want %v", got, want)
+	}
+	want = [nParts]CostPart{{1000, 3_000_000, 3000}, {20000, 300_000, 6000}, {0, 3_750_000, 0}, {100, 15_000_000, 1500}}
+	if got := r.Split(21000, 20000, 0, 100); got != want {
+		t.Errorf("Split = %v, want %v", got, want)
+	}
+}
+
+// Cost runs for every answered request: it allocates nothing.
+func TestRateCostAllocatesNothing(t *testing.T) {
+	r := Rate{Input: 3_000_000, Output: 15_000_000, CachedInput: 300_000, writeDefault: true}
+	if n := testing.AllocsPerRun(100, func() { _ = r.Cost(21004, 20000, 1000, 100) }); n != 0 {
+		t.Errorf("Cost allocates %v times, want 0", n)
+	}
+}
