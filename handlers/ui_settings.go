@@ -37,6 +37,7 @@ func storedSettingsFields(st store.Settings) (web.SettingsFields, []string) {
 		DefaultOutputReserve:      intText(set.DefaultOutputReserve),
 		Providers:                 limits.FormatProviderCaps(set.Providers),
 		Aliases:                   limits.FormatAliases(set.Aliases),
+		Prices:                    limits.FormatPrices(set.Prices),
 		Version:                   strconv.FormatInt(st.Version, 10),
 	}, warns
 }
@@ -49,7 +50,7 @@ func typedSettingsFields(form url.Values, base web.SettingsFields) web.SettingsF
 		"defaultExecutionMaxWaitMs": &f.DefaultExecutionMaxWaitMs, "defaultMaxQueueDepth": &f.DefaultMaxQueueDepth,
 		"maxAttempts": &f.MaxAttempts, "suspendMs": &f.SuspendMs, "breakerFailures": &f.BreakerFailures,
 		"breakerCooldownMs": &f.BreakerCooldownMs, "priorityAgingMs": &f.PriorityAgingMs, "defaultOutputReserve": &f.DefaultOutputReserve,
-		"providers": &f.Providers, "aliases": &f.Aliases, "version": &f.Version,
+		"providers": &f.Providers, "aliases": &f.Aliases, limits.KeyPrices: &f.Prices, "version": &f.Version,
 	} {
 		if vs, ok := form[name]; ok && len(vs) > 0 {
 			*dst = vs[0]
@@ -115,6 +116,23 @@ func applySettingsForm(l *web.Localizer, stored json.RawMessage, form url.Values
 				return nil, nil, fmt.Errorf("handlers: encode aliases: %w", err)
 			}
 			members[limits.KeyAliases] = raw
+		}
+	}
+	if _, ok := form[limits.KeyPrices]; ok {
+		prices, lineErrs := limits.ParsePrices(form.Get(limits.KeyPrices))
+		for _, le := range lineErrs {
+			errs.Add(limits.KeyPrices, web.LineErrorMessage(l, le))
+		}
+		switch {
+		case len(lineErrs) > 0:
+		case len(prices) == 0:
+			delete(members, limits.KeyPrices)
+		default:
+			raw, err := json.Marshal(prices)
+			if err != nil {
+				return nil, nil, fmt.Errorf("handlers: encode prices: %w", err)
+			}
+			members[limits.KeyPrices] = raw
 		}
 	}
 	merged, err := json.Marshal(members)

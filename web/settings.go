@@ -18,6 +18,9 @@ type SettingsFields struct {
 	// Aliases is the model aliases textarea (form name "aliases"): one
 	// alias=model a line; see limits.ParseAliases.
 	Aliases string
+	// Prices is the prices textarea (form name "prices"): one "pattern input
+	// output [cachedInput [cacheWrite]]" a line; see limits.ParsePrices.
+	Prices  string
 	Version string // version (hidden)
 }
 
@@ -36,7 +39,7 @@ func SettingsFieldNames() []string {
 	return []string{
 		"globalMaxConcurrent", "defaultMaxWaitMs", "defaultExecutionMaxWaitMs", "defaultMaxQueueDepth", "priorityAgingMs",
 		"defaultOutputReserve",
-		"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs", "providers", "aliases",
+		"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs", "providers", "aliases", "prices",
 	}
 }
 
