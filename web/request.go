@@ -165,4 +165,6 @@ type UsageView struct {
 	Range  string
 	Ranges []Option
 	Charts []Chart
+	// Cache is prompt-cache use over the range per key, connection and model.
+	Cache CacheView
 }
