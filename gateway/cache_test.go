@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -55,5 +57,66 @@ func TestPromptCacheRecorded(t *testing.T) {
 		if got != want[rec.Route] {
 			t.Errorf("%s stream=%v recorded %+v, want %+v", rec.Route, rec.Stream, got, want[rec.Route])
 		}
+	}
+}
+
+// TestPromptCacheKeyTPDPerStyle: a key's tpd is charged what the style's own
+// limits count — an Anthropic turn of 4 uncached, 20 000 read, 1 000 written
+// and 100 out tokens counts 1 104 (input − reads + output), an OpenAI turn of
+// 21 000 prompt tokens and 100 out counts 21 100 — and an Anthropic stream
+// cut after message_start (its cache counts seen, its end not) leaves the
+// key's whole reservation charged, not the partial count.
+func TestPromptCacheKeyTPDPerStyle(t *testing.T) {
+	t.Parallel()
+	keys := map[string]ClientKey{"sk-t": {ID: "kt", Name: "agent", Enabled: true, Limits: limits.ClientKeyLimits{TPD: ptr(int64(30000))}}}
+	e := newEnv(t, upstreamtest.Options{}, withKeys(keys))
+	an := e.conn("an", "k-anthropic", "claude-x")
+	an.APIStyle, an.Provider = "anthropic", "anthropic"
+	e.gw.Apply(Config{Connections: []Connection{an, e.conn("oa", "k-openai", "gpt-x")}, ClientKeys: keyConfig(keys)})
+	claude := upstreamtest.CacheUsage{Input: 4, CacheRead: 20000, CacheWrite: 1000, Output: 100}
+	e.mustBehave("k-anthropic", upstreamtest.Behavior{Cache: &claude})
+	e.mustBehave("k-openai", upstreamtest.Behavior{Cache: &upstreamtest.CacheUsage{Input: 1000, CacheRead: 20000, Output: 100}})
+	ctx := testCtx(t)
+	left := func() int64 {
+		t.Helper()
+		r := e.send(ctx, http.MethodGet, "/v1/gatehouse/limits", "", as("sk-t")...)
+		var v struct {
+			Budgets map[string]struct {
+				Remaining int64 `json:"remaining"`
+			} `json:"budgets"`
+		}
+		if err := json.Unmarshal([]byte(r.body), &v); err != nil || r.status != http.StatusOK {
+			t.Fatalf("GET /v1/gatehouse/limits = %d %s (%v)", r.status, r.body, err)
+		}
+		return v.Budgets["tpd"].Remaining
+	}
+	body := func(stream bool) string {
+		return fmt.Sprintf(`{"model":"claude-x","max_tokens":100,"stream":%v,"messages":[{"role":"user","content":"hi"}]}`, stream)
+	}
+
+	for i, stream := range []bool{false, true} {
+		if r := e.post(ctx, "/v1/messages", body(stream), as("sk-t")...); r.status != http.StatusOK {
+			t.Fatalf("messages stream=%v: %d %s", stream, r.status, r.body)
+		}
+		want := int64(30000 - (i+1)*1104)
+		waitFor(t, 5*time.Second, fmt.Sprintf("anthropic rule: %d left after turn %d", want, i+1), func() bool { return left() == want })
+	}
+	if r := e.post(ctx, "/v1/chat/completions", chatBodyMax("gpt-x", 100), as("sk-t")...); r.status != http.StatusOK {
+		t.Fatalf("chat: %d %s", r.status, r.body)
+	}
+	afterOpenAI := int64(30000 - 2*1104 - 21100)
+	waitFor(t, 5*time.Second, fmt.Sprintf("openai rule: %d left", afterOpenAI), func() bool { return left() == afterOpenAI })
+
+	e.mustBehave("k-anthropic", upstreamtest.Behavior{Cache: &claude, Fail: upstreamtest.FailStreamCut, Chunks: 8})
+	cut := body(true)
+	_ = e.post(ctx, "/v1/messages", cut, as("sk-t")...)
+	estimate := int64((len(cut)+3)/4 + 100)
+	want := afterOpenAI - estimate
+	// The reservation is charged before dispatch: only once the request is
+	// over (its permit released, its settlement made) does the figure say
+	// that it stayed.
+	waitFor(t, 5*time.Second, "the cut stream's request to end", e.allGatesIdle)
+	if got := left(); got != want {
+		t.Errorf("after the cut stream %d left, want %d: the whole reservation of %d stays charged", got, want, estimate)
 	}
 }
