@@ -29,7 +29,7 @@ func cacheTable(page Page, v CacheView) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<section class=\"cache\" data-testid=\"cache-table\" aria-labelledby=\"cache-title\"><h2 id=\"cache-title\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<section class=\"cache\" data-testid=\"cache-table\"><h2 id=\"cache-title\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
