@@ -15,7 +15,7 @@ import (
 // TestPromptCacheRecorded: the request log's record of an answer with
 // prompt-cache counts holds every input token processed, the reads, the
 // writes and the cost at the model's price, Anthropic and OpenAI, streamed
-// and not; a streamed OpenAI chat of a priced model asks the upstream for its
+// and not, and Gemini; a streamed OpenAI chat of a priced model asks the upstream for its
 // usage though no limit counts tokens, and the client does not get the usage
 // chunk it did not ask for.
 func TestPromptCacheRecorded(t *testing.T) {
@@ -49,9 +49,18 @@ func TestPromptCacheRecorded(t *testing.T) {
 			t.Errorf("the client got the usage chunk it did not ask for:\n%s", r.body)
 		}
 	}
-	waitFor(t, 5*time.Second, "four records", func() bool { return len(log.all()) == 4 })
+	// Gemini: cachedContentTokenCount is part of promptTokenCount.
+	g := e.geminiConn("g1", "k-gemini", "gemini-x")
+	e.gw.Apply(Config{Connections: []Connection{an, oa, g},
+		Settings: limits.Settings{Prices: limits.Prices{"claude-x": price, "gpt-x": price, "gemini-x": price}}})
+	e.mustBehave("k-gemini", upstreamtest.Behavior{Cache: &upstreamtest.CacheUsage{Input: 1000, CacheRead: 20000, Output: 100}})
+	if r := e.gemini(ctx, http.MethodPost, "/v1beta/models/gemini-x:generateContent"); r.status != http.StatusOK {
+		t.Fatalf("gemini: %d %s", r.status, r.body)
+	}
+	waitFor(t, 5*time.Second, "five records", func() bool { return len(log.all()) == 5 })
 	type counts struct{ in, read, write, out, cost int64 }
-	want := map[string]counts{"messages": {21004, 20000, 1000, 100, 11262}, "chat": {21000, 20000, 0, 100, 10500}}
+	want := map[string]counts{"messages": {21004, 20000, 1000, 100, 11262}, "chat": {21000, 20000, 0, 100, 10500},
+		"gemini": {21000, 20000, 0, 100, 10500}}
 	for _, rec := range log.all() {
 		got := counts{rec.InputTokens, rec.CachedTokens, rec.CacheWriteTokens, rec.OutputTokens, rec.CostMicros}
 		if got != want[rec.Route] {
