@@ -136,3 +136,26 @@ func TestCacheRequestInBrowser(t *testing.T) {
 		t.Errorf("request page in Chromium (-want +got):\n%s", diff)
 	}
 }
+
+// TestCacheHitWithoutInput: a key with no input in the last 24 hours shows
+// no cache-hit figure on /keys ("–", not "0 %"), and neither does a request
+// refused before any upstream answer.
+func TestCacheHitWithoutInput(t *testing.T) {
+	t.Parallel()
+	d := newDash(t)
+	rows := d.logRequests(t) // team-a's second request was refused: no tokens
+	c := d.signIn(t, "viewer@example.com")
+	d.createKey(t, "idle", `{}`)
+	keys := d.get(t, c, "/keys").want(t, http.StatusOK)
+	got := map[string]string{}
+	keys.testid("keys-row").Each(func(_ int, s *goquery.Selection) {
+		got[strings.TrimSpace(s.Find(tid("key-link")).Text())] = strings.TrimSpace(s.Find(tid("key-cache-hit")).Text())
+	})
+	if diff := cmp.Diff(map[string]string{"team-a": "0 %", "team-b": "0 %", "idle": "–"}, got); diff != "" {
+		t.Errorf("/keys cache hit (-want +got):\n%s", diff)
+	}
+	refused := d.get(t, c, "/requests/"+rows[1].ID).want(t, http.StatusOK)
+	if got := strings.TrimSpace(refused.testid("request-cache-hit").Text()); got != "–" {
+		t.Errorf("refused request's cache hit = %q, want –", got)
+	}
+}

@@ -313,9 +313,9 @@ func cacheTable(page Page, v CacheView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var22 string
-				templ_7745c5c3_Var22, templ_7745c5c3_Err = templ.JoinStringErrs(ratioText(page.L, r.HitRatio()))
+				templ_7745c5c3_Var22, templ_7745c5c3_Err = templ.JoinStringErrs(hitText(page.L, r.Read, r.Input))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/cache.templ`, Line: 41, Col: 81}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/cache.templ`, Line: 41, Col: 82}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var22))
 				if templ_7745c5c3_Err != nil {

@@ -1812,9 +1812,9 @@ func clientKeyTable(page Page, v KeyList) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var108 string
-			templ_7745c5c3_Var108, templ_7745c5c3_Err = templ.JoinStringErrs(ratioText(page.L, k.Cache.HitRatio()))
+			templ_7745c5c3_Var108, templ_7745c5c3_Err = templ.JoinStringErrs(hitText(page.L, k.Cache.Read, k.Cache.Input))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/key.templ`, Line: 254, Col: 183}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/key.templ`, Line: 254, Col: 190}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var108))
 			if templ_7745c5c3_Err != nil {

@@ -45,9 +45,6 @@ type RequestRow struct {
 	Rate limits.Rate
 }
 
-// CacheHitRatio is the share of r's input read from the prompt cache.
-func (r RequestRow) CacheHitRatio() float64 { return ratio(r.CachedTokens, r.InputTokens) }
-
 // costSplit is r's tokens by kind at Rate, with the catalog key of each.
 func (r RequestRow) costSplit() []costLine {
 	s := r.Rate.Split(r.InputTokens, r.CachedTokens, r.CacheWriteTokens, r.OutputTokens)
@@ -80,9 +77,13 @@ func ratio(part, whole int64) float64 {
 	return float64(part) / float64(whole)
 }
 
-// ratioText writes a ratio as a whole percentage: "95 %".
-func ratioText(l *Localizer, r float64) string {
-	return l.Int(int64(r*100+0.5)) + " %"
+// hitText writes the share of input read from the cache as a whole
+// percentage ("95 %"), "–" without input (nothing to hit).
+func hitText(l *Localizer, read, input int64) string {
+	if input <= 0 {
+		return "–"
+	}
+	return l.Int(int64(ratio(read, input)*100+0.5)) + " %"
 }
 
 // RequestFilter is the /requests filter form as typed (the query's names).

@@ -1771,9 +1771,9 @@ func requestBody(page Page, r RequestRow) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var118 string
-		templ_7745c5c3_Var118, templ_7745c5c3_Err = templ.JoinStringErrs(ratioText(page.L, r.CacheHitRatio()))
+		templ_7745c5c3_Var118, templ_7745c5c3_Err = templ.JoinStringErrs(hitText(page.L, r.CachedTokens, r.InputTokens))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/request.templ`, Line: 180, Col: 119}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/request.templ`, Line: 180, Col: 129}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var118))
 		if templ_7745c5c3_Err != nil {
