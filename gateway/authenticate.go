@@ -20,15 +20,18 @@ func (g *Gateway) authenticate(x *exchange, r *http.Request) (*state, *clientkey
 	if secret == "" {
 		return nil, nil, errMissingKey(x.st)
 	}
-	if wait := g.throttle.Wait(r); wait > 0 {
-		return nil, nil, errAuthThrottled(wait)
-	}
+	// The key is checked first: a valid key is served even from an address
+	// throttled for others' invalid ones (a fleet behind one NAT keeps
+	// working beside one stale agent); only a failure is throttled.
 	var key ClientKey
 	ok := false
 	if g.auth != nil {
 		key, ok = g.auth(r.Context(), secret)
 	}
 	if !ok {
+		if wait := g.throttle.Wait(r); wait > 0 {
+			return nil, nil, errAuthThrottled(wait)
+		}
 		g.throttle.Failed(r)
 		return nil, nil, &apiError{Status: http.StatusUnauthorized, Code: CodeInvalidKey, Message: "invalid client key"}
 	}

@@ -12,7 +12,9 @@ import (
 // rpm/rpd or the token budgets. It still goes only to a connection that is
 // healthy for the model (not cooling down, suspended or with its breaker
 // open), and fails over like any request; it never takes a half-open
-// breaker's one probe, and its outcome does not feed the breaker.
+// breaker's one probe, and its outcome does not feed the breaker. The key's
+// own rpm applies to it (freeKeyTurn): a key pacing itself is paced on every
+// route, or counting could stand in for a probe of its limits.
 
 // freePermit is the grant of a request that holds no slot.
 type freePermit struct{}
@@ -47,4 +49,15 @@ func (x *exchange) chooseFree() *apiError {
 		return nil
 	}
 	return errNoHealthyNow(x.info.Model)
+}
+
+// freeKeyTurn takes the key's rpm turn for a count request (before its
+// connection is chosen: it holds no slot while it waits), within the wait
+// bound of its first candidate. The turn is used at dispatch and given back
+// if nothing is dispatched (attempt).
+func (x *exchange) freeKeyTurn() *apiError {
+	if x.key.Lim.Spacing == 0 || len(x.targets) == 0 {
+		return nil
+	}
+	return x.keyTurn(x.g.now(), x.request(x.targets[0]).MaxWait)
 }

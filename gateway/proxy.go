@@ -215,6 +215,8 @@ func (x *exchange) route(s *state, path string, rt route.Route) *apiError {
 			return &apiError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: usage.Describe(err)}
 		}
 	}
+	// The request log keeps the model the client asked for, refused or not.
+	x.info.Model, x.info.Stream = info.Model, info.Stream
 	st := x.st
 	name := info.Model
 	if to, ok := s.eff.Aliases[name]; ok {
@@ -322,6 +324,15 @@ func (x *exchange) run() {
 	if aerr := x.keyBlocked(); aerr != nil && !x.rt.Free() {
 		x.fail(aerr)
 		return
+	}
+	if x.rt.Free() {
+		if aerr := x.freeKeyTurn(); aerr != nil {
+			if aerr != errClientGone {
+				x.fail(aerr)
+			}
+			return
+		}
+		defer x.kturn.GiveBack() // nothing dispatched (attempt clears it when one is)
 	}
 	for attempts, skips := 0, 0; attempts < x.s.maxAttempts && skips <= len(x.targets); {
 		var aerr *apiError

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/clientkey"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
@@ -18,7 +19,9 @@ import (
 // can park before it pays.
 
 // setRateLimitHeaders describes x's key's rpm and the tightest of its tpm
-// and tpd in h, in OpenAI's form; nothing for a key without them.
+// and tpd in h, in OpenAI's form; nothing for a key without them. The rpm's
+// remaining is 1 when the key's next dispatch turn is now and 0 otherwise,
+// its reset the time until that turn.
 func (x *exchange) setRateLimitHeaders(h http.Header) {
 	ks := x.key
 	if !ks.HasSignals() {
@@ -35,6 +38,16 @@ func (x *exchange) setRateLimitHeaders(h http.Header) {
 				b[k] = v
 			}
 		}
+	}
+	if rpm, ok := b[live.BudgetRPM]; ok && ks.Lim.Spacing > 0 {
+		// The key's rpm is a spacing, not a count per minute: one request may
+		// go when its next turn is now, none until then.
+		d := x.g.limiter.TurnDelay(&ks.Carry.Rate, time.Now())
+		rpm.Remaining, rpm.ResetAt = 0, now.Add(d)
+		if d == 0 {
+			rpm.Remaining = 1
+		}
+		b[live.BudgetRPM] = rpm
 	}
 	wire.SetRateLimitHeaders(h, b, now)
 }

@@ -45,46 +45,69 @@ func headerInt(t *testing.T, r reply, name string) int64 {
 	return n
 }
 
-// TestRateLimitHeadersCountDown: a key's X-RateLimit-Remaining-Requests
-// counts down by one per request with its rpm, in the minute window; its
-// reset is in OpenAI's duration form.
-func TestRateLimitHeadersCountDown(t *testing.T) {
+// TestRateLimitHeadersTellTheRPMTurn: a key's rpm is a spacing, so its
+// X-RateLimit-Remaining-Requests is 1 when its next turn is now and 0 otherwise,
+// and X-RateLimit-Reset-Requests the time until that turn (OpenAI's form). With
+// rpm 6, the answer to a request says 0 left and a reset of up to 10 s — never
+// "5 remaining" when the next request must wait 10 s — and so does the 429 of a
+// request that could not wait for its turn, with the same time as Retry-After.
+// With rpm 600000 (a turn every 100 µs), an answer read once the turn has come
+// says 1 and 0s. A key without rates gets none of the headers.
+func TestRateLimitHeadersTellTheRPMTurn(t *testing.T) {
 	t.Parallel()
-	e := newSignalEnv(t)
-	for attempt := 0; ; attempt++ {
-		minute := time.Now().Truncate(time.Minute)
-		var got []int64
-		for range 4 {
-			r := e.post(testCtx(t), "/v1/chat/completions", chatBody("glm-5", false), as("sk-r")...)
-			if r.status != http.StatusOK {
-				t.Fatalf("status %d: %s", r.status, r.body)
-			}
-			if l := headerInt(t, r, "X-RateLimit-Limit-Requests"); l != 600000 {
-				t.Errorf("limit %d, want 600000", l)
-			}
-			if reset := r.header.Get("X-RateLimit-Reset-Requests"); !openAIResetForm.MatchString(reset) {
-				t.Errorf("reset %q is not in OpenAI's form", reset)
-			}
-			if r.header.Get("X-RateLimit-Limit-Tokens") != "" {
-				t.Errorf("a key without token budgets got X-RateLimit-Limit-Tokens %q", r.header.Get("X-RateLimit-Limit-Tokens"))
-			}
-			got = append(got, headerInt(t, r, "X-RateLimit-Remaining-Requests"))
+	keys := signalKeys()
+	keys["sk-six"] = ClientKey{ID: "k6", Name: "six", Enabled: true, Limits: limits.ClientKeyLimits{RPM: ptr(6)}}
+	e := newEnv(t, upstreamtest.Options{}, withKeys(keys))
+	c := e.conn("c1", "k1", "glm-5")
+	c.Overrides = caps(0, nil, 200) // a turn 10 s away is past the 200 ms wait bound
+	e.gw.Apply(Config{Connections: []Connection{c}, ClientKeys: keyConfig(keys)})
+	ctx := testCtx(t)
+
+	resetOf := func(r reply) time.Duration {
+		t.Helper()
+		v := r.header.Get("X-RateLimit-Reset-Requests")
+		if !openAIResetForm.MatchString(v) {
+			t.Fatalf("reset %q is not in OpenAI's form", v)
 		}
-		t.Logf("remaining requests: %v", got)
-		counted := got[0] < 600000
-		for i := 1; i < len(got); i++ {
-			counted = counted && got[i] == got[i-1]-1
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("reset %q: %v", v, err)
 		}
-		if counted {
-			break
-		}
-		if !time.Now().Truncate(time.Minute).After(minute) || attempt > 0 {
-			t.Fatalf("remaining requests %v, want one fewer per request", got)
-		}
-		// The minute window rolled over during the run: once more.
+		return d
 	}
+	r := e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false), as("sk-six")...)
+	if r.status != http.StatusOK {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	if l, left := headerInt(t, r, "X-RateLimit-Limit-Requests"), headerInt(t, r, "X-RateLimit-Remaining-Requests"); l != 6 || left != 0 {
+		t.Errorf("after a request with rpm 6: limit %d, remaining %d; want 6 and 0 (the next turn is 10 s away)", l, left)
+	}
+	if d := resetOf(r); d < time.Second || d > 10*time.Second {
+		t.Errorf("after a request with rpm 6: reset %v, want the time to the next turn (up to 10s)", d)
+	}
+	r = e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false), as("sk-six")...)
+	if r.status != http.StatusTooManyRequests || r.errorCode(t) != CodeRateLimitRPM {
+		t.Fatalf("second request: %d %s, want 429 %s", r.status, r.body, CodeRateLimitRPM)
+	}
+	if left := headerInt(t, r, "X-RateLimit-Remaining-Requests"); left != 0 {
+		t.Errorf("429: remaining %d, want 0", left)
+	}
+	ra := headerInt(t, r, "Retry-After")
+	if d := resetOf(r); d < time.Second || d > 10*time.Second || d > time.Duration(ra)*time.Second {
+		t.Errorf("429: reset %v with Retry-After %d s, want the time to the turn, no later than Retry-After", d, ra)
+	}
+
+	// rpm 600000: once the turn after a request has come, the key may send one.
+	if r := e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false), as("sk-r")...); r.status != http.StatusOK {
+		t.Fatalf("rpm 600000: status %d: %s", r.status, r.body)
+	}
+	waitFor(t, 5*time.Second, "the next turn of a key with rpm 600000", func() bool {
+		r := e.send(ctx, http.MethodGet, "/v1/gatehouse/limits", "", as("sk-r")...)
+		return r.header.Get("X-RateLimit-Remaining-Requests") == "1" && r.header.Get("X-RateLimit-Reset-Requests") == "0s"
+	})
+
 	// A key without rates gets none of the headers, and X-Gatehouse-Queue-Ms.
-	r := e.post(testCtx(t), "/v1/chat/completions", chatBody("glm-5", false), as("sk-n")...)
+	r = e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false), as("sk-n")...)
 	if r.header.Get("X-RateLimit-Limit-Requests") != "" || r.header.Get("X-RateLimit-Remaining-Tokens") != "" || r.header.Get(HeaderQueueMs) == "" {
 		t.Errorf("key without rates: headers %v", r.header)
 	}

@@ -77,3 +77,46 @@ func TestUpstreamDeniedAtDial(t *testing.T) {
 		t.Errorf("denied connection's health %+v, want ok (a refusal is no upstream failure)", h)
 	}
 }
+
+// TestUpstreamDenyLoopbackCoversUnspecified: a deny list with loopback (127.0.0.0/8)
+// also refuses the unspecified addresses that reach the same listener — 0.0.0.0,
+// another address of 0.0.0.0/8 and the IPv4-mapped ::ffff:0.0.0.0 — at dial (502,
+// the upstream never reached), for requests and for the connection test alike.
+func TestUpstreamDenyLoopbackCoversUnspecified(t *testing.T) {
+	t.Parallel()
+	deny, err := outbound.ParseDeny(outbound.DefaultDeny + ",127.0.0.0/8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, upstreamtest.Options{}, func(o *Options) { o.UpstreamDeny = deny })
+	u, err := url.Parse(e.upURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := u.Port()
+	var conns []Connection
+	hosts := map[string]string{"glm-a": "0.0.0.0", "glm-b": "0.0.0.1", "glm-c": "[::ffff:0.0.0.0]"}
+	for model, host := range hosts {
+		c := e.conn(model, "k-"+model, model)
+		c.BaseURL = "http://" + host + ":" + port + "/v1"
+		conns = append(conns, c)
+	}
+	e.gw.Apply(Config{Connections: conns})
+	ctx := testCtx(t)
+	for model, host := range hosts {
+		r := e.post(ctx, "/v1/chat/completions", chatBody(model, false))
+		if r.status != http.StatusBadGateway || !strings.Contains(r.body, "GATEHOUSE_UPSTREAM_DENY") {
+			t.Errorf("%s: status %d %s, want 502 naming the deny list", host, r.status, r.body)
+		}
+		res, err := e.gw.Probe(ctx, model)
+		if err != nil {
+			t.Fatalf("Probe %s: %v", model, err)
+		}
+		if res.Status != http.StatusBadGateway {
+			t.Errorf("connection test of %s: %+v, want 502 (refused at dial)", host, res)
+		}
+	}
+	if n := e.up.Stats().Total.Requests; n != 0 {
+		t.Errorf("the upstream saw %d requests through unspecified addresses, want 0", n)
+	}
+}

@@ -45,13 +45,15 @@ func (s *Server) authenticate(r *http.Request, need access) (store.APIToken, err
 	if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
 		return store.APIToken{}, unauthorized("the Authorization header must be Bearer <token>", "invalid_request")
 	}
-	if wait := s.authThrottle.Wait(r); wait > 0 {
-		e := newAPIError(http.StatusTooManyRequests, "too many invalid API tokens from this address; try again later")
-		e.header = http.Header{"Retry-After": {strconv.Itoa(max(int((wait+time.Second-1)/time.Second), 1))}}
-		return store.APIToken{}, e
-	}
+	// The token is checked first: a valid one is served even from an address
+	// throttled for others' invalid ones; only a failure is throttled.
 	tok, err := s.store.LookupAPIToken(r.Context(), secret)
 	if errors.Is(err, store.ErrNotFound) {
+		if wait := s.authThrottle.Wait(r); wait > 0 {
+			e := newAPIError(http.StatusTooManyRequests, "too many invalid API tokens from this address; try again later")
+			e.header = http.Header{"Retry-After": {strconv.Itoa(max(int((wait+time.Second-1)/time.Second), 1))}}
+			return store.APIToken{}, e
+		}
 		s.authThrottle.Failed(r)
 		return store.APIToken{}, unauthorized("the API token is not valid", "invalid_token")
 	}

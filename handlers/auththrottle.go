@@ -10,11 +10,12 @@ import (
 // (client keys, through gateway.Options.AuthThrottle), /api/v1 and /metrics (API
 // tokens), as the sign-in throttle does for an address (ui_throttle.go): 20 free
 // failures, then every further attempt from that address waits a delay that doubles
-// with each failure (30 s up to 15 min), answered 429 with Retry-After before its key
-// is checked; a throttled attempt is not counted, and an address is forgotten 15
-// minutes after its last failure. Only the failing address waits: a valid key from
-// any other address is served as always, and a request is checked against the table
-// only while it holds an address at all (an atomic read otherwise). A missing or
+// with each failure (30 s up to 15 min): an invalid key or token from it is answered
+// 429 with Retry-After instead of 401; a throttled attempt is not counted, and an
+// address is forgotten 15 minutes after its last failure. The key is checked first:
+// a valid key or token is served at once from any address, a throttled one
+// included (a fleet behind one NAT never loses every agent to one stale key), and
+// only a failure consults the table. A missing or
 // malformed Authorization header is not a guess and is not counted. Addresses are kept
 // as salted digests, at most 10 000 of them.
 type AuthThrottle struct {

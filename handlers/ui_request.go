@@ -3,9 +3,11 @@ package handlers
 import (
 	"bytes"
 	"encoding/csv"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
@@ -120,44 +122,80 @@ func (s *Server) uiRequest(w http.ResponseWriter, r *http.Request, rq *uiRequest
 	return s.uiRender(w, r, rq, http.StatusOK, web.RequestPage(s.uiPage(r, rq), v))
 }
 
-// uiRequestsCSV serves GET /requests.csv: the first thousand rows of a filter.
+// uiRequestsCSV serves GET /requests.csv: every row of a filter, newest first,
+// streamed a page at a time through the keyset cursor (no cap, nothing held whole).
+// An error on the first page is an error page; after the download has started it
+// ends the download short, and is logged.
 func (s *Server) uiRequestsCSV(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	f, errs := requestFilterOf(r.URL.Query())
 	if len(errs) > 0 {
 		return &uiStatus{status: http.StatusBadRequest, key: "status.other"}
 	}
 	f.Limit = store.MaxRequestPage
-	rows, _, err := s.store.ListRequests(r.Context(), f)
+	rows, cur, err := s.store.ListRequests(r.Context(), f)
 	if err != nil {
 		return err
 	}
-	out := [][]string{{"id", "started_at", "key", "connection", "provider", "model", "upstream_model", "route",
-		"stream", "status", "code", "gate", "attempts", "queue_ms", "ttft_ms", "upstream_ms", "total_ms",
-		"input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens", "cost_usd", "trace_id", "replica"}}
-	for _, x := range rows {
-		ttft := ""
-		if x.TTFTMs >= 0 {
-			ttft = strconv.Itoa(x.TTFTMs)
+	h := w.Header()
+	h.Set("Content-Type", "text/csv; charset=utf-8")
+	h.Set("Content-Disposition", `attachment; filename="requests.csv"`)
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	cw := csv.NewWriter(w)
+	write := func(row []string) {
+		for i, c := range row {
+			row[i] = csvCell(c)
 		}
-		out = append(out, []string{x.ID, x.StartedAt.Format(time.RFC3339Nano), x.KeyName, x.ConnectionName,
-			x.Provider, x.Model, x.UpstreamModel, x.Route, strconv.FormatBool(x.Stream), strconv.Itoa(x.Status),
-			x.Code, x.Gate, strconv.Itoa(x.Attempts), strconv.Itoa(x.QueueMs), ttft, strconv.Itoa(x.UpstreamMs),
-			strconv.Itoa(x.TotalMs), strconv.FormatInt(x.InputTokens, 10), strconv.FormatInt(x.OutputTokens, 10),
-			strconv.FormatInt(x.CachedTokens, 10), strconv.FormatInt(x.CacheWriteTokens, 10), strconv.FormatFloat(microsToUSD(x.CostMicros), 'f', -1, 64), x.TraceID, x.Replica})
+		_ = cw.Write(row) // a write error shows in cw.Error
 	}
-	return writeCSV(w, "requests.csv", out)
+	write([]string{"id", "started_at", "key", "connection", "provider", "model", "upstream_model", "route",
+		"stream", "status", "code", "gate", "attempts", "queue_ms", "ttft_ms", "upstream_ms", "total_ms",
+		"input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens", "cost_usd", "trace_id", "replica"})
+	for {
+		for _, x := range rows {
+			ttft := ""
+			if x.TTFTMs >= 0 {
+				ttft = strconv.Itoa(x.TTFTMs)
+			}
+			write([]string{x.ID, x.StartedAt.Format(time.RFC3339Nano), x.KeyName, x.ConnectionName,
+				x.Provider, x.Model, x.UpstreamModel, x.Route, strconv.FormatBool(x.Stream), strconv.Itoa(x.Status),
+				x.Code, x.Gate, strconv.Itoa(x.Attempts), strconv.Itoa(x.QueueMs), ttft, strconv.Itoa(x.UpstreamMs),
+				strconv.Itoa(x.TotalMs), strconv.FormatInt(x.InputTokens, 10), strconv.FormatInt(x.OutputTokens, 10),
+				strconv.FormatInt(x.CachedTokens, 10), strconv.FormatInt(x.CacheWriteTokens, 10),
+				strconv.FormatFloat(microsToUSD(x.CostMicros), 'f', -1, 64), x.TraceID, x.Replica})
+		}
+		cw.Flush()
+		if cw.Error() != nil || cur == nil {
+			return nil // a client gone mid-download has nothing left to be told
+		}
+		f.After = cur
+		if rows, cur, err = s.store.ListRequests(r.Context(), f); err != nil {
+			if r.Context().Err() == nil {
+				s.log.Error("requests CSV cut short", slog.Any("error", err))
+			}
+			return nil
+		}
+	}
 }
 
-// writeCSV renders rows to a buffer and sends them as a download named name. A
-// cell that a spreadsheet would read as a formula is quoted with a leading '.
+// csvCell makes c safe for a spreadsheet: a cell starting with =, +, -, @, a tab or
+// a carriage return would be read as a formula (or start one), so it gets a leading
+// ' — every such cell, a negative number's too.
+func csvCell(c string) string {
+	if c != "" && strings.IndexByte("=+-@\t\r", c[0]) >= 0 {
+		return "'" + c
+	}
+	return c
+}
+
+// writeCSV renders rows to a buffer and sends them as a download named name, each
+// cell through csvCell.
 func writeCSV(w http.ResponseWriter, name string, rows [][]string) error {
 	var buf bytes.Buffer
 	cw := csv.NewWriter(&buf)
 	for _, row := range rows {
 		for i, c := range row {
-			if c != "" && (c[0] == '=' || c[0] == '+' || c[0] == '@' || (c[0] == '-' && len(c) > 1 && (c[1] < '0' || c[1] > '9'))) {
-				row[i] = "'" + c
-			}
+			row[i] = csvCell(c)
 		}
 		if err := cw.Write(row); err != nil {
 			return err

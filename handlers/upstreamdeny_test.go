@@ -147,3 +147,26 @@ func TestParseUpstreamDeny(t *testing.T) {
 		t.Error(`"none" denies the metadata address`)
 	}
 }
+
+// TestUpstreamDenyLoopbackCoversUnspecified: with loopback on the deny list, a baseUrl
+// on an unspecified address that reaches it (0.0.0.0/8, [::], [::ffff:0.0.0.0]) is
+// 422 at baseUrl too; with loopback not listed they stay allowed.
+func TestUpstreamDenyLoopbackCoversUnspecified(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t, apiOptions{deny: mustDeny(t, DefaultUpstreamDeny+",127.0.0.0/8")})
+	for i, base := range []string{"http://0.0.0.0:9/v1", "http://0.0.0.1/v1", "http://[::]:9/v1",
+		"http://[::ffff:0.0.0.0]/v1", "http://[::ffff:0:0]/v1"} {
+		body := connectionBody("unspecified-" + string(rune('a'+i)))
+		body["baseUrl"] = base
+		p := problemOf(t, a.do(t, call{method: http.MethodPost, path: path("connections"), body: body}), http.StatusUnprocessableEntity)
+		if diff := cmp.Diff([]string{"baseUrl"}, fields(p)); diff != "" {
+			t.Errorf("%s: field errors mismatch (-want +got):\n%s", base, diff)
+		}
+	}
+	if d := mustDeny(t, "10.0.0.0/8"); d.DeniesHost("0.0.0.0") || d.DeniesHost("::") {
+		t.Error("a deny list without loopback denies the unspecified addresses")
+	}
+	if d := mustDeny(t, "::1"); !d.DeniesHost("::") || !d.DeniesHost("0.0.0.0") {
+		t.Error("a deny list with ::1 leaves the unspecified addresses open")
+	}
+}

@@ -30,3 +30,14 @@ func (s *Store) EnsureRequestPartitions(ctx context.Context, first, last time.Ti
 
 // PasswordHashPeak returns the most password hashes s has seen running at once.
 func (s *Store) PasswordHashPeak() int64 { return s.hashes.peak.Load() }
+
+// FlushNow runs one flush of the writer's loop on the calling goroutine (the log
+// must not be running).
+func (l *RequestLog) FlushNow(ctx context.Context) { l.flush(ctx) }
+
+// SetMaintainRetry sets how soon the log's failed partition maintenance is tried again.
+func (l *RequestLog) SetMaintainRetry(d time.Duration) { l.maintainRetry = d }
+
+// SetAmbiguous marks the rows the log holds as possibly committed already, as a
+// flush that failed without an answer to its commit does.
+func (l *RequestLog) SetAmbiguous() { l.ambiguous = true }

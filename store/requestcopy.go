@@ -30,30 +30,26 @@ var copyHeader = []byte("PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00")
 // microseconds.
 const pgEpochMicros = 946_684_800_000_000
 
-// copyRequests COPYs rows into requests on tx, encoded into *buf (reused, so a
-// flush allocates nothing per row). The encoding is done here rather than by pgx's
+// copyRequests COPYs rows (with ids, in step) on tx by sql (copyRequestsSQL or its
+// staging twin), encoded into *buf (reused, so a flush allocates nothing per row). The encoding is done here rather than by pgx's
 // generic CopyFrom, which boxes every value and, for a uuid given as a string,
 // fails a plan and builds an error before it parses it: the log's writer took a
 // tenth of the gateway's CPU under load that way (docs/BENCHMARKS.md).
-func copyRequests(ctx context.Context, tx pgx.Tx, rows []RequestRow, buf *[]byte) error {
+func copyRequests(ctx context.Context, tx pgx.Tx, sql string, rows []RequestRow, ids [][16]byte, buf *[]byte) error {
 	b := append((*buf)[:0], copyHeader...)
 	for i := range rows {
-		b = appendRequestRow(b, &rows[i])
+		b = appendRequestRow(b, &ids[i], &rows[i])
 	}
 	b = binary.BigEndian.AppendUint16(b, 0xffff) // the trailer: a field count of -1
 	*buf = b
-	_, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(b), copyRequestsSQL)
+	_, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(b), sql)
 	return err
 }
 
-// appendRequestRow appends r as one binary COPY tuple. A row without an ID gets a
-// UUIDv7 of its StartedAt, made here and not kept: the writer never formats one.
-func appendRequestRow(b []byte, r *RequestRow) []byte {
+// appendRequestRow appends r with id as one binary COPY tuple. The writer keeps a
+// row's id as 16 bytes beside it (RequestLog.ids) and never formats one.
+func appendRequestRow(b []byte, id *[16]byte, r *RequestRow) []byte {
 	b = binary.BigEndian.AppendUint16(b, requestFields)
-	id, ok := parseUUID(r.ID)
-	if !ok {
-		id = newRequestUUID(r.StartedAt)
-	}
 	b = appendBytes(b, id[:])
 	b = appendInt64(b, r.StartedAt.UnixMicro()-pgEpochMicros)
 	b = appendUUID(b, r.KeyID)

@@ -15,7 +15,8 @@ func TestAppendRequestRowAllocatesNothing(t *testing.T) {
 		Model: "zai/glm-5", UpstreamModel: "glm-5", Route: "chat", Status: 200, Attempts: 1, TTFTMs: -1,
 		InputTokens: 1000, OutputTokens: 500, CostMicros: 6000, TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Replica: "r1"}
 	buf := make([]byte, 0, 4096)
-	if n := testing.AllocsPerRun(100, func() { buf = appendRequestRow(buf[:0], &r) }); n != 0 {
+	id := newRequestUUID(r.StartedAt)
+	if n := testing.AllocsPerRun(100, func() { buf = appendRequestRow(buf[:0], &id, &r) }); n != 0 {
 		t.Fatalf("appendRequestRow allocates %v times per row, want 0", n)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -61,6 +62,13 @@ const (
 	requestLogFlushTimeout = 5 * time.Second
 	// maintainEvery is how often partitions are made ahead and dropped past retention.
 	maintainEvery = time.Hour
+	// maintainRetry is how soon maintenance that failed (a lock not granted in
+	// maintainLockTimeout, the database away) is tried again.
+	maintainRetry = time.Minute
+	// maintainLockTimeout bounds each wait of partition DDL for its locks: a
+	// reader holding requests makes it give up (and retry later) rather than
+	// queue every writer and reader behind it.
+	maintainLockTimeout = time.Second
 )
 
 // RequestLogOptions configures a RequestLog; zero values take the defaults above.
@@ -82,10 +90,13 @@ type RequestLogOptions struct {
 
 // RequestLog writes request rows off the request path: Add copies a row into a
 // bounded buffer and never waits for the database; Run flushes the buffer with COPY
-// every Interval or Batch rows, keeps the day partitions (ahead and past retention)
-// and flushes what is left when its context ends. While the database is away, the
+// every Interval or Batch rows and flushes what is left when its context ends. Its
+// partitions (made ahead, dropped past retention) are kept by a goroutine of their
+// own whose DDL waits for a lock at most maintainLockTimeout, so a long reader of
+// requests delays maintenance, never writing. While the database is away, the
 // rows of the failed flush are kept and retried, new rows fill the buffer, and what
-// does not fit is dropped and counted: written + dropped = added, exactly.
+// does not fit is dropped and counted: written + dropped = added, exactly. A row
+// the database refuses is found by halving its batch and dropped alone.
 type RequestLog struct {
 	s    *Store
 	opts RequestLogOptions
@@ -100,10 +111,28 @@ type RequestLog struct {
 	kick   chan struct{}
 
 	// back is the batch being written (writer goroutine only); non-empty
-	// between flushes only when the last flush failed and will be retried.
+	// between flushes only when rows are kept for the next one: a flush that
+	// failed, or rows whose day's partition is being made.
 	back []RequestRow
+	// ids are back's row ids, made once when a row joins back, so that a batch
+	// written again after an unknown outcome carries the ids it had.
+	ids [][16]byte
+	// ambiguous says that some of back may have been committed already (a
+	// flush failed without saying whether its commit happened): it is written
+	// through a staging table, skipping the ids that are there.
+	ambiguous bool
 	// scratch is the writer's reused space for a flush (writer goroutine only).
 	scratch requestScratch
+
+	// wantMu guards want and refusedDays: the days the writer met without a
+	// partition, asked of the maintenance goroutine, and the days it could not
+	// make (a date Postgres refuses), whose rows are dropped.
+	wantMu      sync.Mutex
+	want        map[time.Time]bool
+	refusedDays map[time.Time]bool
+	wantKick    chan struct{}
+	// maintainRetry is how soon failed maintenance is tried again.
+	maintainRetry time.Duration
 
 	added, written, dropped atomic.Int64
 }
@@ -119,9 +148,14 @@ func (s *Store) NewRequestLog(opts RequestLogOptions) *RequestLog {
 	}
 	return &RequestLog{
 		s: s, opts: opts,
-		front: make([]RequestRow, 0, opts.Batch),
-		back:  make([]RequestRow, 0, opts.Batch),
-		kick:  make(chan struct{}, 1),
+		front:         make([]RequestRow, 0, opts.Batch),
+		back:          make([]RequestRow, 0, opts.Batch),
+		ids:           make([][16]byte, 0, opts.Batch),
+		kick:          make(chan struct{}, 1),
+		want:          map[time.Time]bool{},
+		refusedDays:   map[time.Time]bool{},
+		wantKick:      make(chan struct{}, 1),
+		maintainRetry: maintainRetry,
 	}
 }
 
@@ -162,21 +196,18 @@ func (l *RequestLog) Stats() RequestLogStats {
 
 // Run writes the buffer until ctx ends, then stops taking rows and flushes what it
 // holds (bounded by requestLogFlushTimeout; what cannot be written then is dropped
-// and counted). It makes the partitions at once and then hourly.
+// and counted). Partition maintenance runs beside it (maintainLoop) until ctx ends.
 func (l *RequestLog) Run(ctx context.Context) {
-	l.maintain(ctx)
+	var maint sync.WaitGroup
+	maint.Go(func() { l.maintainLoop(ctx) })
+	defer maint.Wait()
 	tick := time.NewTicker(l.opts.Interval)
 	defer tick.Stop()
-	maint := time.NewTicker(maintainEvery)
-	defer maint.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			l.stop(ctx)
 			return
-		case <-maint.C:
-			l.maintain(ctx)
-			continue
 		case <-l.kick:
 		case <-tick.C:
 		}
@@ -184,8 +215,8 @@ func (l *RequestLog) Run(ctx context.Context) {
 	}
 }
 
-// stop closes the buffer and writes what is left: the batch of a failed flush and
-// the buffer's rows.
+// stop closes the buffer and writes what is left: the rows kept by a failed flush
+// and the buffer's rows.
 func (l *RequestLog) stop(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestLogFlushTimeout)
 	defer cancel()
@@ -193,60 +224,161 @@ func (l *RequestLog) stop(ctx context.Context) {
 	l.closed = true
 	l.mu.Unlock()
 	l.flush(ctx)
+	// Rows waiting for a partition get it here: the maintenance goroutine has
+	// stopped with ctx.
+	l.makeWanted(ctx)
+	l.flush(ctx)
 	l.flush(ctx)
 	// Whatever the database did not take by now is lost.
 	l.dropped.Add(int64(len(l.back)))
-	l.back = l.back[:0]
+	l.back, l.ids = l.back[:0], l.ids[:0]
 	l.mu.Lock()
 	l.dropped.Add(int64(len(l.front)))
 	l.front = l.front[:0]
 	l.mu.Unlock()
 }
 
-// flush writes the batch of a failed flush if there is one, else swaps the buffer
-// in and writes it. A batch that fails because the database is away is kept for the
-// next flush; one the database refuses is dropped, counted and logged.
-func (l *RequestLog) flush(ctx context.Context) {
+// take moves the buffer's rows into back: a swap when back is empty, else as many
+// as fit beside the kept rows (back holds Buffer rows at most), so that rows kept
+// for a missing partition never hold up the others. Each new row gets its id.
+func (l *RequestLog) take() {
+	l.mu.Lock()
 	if len(l.back) == 0 {
-		l.mu.Lock()
 		l.front, l.back = l.back, l.front
-		l.mu.Unlock()
+		l.ids = l.ids[:0]
+	} else if n := min(l.opts.Buffer-len(l.back), len(l.front)); n > 0 {
+		l.back = append(l.back, l.front[:n]...)
+		rest := copy(l.front, l.front[n:])
+		clear(l.front[rest:])
+		l.front = l.front[:rest]
 	}
-	if len(l.back) == 0 {
-		return
-	}
-	err := l.write(ctx)
-	switch {
-	case err == nil:
-		l.written.Add(int64(len(l.back)))
-	case errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
-		// Kept for the next flush (or stop's, when ctx has ended).
-		l.s.logger.Warn("request log: database unavailable; rows are kept in memory and dropped when the buffer is full",
-			slog.Int("rows", len(l.back)), slog.Any("error", err))
-		return
-	default:
-		l.s.logger.Error("request log: rows refused by the database; dropped",
-			slog.Int("rows", len(l.back)), slog.Any("error", err))
-		l.dropped.Add(int64(len(l.back)))
-	}
-	clear(l.back)
-	l.back = l.back[:0]
-	if cap(l.back) > 2*l.opts.Batch {
-		// Grown while the database was away: back to a batch's size.
-		l.back = make([]RequestRow, 0, l.opts.Batch)
+	l.mu.Unlock()
+	for i := len(l.ids); i < len(l.back); i++ {
+		id, ok := parseUUID(l.back[i].ID)
+		if !ok {
+			id = newRequestUUID(l.back[i].StartedAt)
+		}
+		l.ids = append(l.ids, id)
 	}
 }
 
-// write COPYs l.back (see WriteRequests), encoded into the writer's own buffer.
-func (l *RequestLog) write(ctx context.Context) error {
+// flush writes back (after taking the buffer's rows into it). Rows whose day has
+// no partition yet wait for it; the others are written in one transaction. A batch
+// that fails because the database is away is kept for the next flush; one the
+// database refuses is halved until the rows it refuses are alone, and those are
+// dropped, counted and logged.
+func (l *RequestLog) flush(ctx context.Context) {
+	l.take()
+	if len(l.back) == 0 {
+		return
+	}
+	ready, err := l.partitioned(ctx)
+	if err != nil {
+		l.s.logger.Warn("request log: database unavailable; rows are kept in memory and dropped when the buffer is full",
+			slog.Int("rows", len(l.back)), slog.Any("error", err))
+		return
+	}
+	kept := l.writeReady(ctx, ready)
+	// back[:kept] failed for want of the database; back[ready:] wait for their
+	// partitions: both are kept, in that order.
+	n := kept + copy(l.back[kept:], l.back[ready:])
+	copy(l.ids[kept:], l.ids[ready:])
+	clear(l.back[n:])
+	l.back, l.ids = l.back[:n], l.ids[:n]
+	if n == 0 {
+		l.ambiguous = false
+		if cap(l.back) > 2*l.opts.Batch {
+			// Grown while the database was away: back to a batch's size.
+			l.back = make([]RequestRow, 0, l.opts.Batch)
+			l.ids = make([][16]byte, 0, l.opts.Batch)
+		}
+	}
+}
+
+// writeReady writes back[:ready], halving a part the database refuses down to
+// single rows, which are dropped. It moves the rows left unwritten (the database
+// away) to the front of back and returns their number.
+func (l *RequestLog) writeReady(ctx context.Context, ready int) (kept int) {
+	type span struct{ lo, hi int }
+	todo := []span{{0, ready}} // a stack; the lowest span is on top
+	refusedRows := 0
+	defer func() {
+		if refusedRows > maxRefusedLogged {
+			l.s.logger.Error("request log: more rows refused by the database; dropped",
+				slog.Int("rows", refusedRows-maxRefusedLogged))
+		}
+	}()
+	for len(todo) > 0 {
+		sp := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if sp.lo == sp.hi {
+			continue
+		}
+		err := l.write(ctx, sp.lo, sp.hi)
+		switch {
+		case err == nil:
+			l.written.Add(int64(sp.hi - sp.lo))
+			continue
+		case !refused(err):
+			// Unknown outcome: this span and every one not tried yet are kept,
+			// and may have been committed.
+			l.ambiguous = true
+			l.s.logger.Warn("request log: database unavailable; rows are kept in memory and dropped when the buffer is full",
+				slog.Int("rows", ready-sp.lo), slog.Any("error", err))
+			todo = append(todo, sp)
+			for i := len(todo) - 1; i >= 0; i-- {
+				s := todo[i]
+				kept += copy(l.back[kept:], l.back[s.lo:s.hi])
+				copy(l.ids[kept-(s.hi-s.lo):], l.ids[s.lo:s.hi])
+			}
+			return kept
+		case sp.hi-sp.lo == 1:
+			l.dropped.Add(1)
+			if refusedRows++; refusedRows <= maxRefusedLogged {
+				r := &l.back[sp.lo]
+				l.s.logger.Error("request log: row refused by the database; dropped",
+					slog.String("request_id", pgtype.UUID{Bytes: l.ids[sp.lo], Valid: true}.String()),
+					slog.Time("started_at", r.StartedAt), slog.String("key", r.KeyName), slog.Int("status", r.Status),
+					slog.Any("error", err))
+			}
+		default:
+			mid := (sp.lo + sp.hi) / 2
+			todo = append(todo, span{mid, sp.hi}, span{sp.lo, mid})
+		}
+	}
+	return 0
+}
+
+// refused reports whether err is the database refusing the rows (a constraint, a
+// value out of range) rather than failing to answer: an error from Postgres outside
+// the classes of a connection lost, a transaction to retry, resources, a lock not
+// granted, a statement cancelled, or the server shutting down.
+func refused(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || unreachable(err) {
+		return false
+	}
+	switch pgErr.Code[:2] {
+	case "08", "40", "53", "57", "58":
+		return false
+	}
+	return pgErr.Code != "55P03" && pgErr.Code != "55006"
+}
+
+// write COPYs back[lo:hi] (see WriteRequests), encoded into the writer's own buffer.
+func (l *RequestLog) write(ctx context.Context, lo, hi int) error {
 	ctx, cancel := context.WithTimeout(ctx, requestLogFlushTimeout)
 	defer cancel()
-	err := l.s.writeRequests(ctx, l.back, &l.scratch)
+	err := l.s.writeRequests(ctx, l.back[lo:hi], l.ids[lo:hi], l.ambiguous, &l.scratch)
 	if cap(l.scratch.enc) > maxKeptEncoding {
 		l.scratch.enc = nil // a batch retried after an outage; the usual one is far smaller
 	}
 	return err
 }
+
+// maxRefusedLogged is how many refused rows a flush logs one by one; the rest
+// are logged as a count (a schema that refuses every row must not flood the log).
+const maxRefusedLogged = 10
 
 // maxKeptEncoding bounds the COPY buffer the writer keeps between flushes.
 const maxKeptEncoding = 1 << 20
@@ -255,24 +387,14 @@ const maxKeptEncoding = 1 << 20
 // partitions of their days exist. A row without an ID gets a UUIDv7 of its
 // StartedAt (set in rows). Text is cleaned and cut to its column's bound.
 func (s *Store) WriteRequests(ctx context.Context, rows []RequestRow) error {
+	ids := make([][16]byte, len(rows))
 	for i := range rows {
 		if rows[i].ID == "" {
 			id := newRequestUUID(rows[i].StartedAt)
 			rows[i].ID = pgtype.UUID{Bytes: id, Valid: true}.String()
 		}
+		ids[i], _ = parseUUID(rows[i].ID)
 	}
-	return s.writeRequests(ctx, rows, &requestScratch{})
-}
-
-// requestScratch is what a flush reuses: the COPY's encoding and the spend sums.
-type requestScratch struct {
-	enc  []byte
-	sums spendSums
-}
-
-// writeRequests is WriteRequests working in sc; a row without an ID gets one in
-// the COPY only.
-func (s *Store) writeRequests(ctx context.Context, rows []RequestRow, sc *requestScratch) error {
 	var dayStart, dayEnd int64 // the last day known to have its partition, Unix µs
 	for i := range rows {
 		t := rows[i].StartedAt
@@ -284,15 +406,65 @@ func (s *Store) writeRequests(ctx context.Context, rows []RequestRow, sc *reques
 			if err := s.ensureRequestPartitions(ctx, day, day); err != nil {
 				return err
 			}
-			s.parts.Store(day, true)
 		}
 		dayStart, dayEnd = day.UnixMicro(), day.AddDate(0, 0, 1).UnixMicro()
 	}
+	return s.writeRequests(ctx, rows, ids, false, &requestScratch{})
+}
+
+// requestScratch is what a flush reuses: the COPY's encoding and the spend sums.
+type requestScratch struct {
+	enc  []byte
+	sums spendSums
+}
+
+const (
+	// createRequestStageSQL makes the staging table of a batch written again
+	// after an unknown outcome; it goes with the transaction.
+	createRequestStageSQL = `CREATE TEMP TABLE requests_stage (LIKE requests INCLUDING DEFAULTS) ON COMMIT DROP`
+	// insertRequestStageSQL moves the staged rows that are not in requests yet
+	// and returns their ids.
+	insertRequestStageSQL = `INSERT INTO requests SELECT * FROM requests_stage ON CONFLICT (started_at, id) DO NOTHING RETURNING id`
+)
+
+// copyRequestsStageSQL is copyRequestsSQL into the staging table.
+var copyRequestsStageSQL = strings.Replace(copyRequestsSQL, "COPY requests ", "COPY requests_stage ", 1)
+
+// writeRequests writes rows (with ids, in step) and adds their spend, in one
+// transaction. ambiguous says that some of them may be in the table already: they
+// are then staged, and only the rows really inserted are added and summed, so a
+// batch written again after an unknown outcome never counts a row twice.
+func (s *Store) writeRequests(ctx context.Context, rows []RequestRow, ids [][16]byte, ambiguous bool, sc *requestScratch) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := copyRequests(ctx, tx, rows, &sc.enc); err != nil {
+		if !ambiguous {
+			if err := copyRequests(ctx, tx, copyRequestsSQL, rows, ids, &sc.enc); err != nil {
+				return err
+			}
+			return addSpend(ctx, tx, rows, &sc.sums)
+		}
+		if _, err := tx.Exec(ctx, createRequestStageSQL); err != nil {
 			return err
 		}
-		return addSpend(ctx, tx, rows, &sc.sums)
+		if err := copyRequests(ctx, tx, copyRequestsStageSQL, rows, ids, &sc.enc); err != nil {
+			return err
+		}
+		res, _ := tx.Query(ctx, insertRequestStageSQL)
+		inserted := map[[16]byte]bool{}
+		for res.Next() {
+			if v := res.RawValues(); len(v) == 1 && len(v[0]) == 16 {
+				inserted[[16]byte(v[0])] = true
+			}
+		}
+		if err := res.Err(); err != nil {
+			return err
+		}
+		fresh := make([]RequestRow, 0, len(inserted))
+		for i := range rows {
+			if inserted[ids[i]] {
+				fresh = append(fresh, rows[i])
+			}
+		}
+		return addSpend(ctx, tx, fresh, &sc.sums)
 	})
 	if err != nil {
 		return fmt.Errorf("store: write request log: %w", translate(err))

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/gateway/wsbridge"
 	"github.com/gatehouse-dev/gatehouse/handlers"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
@@ -208,12 +209,15 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	bg.Go(func() { loader.run(runCtx) })
 
+	// The Responses API's WebSocket mode (Codex) in front of the gateway: each turn is
+	// one gateway request.
+	bridge := wsbridge.New(gw, wsbridge.Options{Registerer: reg, Logger: logger})
 	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	srv := handlers.New(handlers.Deps{
 		Store:           st,
 		Logger:          logger,
 		SecretKey:       db.secretKey,
-		Gateway:         gw,
+		Gateway:         bridge,
 		Gates:           gatesView{gw: gw, cluster: shared},
 		Prober:          prober{gw: gw},
 		Metrics:         metrics,
@@ -267,6 +271,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	logger.Info("shutting down", slog.Duration("timeout", shutdownTimeout))
 	stopping.Store(true)
 	gw.Drain()
+	bridge.Shutdown()
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
 	var stopped sync.WaitGroup
@@ -287,6 +292,14 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		})
 	}
 	stopped.Wait()
+	// WebSockets are no longer the servers' once upgraded: wait for their last turns
+	// here, within the same bound, then cut them like the requests above.
+	if err := bridge.Wait(shutCtx); err != nil {
+		cutRequests(gateway.ErrShuttingDown)
+		cutCtx, cancelCut := context.WithTimeout(context.WithoutCancel(ctx), cutGrace)
+		_ = bridge.Wait(cutCtx)
+		cancelCut()
+	}
 	stopLog()
 	cancelRun()
 	return nil

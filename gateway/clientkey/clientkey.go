@@ -206,11 +206,10 @@ func Secret(h http.Header) string {
 
 // Throttle counts failed client-key authentications per client address
 // (DESIGN.md: 20 free failures, then 429 with Retry-After). The gateway
-// asks Wait before it checks a key — a positive wait is answered 429
-// AUTH_THROTTLED without checking the key and without counting — and
-// reports every invalid key to Failed. A missing key is not a guess and is
-// not counted. Wait is called on every request that carries a key, so it
-// must be cheap when nothing is throttled. Implementations know how to find
+// checks a key first and serves a valid one whatever its address; for an
+// invalid key it asks Wait — a positive wait is answered 429 AUTH_THROTTLED
+// without counting — and otherwise reports it to Failed (401). A missing key
+// is not a guess and is not counted. Implementations know how to find
 // a request's client address (trusted proxies); cmd wires the dashboard's.
 type Throttle interface {
 	Wait(r *http.Request) time.Duration

@@ -51,7 +51,28 @@ func ParseDeny(s string) (Deny, error) {
 			d.names[name] = true
 		}
 	}
+	d.coverUnspecified()
 	return d, nil
+}
+
+// unspecified are the addresses that reach the local host as loopback does: a
+// connect to 0.0.0.0 (any of 0.0.0.0/8 on Linux) or to :: goes to the machine
+// itself. IPv4-mapped forms (::ffff:0.0.0.0) are unmapped before the check.
+var unspecified = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/8"), netip.MustParsePrefix("::/128")}
+
+// coverUnspecified adds the unspecified addresses when an entry covers loopback
+// (127.0.0.1 or ::1): denying loopback must not leave the other way to it open.
+func (d *Deny) coverUnspecified() {
+	loopback := false
+	for _, p := range d.prefixes {
+		if p.Contains(netip.MustParseAddr("127.0.0.1")) || p.Contains(netip.IPv6Loopback()) {
+			loopback = true
+			break
+		}
+	}
+	if loopback {
+		d.prefixes = append(d.prefixes, unspecified...)
+	}
 }
 
 // Empty reports whether d denies nothing.
