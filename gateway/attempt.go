@@ -106,6 +106,7 @@ func (x *exchange) attempt() attemptResult {
 	ks := x.key
 	ks.Carry.InFlight.Add(1)
 	defer ks.Carry.InFlight.Add(-1)
+	x.relayed = 0
 	defer x.kturn.GiveBack() // no dispatch followed the key's turn (cleared below when one does)
 	// spent is what the attempt is known to have cost: unknown (the
 	// reservation stays charged) unless nothing was dispatched or the
@@ -125,7 +126,7 @@ func (x *exchange) attempt() attemptResult {
 		x.countKeyDispatch()
 	}
 	if c.lim.Any() && !x.rt.Free() {
-		switch x.countDispatch(c) {
+		switch v := x.countDispatch(c); v {
 		case ratelimit.DispatchGone:
 			p.done(health.ErrExcluded)
 			spent = ratelimit.Released
@@ -134,6 +135,11 @@ func (x *exchange) attempt() attemptResult {
 			p.done(health.ErrExcluded)
 			spent = ratelimit.Released
 			return attemptSkipped
+		case ratelimit.DispatchFailed, ratelimit.DispatchUnavailable:
+			p.done(health.ErrExcluded)
+			spent = ratelimit.Released
+			x.fail(x.errBudgetStore(ratelimit.Block{Err: x.budgetErr}, v, c))
+			return attemptAnswered
 		}
 	}
 	x.kturn = ratelimit.Turn{} // dispatched: the key's turn is used

@@ -371,21 +371,15 @@ func (x *exchange) orderByWait() {
 	sortByWait(cand.idx[:cand.n], waits[:cand.n])
 }
 
-// dispatchTurn waits for the admitted pick's dispatch turns (the key's,
-// then the connection's) within the request's one wait deadline: its
-// admission wait started at start, after the request had waited
-// x.waitedBefore on earlier candidates. On failure the permit, the
-// breaker's slot and the key's turn are given back.
+// dispatchTurn waits for the admitted pick's connection dispatch turn
+// within the request's one wait deadline: its admission wait started at
+// start, after the request had waited x.waitedBefore on earlier
+// candidates (the key's own turn was taken before any gate: keyTurnFirst).
+// On failure the permit, the breaker's slot and the key's turn are given
+// back.
 func (x *exchange) dispatchTurn(p pick, start time.Time) (pick, *apiError) {
 	c := p.t.c
 	start = start.Add(-x.waitedBefore)
-	if x.key.Lim.Spacing > 0 {
-		if aerr := x.keyTurn(start, x.request(p.t).MaxWait); aerr != nil {
-			p.permit.Release()
-			p.done(health.ErrExcluded)
-			return pick{}, aerr
-		}
-	}
 	if c.lim.Spacing == 0 {
 		return p, nil
 	}

@@ -99,6 +99,11 @@ func (x *exchange) request(t *target) admission.Request {
 func (x *exchange) keyBlocked() *apiError {
 	ks := x.key
 	now := x.g.now()
+	if ks.Lim.CountsTokens() {
+		if b, never := ks.Lim.TooLarge(x.estimate(), 0, now); never {
+			return x.errKeyBudget(b, x.estimate(), now)
+		}
+	}
 	if ks.Lim.Budgeted() {
 		if b, blocked := x.g.limiter.Blocked(x.r.Context(), ks.StoreID, &ks.Lim, &ks.Carry.Rate, now); blocked {
 			return x.errKeyBudget(b, 0, now)
@@ -106,6 +111,9 @@ func (x *exchange) keyBlocked() *apiError {
 	}
 	if ks.Lim.Spends() {
 		cost := x.cheapestCost()
+		if b, never := ks.Lim.TooLarge(0, cost, now); never {
+			return x.errKeyBudget(b, cost, now)
+		}
 		if b, blocked := ks.Carry.Rate.SpendBlocked(&ks.Lim, cost, now); blocked {
 			return x.errKeyBudget(b, cost, now)
 		}
@@ -126,10 +134,42 @@ func (x *exchange) cheapestCost() int64 {
 	return max(cost, 0)
 }
 
-// keyTurn waits for the key's rpm dispatch turn while x holds its permit,
-// within the deadline its admission wait started at start (maxWait its
-// bound, 0 = none); a turn that cannot come in time is given back and
-// answered with 429 RATE_LIMIT_RPM (gate key-rpm:<id>).
+// keyTurnFirst takes the key's rpm dispatch turn for the attempt to
+// come, before the request enters any shared gate, so that a key pacing
+// itself never holds a connection's slot while it waits (a batch key with
+// rpm 6 never keeps another tenant off an idle upstream). It does nothing
+// for a key without rpm, a route that takes no slot, or while x holds a
+// turn not yet used. The wait is bounded by the longest admission wait
+// among x's candidates.
+func (x *exchange) keyTurnFirst() *apiError {
+	if x.key == nil || x.key.Lim.Spacing == 0 || x.rt.Free() || x.kturn.Held() {
+		return nil
+	}
+	return x.keyTurn(time.Now(), x.keyWaitBound())
+}
+
+// keyWaitBound is the longest admission wait among x's candidates, as
+// x.request bounds it (0: one of them has none).
+func (x *exchange) keyWaitBound() time.Duration {
+	var w time.Duration
+	kw := x.key.Eff.MaxWait()
+	for _, t := range x.targets {
+		mw := t.req.MaxWait
+		if kw > 0 && (mw <= 0 || kw < mw) {
+			mw = kw
+		}
+		if mw <= 0 {
+			return 0
+		}
+		w = max(w, mw)
+	}
+	return w
+}
+
+// keyTurn waits for the key's rpm dispatch turn, within the deadline its
+// wait started at start (maxWait its bound, 0 = none); a turn that cannot
+// come in time is given back and answered with 429 RATE_LIMIT_RPM (gate
+// key-rpm:<id>).
 func (x *exchange) keyTurn(start time.Time, maxWait time.Duration) *apiError {
 	ks := x.key
 	t := x.g.limiter.Turn(x.r.Context(), ks.StoreID, &ks.Carry.Rate, ks.Lim.Spacing, start, maxWait)

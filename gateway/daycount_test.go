@@ -2,15 +2,17 @@ package gateway
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
+	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
 	"github.com/google/go-cmp/cmp"
 )
@@ -253,14 +255,21 @@ func TestTPDCountsTokensInStore(t *testing.T) {
 type recordingHandler struct {
 	mu    sync.Mutex
 	warns int
+	lines []string // the warnings' messages and attributes
 }
 
 func (h *recordingHandler) Enabled(context.Context, slog.Level) bool { return true }
 
 func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
 	if r.Level >= slog.LevelWarn {
+		line := r.Message
+		r.Attrs(func(a slog.Attr) bool {
+			line += " " + a.String()
+			return true
+		})
 		h.mu.Lock()
 		h.warns++
+		h.lines = append(h.lines, line)
 		h.mu.Unlock()
 	}
 	return nil
@@ -269,6 +278,19 @@ func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
 func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 
 func (h *recordingHandler) WithGroup(string) slog.Handler { return h }
+
+// find counts the warnings whose text contains s.
+func (h *recordingHandler) find(s string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, l := range h.lines {
+		if strings.Contains(l, s) {
+			n++
+		}
+	}
+	return n
+}
 
 func (h *recordingHandler) count() int {
 	h.mu.Lock()
@@ -280,7 +302,7 @@ func TestUsageStoreDownFailsOpen(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
 	usage := newFakeUsage()
-	usage.setFail(errors.New("connection refused"))
+	usage.setFail(fmt.Errorf("connection refused: %w", ratelimit.ErrStoreUnavailable))
 	logs := &recordingHandler{}
 	e := newEnv(t, upstreamtest.Options{}, withClock(clock), withUsage(usage),
 		func(o *Options) { o.Logger = slog.New(logs) })

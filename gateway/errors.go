@@ -46,6 +46,14 @@ const (
 	// CodeModelNotAllowed (403) answers a model the key's models list does
 	// not allow.
 	CodeModelNotAllowed = "MODEL_NOT_ALLOWED"
+	// CodeInternal (500) answers a request whose budget statement the
+	// usage store refused (a constraint or range error): that request
+	// alone fails.
+	CodeInternal = "INTERNAL"
+	// CodeUsageStoreUnavailable (503, Retry-After 1) answers a request with
+	// day or money budgets while the usage store is unreachable and the
+	// budgets fail closed (cluster mode).
+	CodeUsageStoreUnavailable = "USAGE_STORE_UNAVAILABLE"
 )
 
 // apiError is a response the gateway makes itself; package wire encodes it

@@ -108,6 +108,13 @@ type Options struct {
 	// ratelimit.SpendCounter too it keeps the keys' money budgets
 	// (budgetUsdDaily, budgetUsdMonthly); otherwise they count in memory.
 	KeyUsage UsageCounter
+	// BudgetFailClosed makes the day and money budgets (rpd, tpd,
+	// budgetUsdDaily, budgetUsdMonthly) of a connection or key with a
+	// usage store refuse requests with 503 USAGE_STORE_UNAVAILABLE while
+	// that store is unreachable, instead of counting in memory: cluster
+	// mode, where replicas cannot see each other's memory (unless
+	// GATEHOUSE_BUDGET_FAIL=open).
+	BudgetFailClosed bool
 	// Admission admits requests through the gates. nil: an in-process
 	// *admission.Controller on the Now clock, private to this gateway. Cluster
 	// mode passes gateway/cluster's *Controller here, so that caps hold
@@ -227,6 +234,9 @@ func New(opts Options) *Gateway {
 	}
 	g.tracer = tracing.New(opts.TracerProvider)
 	g.days = ratelimit.NewDays(g.log)
+	if opts.BudgetFailClosed {
+		g.days.FailClosed()
+	}
 	if g.now == nil {
 		g.now = time.Now
 	}

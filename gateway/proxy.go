@@ -206,6 +206,7 @@ func (x *exchange) route(s *state, path string, rt route.Route) *apiError {
 		// The model is the path's; the body is the upstream's to check.
 		info.Model, info.Stream = route.PathModel(path), rt == route.StreamGenerate
 		info.MaxOutput = usage.GeminiMaxOutput(x.body.Raw)
+		info.Choices = usage.GeminiCandidates(x.body.Raw)
 		if info.Model == "" {
 			return &apiError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "the path names no model"}
 		}
@@ -335,6 +336,12 @@ func (x *exchange) run() {
 		defer x.kturn.GiveBack() // nothing dispatched (attempt clears it when one is)
 	}
 	for attempts, skips := 0, 0; attempts < x.s.maxAttempts && skips <= len(x.targets); {
+		if aerr := x.keyTurnFirst(); aerr != nil {
+			if aerr != errClientGone {
+				x.fail(aerr)
+			}
+			return
+		}
 		var aerr *apiError
 		switch {
 		case x.rt.Free():
@@ -345,9 +352,11 @@ func (x *exchange) run() {
 			aerr = x.choose()
 		}
 		if aerr == errClientGone {
+			x.kturn.GiveBack()
 			return
 		}
 		if x.cur.t == nil {
+			x.kturn.GiveBack() // no dispatch follows the key's turn
 			// Nothing left to try. An admission rejection or a cooldown is
 			// the reason to report; when the remaining connections are merely
 			// unhealthy, the last upstream failure says more.

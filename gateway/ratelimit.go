@@ -99,7 +99,9 @@ func (x *exchange) countDispatch(c *conn) ratelimit.Dispatch {
 	l := &c.lim
 	now := x.g.now()
 	if l.RPD > 0 {
-		if v := x.g.days.CountRequest(x.r.Context(), x.g.usage, c.id, c.rate, l, now); v != ratelimit.DispatchOK {
+		v, err := x.g.days.CountRequest(x.r.Context(), x.g.usage, c.id, c.rate, l, now)
+		if v != ratelimit.DispatchOK {
+			x.budgetErr = err
 			return v
 		}
 	}
@@ -107,11 +109,46 @@ func (x *exchange) countDispatch(c *conn) ratelimit.Dispatch {
 	return ratelimit.DispatchOK
 }
 
+// FlushUsage writes what was counted in memory while the usage store was
+// away — every connection's and key's day counts and money, each into the
+// rows of the day it was counted on — unless the store is still away (then
+// it stays pending). LoadUsage calls it first, so a connection or key that
+// gets no request after the store returns still reaches its rows.
+func (g *Gateway) FlushUsage(ctx context.Context) {
+	s := g.state.Load()
+	if s == nil {
+		return
+	}
+	now := g.now()
+	if g.usage != nil {
+		for _, c := range s.conns {
+			if c.rate.Pending() {
+				g.days.Flush(ctx, g.usage, c.id, c.rate, &c.lim, now, 0, 0)
+			}
+		}
+	}
+	if g.keyUsage == nil {
+		return
+	}
+	sc, _ := g.keyUsage.(ratelimit.SpendCounter)
+	for _, ks := range s.keyOrder {
+		r := &ks.Carry.Rate
+		if !r.Pending() {
+			continue
+		}
+		g.days.Flush(ctx, g.keyUsage, ks.ID, r, &ks.Lim, now, 0, 0)
+		if sc != nil {
+			g.days.FlushSpend(ctx, sc, ks.ID, r, now)
+		}
+	}
+}
+
 // LoadUsage reads the current UTC day's counts from the usage store into the
 // in-memory budgets, so that remaining budgets are right after a restart and
 // follow other replicas' traffic. It never lowers a count. cmd calls it after
 // every config load. Without a usage store it does nothing.
 func (g *Gateway) LoadUsage(ctx context.Context) error {
+	g.FlushUsage(ctx)
 	s := g.state.Load()
 	if g.usage == nil || s == nil {
 		return nil

@@ -50,6 +50,7 @@ func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap 
 	buf := *bufp
 	for {
 		n, rerr := resp.Body.Read(buf)
+		x.relayed += int64(n)
 		if n > 0 {
 			out := buf[:n]
 			if tap != nil {

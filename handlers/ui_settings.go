@@ -18,6 +18,7 @@ import (
 var settingsNumberFields = []string{
 	"globalMaxConcurrent", "defaultMaxWaitMs", "defaultExecutionMaxWaitMs", "defaultMaxQueueDepth",
 	"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs", "priorityAgingMs", "defaultOutputReserve",
+	"maxOutputReserve",
 }
 
 // storedSettingsFields fills the settings form from the stored row (absent keys
@@ -35,6 +36,7 @@ func storedSettingsFields(st store.Settings) (web.SettingsFields, []string) {
 		BreakerCooldownMs:         intText(set.BreakerCooldownMs),
 		PriorityAgingMs:           intText(set.PriorityAgingMs),
 		DefaultOutputReserve:      intText(set.DefaultOutputReserve),
+		MaxOutputReserve:          intText(set.MaxOutputReserve),
 		Providers:                 limits.FormatProviderCaps(set.Providers),
 		Aliases:                   limits.FormatAliases(set.Aliases),
 		Prices:                    limits.FormatPrices(set.Prices),
@@ -50,7 +52,8 @@ func typedSettingsFields(form url.Values, base web.SettingsFields) web.SettingsF
 		"defaultExecutionMaxWaitMs": &f.DefaultExecutionMaxWaitMs, "defaultMaxQueueDepth": &f.DefaultMaxQueueDepth,
 		"maxAttempts": &f.MaxAttempts, "suspendMs": &f.SuspendMs, "breakerFailures": &f.BreakerFailures,
 		"breakerCooldownMs": &f.BreakerCooldownMs, "priorityAgingMs": &f.PriorityAgingMs, "defaultOutputReserve": &f.DefaultOutputReserve,
-		"providers": &f.Providers, "aliases": &f.Aliases, limits.KeyPrices: &f.Prices, "version": &f.Version,
+		"maxOutputReserve": &f.MaxOutputReserve,
+		"providers":        &f.Providers, "aliases": &f.Aliases, limits.KeyPrices: &f.Prices, "version": &f.Version,
 	} {
 		if vs, ok := form[name]; ok && len(vs) > 0 {
 			*dst = vs[0]

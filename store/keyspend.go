@@ -39,16 +39,17 @@ INSERT INTO key_spend_reserved (client_key_id, period, start, micros)
 SELECT $1::uuid, $2::"char", $3::date, $4::bigint WHERE $4::bigint <= $5::bigint
 ON CONFLICT (client_key_id, period, start) DO UPDATE
 SET micros = key_spend_reserved.micros + EXCLUDED.micros
-WHERE key_spend_reserved.micros + EXCLUDED.micros <= $5::bigint
+WHERE key_spend_reserved.micros::numeric + EXCLUDED.micros <= $5::bigint
 RETURNING micros`
 
 // addSpendReservedSQL adds $4 (maybe negative) to the day's and the month's
-// rows, never below 0, day first (the order every statement locks them in).
-const addSpendReservedSQL = `
+// rows, never below 0 nor past the bigint range, day first (the order every
+// statement locks them in).
+var addSpendReservedSQL = `
 INSERT INTO key_spend_reserved (client_key_id, period, start, micros)
 VALUES ($1::uuid, 'd', $2::date, GREATEST($4::bigint, 0)), ($1::uuid, 'm', $3::date, GREATEST($4::bigint, 0))
 ON CONFLICT (client_key_id, period, start) DO UPDATE
-SET micros = GREATEST(key_spend_reserved.micros + $4::bigint, 0)
+SET micros = ` + satSum("key_spend_reserved.micros", "$4::bigint") + `
 RETURNING period, micros`
 
 const keySpendSQL = `

@@ -19,14 +19,14 @@ type spendSum struct {
 	requests, in, out, cost int64
 }
 
-const addSpendSQL = `
+var addSpendSQL = `
 INSERT INTO spend_daily (day, client_key_id, connection_id, model, requests, input_tokens, output_tokens, cost_micros)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (client_key_id, day, connection_id, model) DO UPDATE
-SET requests = spend_daily.requests + EXCLUDED.requests,
-    input_tokens = spend_daily.input_tokens + EXCLUDED.input_tokens,
-    output_tokens = spend_daily.output_tokens + EXCLUDED.output_tokens,
-    cost_micros = spend_daily.cost_micros + EXCLUDED.cost_micros`
+SET requests = ` + satSum("spend_daily.requests", "EXCLUDED.requests") + `,
+    input_tokens = ` + satSum("spend_daily.input_tokens", "EXCLUDED.input_tokens") + `,
+    output_tokens = ` + satSum("spend_daily.output_tokens", "EXCLUDED.output_tokens") + `,
+    cost_micros = ` + satSum("spend_daily.cost_micros", "EXCLUDED.cost_micros")
 
 // spendSums sums request rows per spend_daily row. The writer keeps one and
 // reuses it: summing a flush allocates nothing once it has seen its keys.
@@ -70,9 +70,9 @@ func (ss *spendSums) add(rows []RequestRow) {
 		last = j
 		s := &ss.sums[j]
 		s.requests++
-		s.in += r.InputTokens
-		s.out += r.OutputTokens
-		s.cost += r.CostMicros
+		s.in = satAdd(s.in, r.InputTokens)
+		s.out = satAdd(s.out, r.OutputTokens)
+		s.cost = satAdd(s.cost, r.CostMicros)
 	}
 }
 
@@ -108,7 +108,7 @@ type Spend struct {
 }
 
 const clientKeySpendSQL = `
-SELECT coalesce(sum(cost_micros) FILTER (WHERE day = $2), 0)::bigint, coalesce(sum(cost_micros), 0)::bigint
+SELECT LEAST(coalesce(sum(cost_micros) FILTER (WHERE day = $2), 0), 9223372036854775807)::bigint, LEAST(coalesce(sum(cost_micros), 0), 9223372036854775807)::bigint
 FROM spend_daily WHERE client_key_id = $1 AND day >= $3 AND day <= $2`
 
 // ClientKeySpend returns key id's spend on now's UTC day and in its UTC month, as
@@ -127,7 +127,7 @@ func (s *Store) ClientKeySpend(ctx context.Context, id string, now time.Time) (S
 }
 
 const clientKeysSpendSQL = `
-SELECT client_key_id::text, coalesce(sum(cost_micros) FILTER (WHERE day = $1), 0)::bigint, sum(cost_micros)::bigint
+SELECT client_key_id::text, LEAST(coalesce(sum(cost_micros) FILTER (WHERE day = $1), 0), 9223372036854775807)::bigint, LEAST(sum(cost_micros), 9223372036854775807)::bigint
 FROM spend_daily WHERE day >= $2 AND day <= $1 GROUP BY client_key_id`
 
 // ClientKeysSpend returns every key's spend on now's UTC day and in its UTC month

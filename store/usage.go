@@ -20,11 +20,11 @@ func utcDay(t time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
 }
 
-const addUsageSQL = `
+var addUsageSQL = `
 INSERT INTO usage_daily (connection_id, day, requests, tokens) VALUES ($1, $2, $3, $4)
 ON CONFLICT (connection_id, day) DO UPDATE
-SET requests = usage_daily.requests + EXCLUDED.requests,
-    tokens = usage_daily.tokens + EXCLUDED.tokens`
+SET requests = ` + satSum("usage_daily.requests", "EXCLUDED.requests") + `,
+    tokens = ` + satSum("usage_daily.tokens", "EXCLUDED.tokens")
 
 // AddUsage adds requests and tokens to a connection's count for the UTC day containing
 // day, in one upsert. It returns ErrNotFound if the connection does not exist.
@@ -102,7 +102,7 @@ func (s *Store) TryCountRequest(ctx context.Context, connID string, day time.Tim
 	return count, false, nil
 }
 
-const addUsageTotalsSQL = addUsageSQL + `
+var addUsageTotalsSQL = addUsageSQL + `
 RETURNING requests, tokens`
 
 // AddUsageTotals is AddUsage that also returns the connection's counts for the day
@@ -123,11 +123,11 @@ func (s *Store) AddUsageTotals(ctx context.Context, connID string, day time.Time
 // Client keys count their day in usage_daily_keys, as connections do in usage_daily:
 // tokens for the key's tpd (and requests, for the record).
 
-const addClientKeyUsageSQL = `
+var addClientKeyUsageSQL = `
 INSERT INTO usage_daily_keys (client_key_id, day, requests, tokens) VALUES ($1, $2, $3, $4)
 ON CONFLICT (client_key_id, day) DO UPDATE
-SET requests = usage_daily_keys.requests + EXCLUDED.requests,
-    tokens = usage_daily_keys.tokens + EXCLUDED.tokens
+SET requests = ` + satSum("usage_daily_keys.requests", "EXCLUDED.requests") + `,
+    tokens = ` + satSum("usage_daily_keys.tokens", "EXCLUDED.tokens") + `
 RETURNING requests, tokens`
 
 // AddClientKeyUsage adds requests and tokens to a client key's count for the UTC day

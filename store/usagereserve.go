@@ -17,12 +17,13 @@ import (
 // reserveTokensSQL adds $3 tokens to a day's count unless that passes the limit
 // $4: a fresh row only within it (the SELECT's WHERE), an existing one only
 // when the sum stays within it (the DO UPDATE's WHERE). No row returned: it
-// did not fit.
+// did not fit. The sum is compared as numeric, so no amount overflows; one
+// that passes the check is within the limit, a bigint.
 const reserveTokensSQL = `
 INSERT INTO %[1]s (%[2]s, day, tokens) SELECT $1::uuid, $2::date, $3::bigint WHERE $3::bigint <= $4::bigint
 ON CONFLICT (%[2]s, day) DO UPDATE
 SET tokens = %[1]s.tokens + EXCLUDED.tokens
-WHERE %[1]s.tokens + EXCLUDED.tokens <= $4::bigint
+WHERE %[1]s.tokens::numeric + EXCLUDED.tokens <= $4::bigint
 RETURNING tokens`
 
 const usageTokensSQL = `SELECT tokens FROM %[1]s WHERE %[2]s = $1 AND day = $2`

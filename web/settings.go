@@ -12,6 +12,7 @@ type SettingsFields struct {
 	BreakerCooldownMs         string // breakerCooldownMs
 	PriorityAgingMs           string // priorityAgingMs
 	DefaultOutputReserve      string // defaultOutputReserve
+	MaxOutputReserve          string // maxOutputReserve
 	// Providers is the per-provider caps textarea (form name "providers"): one
 	// "provider maxConcurrent [maxWaitMs]" a line; see limits.ParseProviderCaps.
 	Providers string
@@ -38,7 +39,7 @@ type SettingsForm struct {
 func SettingsFieldNames() []string {
 	return []string{
 		"globalMaxConcurrent", "defaultMaxWaitMs", "defaultExecutionMaxWaitMs", "defaultMaxQueueDepth", "priorityAgingMs",
-		"defaultOutputReserve",
+		"defaultOutputReserve", "maxOutputReserve",
 		"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs", "providers", "aliases", "prices",
 	}
 }

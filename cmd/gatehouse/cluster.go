@@ -48,6 +48,25 @@ func clusterSettings(cfg *config) (cluster.FailMode, time.Duration, error) {
 	return mode, ttl, nil
 }
 
+// GATEHOUSE_BUDGET_FAIL's values.
+const (
+	budgetFailClosed = "closed"
+	budgetFailOpen   = "open"
+)
+
+// budgetFailsClosed checks GATEHOUSE_BUDGET_FAIL: whether, in cluster mode,
+// day and money budgets refuse requests while Postgres is unreachable
+// (closed, the default) rather than each replica counting them in memory.
+func budgetFailsClosed(cfg *config) (bool, error) {
+	switch cfg.BudgetFail {
+	case budgetFailClosed, "":
+		return true, nil
+	case budgetFailOpen:
+		return false, nil
+	}
+	return false, fmt.Errorf("GATEHOUSE_BUDGET_FAIL %q: want %s or %s", cfg.BudgetFail, budgetFailClosed, budgetFailOpen)
+}
+
 // startCluster connects to GATEHOUSE_REDIS_URL and starts the shared admission
 // controller under a replica id made of host name, process id and a random suffix.
 func startCluster(ctx context.Context, cfg *config, logger *slog.Logger) (*clusterMode, error) {

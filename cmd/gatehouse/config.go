@@ -30,6 +30,7 @@ type config struct {
 	RedisURL           string
 	ClusterFailMode    string
 	ClusterLeaseTTL    string
+	BudgetFail         string
 	TrustedProxies     string
 	UpstreamDeny       string
 	MetricsAddr        string
@@ -75,6 +76,7 @@ func addServeFlags(fs *flag.FlagSet, cfg *config, getenv func(string) string) {
 	fs.StringVar(&cfg.BootstrapClientKey, "bootstrap-client-key", env("GATEHOUSE_BOOTSTRAP_CLIENT_KEY", ""), "make sure a client key with this secret exists (GATEHOUSE_BOOTSTRAP_CLIENT_KEY)")
 	fs.StringVar(&cfg.RedisURL, "redis-url", env("GATEHOUSE_REDIS_URL", ""), "cluster mode: redis://, rediss:// or unix:// URL of the Redis shared by the replicas (GATEHOUSE_REDIS_URL)")
 	fs.StringVar(&cfg.ClusterFailMode, "cluster-fail-mode", env("GATEHOUSE_CLUSTER_FAIL_MODE", "fail-open"), "fail-open or fail-closed (GATEHOUSE_CLUSTER_FAIL_MODE)")
+	fs.StringVar(&cfg.BudgetFail, "budget-fail", env("GATEHOUSE_BUDGET_FAIL", budgetFailClosed), "cluster mode, Postgres unreachable: closed (day and money budgets answer 503 USAGE_STORE_UNAVAILABLE) or open (each replica counts them in memory) (GATEHOUSE_BUDGET_FAIL)")
 	fs.StringVar(&cfg.ClusterLeaseTTL, "cluster-lease-ttl", env("GATEHOUSE_CLUSTER_LEASE_TTL", ""), "cluster mode: how long a dead replica's slots stay taken, e.g. 15s (GATEHOUSE_CLUSTER_LEASE_TTL; default 15s)")
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", env("GATEHOUSE_TRUSTED_PROXIES", ""), "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (GATEHOUSE_TRUSTED_PROXIES)")
 	fs.StringVar(&cfg.UpstreamDeny, "upstream-deny", env("GATEHOUSE_UPSTREAM_DENY", handlers.DefaultUpstreamDeny), "comma-separated CIDRs, addresses and host names a connection's baseUrl may not resolve to; none = no list (GATEHOUSE_UPSTREAM_DENY)")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -203,16 +204,18 @@ func (v gatesView) ResetHealth(ctx context.Context, id string) bool {
 type usageCounter struct{ st *store.Store }
 
 func (u usageCounter) CountRequest(ctx context.Context, connID string, day time.Time, limit int64) (int64, bool, error) {
-	return u.st.TryCountRequest(ctx, connID, day, limit)
+	n, ok, err := u.st.TryCountRequest(ctx, connID, day, limit)
+	return n, ok, usageErr(err)
 }
 
 func (u usageCounter) AddUsage(ctx context.Context, connID string, day time.Time, requests, tokens int64) (gateway.DayUsage, error) {
 	t, err := u.st.AddUsageTotals(ctx, connID, day, requests, tokens)
-	return dayUsage(t), err
+	return dayUsage(t), usageErr(err)
 }
 
 func (u usageCounter) ReserveTokens(ctx context.Context, connID string, day time.Time, tokens, limit int64) (int64, bool, error) {
-	return u.st.ReserveTokens(ctx, connID, day, tokens, limit)
+	n, ok, err := u.st.ReserveTokens(ctx, connID, day, tokens, limit)
+	return n, ok, usageErr(err)
 }
 
 func (u usageCounter) DayUsage(ctx context.Context, day time.Time) (map[string]gateway.DayUsage, error) {
@@ -226,16 +229,17 @@ type keyUsageCounter struct{ st *store.Store }
 
 func (u keyUsageCounter) CountRequest(ctx context.Context, keyID string, day time.Time, _ int64) (int64, bool, error) {
 	t, err := u.st.AddClientKeyUsage(ctx, keyID, day, 1, 0)
-	return t.Requests, err == nil, err
+	return t.Requests, err == nil, usageErr(err)
 }
 
 func (u keyUsageCounter) AddUsage(ctx context.Context, keyID string, day time.Time, requests, tokens int64) (gateway.DayUsage, error) {
 	t, err := u.st.AddClientKeyUsage(ctx, keyID, day, requests, tokens)
-	return dayUsage(t), err
+	return dayUsage(t), usageErr(err)
 }
 
 func (u keyUsageCounter) ReserveTokens(ctx context.Context, keyID string, day time.Time, tokens, limit int64) (int64, bool, error) {
-	return u.st.ReserveClientKeyTokens(ctx, keyID, day, tokens, limit)
+	n, ok, err := u.st.ReserveClientKeyTokens(ctx, keyID, day, tokens, limit)
+	return n, ok, usageErr(err)
 }
 
 func (u keyUsageCounter) DayUsage(ctx context.Context, day time.Time) (map[string]gateway.DayUsage, error) {
@@ -270,17 +274,34 @@ func (u keyUsageCounter) ReserveSpend(ctx context.Context, keyID string, at time
 	case store.SpendMonth:
 		blocked = ratelimit.SpendMonth
 	}
-	return ratelimit.Spend{Day: sp.Day, Month: sp.Month}, blocked, err
+	return ratelimit.Spend{Day: sp.Day, Month: sp.Month}, blocked, usageErr(err)
 }
 
 var _ ratelimit.SpendCounter = keyUsageCounter{}
 
 func (u keyUsageCounter) AddSpend(ctx context.Context, keyID string, at time.Time, micros int64) (ratelimit.Spend, error) {
 	sp, err := u.st.AddClientKeySpend(ctx, keyID, at, micros)
-	return ratelimit.Spend{Day: sp.Day, Month: sp.Month}, err
+	return ratelimit.Spend{Day: sp.Day, Month: sp.Month}, usageErr(err)
 }
 
 func (u keyUsageCounter) Spend(ctx context.Context, keyID string, at time.Time) (ratelimit.Spend, error) {
 	sp, err := u.st.ClientKeyBudgetSpend(ctx, keyID, at)
-	return ratelimit.Spend{Day: sp.Day, Month: sp.Month}, err
+	return ratelimit.Spend{Day: sp.Day, Month: sp.Month}, usageErr(err)
+}
+
+// usageErr translates a store error for the budgets once: unreachable
+// (ErrUnavailable) is ratelimit.ErrStoreUnavailable, the only error that
+// switches them to memory; a row that is not there (a connection or key
+// deleted meanwhile) is ratelimit.ErrUnknownID, settled quietly; anything
+// else fails the one request.
+func usageErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrUnavailable):
+		return fmt.Errorf("%w: %w", ratelimit.ErrStoreUnavailable, err)
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("%w: %w", ratelimit.ErrUnknownID, err)
+	}
+	return err
 }

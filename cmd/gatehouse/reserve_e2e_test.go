@@ -125,6 +125,7 @@ type resvReply struct {
 	code   string
 	via    string // X-Gatehouse-Connection
 	gate   string // X-Gatehouse-Gate
+	retry  string // Retry-After
 	err    error
 }
 
@@ -142,7 +143,7 @@ func (e *resvEnv) post(ctx context.Context, i int, secret, body string) resvRepl
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	r := resvReply{status: resp.StatusCode, via: resp.Header.Get(gateway.HeaderConnection), gate: resp.Header.Get("X-Gatehouse-Gate"), err: err}
+	r := resvReply{status: resp.StatusCode, via: resp.Header.Get(gateway.HeaderConnection), gate: resp.Header.Get("X-Gatehouse-Gate"), retry: resp.Header.Get("Retry-After"), err: err}
 	if resp.StatusCode != http.StatusOK {
 		var eb struct {
 			Error struct {
@@ -342,9 +343,16 @@ func TestReservationChargedOnHangUp(t *testing.T) {
 		cancel() // the client hangs up before the last chunk and the usage event
 		_ = resp.Body.Close()
 		e.settled()
-		if k, c := e.dayTokens(true, key.ID), e.dayTokens(false, conn.ID); k != est || c != est {
-			t.Errorf("after a hang-up: key %d, connection %d tokens; want the reservation %d for both", k, c, est)
+		// The key keeps its whole reservation; the shared connection is
+		// charged only what the upstream can have processed: the input
+		// estimate and the output relayed before the hang-up (bytes ÷ 4),
+		// at most the reservation.
+		in := int64((len(body) + 3) / 4)
+		k, c := e.dayTokens(true, key.ID), e.dayTokens(false, conn.ID)
+		if k != est || c < in || c > est {
+			t.Errorf("after a hang-up: key %d, connection %d tokens; want the reservation %d for the key, from %d (the input estimate) to %d for the connection", k, c, est, in, est)
 		}
+		conn0 := c
 
 		// A completed request (stream, then not) is charged its usage.
 		closeOnce(last)
@@ -354,8 +362,58 @@ func TestReservationChargedOnHangUp(t *testing.T) {
 			}
 		}
 		e.settled()
-		if k, c := e.dayTokens(true, key.ID), e.dayTokens(false, conn.ID); k != est+74 || c != est+74 {
-			t.Errorf("after two completed requests of 37 tokens: key %d, connection %d; want %d for both", k, c, est+74)
+		if k, c := e.dayTokens(true, key.ID), e.dayTokens(false, conn.ID); k != est+74 || c != conn0+74 {
+			t.Errorf("after two completed requests of 37 tokens: key %d, connection %d; want %d and %d", k, c, est+74, conn0+74)
 		}
 	})
+}
+
+// TestHungUpAbsurdRequestLeavesConnectionE2E: in process and across two
+// replicas, a tenant's stream with an absurd max_tokens that hangs up
+// mid-answer leaves a shared connection to the other tenants: its estimate
+// is capped at maxOutputReserve and its unknown outcome charges the
+// connection only what the upstream can have processed (before: the tpm
+// window held ~1e18 tokens, paid off over a day; the tpd day was spent).
+func TestHungUpAbsurdRequestLeavesConnectionE2E(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, overrides, maxTokens string }{
+		{"tpm", `{"tpm": 100000}`, "999999999999999999"},
+		{"tpd", `{"tpd": 1000000}`, "999950"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			resvModes(t, func(t *testing.T, rs func() *redisChild) {
+				var greedy, other string
+				e := newResvEnv(t, rs(), func(e *resvEnv) {
+					e.conn("c", "sk-up", 0, tc.overrides)
+					_, greedy = e.key("greedy", `{}`)
+					_, other = e.key("other", `{}`)
+				})
+				last := make(chan struct{})
+				t.Cleanup(func() { closeOnce(last) })
+				if err := e.up.SetDefault(upstreamtest.Behavior{Chunks: 4, HoldLast: last}); err != nil {
+					t.Fatal(err)
+				}
+				body := `{"model":"glm-5","stream":true,"messages":[{"role":"user","content":"hi"}],"max_tokens":` + tc.maxTokens + `}`
+				ctx, cancel := context.WithCancel(t.Context())
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.urls[0]+"/v1/chat/completions", strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+greedy)
+				resp, err := e.hc.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				line, err := bufio.NewReader(resp.Body).ReadString('\n')
+				if resp.StatusCode != http.StatusOK || err != nil || !strings.HasPrefix(line, "data: ") {
+					t.Fatalf("stream = %d, first line %q (%v); want 200 and a data line", resp.StatusCode, line, err)
+				}
+				cancel()
+				_ = resp.Body.Close()
+				e.settled()
+				closeOnce(last)
+				if r := e.post(t.Context(), 1, other, resvBody(false, 100)); r.err != nil || r.status != http.StatusOK {
+					t.Fatalf("another tenant's next request (through the other replica): %d %s at %q (%v), want 200", r.status, r.code, r.gate, r.err)
+				}
+			})
+		})
+	}
 }

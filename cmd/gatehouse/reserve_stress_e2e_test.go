@@ -28,9 +28,11 @@ type stressOutcome struct {
 // key whose gate admits 6 with a 100 ms wait; a third of the clients hang up
 // after the first bytes and a third at a random moment. At the end no
 // reservation is held on any replica (each was released or reconciled
-// exactly once), the key's day tokens equal the sum of its connections' (each
-// attempt settles both with one figure), every completed answer was charged
-// its usage and nothing beyond the reservations was charged.
+// exactly once), the key's day tokens are at least the sum of its
+// connections' (a known outcome settles both with one figure; an unknown one
+// charges a connection only what the upstream can have processed), every
+// completed answer was charged its usage and nothing beyond the reservations
+// was charged.
 func TestReservationsSettleOnceUnderStress(t *testing.T) {
 	t.Parallel()
 	resvModes(t, func(t *testing.T, rs func() *redisChild) {
@@ -94,8 +96,15 @@ func TestReservationsSettleOnceUnderStress(t *testing.T) {
 		st := e.up.Stats()
 		t.Logf("completed %d, hang-ups %d, client timeouts %d, upstream errors %d, queue timeouts %d; upstream requests %d; key tokens %d",
 			out.completed, out.hangUps, out.timeouts, out.upstreamErrors, out.queueTimeouts, st.Total.Requests, keyTokens)
-		if keyTokens != sum {
-			t.Errorf("key's day tokens %d ≠ its connections' %d: an attempt settled its holds differently", keyTokens, sum)
+		// A known outcome settles the key and its connection with one figure;
+		// an unknown one keeps the key's whole reservation but charges the
+		// connection only what the upstream can have processed (at most the
+		// same reservation).
+		if keyTokens < sum {
+			t.Errorf("key's day tokens %d < its connections' %d: a connection was charged more than the key", keyTokens, sum)
+		}
+		if low := int64(usage * out.completed); sum < low {
+			t.Errorf("connections' day tokens %d < %d: %d completed answers of %d tokens each were not all charged", sum, low, out.completed, usage)
 		}
 		if low := int64(usage * out.completed); keyTokens < low {
 			t.Errorf("key's day tokens %d < %d: %d completed answers of %d tokens each were not all charged", keyTokens, low, out.completed, usage)

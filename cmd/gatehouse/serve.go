@@ -61,6 +61,10 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	budgetClosed, err := budgetFailsClosed(&cfg)
+	if err != nil {
+		return err
+	}
 	if _, _, err := clusterSettings(&cfg); err != nil {
 		return err
 	}
@@ -175,6 +179,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if shared != nil {
 		gwOpts.Admission = shared.ctrl
 		gwOpts.SharedLimits = shared.limits
+		// Replicas cannot see each other's memory: with Postgres away, day and
+		// money budgets refuse unless GATEHOUSE_BUDGET_FAIL=open.
+		gwOpts.BudgetFailClosed = budgetClosed
 		ready = func() (bool, string) {
 			ok, detail := loader.ready()
 			return ok, detail + "; " + shared.status()

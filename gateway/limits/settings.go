@@ -23,6 +23,8 @@ import (
 //	defaultOutputReserve       1–1000000    default 4096 (tokens a budget reservation
 //	                           assumes for the answer of a request that sets no
 //	                           output bound)
+//	maxOutputReserve           1–10000000   default 65536 (the most output tokens a
+//	                           reservation assumes, the request's n included)
 //	providers.<p>              p matches [a-z0-9-]{1,32}
 //	providers.<p>.maxConcurrent 0–100000    0 or absent = no provider cap
 //	providers.<p>.maxWaitMs     0–120000    0 or absent = defaultMaxWaitMs
@@ -41,6 +43,7 @@ type Settings struct {
 	BreakerCooldownMs         *int                        `json:"breakerCooldownMs,omitempty" validate:"omitnil,between=1000:3600000"`
 	PriorityAgingMs           *int                        `json:"priorityAgingMs,omitempty" validate:"omitnil,between=100:3600000"`
 	DefaultOutputReserve      *int                        `json:"defaultOutputReserve,omitempty" validate:"omitnil,between=1:1000000"`
+	MaxOutputReserve          *int                        `json:"maxOutputReserve,omitempty" validate:"omitnil,between=1:10000000"`
 	Providers                 map[string]ProviderSettings `json:"providers,omitempty" validate:"omitempty,dive,keys,providerkey,endkeys"`
 	Aliases                   map[string]string           `json:"aliases,omitempty" validate:"omitempty,max=500,dive,keys,modelkey,endkeys,modelkey"`
 	Prices                    Prices                      `json:"prices,omitempty" validate:"omitempty,max=500,dive,keys,modelpattern,endkeys"`
@@ -68,6 +71,7 @@ const (
 	DefaultBreakerCooldownMs   = 30000
 	DefaultPriorityAgingMs     = 10000
 	DefaultOutputReserve       = 4096
+	DefaultMaxOutputReserve    = 65536
 )
 
 // settingsWarningPrefix names the settings row in NormalizeSettings' warnings.
@@ -87,6 +91,7 @@ func DefaultSettings() Settings {
 		BreakerCooldownMs:         new(DefaultBreakerCooldownMs),
 		PriorityAgingMs:           new(DefaultPriorityAgingMs),
 		DefaultOutputReserve:      new(DefaultOutputReserve),
+		MaxOutputReserve:          new(DefaultMaxOutputReserve),
 	}
 }
 
@@ -105,6 +110,10 @@ type EffectiveSettings struct {
 	// DefaultOutputReserve is the output tokens a budget reservation
 	// assumes for a request that sets no output bound.
 	DefaultOutputReserve int
+	// MaxOutputReserve caps the output tokens a budget reservation
+	// assumes, whatever the request's bound (times its n); a larger actual
+	// usage is charged when known.
+	MaxOutputReserve int
 	// Providers holds every provider that sets something; a provider not
 	// listed has no cap and no wait of its own.
 	Providers map[string]EffectiveProvider
@@ -135,6 +144,7 @@ func (s Settings) Effective() EffectiveSettings {
 		Prices:                    clonePrices(s.Prices),
 		PriorityAgingMs:           valueOr(s.PriorityAgingMs, DefaultPriorityAgingMs),
 		DefaultOutputReserve:      valueOr(s.DefaultOutputReserve, DefaultOutputReserve),
+		MaxOutputReserve:          valueOr(s.MaxOutputReserve, DefaultMaxOutputReserve),
 	}
 	if len(s.Providers) > 0 {
 		e.Providers = make(map[string]EffectiveProvider, len(s.Providers))
@@ -165,6 +175,7 @@ func (s Settings) WithDefaults() Settings {
 		Prices:                    clonePrices(s.Prices),
 		PriorityAgingMs:           ptrOr(s.PriorityAgingMs, d.PriorityAgingMs),
 		DefaultOutputReserve:      ptrOr(s.DefaultOutputReserve, d.DefaultOutputReserve),
+		MaxOutputReserve:          ptrOr(s.MaxOutputReserve, d.MaxOutputReserve),
 	}
 	if len(s.Providers) > 0 {
 		out.Providers = make(map[string]ProviderSettings, len(s.Providers))

@@ -31,13 +31,14 @@ func TestDecodeSettings(t *testing.T) {
 		{name: "empty provider entries are dropped", in: `{"providers":{"zai":{},"x":null}}`, want: Settings{}},
 		{
 			name: "every problem with its path",
-			in: `{"maxAttempts":11,"defaultMaxWaitMs":0,"breakerCooldownMs":999,"suspendMs":"1","tmp":1,"priorityAgingMs":99,"defaultOutputReserve":0,` +
+			in: `{"maxAttempts":11,"defaultMaxWaitMs":0,"breakerCooldownMs":999,"suspendMs":"1","tmp":1,"priorityAgingMs":99,"defaultOutputReserve":0,"maxOutputReserve":0,` +
 				`"providers":{"Bad_Key":{"maxConcurrent":1},"zai":{"maxConcurrent":-1,"maxWaitMs":1.5,"rpm":3},"openai":5}}`,
 			wantErrs: FieldErrors{
 				{Field: "settings.breakerCooldownMs", Message: "must be a whole number from 1000 to 3600000"},
 				{Field: "settings.defaultMaxWaitMs", Message: "must be a whole number from 1 to 120000"},
 				{Field: "settings.defaultOutputReserve", Message: "must be a whole number from 1 to 1000000"},
 				{Field: "settings.maxAttempts", Message: "must be a whole number from 1 to 10"},
+				{Field: "settings.maxOutputReserve", Message: "must be a whole number from 1 to 10000000"},
 				{Field: "settings.priorityAgingMs", Message: "must be a whole number from 100 to 3600000"},
 				{Field: "settings.providers.Bad_Key", Message: "provider name must be 1 to 32 characters of a-z, 0-9 and '-'"},
 				{Field: "settings.providers.openai", Message: plainMessage(CodeNotObject).text},
@@ -122,7 +123,7 @@ func TestSettingsEffective(t *testing.T) {
 	defaults := EffectiveSettings{
 		GlobalMaxConcurrent: 0, DefaultMaxWaitMs: 30000, DefaultExecutionMaxWaitMs: 600000, DefaultMaxQueueDepth: 0,
 		MaxAttempts: 3, SuspendMs: 1800000, BreakerFailures: 5, BreakerCooldownMs: 30000, PriorityAgingMs: 10000,
-		DefaultOutputReserve: 4096,
+		DefaultOutputReserve: 4096, MaxOutputReserve: 65536,
 	}
 	tests := []struct {
 		name string
@@ -136,8 +137,8 @@ func TestSettingsEffective(t *testing.T) {
 			in:   Settings{SuspendMs: new(0), MaxAttempts: new(1), DefaultOutputReserve: new(256), Providers: map[string]ProviderSettings{"zai": {MaxConcurrent: new(4)}}},
 			want: EffectiveSettings{
 				DefaultMaxWaitMs: 30000, DefaultExecutionMaxWaitMs: 600000, MaxAttempts: 1, SuspendMs: 0, BreakerFailures: 5, BreakerCooldownMs: 30000, PriorityAgingMs: 10000,
-				DefaultOutputReserve: 256,
-				Providers:            map[string]EffectiveProvider{"zai": {MaxConcurrent: 4}},
+				DefaultOutputReserve: 256, MaxOutputReserve: 65536,
+				Providers: map[string]EffectiveProvider{"zai": {MaxConcurrent: 4}},
 			},
 		},
 	}

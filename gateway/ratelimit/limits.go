@@ -120,6 +120,11 @@ type Block struct {
 	// Limit names a money budget's limit (budgetUsdDaily, budgetUsdMonthly)
 	// in a BUDGET_EXCEEDED block; "" otherwise.
 	Limit string
+	// Whole says the amount can never fit: it exceeds the budget's whole
+	// size.
+	Whole bool
+	// Err is the store's error of a DispatchFailed.
+	Err error
 }
 
 // Budget is the budget a token or request block is for, as the live view

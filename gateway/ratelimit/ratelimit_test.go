@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -75,7 +76,7 @@ func TestDayBudgetInMemory(t *testing.T) {
 	var r State
 	ctx := t.Context()
 	for i, want := range []Dispatch{DispatchOK, DispatchOK, DispatchSkipped} {
-		if got := d.CountRequest(ctx, nil, "c1", &r, l, t0); got != want {
+		if got, _ := d.CountRequest(ctx, nil, "c1", &r, l, t0); got != want {
 			t.Fatalf("request %d: %v, want %v", i, got, want)
 		}
 	}
@@ -83,7 +84,7 @@ func TestDayBudgetInMemory(t *testing.T) {
 	if !blocked || b.Code != CodeRPD || !b.Until.Equal(time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)) {
 		t.Errorf("Blocked = %+v, %v; want RPD until the next UTC midnight", b, blocked)
 	}
-	if got := d.CountRequest(ctx, nil, "c1", &r, l, t0.Add(24*time.Hour)); got != DispatchOK {
+	if got, _ := d.CountRequest(ctx, nil, "c1", &r, l, t0.Add(24*time.Hour)); got != DispatchOK {
 		t.Errorf("next day: %v, want DispatchOK", got)
 	}
 }
@@ -144,11 +145,11 @@ func TestDaysFailOpen(t *testing.T) {
 	t.Parallel()
 	logs := &recordingHandler{}
 	d := NewDays(slog.New(logs))
-	u := &fakeUsage{err: errors.New("refused"), requests: map[string]int64{}, tokens: map[string]int64{}}
+	u := &fakeUsage{err: fmt.Errorf("refused: %w", ErrStoreUnavailable), requests: map[string]int64{}, tokens: map[string]int64{}}
 	l := &Limits{RPD: 10, TPD: 1000}
 	var r State
 	ctx := t.Context()
-	if got := d.CountRequest(ctx, u, "c1", &r, l, t0); got != DispatchOK {
+	if got, _ := d.CountRequest(ctx, u, "c1", &r, l, t0); got != DispatchOK {
 		t.Fatalf("store down: %v, want DispatchOK (fail-open)", got)
 	}
 	var rs Reservation
@@ -163,7 +164,7 @@ func TestDaysFailOpen(t *testing.T) {
 	u.err = nil
 	u.mu.Unlock()
 	d.Retry() // the retry period is over
-	if got := d.CountRequest(ctx, u, "c1", &r, l, t0); got != DispatchOK {
+	if got, _ := d.CountRequest(ctx, u, "c1", &r, l, t0); got != DispatchOK {
 		t.Fatalf("store back: %v, want DispatchOK", got)
 	}
 	u.mu.Lock()

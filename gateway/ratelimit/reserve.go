@@ -16,13 +16,20 @@ import (
 // is its price; the all-or-nothing and exactly-once rules are the same.
 
 // Usage is what an answer is known to have cost. Known false (the client
-// hung up, the stream broke, the upstream reported nothing): the
-// reservation stays charged, since a budget is never undercharged.
+// hung up, the stream broke, the upstream reported nothing): a key's
+// reservation stays charged whole (the tenant's risk), and a connection's
+// is charged Processed — what the upstream can have processed — so that
+// one tenant's abandoned request never takes more of a shared connection
+// than that.
 type Usage struct {
 	Known  bool
 	Tokens int64
 	// Cost is what the tokens cost at the model's price, in micro-dollars.
 	Cost int64
+	// Processed is, for an unknown outcome, the input estimate plus the
+	// output relayed to the client (its bytes ÷ 4); a connection is charged
+	// it, never more than its reservation.
+	Processed int64
 }
 
 // Released is the Usage of an attempt the upstream did not serve (it
@@ -39,6 +46,32 @@ type Budget struct {
 	R         *State
 	// U keeps the day counts behind tpd (nil: memory only).
 	U UsageCounter
+	// Conn says these are a connection's budgets, shared by every tenant:
+	// an unknown outcome charges them Usage.Processed.
+	Conn bool
+}
+
+// TooLarge reports whether an estimate of tokens (and micros, for the
+// money budgets) exceeds the whole size of one of l's day or money
+// budgets, so that it can never fit: the Block says which (Whole set),
+// until the end of its period. A tpm window is not one of them: it takes
+// one request whatever its estimate when empty and pays the debt off over
+// the following minutes.
+func (l *Limits) TooLarge(tokens, micros int64, now time.Time) (Block, bool) {
+	day := utcDay(now).AddDate(0, 0, 1)
+	switch {
+	case l.TPD > 0 && tokens > l.TPD:
+		return Block{Code: CodeTPD, Gate: l.GateTPD, Until: day, Whole: true}, true
+	case l.BudgetDay > 0 && micros > l.BudgetDay:
+		b := spendBlock(l, SpendDay, now)
+		b.Whole = true
+		return b, true
+	case l.BudgetMonth > 0 && micros > l.BudgetMonth:
+		b := spendBlock(l, SpendMonth, now)
+		b.Whole = true
+		return b, true
+	}
+	return Block{}, false
 }
 
 // Windows takes and gives back tokens of a tpm window: Local (this process)
@@ -85,8 +118,13 @@ func (rs *Reservation) Held() bool { return rs.n > 0 }
 // Reserve adds amount against b's tpm window and tpd day (those set) to rs.
 // When one does not fit, every hold rs has, of b or of an earlier call, is
 // given back (all or nothing) and the Block says which budget and until
-// when.
+// when; an amount larger than a budget's whole size never fits (Whole).
+// DispatchFailed and DispatchUnavailable give everything back too.
 func (rs *Reservation) Reserve(ctx context.Context, w Windows, d *Days, b Budget, amount int64, now time.Time) (blk Block, v Dispatch) {
+	if blk, never := b.L.TooLarge(amount, 0, now); never {
+		rs.Release(ctx, w, d, now)
+		return blk, DispatchSkipped
+	}
 	if b.L.TPM > 0 {
 		h := &rs.holds[rs.n]
 		*h = hold{b: b, kind: holdTPM, amount: amount}
@@ -131,6 +169,10 @@ func (rs *Reservation) ReserveSpend(ctx context.Context, w Windows, d *Days, b B
 	if !b.L.Spends() || micros <= 0 {
 		return Block{}, DispatchOK
 	}
+	if blk, never := b.L.TooLarge(0, micros, now); never {
+		rs.Release(ctx, w, d, now)
+		return blk, DispatchSkipped
+	}
 	h := &rs.holds[rs.n]
 	*h = hold{b: b, kind: holdSpend, amount: micros, at: now}
 	blk, v := d.TakeSpend(ctx, &h.b, micros, now)
@@ -156,8 +198,11 @@ func (rs *Reservation) Settle(ctx context.Context, w Windows, d *Days, u Usage, 
 	for i := range rs.n {
 		h := &rs.holds[i]
 		actual := h.amount
-		if u.Known {
+		switch {
+		case u.Known:
 			actual = u.Tokens
+		case h.b.Conn:
+			actual = min(u.Processed, h.amount)
 		}
 		switch h.kind {
 		case holdTPM:
@@ -183,7 +228,7 @@ func (rs *Reservation) Settle(ctx context.Context, w Windows, d *Days, u Usage, 
 func (r *State) Reserved() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.reserved + r.money.reserved
+	return SatAdd(r.reserved, r.money.reserved)
 }
 
 // learn moves r's running estimate of tokens per request (which the
@@ -211,8 +256,8 @@ func (r *State) takeTPM(l *Limits, n int64, now time.Time) (Block, bool) {
 		b, _ := tpmBlocked(l, r.used, n, r.minute.Add(time.Minute))
 		return b, false
 	}
-	r.used += n
-	r.reserved += n
+	r.used = SatAdd(r.used, n)
+	r.reserved = SatAdd(r.reserved, n)
 	return Block{}, true
 }
 
@@ -222,8 +267,8 @@ func (r *State) chargeTPM(l *Limits, n int64, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rolloverLocked(l, now)
-	r.used += n
-	r.reserved += n
+	r.used = SatAdd(r.used, n)
+	r.reserved = SatAdd(r.reserved, n)
 }
 
 // giveTPM replaces reserved tokens in r's own window by actual.
@@ -231,8 +276,8 @@ func (r *State) giveTPM(l *Limits, reserved, actual int64, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rolloverLocked(l, now)
-	r.used = max(r.used+actual-reserved, 0)
-	r.reserved -= reserved
+	r.used = max(SatAdd(r.used, SatAdd(actual, -reserved)), 0)
+	r.reserved = SatAdd(r.reserved, -reserved)
 }
 
 // TakeTPM reserves in r's own window.
@@ -276,7 +321,7 @@ func (l *Shared) TakeTPM(ctx context.Context, b *Budget, n int64, now time.Time)
 // store holds, in the store's.
 func (l *Shared) GiveTPM(ctx context.Context, b *Budget, reserved, actual int64, shared bool, now time.Time) {
 	b.R.giveTPM(b.L, reserved, actual, now)
-	diff := actual - reserved
+	diff := SatAdd(actual, -reserved)
 	if !shared || diff == 0 || !l.down.up() {
 		// Store away: its window keeps the whole reservation, which
 		// overcharges, never undercharges.
@@ -284,7 +329,7 @@ func (l *Shared) GiveTPM(ctx context.Context, b *Budget, reserved, actual int64,
 	}
 	s := &b.R.shared
 	s.mu.Lock()
-	s.tpmUsed = max(s.tpmUsed+diff, 0)
+	s.tpmUsed = max(SatAdd(s.tpmUsed, diff), 0)
 	s.mu.Unlock()
 	if err := l.store.AddTokens(context.WithoutCancel(ctx), b.ID, b.L.TPM, diff); err != nil {
 		l.down.failed(err)

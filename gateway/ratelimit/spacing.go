@@ -23,12 +23,15 @@ type State struct {
 	// pendReq and pendTok were counted in memory while the usage store was
 	// away; they are written with the next successful store call.
 	pendReq, pendTok int64
-	minute           time.Time  // start of the current minute window
-	used             int64      // tpm: tokens charged in the window, reservations of requests in flight included
-	est              int64      // running estimate of tokens per request (known usages), 0 = none yet
-	minuteReqs       int64      // dispatches in the window, for the rpm budget
-	reserved         int64      // tpm and tpd tokens held by reservations not yet settled (reserve.go)
-	money            spendState // the money budgets (spend.go)
+	// carry is what was counted in memory for earlier days while the
+	// store was away, owed to those days' rows.
+	carry      []dayPend
+	minute     time.Time  // start of the current minute window
+	used       int64      // tpm: tokens charged in the window, reservations of requests in flight included
+	est        int64      // running estimate of tokens per request (known usages), 0 = none yet
+	minuteReqs int64      // dispatches in the window, for the rpm budget
+	reserved   int64      // tpm and tpd tokens held by reservations not yet settled (reserve.go)
+	money      spendState // the money budgets (spend.go)
 
 	shared sharedState // cluster mode: the cached shared state (shared.go)
 }
@@ -120,6 +123,10 @@ type Turn struct {
 	at   time.Time   // when the turn started
 	back *sharedTurn // a taken turn of the shared store (Shared.Turn)
 }
+
+// Held reports whether t is a taken turn not yet given back or used
+// (cleared).
+func (t *Turn) Held() bool { return t.sp != nil || t.back != nil }
 
 // GiveBack returns a taken turn that was not used (no dispatch followed)
 // to its spacing, when no later turn has been taken since; t holds nothing

@@ -53,8 +53,30 @@ type SpendCounter interface {
 type spendState struct {
 	day, month time.Time // UTC day and month the counts are for
 	spend      Spend
-	pend       int64 // counted in memory while the store was away
+	pend       int64 // counted in memory while the store was away, of day
 	reserved   int64 // held by reservations not yet settled
+	// carry is what was counted in memory for earlier days while the
+	// store was away, owed to those days' (and months') rows.
+	carry []spendPend
+}
+
+// spendPend is micro-dollars counted in memory for one earlier UTC day
+// while the store was away.
+type spendPend struct {
+	day    time.Time
+	micros int64
+}
+
+// pendMonthLocked is what s holds pending for the month m (this day's and
+// carried days').
+func (s *spendState) pendMonthLocked(m time.Time) int64 {
+	n := s.pend
+	for _, c := range s.carry {
+		if utcMonth(c.day).Equal(m) {
+			n = SatAdd(n, c.micros)
+		}
+	}
+	return n
 }
 
 // utcMonth is the first instant of the UTC month holding t.
@@ -70,6 +92,9 @@ func (r *State) rolloverSpendLocked(now time.Time) {
 		s.month, s.spend.Month = m, 0
 	}
 	if d := utcDay(now); d.After(s.day) {
+		if s.pend != 0 {
+			s.carry = append(s.carry, spendPend{day: s.day, micros: s.pend})
+		}
 		s.day, s.spend.Day, s.pend = d, 0, 0
 	}
 }
@@ -91,18 +116,19 @@ func spendBlock(l *Limits, p SpendPeriod, now time.Time) Block {
 func (r *State) SpendBlocked(l *Limits, micros int64, now time.Time) (Block, bool) {
 	sp := r.SpendNow(now)
 	switch {
-	case l.BudgetDay > 0 && sp.Day+micros > l.BudgetDay:
+	case l.BudgetDay > 0 && SatAdd(sp.Day, micros) > l.BudgetDay:
 		return spendBlock(l, SpendDay, now), true
-	case l.BudgetMonth > 0 && sp.Month+micros > l.BudgetMonth:
+	case l.BudgetMonth > 0 && SatAdd(sp.Month, micros) > l.BudgetMonth:
 		return spendBlock(l, SpendMonth, now), true
 	}
 	return Block{}, false
 }
 
 // TakeSpend reserves micros of b's money budgets (b.L.Spends()), in the
-// SpendCounter b.U implements, or in memory while it is away or there is
-// none. ctx is the client's; the store's answer is waited for even when the
-// client leaves meanwhile (only it says what is held).
+// SpendCounter b.U implements, or in memory while it is away (refused when
+// d fails closed) or there is none. ctx is the client's; the store's answer
+// is waited for even when the client leaves meanwhile (only it says what is
+// held). A statement the store refuses is DispatchFailed.
 func (d *Days) TakeSpend(ctx context.Context, b *Budget, micros int64, now time.Time) (Block, Dispatch) {
 	r, l := b.R, b.L
 	sc, _ := b.U.(SpendCounter)
@@ -114,71 +140,130 @@ func (d *Days) TakeSpend(ctx context.Context, b *Budget, micros int64, now time.
 			r.mu.Lock()
 			r.rolloverSpendLocked(now)
 			s := &r.money
-			s.spend.Day = max(s.spend.Day, sp.Day+s.pend)
-			s.spend.Month = max(s.spend.Month, sp.Month+s.pend)
+			s.spend.Day = max(s.spend.Day, SatAdd(sp.Day, s.pend))
+			s.spend.Month = max(s.spend.Month, SatAdd(sp.Month, s.pendMonthLocked(s.month)))
 			if p == SpendFits {
-				s.reserved += micros
+				s.reserved = SatAdd(s.reserved, micros)
 			}
-			pend := s.pend
-			s.pend = 0
 			r.mu.Unlock()
-			if pend != 0 {
-				if _, err := sc.AddSpend(cctx, b.DayID, now, pend); err != nil {
-					d.down.failed(err) // dropped: this process no longer knows it apart
-				}
-			}
+			d.flushSpend(cctx, sc, b.DayID, r, now)
 			if p != SpendFits {
 				return spendBlock(l, p, now), DispatchSkipped
 			}
 			return Block{}, DispatchOK
 		}
+		if !storeAway(err) {
+			return Block{Err: err}, DispatchFailed
+		}
 		d.down.failed(err)
+	}
+	if sc != nil && d.closed {
+		return Block{}, DispatchUnavailable
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rolloverSpendLocked(now)
 	s := &r.money
 	switch {
-	case l.BudgetDay > 0 && s.spend.Day+micros > l.BudgetDay:
+	case l.BudgetDay > 0 && SatAdd(s.spend.Day, micros) > l.BudgetDay:
 		return spendBlock(l, SpendDay, now), DispatchSkipped
-	case l.BudgetMonth > 0 && s.spend.Month+micros > l.BudgetMonth:
+	case l.BudgetMonth > 0 && SatAdd(s.spend.Month, micros) > l.BudgetMonth:
 		return spendBlock(l, SpendMonth, now), DispatchSkipped
 	}
-	s.spend.Day += micros
-	s.spend.Month += micros
-	s.reserved += micros
+	s.spend.Day = SatAdd(s.spend.Day, micros)
+	s.spend.Month = SatAdd(s.spend.Month, micros)
+	s.reserved = SatAdd(s.reserved, micros)
 	if sc != nil {
-		s.pend += micros
+		s.pend = SatAdd(s.pend, micros)
 	}
 	return Block{}, DispatchOK
 }
 
-// GiveSpend replaces reserved micros of b's money budgets by actual, in
-// the period the reservation was made at: in memory at once, in the store
-// now unless it is away (then the reservation stays charged there: a budget
-// is overcharged, never under). It runs even if the client (ctx) has gone.
-func (d *Days) GiveSpend(ctx context.Context, b *Budget, reserved, actual int64, at, now time.Time) {
-	r := b.R
-	diff := actual - reserved
+// FlushSpend writes what r counted in memory of its money budgets while
+// the store was away into their rows (the id is the key's), now unless the
+// store is still away.
+func (d *Days) FlushSpend(ctx context.Context, sc SpendCounter, id string, r *State, now time.Time) {
+	d.flushSpend(ctx, sc, id, r, now)
+}
+
+// flushSpend writes what r counted in memory while the store was away
+// into the rows of the days it was counted on (and their months); while
+// the store is away again it stays pending.
+func (d *Days) flushSpend(ctx context.Context, sc SpendCounter, id string, r *State, now time.Time) {
 	r.mu.Lock()
 	r.rolloverSpendLocked(now)
 	s := &r.money
-	s.reserved -= reserved
+	todo := append(s.carry, spendPend{day: s.day, micros: s.pend})
+	s.carry, s.pend = nil, 0
+	r.mu.Unlock()
+	var keep []spendPend
+	up := d.down.up()
+	for _, c := range todo {
+		if c.micros == 0 {
+			continue
+		}
+		if !up {
+			keep = append(keep, c)
+			continue
+		}
+		if _, err := sc.AddSpend(ctx, id, c.day, c.micros); err != nil && d.settleFailed(err) {
+			keep = append(keep, c)
+			up = false
+		}
+	}
+	if len(keep) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rolloverSpendLocked(now)
+	for _, c := range keep {
+		if c.day.Equal(s.day) {
+			s.pend = SatAdd(s.pend, c.micros)
+		} else {
+			s.carry = append(s.carry, c)
+		}
+	}
+}
+
+// GiveSpend replaces reserved micros of b's money budgets by actual, in
+// the period the reservation was made at: in memory at once, in the store
+// now — or, while it is away, with the next successful call, into the
+// day's and month's rows of at. It runs even if the client (ctx) has gone.
+func (d *Days) GiveSpend(ctx context.Context, b *Budget, reserved, actual int64, at, now time.Time) {
+	r := b.R
+	diff := SatAdd(actual, -reserved)
+	r.mu.Lock()
+	r.rolloverSpendLocked(now)
+	s := &r.money
+	s.reserved = SatAdd(s.reserved, -reserved)
 	if s.day.Equal(utcDay(at)) {
-		s.spend.Day = max(s.spend.Day+diff, 0)
+		s.spend.Day = max(SatAdd(s.spend.Day, diff), 0)
 	}
 	if s.month.Equal(utcMonth(at)) {
-		s.spend.Month = max(s.spend.Month+diff, 0)
+		s.spend.Month = max(SatAdd(s.spend.Month, diff), 0)
 	}
 	r.mu.Unlock()
 	sc, _ := b.U.(SpendCounter)
-	if diff == 0 || sc == nil || !d.down.up() {
+	if diff == 0 || sc == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), usageTimeout)
-	defer cancel()
-	if _, err := sc.AddSpend(ctx, b.DayID, at, diff); err != nil {
-		d.down.failed(err)
+	keep := !d.down.up()
+	if !keep {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), usageTimeout)
+		_, err := sc.AddSpend(cctx, b.DayID, at, diff)
+		cancel()
+		keep = err != nil && d.settleFailed(err)
+	}
+	if !keep {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if day := utcDay(at); day.Equal(s.day) {
+		s.pend = SatAdd(s.pend, diff)
+	} else {
+		s.carry = append(s.carry, spendPend{day: day, micros: diff})
 	}
 }
 
@@ -197,8 +282,8 @@ func (r *State) LoadSpend(now time.Time, sp Spend) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rolloverSpendLocked(now)
-	r.money.spend.Day = max(r.money.spend.Day, sp.Day+r.money.pend)
-	r.money.spend.Month = max(r.money.spend.Month, sp.Month+r.money.pend)
+	r.money.spend.Day = max(r.money.spend.Day, SatAdd(sp.Day, r.money.pend))
+	r.money.spend.Month = max(r.money.spend.Month, SatAdd(sp.Month, r.money.pendMonthLocked(r.money.month)))
 }
 
 // EstimateCost is what an estimate of in input and out output tokens costs

@@ -2,7 +2,7 @@ package ratelimit
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -30,7 +30,7 @@ func (s *spendStore) ReserveSpend(_ context.Context, id string, at time.Time, mi
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail {
-		return Spend{}, 0, errors.New("store away")
+		return Spend{}, 0, fmt.Errorf("store away: %w", ErrStoreUnavailable)
 	}
 	d, m := s.keys(id, at)
 	sp := Spend{Day: s.spend[d], Month: s.spend[m]}
@@ -49,7 +49,7 @@ func (s *spendStore) AddSpend(_ context.Context, id string, at time.Time, micros
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail {
-		return Spend{}, errors.New("store away")
+		return Spend{}, fmt.Errorf("store away: %w", ErrStoreUnavailable)
 	}
 	d, m := s.keys(id, at)
 	s.spend[d] = max(s.spend[d]+micros, 0)

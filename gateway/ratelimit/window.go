@@ -19,6 +19,10 @@ func utcDay(t time.Time) time.Time {
 // it. Debt in the tpm window is paid off at tpm tokens per minute.
 func (r *State) rolloverLocked(l *Limits, now time.Time) {
 	if day := utcDay(now); day.After(r.day) {
+		if r.pendReq != 0 || r.pendTok != 0 {
+			// Counted while the store was away: still owed to that day's row.
+			r.carry = append(r.carry, dayPend{day: r.day, req: r.pendReq, tok: r.pendTok})
+		}
 		r.day = day
 		r.requests, r.tokens, r.pendReq, r.pendTok = 0, 0, 0, 0
 	}
@@ -28,7 +32,7 @@ func (r *State) rolloverLocked(l *Limits, now time.Time) {
 	}
 	if !r.minute.IsZero() && l.TPM > 0 {
 		k := int64(m.Sub(r.minute) / time.Minute)
-		if r.used -= min(k, 1<<20) * l.TPM; r.used < 0 {
+		if r.used = SatAdd(r.used, -SatMul(min(k, 1<<20), l.TPM)); r.used < 0 {
 			r.used = 0
 		}
 	} else {
@@ -41,7 +45,7 @@ func (r *State) rolloverLocked(l *Limits, now time.Time) {
 // estimated at est: anything under the limit when nothing is known yet, and
 // always one request in an empty window, whatever its estimate.
 func tpmRoom(used, est, tpm int64) bool {
-	return used <= 0 || (used < tpm && used+est <= tpm)
+	return used <= 0 || (used < tpm && SatAdd(used, est) <= tpm)
 }
 
 // tpmBlocked reports whether a tpm window with used tokens, ending at end,
@@ -53,7 +57,7 @@ func tpmBlocked(l *Limits, used, est int64, end time.Time) (Block, bool) {
 	}
 	k := int64(1)
 	for ; k < 24*60; k++ {
-		if tpmRoom(max(used-k*l.TPM, 0), est, l.TPM) {
+		if tpmRoom(max(SatAdd(used, -SatMul(k, l.TPM)), 0), est, l.TPM) {
 			break
 		}
 	}

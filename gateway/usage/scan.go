@@ -32,6 +32,10 @@ type Request struct {
 	// 0 when none is (a budget reservation then assumes the settings'
 	// defaultOutputReserve).
 	MaxOutput int64
+	// Choices is how many answers the request asks for: a top-level n
+	// (OpenAI) or Gemini's generationConfig.candidateCount that is a
+	// positive integer; 0 when none is (one).
+	Choices int64
 }
 
 // Errors from Scan; the gateway answers them with 400.
@@ -116,6 +120,14 @@ func Scan(b []byte) (Request, error) {
 					return info, ErrSyntax
 				}
 			}
+		case "n":
+			vs := s.i
+			if !s.value(0) {
+				return info, ErrSyntax
+			}
+			if n, ok := positiveInt(s.b[vs:s.i]); ok {
+				info.Choices = n
+			}
 		case "max_tokens", "max_completion_tokens", "max_output_tokens":
 			vs := s.i
 			if !s.value(0) {
@@ -131,10 +143,14 @@ func Scan(b []byte) (Request, error) {
 			}
 			var gc struct {
 				MaxOutputTokens json.RawMessage `json:"maxOutputTokens"`
+				CandidateCount  json.RawMessage `json:"candidateCount"`
 			}
 			if s.b[vs] == '{' && json.Unmarshal(s.b[vs:s.i], &gc) == nil {
 				if n, ok := positiveInt(gc.MaxOutputTokens); ok {
 					info.MaxOutput = max(info.MaxOutput, n)
+				}
+				if n, ok := positiveInt(gc.CandidateCount); ok {
+					info.Choices = n
 				}
 			}
 		case "stream_options":
