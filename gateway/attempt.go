@@ -333,6 +333,7 @@ func (x *exchange) attempt() attemptResult {
 	if status < 300 && !x.rt.Free() {
 		c.health.Succeeded(t.model)
 		lp.Succeeded(x.r.Context(), full)
+		x.bindTo(c)
 	}
 	// Every successful answer is watched for usage: the client key's token
 	// metrics count it, whatever the connection's limits.

@@ -56,6 +56,14 @@ func (x *exchange) choose() *apiError {
 		if aerr := x.healthy(); x.cand.n == 0 {
 			return aerr
 		}
+		if x.aff.follow && !x.aff.looked {
+			if aerr, done := x.followBinding(); done {
+				return aerr
+			}
+		}
+		if x.aff.follow || x.g.windowsSeen.Load() {
+			x.placeNew()
+		}
 		if aerr, ok := x.admitNow(); ok {
 			return aerr
 		}
@@ -278,6 +286,9 @@ func (x *exchange) waitRequest(i uint8) {
 	if x.waited > 0 {
 		req.MaxWait = max(req.MaxWait-x.waited, time.Millisecond)
 	}
+	if x.aff.waiting {
+		req.MaxWait = min(req.MaxWait, x.s.eff.AffinityMaxWait())
+	}
 	x.key.Carry.Queued[clientkey.PriorityIndex(req.Priority)].Add(1)
 	x.qReq = req
 }
@@ -310,6 +321,12 @@ func (x *exchange) awaited(i uint8) (aerr *apiError, done bool) {
 		if ae.Code == admission.CodeShuttingDown {
 			x.waited += ae.Waited
 			return errShuttingDown, true
+		}
+		if x.aff.waiting && ae.Code == admission.CodeTimeout {
+			// The bound connection stayed full for affinityMaxWaitMs:
+			// the request spills to the usual order (followBinding).
+			x.waited += ae.Waited
+			return nil, false
 		}
 		if ae.Code == admission.CodeQueueFull {
 			g.metrics.RejectQueueFull.Inc()

@@ -68,6 +68,11 @@ type conn struct {
 	lim                ratelimit.Limits
 	rate               *ratelimit.State // set by Apply
 	durObs             interface{ Observe(float64) }
+	// affinity: the connection takes affinity bindings (override affinity);
+	// drainAt is the used fraction of a usage window at which it stops
+	// (override drainAtPercent).
+	affinity bool
+	drainAt  float64
 }
 
 // target is one way to serve a requested model: a connection and the
@@ -248,6 +253,7 @@ func (g *Gateway) prepareConn(cc Connection, eff limits.EffectiveSettings, warni
 	bounds := eff.Bounds(cc.Provider, o)
 	c.maxWait, c.queueDepth, c.execBound = bounds.MaxWait, bounds.MaxQueueDepth, bounds.Execution
 	c.lim = ratelimit.ForConnection(cc.ID, o)
+	c.affinity, c.drainAt = o.AffinityOn(), o.DrainAt()
 	c.labelHdr = []string{c.label}
 	c.durObs = g.metrics.UpstreamDuration.WithLabelValues(c.label)
 	return c

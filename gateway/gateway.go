@@ -29,10 +29,12 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/gates"
 	"github.com/gatehouse-dev/gatehouse/gateway/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/inbound"
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/metrics"
 	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
+	"github.com/gatehouse-dev/gatehouse/gateway/session"
 	"github.com/gatehouse-dev/gatehouse/gateway/tracing"
 )
 
@@ -139,6 +141,10 @@ type Options struct {
 	// Replica names this process in the request log (cluster mode: the
 	// replica id).
 	Replica string
+	// SharedAffinity, when set (cluster mode: gateway/cluster's *Affinity),
+	// shares the affinity bindings with the other replicas; this process
+	// keeps its own as a cache in front of it. nil keeps them here.
+	SharedAffinity AffinityStore
 }
 
 // Gateway is the /v1 proxy. Create it with New, give it a Config with
@@ -200,6 +206,15 @@ type Gateway struct {
 	// shadows keeps the shadow gates.
 	shadows *health.Shadows
 
+	// bindings keeps the affinity bindings (package session); sharedAff
+	// shares them with other replicas (localAffinity when alone).
+	bindings  *session.Bindings
+	sharedAff AffinityStore
+	// windowsSeen is set once any upstream answer has reported a usage
+	// window: from then on, requests that follow no binding are placed by
+	// headroom (placeNew).
+	windowsSeen atomic.Bool
+
 	// reqlog receives every request's record; replica names this process in it.
 	reqlog  RequestLog
 	replica string
@@ -228,6 +243,8 @@ func New(opts Options) *Gateway {
 		zeroMs:     []string{"0"},
 		reqlog:     opts.RequestLog,
 		replica:    opts.Replica,
+		bindings:   session.NewBindings(limits.DefaultAffinityTTLMs*time.Millisecond, limits.DefaultMaxAffinityBindings),
+		sharedAff:  cmp.Or[AffinityStore](opts.SharedAffinity, localAffinity{}),
 	}
 	if g.reqlog == nil {
 		g.reqlog = noRequestLog{}
@@ -309,6 +326,7 @@ func (g *Gateway) Apply(cfg Config) {
 	g.metrics.Forget(keep)
 	g.applyRates(s)
 	g.applyKeys(s, cfg.ClientKeys)
+	g.bindings.Configure(s.eff.AffinityTTL(), s.eff.MaxAffinityBindings)
 	g.caps.Set(s.caps)
 	g.state.Store(s)
 }
@@ -413,7 +431,7 @@ func (g *Gateway) Snapshot() live.Snapshot {
 		state, until, reason := c.health.Status(now)
 		out.Connections = append(out.Connections, live.Connection{
 			ID: c.id, Name: c.name, Provider: c.provider, Health: state, Until: until, Reason: reason,
-			Budgets: c.rate.Budgets(&c.lim, now),
+			Budgets: c.rate.Budgets(&c.lim, now), Windows: c.health.Windows(now),
 		})
 	}
 	return out

@@ -125,6 +125,7 @@ func acrossReplicas(t ratelimit.Turn) string {
 // separately from messages, so its headers say nothing about the account's
 // inference budget (and the route counts toward no rpm/rpd either).
 func (x *exchange) noteRateLimitHeaders(c *conn, h http.Header) {
+	x.noteWindows(c, h)
 	if x.rt.Free() || !health.RateLimitExhausted(h) {
 		return
 	}

@@ -73,6 +73,9 @@ func (g *Gateway) begin(w http.ResponseWriter, r *http.Request) *exchange {
 // the server span and the request log.
 func (x *exchange) end() {
 	x.countClient()
+	if x.aff.key != 0 && !x.rt.Free() {
+		x.g.metrics.Affinity[x.aff.result.metricIndex()].Inc()
+	}
 	if overhead := time.Since(x.start) - x.waited - x.upstream; overhead > 0 {
 		x.g.metrics.Overhead.Observe(overhead.Seconds())
 	}
@@ -137,6 +140,7 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request) (x *exchange, 
 		return x, aerr
 	}
 	x.g, x.w, x.r, x.s, x.rt, x.key = g, w, r, s, rt, ks
+	x.sessionOf(r)
 	return x, nil
 }
 
@@ -317,6 +321,9 @@ type exchange struct {
 	tokensCached, tokensCacheWrite int64
 	costMicros                     int64
 	rec                            RequestRecord
+
+	// aff is the request's session and affinity (affinity.go).
+	aff affinity
 }
 
 // run makes up to maxAttempts attempts and answers the client. Its frame is

@@ -58,6 +58,13 @@ type RequestRecord struct {
 	CostMicros       int64
 	TraceID          string
 	Replica          string
+	// Session is the request's session as stored and shown: the hash of its
+	// client key and session id (package session), "" without one.
+	Session string
+	// Affinity says how the connection choice used the request's affinity
+	// binding: hit (followed it), spilled (bound elsewhere, served here),
+	// bound (no binding yet, one written now) or "" (none).
+	Affinity string
 }
 
 // StatusClientGone is a record's Status when the client went away before its
@@ -86,7 +93,7 @@ func (x *exchange) record(r *http.Request) {
 		TTFTMs: -1, UpstreamMs: int(x.upstream.Milliseconds()), TotalMs: int(time.Since(x.start).Milliseconds()),
 		InputTokens: x.tokensIn, OutputTokens: x.tokensOut, CachedTokens: x.tokensCached, CacheWriteTokens: x.tokensCacheWrite,
 		CostMicros: x.costMicros,
-		Replica:    x.g.replica,
+		Replica:    x.g.replica, Session: x.aff.session, Affinity: x.aff.result.String(),
 	}
 	if rec.Status == 0 {
 		rec.Status = StatusClientGone

@@ -36,6 +36,9 @@ func (x *exchange) spanPrepared() {
 		prio = x.priority.String()
 	}
 	x.span.Prepared(x.keyName, prio, x.info.Model)
+	if x.aff.session != "" {
+		x.span.Session(x.aff.session)
+	}
 }
 
 // chooseTraced is choose inside a gatehouse.admission span.

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
+	"github.com/gatehouse-dev/gatehouse/gateway/session"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
 )
 
@@ -173,7 +174,8 @@ func TestTraceQueuedRequest(t *testing.T) {
 	const traceID, clientSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	second := make(chan reply, 1)
 	go func() {
-		second <- e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false), "traceparent", "00-"+traceID+"-"+clientSpan+"-01")
+		second <- e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false), "traceparent", "00-"+traceID+"-"+clientSpan+"-01",
+			session.HeaderGatehouse, "trace-session")
 	}()
 	waitFor(t, 5*time.Second, "second request queued", func() bool { return e.gate("connection:c1").Queued == 1 })
 	close(hold)
@@ -228,6 +230,7 @@ func TestTraceQueuedRequest(t *testing.T) {
 		"gen_ai.usage.output_tokens": "",
 		"gatehouse.client":           "team-a",
 		"gatehouse.connection":       "conn-c1",
+		"gatehouse.session":          session.Hash("k-team-a", "trace-session"),
 		"http.response.status_code":  "200",
 	}
 	sa := spanAttrs(srv)

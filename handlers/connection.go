@@ -20,7 +20,7 @@ type connectionView struct {
 
 // healthView is a connection's health as the gateway sees it. DESIGN.md says the
 // connection object of GET /api/v1/gates appears as health on the connection, so it
-// carries that object's fields (id, name, health, until, budgets) plus state (the same
+// carries that object's fields (id, name, health, until, budgets, windows) plus state (the same
 // value as health) and reason, which the API has always sent.
 type healthView struct {
 	ID      string                `json:"id"`
@@ -30,6 +30,7 @@ type healthView struct {
 	Until   *time.Time            `json:"until"`
 	Reason  string                `json:"reason,omitempty"`
 	Budgets map[string]BudgetView `json:"budgets"`
+	Windows []WindowView          `json:"windows"`
 }
 
 // healthByID returns the live health of every connection the gateway knows.
@@ -43,7 +44,7 @@ func (s *Server) healthByID() map[string]*healthView {
 		c := connectionLive(lc)
 		out[c.ID] = &healthView{
 			ID: c.ID, Name: c.Name, Health: c.Health, State: c.Health,
-			Until: c.Until, Reason: c.Reason, Budgets: c.Budgets,
+			Until: c.Until, Reason: c.Reason, Budgets: c.Budgets, Windows: c.Windows,
 		}
 	}
 	return out

@@ -89,6 +89,17 @@ type ConnectionLive struct {
 	Until   *time.Time            `json:"until"`
 	Reason  string                `json:"reason,omitempty"`
 	Budgets map[string]BudgetView `json:"budgets"`
+	// Windows are the usage windows of a subscription-style account, as its
+	// latest answer reported them (never null; empty when none).
+	Windows []WindowView `json:"windows"`
+}
+
+// WindowView is one usage window: the fraction used and when it resets
+// (null when the upstream did not say).
+type WindowView struct {
+	Name     string     `json:"name"`
+	Used     float64    `json:"used"`
+	ResetsAt *time.Time `json:"resetsAt"`
 }
 
 // BudgetView is one rate-limit window: its limit, what is left and when it resets.
@@ -134,7 +145,15 @@ func newGatesView(snap live.Snapshot) GatesView {
 // connectionLive is c in the API's shape.
 func connectionLive(c live.Connection) ConnectionLive {
 	cl := ConnectionLive{ID: c.ID, Name: c.Name, Health: c.Health, Reason: c.Reason,
-		Budgets: make(map[string]BudgetView, len(c.Budgets))}
+		Budgets: make(map[string]BudgetView, len(c.Budgets)), Windows: make([]WindowView, 0, len(c.Windows))}
+	for _, w := range c.Windows {
+		wv := WindowView{Name: w.Name, Used: w.Used}
+		if !w.ResetsAt.IsZero() {
+			r := w.ResetsAt
+			wv.ResetsAt = &r
+		}
+		cl.Windows = append(cl.Windows, wv)
+	}
 	for name, b := range c.Budgets {
 		cl.Budgets[name] = BudgetView{Limit: b.Limit, Remaining: b.Remaining, ResetAt: b.ResetAt}
 	}

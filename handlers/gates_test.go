@@ -37,7 +37,8 @@ func TestGatesJSON(t *testing.T) {
 				},
 				Connections: []live.Connection{
 					{ID: "c1", Name: "one", Provider: "zai", Health: live.HealthCooling, Until: until, Reason: "upstream 429",
-						Budgets: map[string]live.Budget{live.BudgetRPD: {Limit: 100, Remaining: 40, ResetAt: reset}, live.BudgetTPM: {Limit: 10, Remaining: -3, ResetAt: reset}}},
+						Budgets: map[string]live.Budget{live.BudgetRPD: {Limit: 100, Remaining: 40, ResetAt: reset}, live.BudgetTPM: {Limit: 10, Remaining: -3, ResetAt: reset}},
+						Windows: []live.Window{{Name: "5h", Used: 0.92, ResetsAt: reset}, {Name: "primary", Used: 0.5}}},
 					{ID: "c2", Name: "two", Health: live.HealthOK},
 				},
 				Cluster: &live.Cluster{Mode: live.ClusterFailOpen, ReplicaID: "r-1", Replicas: 2, Degraded: true},
@@ -48,8 +49,9 @@ func TestGatesJSON(t *testing.T) {
 				`{"key":"global","level":"global","cap":0,"effectiveCap":0,"inFlight":0,"queued":0,"admitted":0,"timeouts":0,"queueFull":0,"cancels":0,"waitMsTotal":0},` +
 				`{"key":"model:c1:glm-5","level":"model","cap":8,"effectiveCap":3,"adaptive":true,"inFlight":3,"queued":0,"admitted":0,"timeouts":0,"queueFull":0,"cancels":0,"waitMsTotal":0},` +
 				`{"key":"shadow:connection:c1","level":"connection","cap":2,"effectiveCap":2,"shadow":true,"wouldQueue":5,"peakInFlight":6,"shadowSince":"2030-01-02T03:04:05Z","inFlight":1,"queued":0,"admitted":0,"timeouts":0,"queueFull":0,"cancels":0,"waitMsTotal":0}],` +
-				`"connections":[{"id":"c1","name":"one","health":"cooling","until":"2030-01-02T03:04:05Z","reason":"upstream 429","budgets":{"rpd":{"limit":100,"remaining":40,"resetAt":"2030-01-03T00:00:00Z"},"tpm":{"limit":10,"remaining":-3,"resetAt":"2030-01-03T00:00:00Z"}}},` +
-				`{"id":"c2","name":"two","health":"ok","until":null,"budgets":{}}],` +
+				`"connections":[{"id":"c1","name":"one","health":"cooling","until":"2030-01-02T03:04:05Z","reason":"upstream 429","budgets":{"rpd":{"limit":100,"remaining":40,"resetAt":"2030-01-03T00:00:00Z"},"tpm":{"limit":10,"remaining":-3,"resetAt":"2030-01-03T00:00:00Z"}},` +
+				`"windows":[{"name":"5h","used":0.92,"resetsAt":"2030-01-03T00:00:00Z"},{"name":"primary","used":0.5,"resetsAt":null}]},` +
+				`{"id":"c2","name":"two","health":"ok","until":null,"budgets":{},"windows":[]}],` +
 				`"cluster":{"mode":"fail-open","replicaId":"r-1","replicas":2,"degraded":true},` +
 				`"clients":[{"id":"k1","name":"agents","weight":3,"cap":2,"priority":"batch","inFlight":2,"queued":5,"queuedByPriority":{"batch":5},"admitted":40,"timeouts":1}]}` + "\n",
 		},

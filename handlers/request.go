@@ -44,6 +44,8 @@ type requestJSON struct {
 	CostUSD          float64 `json:"costUsd"`
 	TraceID          *string `json:"traceId"`
 	Replica          *string `json:"replica"`
+	Session          *string `json:"session"`
+	Affinity         *string `json:"affinity"`
 }
 
 func orNull(s string) *string {
@@ -62,6 +64,7 @@ func requestOf(r store.RequestRow) requestJSON {
 		Attempts: r.Attempts, QueueMs: r.QueueMs, UpstreamMs: r.UpstreamMs, TotalMs: r.TotalMs,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CachedTokens: r.CachedTokens,
 		CacheWriteTokens: r.CacheWriteTokens, CostMicros: r.CostMicros, CostUSD: microsToUSD(r.CostMicros), TraceID: orNull(r.TraceID), Replica: orNull(r.Replica),
+		Session: orNull(r.Session), Affinity: orNull(r.Affinity),
 	}
 	if r.TTFTMs >= 0 {
 		ms := r.TTFTMs
@@ -78,6 +81,7 @@ const (
 	codeTimestamp = "timestamp" // not an RFC 3339 time
 	codeStatus    = "status"    // not a status (100–599) or a class (1xx–5xx)
 	codeTimeRange = "timeRange" // until not after since, or a range too long
+	codeSession   = "session"   // not a session hash (16 hex digits)
 )
 
 // requestFilterOf reads the request log's filters from a query (the API's and the
@@ -90,6 +94,9 @@ func requestFilterOf(q url.Values) (store.RequestFilter, limits.FieldErrors) {
 	)
 	f.Key, f.Connection = strings.TrimSpace(q.Get("key")), strings.TrimSpace(q.Get("connection"))
 	f.Model, f.Code = strings.TrimSpace(q.Get("model")), strings.TrimSpace(q.Get("code"))
+	if f.Session = strings.ToLower(strings.TrimSpace(q.Get("session"))); f.Session != "" && !isSessionHash(f.Session) {
+		errs = append(errs, fieldError("session", codeSession))
+	}
 	for _, p := range []struct {
 		name string
 		v    string
@@ -128,6 +135,19 @@ func requestFilterOf(q url.Values) (store.RequestFilter, limits.FieldErrors) {
 		f.After = c
 	}
 	return f, errs
+}
+
+// isSessionHash reports whether v is a session as stored: 16 lower-case hex digits.
+func isSessionHash(v string) bool {
+	if len(v) != 16 {
+		return false
+	}
+	for _, c := range []byte(v) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // timeParam reads an RFC 3339 time (zero when absent); ok is false when it is bad

@@ -28,6 +28,7 @@ func TestRequestsAPIFiltersAndPages(t *testing.T) {
 			Route: "chat", Model: "glm-5", Status: 200, TTFTMs: -1, CostMicros: 1500}
 		if i%3 == 0 {
 			r.KeyID, r.KeyName, r.Status, r.Code, r.CostMicros = keyB, "team-b", 403, "MODEL_NOT_ALLOWED", 0
+			r.Session, r.Affinity = "0123456789abcdef", "hit"
 		}
 		rows = append(rows, r)
 	}
@@ -74,6 +75,8 @@ func TestRequestsAPIFiltersAndPages(t *testing.T) {
 		{"key=team-a&status=200", 20},
 		{"status=4xx&code=MODEL_NOT_ALLOWED", 10},
 		{"model=glm-5&limit=1000", 30},
+		{"session=0123456789abcdef", 10},
+		{"session=0123456789ABCDEF&status=200", 0},
 		{fmt.Sprintf("since=%s&until=%s", base.Add(5*time.Second).Format(time.RFC3339), base.Add(10*time.Second).Format(time.RFC3339)), 10},
 	} {
 		page := a.do(t, call{method: http.MethodGet, path: path("requests") + "?" + tc.query}).want(t, http.StatusOK).json(t)
@@ -83,7 +86,7 @@ func TestRequestsAPIFiltersAndPages(t *testing.T) {
 	}
 
 	one := a.do(t, call{method: http.MethodGet, path: path("requests", rows[0].ID)}).want(t, http.StatusOK).json(t)
-	if one["ttftMs"] != nil || one["connectionId"] != nil || one["id"] != rows[0].ID {
+	if one["ttftMs"] != nil || one["connectionId"] != nil || one["id"] != rows[0].ID || one["session"] != orNil(rows[0].Session) {
 		t.Errorf("GET one: %v, want its id and null ttftMs and connectionId", one)
 	}
 	a.do(t, call{method: http.MethodGet, path: path("requests", "not-a-uuid")}).want(t, http.StatusNotFound)
@@ -96,6 +99,7 @@ func TestRequestsAPIFiltersAndPages(t *testing.T) {
 		{"since=tomorrow", []string{"since"}},
 		{"since=2030-01-02T00:00:00Z&until=2030-01-01T00:00:00Z", []string{"until"}},
 		{"cursor=bm9wZQ", []string{"cursor"}},
+		{"session=not-a-session", []string{"session"}},
 	} {
 		p := problemOf(t, a.do(t, call{method: http.MethodGet, path: path("requests") + "?" + tc.query, invalidRequest: true}), http.StatusBadRequest)
 		if diff := cmp.Diff(tc.fields, fields(p)); diff != "" {
@@ -118,4 +122,12 @@ func TestRequestsAPIFiltersAndPages(t *testing.T) {
 		t.Errorf("bad usage query: fields mismatch (-want +got):\n%s", diff)
 	}
 	a.do(t, call{method: http.MethodGet, path: path("usage"), token: noToken}).want(t, http.StatusUnauthorized)
+}
+
+// orNil is s as the API shows it: null when empty.
+func orNil(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

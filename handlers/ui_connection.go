@@ -60,6 +60,8 @@ func storedFields(c store.Connection) web.ConnectionFields {
 		TPD:                intText(o.TPD),
 		MinTime:            intText(o.MinTimeMs),
 		Adaptive:           o.IsAdaptive(),
+		AffinityOff:        !o.AffinityOn(),
+		DrainAtPercent:     intText(o.DrainAtPercent),
 		Version:            strconv.FormatInt(c.Version, 10),
 	}
 	if o.Shadow != nil {
@@ -79,7 +81,7 @@ func typedFields(form url.Values, base web.ConnectionFields) web.ConnectionField
 		"maxConcurrent": &f.MaxConcurrent, "modelConcurrency": &f.ModelConcurrency,
 		"maxWaitMs": &f.MaxWaitMs, "executionMaxWaitMs": &f.ExecutionMaxWaitMs,
 		"maxQueueDepth": &f.MaxQueueDepth, "rpm": &f.RPM, "rpd": &f.RPD, "tpm": &f.TPM,
-		"tpd": &f.TPD, "minTime": &f.MinTime, "version": &f.Version,
+		"tpd": &f.TPD, "minTime": &f.MinTime, "version": &f.Version, limits.KeyDrainAtPercent: &f.DrainAtPercent,
 		limits.FormShadowMaxConcurrent: &f.ShadowMaxConcurrent, limits.FormShadowModelConcurrency: &f.ShadowModelConcurrency,
 	} {
 		if vs, ok := form[name]; ok && len(vs) > 0 {
@@ -91,6 +93,9 @@ func typedFields(form url.Values, base web.ConnectionFields) web.ConnectionField
 	}
 	if vs, ok := form[limits.KeyAdaptive]; ok {
 		f.Adaptive = formBool(vs)
+	}
+	if vs, ok := form[limits.KeyAffinity]; ok {
+		f.AffinityOff = !formBool(vs)
 	}
 	return f
 }
@@ -198,6 +203,11 @@ func (s *Server) connectionForm(ctx context.Context, rq *uiRequest, cur *store.C
 	var overrides limits.Overrides
 	if cur != nil {
 		f.ID, f.APIKeyPreview, f.StoredEnabled = cur.ID, cur.APIKeyPreview, cur.Enabled
+		for _, c := range s.liveSnapshot().Connections {
+			if c.ID == cur.ID {
+				f.Windows = c.Windows
+			}
+		}
 		f.StoredVersion = strconv.FormatInt(cur.Version, 10)
 		var warns limits.FieldErrors
 		overrides, warns = limits.NormalizeErrors(cur.RateLimitOverrides)

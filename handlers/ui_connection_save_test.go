@@ -247,3 +247,40 @@ func TestDashStaleSaveConflicts(t *testing.T) {
 		t.Errorf("the other save was overwritten (-want +got):\n%s", diff)
 	}
 }
+
+// TestDashAffinityOverrides: unticking "Session affinity" stores affinity
+// false and drainAtPercent is saved as typed; ticking it again and blanking
+// the percentage remove both keys (the defaults).
+func TestDashAffinityOverrides(t *testing.T) {
+	t.Parallel()
+	d := newDash(t)
+	conn := d.createConnection(t, "claude-max", `{"maxConcurrent":4}`)
+	c := d.signIn(t, "admin@example.com")
+	form := formValues(d.get(t, c, "/connections/"+conn.ID).want(t, http.StatusOK).testid("connection-form"))
+	form["affinity"] = []string{"false"}
+	form.Set("drainAtPercent", "90")
+	d.post(t, c, "/connections/"+conn.ID, form).want(t, http.StatusSeeOther)
+	want := map[string]any{"maxConcurrent": 4.0, "affinity": false, "drainAtPercent": 90.0}
+	if diff := cmp.Diff(want, d.overrides(t, conn.ID)); diff != "" {
+		t.Errorf("affinity unticked (-want +got):\n%s", diff)
+	}
+	form = formValues(d.get(t, c, "/connections/"+conn.ID).want(t, http.StatusOK).testid("connection-form"))
+	if got := form["affinity"]; len(got) != 1 || got[0] != "false" {
+		t.Errorf("the stored affinity false renders as %v, want the box unticked", got)
+	}
+	form["affinity"] = []string{"false", "true"}
+	form.Set("drainAtPercent", "")
+	d.post(t, c, "/connections/"+conn.ID, form).want(t, http.StatusSeeOther)
+	if diff := cmp.Diff(map[string]any{"maxConcurrent": 4.0}, d.overrides(t, conn.ID)); diff != "" {
+		t.Errorf("affinity ticked again (-want +got):\n%s", diff)
+	}
+	form = formValues(d.get(t, c, "/connections/"+conn.ID).want(t, http.StatusOK).testid("connection-form"))
+	form.Set("drainAtPercent", "101")
+	bad := d.post(t, c, "/connections/"+conn.ID, form).want(t, http.StatusUnprocessableEntity)
+	if got := texts(bad.testid("error-drainAtPercent").Find("li")); len(got) != 1 || got[0] != "must be a whole number from 1 to 100" {
+		t.Errorf("drainAtPercent 101: errors beside the field %q", got)
+	}
+	if diff := cmp.Diff(map[string]any{"maxConcurrent": 4.0}, d.overrides(t, conn.ID)); diff != "" {
+		t.Errorf("a refused form wrote (-want +got):\n%s", diff)
+	}
+}

@@ -24,7 +24,7 @@ func (s *Server) uiRequests(w http.ResponseWriter, r *http.Request, rq *uiReques
 	q := r.URL.Query()
 	v := web.RequestList{Errors: web.FieldErrors{}, Filter: web.RequestFilter{
 		Key: q.Get("key"), Connection: q.Get("connection"), Model: q.Get("model"), Status: q.Get("status"),
-		Code: q.Get("code"), Since: q.Get("since"), Until: q.Get("until"),
+		Code: q.Get("code"), Since: q.Get("since"), Until: q.Get("until"), Session: q.Get("session"),
 	}}
 	keys, err := s.store.ListClientKeys(r.Context())
 	if err != nil {
@@ -77,7 +77,7 @@ func (s *Server) uiRequests(w http.ResponseWriter, r *http.Request, rq *uiReques
 // filterParams keeps the filter parameters of q that are set (no cursor, no limit).
 func filterParams(q url.Values) url.Values {
 	out := url.Values{}
-	for _, k := range []string{"key", "connection", "model", "status", "code", "since", "until"} {
+	for _, k := range []string{"key", "connection", "model", "status", "code", "session", "since", "until"} {
 		if v := q.Get(k); v != "" {
 			out.Set(k, v)
 		}
@@ -101,6 +101,7 @@ func requestRowView(r store.RequestRow) web.RequestRow {
 		Attempts: r.Attempts, QueueMs: r.QueueMs, TTFTMs: r.TTFTMs, UpstreamMs: r.UpstreamMs, TotalMs: r.TotalMs,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CachedTokens: r.CachedTokens,
 		CacheWriteTokens: r.CacheWriteTokens, CostMicros: r.CostMicros, TraceID: r.TraceID, Replica: r.Replica,
+		Session: r.Session, Affinity: r.Affinity,
 	}
 }
 

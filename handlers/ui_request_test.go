@@ -129,3 +129,38 @@ func TestRequestsInBrowser(t *testing.T) {
 		t.Errorf("CSV download: %q", csv)
 	}
 }
+
+// TestRequestsSessionFilter: /requests?session= shows the session's requests
+// only, a request's page links its session and says how it used its
+// affinity binding, and a malformed session is refused with its field named.
+func TestRequestsSessionFilter(t *testing.T) {
+	t.Parallel()
+	d := newDash(t)
+	k := d.createKey(t, "agents", `{}`)
+	now := time.Now().UTC()
+	const sess = "0123456789abcdef"
+	rows := []store.RequestRow{
+		{StartedAt: now.Add(-3 * time.Minute), KeyID: k.ID, KeyName: "agents", Model: "claude", Route: "messages", Status: 200, TTFTMs: -1, Session: sess, Affinity: "bound"},
+		{StartedAt: now.Add(-2 * time.Minute), KeyID: k.ID, KeyName: "agents", Model: "claude", Route: "messages", Status: 200, TTFTMs: -1, Session: sess, Affinity: "hit"},
+		{StartedAt: now.Add(-time.Minute), KeyID: k.ID, KeyName: "agents", Model: "claude", Route: "messages", Status: 200, TTFTMs: -1},
+	}
+	if err := d.store.WriteRequests(t.Context(), rows); err != nil {
+		t.Fatalf("WriteRequests: %v", err)
+	}
+	c := d.signIn(t, "viewer@example.com")
+	page := d.get(t, c, "/requests?session="+sess).want(t, http.StatusOK)
+	if got := page.testid("request-row").Length(); got != 2 {
+		t.Errorf("rows of the session = %d, want 2", got)
+	}
+	one := d.get(t, c, "/requests/"+rows[1].ID).want(t, http.StatusOK)
+	if href, _ := one.testid("request-session").Attr("href"); href != "/requests?session="+sess {
+		t.Errorf("session link %q", href)
+	}
+	if got := strings.TrimSpace(one.testid("request-affinity").Text()); got != "followed its binding" {
+		t.Errorf("affinity reads %q", got)
+	}
+	bad := d.get(t, c, "/requests?session=nope").want(t, http.StatusUnprocessableEntity)
+	if !strings.Contains(bad.body, "16 hex digits") {
+		t.Errorf("a malformed session is not refused in words:\n%s", bad.body)
+	}
+}

@@ -19,6 +19,7 @@ var settingsNumberFields = []string{
 	"globalMaxConcurrent", "defaultMaxWaitMs", "defaultExecutionMaxWaitMs", "defaultMaxQueueDepth",
 	"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs", "priorityAgingMs", "defaultOutputReserve",
 	"maxOutputReserve",
+	"affinityTtlMs", "maxAffinityBindings", "affinityMaxWaitMs",
 }
 
 // storedSettingsFields fills the settings form from the stored row (absent keys
@@ -37,6 +38,9 @@ func storedSettingsFields(st store.Settings) (web.SettingsFields, []string) {
 		PriorityAgingMs:           intText(set.PriorityAgingMs),
 		DefaultOutputReserve:      intText(set.DefaultOutputReserve),
 		MaxOutputReserve:          intText(set.MaxOutputReserve),
+		AffinityTTLMs:             intText(set.AffinityTTLMs),
+		MaxAffinityBindings:       intText(set.MaxAffinityBindings),
+		AffinityMaxWaitMs:         intText(set.AffinityMaxWaitMs),
 		Providers:                 limits.FormatProviderCaps(set.Providers),
 		Aliases:                   limits.FormatAliases(set.Aliases),
 		Prices:                    limits.FormatPrices(set.Prices),
@@ -53,7 +57,8 @@ func typedSettingsFields(form url.Values, base web.SettingsFields) web.SettingsF
 		"maxAttempts": &f.MaxAttempts, "suspendMs": &f.SuspendMs, "breakerFailures": &f.BreakerFailures,
 		"breakerCooldownMs": &f.BreakerCooldownMs, "priorityAgingMs": &f.PriorityAgingMs, "defaultOutputReserve": &f.DefaultOutputReserve,
 		"maxOutputReserve": &f.MaxOutputReserve,
-		"providers":        &f.Providers, "aliases": &f.Aliases, limits.KeyPrices: &f.Prices, "version": &f.Version,
+		"affinityTtlMs":    &f.AffinityTTLMs, "maxAffinityBindings": &f.MaxAffinityBindings, "affinityMaxWaitMs": &f.AffinityMaxWaitMs,
+		"providers": &f.Providers, "aliases": &f.Aliases, limits.KeyPrices: &f.Prices, "version": &f.Version,
 	} {
 		if vs, ok := form[name]; ok && len(vs) > 0 {
 			*dst = vs[0]

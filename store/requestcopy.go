@@ -17,11 +17,10 @@ import (
 const copyRequestsSQL = `COPY requests (id, started_at, key_id, key_name, connection_id, connection_name,
 provider, model, upstream_model, route, stream, status, code, gate, priority, attempts, queue_ms, ttft_ms,
 upstream_ms, total_ms, input_tokens, output_tokens, cached_tokens, cache_write_tokens, cost_micros,
-trace_id, replica)
-FROM STDIN (FORMAT binary)`
+trace_id, replica, session, affinity) FROM STDIN (FORMAT binary)`
 
 // requestFields is the number of columns copyRequestsSQL writes.
-const requestFields = 27
+const requestFields = 29
 
 // copyHeader starts a binary COPY: the signature, no flags, no header extension.
 var copyHeader = []byte("PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00")
@@ -89,7 +88,9 @@ func appendRequestRow(b []byte, id *[16]byte, r *RequestRow) []byte {
 	b = appendInt64(b, r.CacheWriteTokens)
 	b = appendInt64(b, r.CostMicros)
 	b = appendText(b, r.TraceID, 64)
-	return appendText(b, r.Replica, 128)
+	b = appendText(b, r.Replica, 128)
+	b = appendText(b, r.Session, 16)
+	return appendText(b, r.Affinity, 16)
 }
 
 func appendNull(b []byte) []byte { return binary.BigEndian.AppendUint32(b, 0xffffffff) }

@@ -49,6 +49,10 @@ type RequestRow struct {
 	CostMicros       int64
 	TraceID          string
 	Replica          string
+	// Session is the session hash (16 hex digits), Affinity whether the
+	// request followed an affinity binding (hit, spilled, bound); "" = NULL.
+	Session  string
+	Affinity string
 }
 
 // Request log defaults (DESIGN "Request log and usage").

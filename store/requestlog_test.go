@@ -74,6 +74,8 @@ func TestRequestLogWritesListsAndAggregates(t *testing.T) {
 			r.Attempts, r.TTFTMs, r.InputTokens, r.OutputTokens, r.CostMicros = 0, -1, 0, 0, 0
 			r.CachedTokens, r.CacheWriteTokens = 0, 0
 			r.ConnectionID, r.ConnectionName, r.UpstreamModel, r.Provider = "", "", "", ""
+		} else if i%5 == 1 {
+			r.Session, r.Affinity = "0123456789abcdef", "spilled"
 		}
 		// A model name with a NUL byte and bad UTF-8 is stored, cleaned, not refused.
 		if i == 3 {
@@ -144,6 +146,7 @@ func TestRequestLogWritesListsAndAggregates(t *testing.T) {
 		{"status class", store.RequestFilter{StatusClass: 2}, 20},
 		{"code", store.RequestFilter{Code: "SEMAPHORE_TIMEOUT", Key: keyB}, 5},
 		{"model upstream", store.RequestFilter{Model: "glm-5"}, 20},
+		{"session", store.RequestFilter{Session: "0123456789abcdef"}, 5},
 		{"since until", store.RequestFilter{Since: base.Add(10 * time.Second), Until: base.Add(20 * time.Second)}, 10},
 	} {
 		rows, _, err := s.ListRequests(t.Context(), tc.f)

@@ -20,8 +20,10 @@ type RequestFilter struct {
 	Status      int
 	StatusClass int
 	Code        string
-	Since       time.Time // inclusive
-	Until       time.Time // exclusive
+	// Session is a session hash (16 hex digits).
+	Session string
+	Since   time.Time // inclusive
+	Until   time.Time // exclusive
 	// After continues a listing after this row (keyset: newest first).
 	After *RequestCursor
 	Limit int // default 50, at most 1000
@@ -37,14 +39,14 @@ const selectRequestColumns = `SELECT id::text, started_at, coalesce(key_id::text
 coalesce(connection_id::text, ''), coalesce(connection_name, ''), coalesce(provider, ''), coalesce(model, ''),
 coalesce(upstream_model, ''), route, stream, status, coalesce(code, ''), coalesce(gate, ''), coalesce(priority, ''),
 attempts, queue_ms, coalesce(ttft_ms, -1), upstream_ms, total_ms, input_tokens, output_tokens, cached_tokens,
-cache_write_tokens, cost_micros, coalesce(trace_id, ''), coalesce(replica, '') FROM requests`
+cache_write_tokens, cost_micros, coalesce(trace_id, ''), coalesce(replica, ''), coalesce(session, ''), coalesce(affinity, '') FROM requests`
 
 func scanRequest(row pgx.CollectableRow) (RequestRow, error) {
 	var r RequestRow
 	err := row.Scan(&r.ID, &r.StartedAt, &r.KeyID, &r.KeyName, &r.ConnectionID, &r.ConnectionName, &r.Provider,
 		&r.Model, &r.UpstreamModel, &r.Route, &r.Stream, &r.Status, &r.Code, &r.Gate, &r.Priority, &r.Attempts,
 		&r.QueueMs, &r.TTFTMs, &r.UpstreamMs, &r.TotalMs, &r.InputTokens, &r.OutputTokens, &r.CachedTokens,
-		&r.CacheWriteTokens, &r.CostMicros, &r.TraceID, &r.Replica)
+		&r.CacheWriteTokens, &r.CostMicros, &r.TraceID, &r.Replica, &r.Session, &r.Affinity)
 	r.StartedAt = r.StartedAt.UTC()
 	return r, err
 }
@@ -92,6 +94,9 @@ func (s *Store) ListRequests(ctx context.Context, f RequestFilter) ([]RequestRow
 	}
 	if f.Code != "" {
 		where = append(where, "code = "+arg(f.Code))
+	}
+	if f.Session != "" {
+		where = append(where, "session = "+arg(f.Session))
 	}
 	if !f.Since.IsZero() {
 		where = append(where, "started_at >= "+arg(f.Since))

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
 // ConnectionRow is one line of the connections list.
@@ -64,14 +65,19 @@ type ConnectionFields struct {
 	// below rateLimitOverrides); the textarea uses the model=cap codec.
 	ShadowMaxConcurrent    string
 	ShadowModelConcurrency string
-	Version                string // version (hidden): the version the form was loaded at
+	// AffinityOff is the "affinity" checkbox unticked (it is ticked by
+	// default; unticked stores affinity false); DrainAtPercent is
+	// drainAtPercent.
+	AffinityOff    bool
+	DrainAtPercent string
+	Version        string // version (hidden): the version the form was loaded at
 }
 
 // advancedFields returns the form names inside the Advanced section.
 func advancedFields() []string {
 	return []string{
 		"maxWaitMs", "executionMaxWaitMs", "maxQueueDepth", "rpm", "rpd", "tpm", "tpd", "minTime",
-		"adaptive", "shadow.maxConcurrent", "shadow.modelConcurrency",
+		"adaptive", "shadow.maxConcurrent", "shadow.modelConcurrency", "affinity", "drainAtPercent",
 	}
 }
 
@@ -93,7 +99,7 @@ func (f ConnectionFields) advanced() []string {
 	}
 	return []string{
 		f.MaxWaitMs, f.ExecutionMaxWaitMs, f.MaxQueueDepth, f.RPM, f.RPD, f.TPM, f.TPD, f.MinTime,
-		adaptive, f.ShadowMaxConcurrent, f.ShadowModelConcurrency,
+		adaptive, f.ShadowMaxConcurrent, f.ShadowModelConcurrency, affinityField(f.AffinityOff), f.DrainAtPercent,
 	}
 }
 
@@ -114,6 +120,9 @@ type ConnectionForm struct {
 	Action string
 	Fields ConnectionFields
 	Errors FieldErrors
+	// Windows are the connection's usage windows as the gateway last saw
+	// them (subscription accounts), shown on edit.
+	Windows []live.Window
 	// APIKeyPreview is the stored key's preview ("…9f2c"), shown on edit.
 	APIKeyPreview string
 	// StoredEnabled is the stored enabled flag, which the Disable/Enable button toggles.
@@ -227,4 +236,13 @@ func (f ConnectionForm) toggleVersion() string {
 		return f.StoredVersion
 	}
 	return f.Fields.Version
+}
+
+// affinityField is the affinity checkbox's value in advanced(): "" when on
+// (the default, so it does not open the Advanced section), "false" when off.
+func affinityField(off bool) string {
+	if off {
+		return "false"
+	}
+	return ""
 }

@@ -40,6 +40,9 @@ type RequestRow struct {
 	CostMicros       int64
 	TraceID          string
 	Replica          string
+	// Session is the session hash, Affinity how the request used its
+	// affinity binding (hit, spilled, bound); "" for none.
+	Session, Affinity string
 	// Rate is the model's price today (Found false: none), for the cost
 	// split of the request page; the logged cost is CostMicros.
 	Rate limits.Rate
@@ -88,7 +91,7 @@ func hitText(l *Localizer, read, input int64) string {
 
 // RequestFilter is the /requests filter form as typed (the query's names).
 type RequestFilter struct {
-	Key, Connection, Model, Status, Code, Since, Until string
+	Key, Connection, Model, Status, Code, Since, Until, Session string
 }
 
 // Option is one choice of a select.

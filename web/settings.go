@@ -13,6 +13,9 @@ type SettingsFields struct {
 	PriorityAgingMs           string // priorityAgingMs
 	DefaultOutputReserve      string // defaultOutputReserve
 	MaxOutputReserve          string // maxOutputReserve
+	AffinityTTLMs             string // affinityTtlMs
+	MaxAffinityBindings       string // maxAffinityBindings
+	AffinityMaxWaitMs         string // affinityMaxWaitMs
 	// Providers is the per-provider caps textarea (form name "providers"): one
 	// "provider maxConcurrent [maxWaitMs]" a line; see limits.ParseProviderCaps.
 	Providers string
@@ -40,7 +43,8 @@ func SettingsFieldNames() []string {
 	return []string{
 		"globalMaxConcurrent", "defaultMaxWaitMs", "defaultExecutionMaxWaitMs", "defaultMaxQueueDepth", "priorityAgingMs",
 		"defaultOutputReserve", "maxOutputReserve",
-		"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs", "providers", "aliases", "prices",
+		"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs",
+		"affinityTtlMs", "maxAffinityBindings", "affinityMaxWaitMs", "providers", "aliases", "prices",
 	}
 }
 

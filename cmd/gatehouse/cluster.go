@@ -26,9 +26,11 @@ const clusterStartTimeout = 5 * time.Second
 type clusterMode struct {
 	ctrl   *cluster.Controller
 	limits *cluster.Limits // rpm/minTime spacing, tpm window, cooldowns and suspensions
-	rdb    *redis.Client
-	mode   cluster.FailMode
-	id     string // this replica's id
+	// affinity shares the sessions' affinity bindings.
+	affinity *cluster.Affinity
+	rdb      *redis.Client
+	mode     cluster.FailMode
+	id       string // this replica's id
 }
 
 // clusterSettings checks GATEHOUSE_CLUSTER_FAIL_MODE and GATEHOUSE_CLUSTER_LEASE_TTL
@@ -105,13 +107,19 @@ func startCluster(ctx context.Context, cfg *config, logger *slog.Logger) (*clust
 		_ = rdb.Close()
 		return nil, fmt.Errorf("cluster mode: %w", err)
 	}
+	aff, err := cluster.NewAffinity(cluster.LimitsOptions{Client: rdb})
+	if err != nil {
+		_ = ctrl.Close(ctx)
+		_ = rdb.Close()
+		return nil, fmt.Errorf("cluster mode: %w", err)
+	}
 	state := "redis ok"
 	if ctrl.Degraded() {
 		state = "redis unreachable; " + mode.String() + " until it answers"
 	}
 	logger.Info("cluster mode", slog.String("replica", id), slog.String("fail_mode", mode.String()),
 		slog.String("state", state))
-	return &clusterMode{ctrl: ctrl, limits: lim, rdb: rdb, mode: mode, id: id}, nil
+	return &clusterMode{ctrl: ctrl, limits: lim, affinity: aff, rdb: rdb, mode: mode, id: id}, nil
 }
 
 // redactedURLError keeps go-redis's reason but not the URL, which may hold a

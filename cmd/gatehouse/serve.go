@@ -182,6 +182,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		// Replicas cannot see each other's memory: with Postgres away, day and
 		// money budgets refuse unless GATEHOUSE_BUDGET_FAIL=open.
 		gwOpts.BudgetFailClosed = budgetClosed
+		gwOpts.SharedAffinity = shared.affinity
 		ready = func() (bool, string) {
 			ok, detail := loader.ready()
 			return ok, detail + "; " + shared.status()

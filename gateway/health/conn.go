@@ -39,6 +39,7 @@ type Conn struct {
 	breakerCfg     BreakerConfig
 	openUntil      atomic.Int64 // unix nanoseconds (real clock) the breaker opened until
 	breakerReason  atomic.Pointer[string]
+	windows        Windows // the usage windows of the latest answer that reported any
 }
 
 // cooldown is one cooldown of a model or of the whole connection.

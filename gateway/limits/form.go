@@ -31,7 +31,7 @@ func ApplyForm(base Overrides, form url.Values, pathPrefix string) (Overrides, F
 	errs := applyExtraForm(members, form, pathPrefix)
 	for _, key := range OverrideKeys() {
 		text, present := formText(form, key)
-		if !present || key == KeyAdaptive || key == KeyShadow {
+		if !present || key == KeyAdaptive || key == KeyShadow || key == KeyAffinity {
 			continue
 		}
 		if text == "" {

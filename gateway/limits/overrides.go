@@ -48,6 +48,24 @@ type Overrides struct {
 	Adaptive *bool `json:"adaptive,omitempty"`
 	// Shadow holds caps that are observed, never enforced.
 	Shadow *ShadowCaps `json:"shadow,omitempty" validate:"omitnil"`
+	// Affinity false opts the connection out of affinity: no session is
+	// bound to it, and requests reach it in the usual order (absent = true).
+	Affinity *bool `json:"affinity,omitempty"`
+	// DrainAtPercent is the usage-window level (1–100, absent =
+	// DefaultDrainAtPercent) at or above which the connection takes no new
+	// affinity bindings and its bound sessions move on their next turn.
+	DrainAtPercent *int `json:"drainAtPercent,omitempty" validate:"omitnil,between=1:100"`
+}
+
+// DefaultDrainAtPercent is drainAtPercent when a connection sets none.
+const DefaultDrainAtPercent = 95
+
+// AffinityOn reports whether the connection takes part in affinity.
+func (o Overrides) AffinityOn() bool { return o.Affinity == nil || *o.Affinity }
+
+// DrainAt is the used fraction (0–1] at which the connection drains.
+func (o Overrides) DrainAt() float64 {
+	return float64(valueOr(o.DrainAtPercent, DefaultDrainAtPercent)) / 100
 }
 
 // OverrideKeys returns the JSON names of every override, in the order of
@@ -56,6 +74,7 @@ func OverrideKeys() []string {
 	return []string{
 		KeyMaxConcurrent, KeyModelConcurrency, KeyMaxWaitMs, KeyExecutionMaxWaitMs,
 		KeyMaxQueueDepth, KeyRPM, KeyRPD, KeyTPM, KeyTPD, KeyMinTime, KeyAdaptive, KeyShadow,
+		KeyAffinity, KeyDrainAtPercent,
 	}
 }
 
@@ -73,6 +92,8 @@ const (
 	KeyMinTime            = "minTime"
 	KeyAdaptive           = "adaptive"
 	KeyShadow             = "shadow"
+	KeyAffinity           = "affinity"
+	KeyDrainAtPercent     = "drainAtPercent"
 )
 
 // Clone returns a deep copy of o, so that changing one never changes the other.
@@ -88,6 +109,8 @@ func (o Overrides) Clone() Overrides {
 		TPD:                clonePtr(o.TPD),
 		MinTimeMs:          clonePtr(o.MinTimeMs),
 		Adaptive:           clonePtr(o.Adaptive),
+		Affinity:           clonePtr(o.Affinity),
+		DrainAtPercent:     clonePtr(o.DrainAtPercent),
 	}
 	if o.Shadow != nil {
 		sh := o.Shadow.Clone()
@@ -104,7 +127,7 @@ func (o Overrides) IsZero() bool {
 	return o.MaxConcurrent == nil && len(o.ModelConcurrency) == 0 && o.MaxWaitMs == nil &&
 		o.ExecutionMaxWaitMs == nil && o.MaxQueueDepth == nil && o.RPM == nil &&
 		o.RPD == nil && o.TPM == nil && o.TPD == nil && o.MinTimeMs == nil &&
-		o.Adaptive == nil && (o.Shadow == nil || o.Shadow.IsZero())
+		o.Adaptive == nil && (o.Shadow == nil || o.Shadow.IsZero()) && o.Affinity == nil && o.DrainAtPercent == nil
 }
 
 func clonePtr[T any](p *T) *T {

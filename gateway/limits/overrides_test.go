@@ -293,7 +293,7 @@ func TestOverrideKeysMatchJSONNames(t *testing.T) {
 	t.Parallel()
 	all := Overrides{MaxConcurrent: new(1), ModelConcurrency: map[string]int{"m": 1}, MaxWaitMs: new(1), ExecutionMaxWaitMs: new(1),
 		MaxQueueDepth: new(1), RPM: new(1), RPD: new(1), TPM: new(int64(1)), TPD: new(int64(1)), MinTimeMs: new(1),
-		Adaptive: new(true), Shadow: &ShadowCaps{MaxConcurrent: new(1)}}
+		Adaptive: new(true), Shadow: &ShadowCaps{MaxConcurrent: new(1)}, Affinity: new(false), DrainAtPercent: new(90)}
 	data, err := json.Marshal(all)
 	if err != nil {
 		t.Fatal(err)

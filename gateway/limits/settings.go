@@ -25,6 +25,12 @@ import (
 //	                           output bound)
 //	maxOutputReserve           1–10000000   default 65536 (the most output tokens a
 //	                           reservation assumes, the request's n included)
+//	affinityTtlMs              1000–86400000 default 300000 (an affinity binding
+//	                           unused this long is forgotten: the providers'
+//	                           default prompt-cache lifetime)
+//	maxAffinityBindings        1–1000000    default 100000 (least recently used dropped)
+//	affinityMaxWaitMs          0–120000     default 2000 (how long a request waits at
+//	                           its bound connection before the usual order)
 //	providers.<p>              p matches [a-z0-9-]{1,32}
 //	providers.<p>.maxConcurrent 0–100000    0 or absent = no provider cap
 //	providers.<p>.maxWaitMs     0–120000    0 or absent = defaultMaxWaitMs
@@ -44,6 +50,9 @@ type Settings struct {
 	PriorityAgingMs           *int                        `json:"priorityAgingMs,omitempty" validate:"omitnil,between=100:3600000"`
 	DefaultOutputReserve      *int                        `json:"defaultOutputReserve,omitempty" validate:"omitnil,between=1:1000000"`
 	MaxOutputReserve          *int                        `json:"maxOutputReserve,omitempty" validate:"omitnil,between=1:10000000"`
+	AffinityTTLMs             *int                        `json:"affinityTtlMs,omitempty" validate:"omitnil,between=1000:86400000"`
+	MaxAffinityBindings       *int                        `json:"maxAffinityBindings,omitempty" validate:"omitnil,between=1:1000000"`
+	AffinityMaxWaitMs         *int                        `json:"affinityMaxWaitMs,omitempty" validate:"omitnil,between=0:120000"`
 	Providers                 map[string]ProviderSettings `json:"providers,omitempty" validate:"omitempty,dive,keys,providerkey,endkeys"`
 	Aliases                   map[string]string           `json:"aliases,omitempty" validate:"omitempty,max=500,dive,keys,modelkey,endkeys,modelkey"`
 	Prices                    Prices                      `json:"prices,omitempty" validate:"omitempty,max=500,dive,keys,modelpattern,endkeys"`
@@ -72,6 +81,9 @@ const (
 	DefaultPriorityAgingMs     = 10000
 	DefaultOutputReserve       = 4096
 	DefaultMaxOutputReserve    = 65536
+	DefaultAffinityTTLMs       = 300000
+	DefaultMaxAffinityBindings = 100000
+	DefaultAffinityMaxWaitMs   = 2000
 )
 
 // settingsWarningPrefix names the settings row in NormalizeSettings' warnings.
@@ -92,6 +104,9 @@ func DefaultSettings() Settings {
 		PriorityAgingMs:           new(DefaultPriorityAgingMs),
 		DefaultOutputReserve:      new(DefaultOutputReserve),
 		MaxOutputReserve:          new(DefaultMaxOutputReserve),
+		AffinityTTLMs:             new(DefaultAffinityTTLMs),
+		MaxAffinityBindings:       new(DefaultMaxAffinityBindings),
+		AffinityMaxWaitMs:         new(DefaultAffinityMaxWaitMs),
 	}
 }
 
@@ -114,6 +129,11 @@ type EffectiveSettings struct {
 	// assumes, whatever the request's bound (times its n); a larger actual
 	// usage is charged when known.
 	MaxOutputReserve int
+	// AffinityTTLMs, MaxAffinityBindings and AffinityMaxWaitMs govern the
+	// affinity bindings (package session).
+	AffinityTTLMs       int
+	MaxAffinityBindings int
+	AffinityMaxWaitMs   int
 	// Providers holds every provider that sets something; a provider not
 	// listed has no cap and no wait of its own.
 	Providers map[string]EffectiveProvider
@@ -145,6 +165,9 @@ func (s Settings) Effective() EffectiveSettings {
 		PriorityAgingMs:           valueOr(s.PriorityAgingMs, DefaultPriorityAgingMs),
 		DefaultOutputReserve:      valueOr(s.DefaultOutputReserve, DefaultOutputReserve),
 		MaxOutputReserve:          valueOr(s.MaxOutputReserve, DefaultMaxOutputReserve),
+		AffinityTTLMs:             valueOr(s.AffinityTTLMs, DefaultAffinityTTLMs),
+		MaxAffinityBindings:       valueOr(s.MaxAffinityBindings, DefaultMaxAffinityBindings),
+		AffinityMaxWaitMs:         valueOr(s.AffinityMaxWaitMs, DefaultAffinityMaxWaitMs),
 	}
 	if len(s.Providers) > 0 {
 		e.Providers = make(map[string]EffectiveProvider, len(s.Providers))
@@ -176,6 +199,9 @@ func (s Settings) WithDefaults() Settings {
 		PriorityAgingMs:           ptrOr(s.PriorityAgingMs, d.PriorityAgingMs),
 		DefaultOutputReserve:      ptrOr(s.DefaultOutputReserve, d.DefaultOutputReserve),
 		MaxOutputReserve:          ptrOr(s.MaxOutputReserve, d.MaxOutputReserve),
+		AffinityTTLMs:             ptrOr(s.AffinityTTLMs, d.AffinityTTLMs),
+		MaxAffinityBindings:       ptrOr(s.MaxAffinityBindings, d.MaxAffinityBindings),
+		AffinityMaxWaitMs:         ptrOr(s.AffinityMaxWaitMs, d.AffinityMaxWaitMs),
 	}
 	if len(s.Providers) > 0 {
 		out.Providers = make(map[string]ProviderSettings, len(s.Providers))
@@ -195,6 +221,12 @@ func (e EffectiveSettings) BreakerCooldown() time.Duration { return ms(e.Breaker
 
 // PriorityAging is PriorityAgingMs as a duration.
 func (e EffectiveSettings) PriorityAging() time.Duration { return ms(e.PriorityAgingMs) }
+
+// AffinityTTL is AffinityTTLMs as a duration.
+func (e EffectiveSettings) AffinityTTL() time.Duration { return ms(e.AffinityTTLMs) }
+
+// AffinityMaxWait is AffinityMaxWaitMs as a duration.
+func (e EffectiveSettings) AffinityMaxWait() time.Duration { return ms(e.AffinityMaxWaitMs) }
 
 // DefaultMaxWait is DefaultMaxWaitMs as a duration.
 func (e EffectiveSettings) DefaultMaxWait() time.Duration { return ms(e.DefaultMaxWaitMs) }

@@ -81,6 +81,14 @@ func applyExtraForm(members map[string]json.RawMessage, form url.Values, pathPre
 			members[KeyAdaptive] = json.RawMessage("true")
 		}
 	}
+	// affinity is on by default: its checkbox (after a hidden "false")
+	// unticked stores false, ticked removes the key.
+	if vs, ok := form[KeyAffinity]; ok {
+		delete(members, KeyAffinity)
+		if !slices.ContainsFunc(vs, func(v string) bool { return v == "true" || v == "on" }) {
+			members[KeyAffinity] = json.RawMessage("false")
+		}
+	}
 	_, hasMax := form[FormShadowMaxConcurrent]
 	_, hasModels := form[FormShadowModelConcurrency]
 	if !hasMax && !hasModels {

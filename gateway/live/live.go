@@ -156,6 +156,17 @@ type Connection struct {
 	// dispatches in the current clock minute (rpm is enforced as a spacing,
 	// so it never runs out early).
 	Budgets map[string]Budget
+	// Windows are the usage windows the connection's latest answer
+	// reported (subscription accounts: "5h", "7d"), nil when none.
+	Windows []Window
+}
+
+// Window is one usage window of a subscription-style account: the fraction
+// used (0–1) and when it resets (zero when not reported).
+type Window struct {
+	Name     string
+	Used     float64
+	ResetsAt time.Time
 }
 
 // Budget is one rate-limit window of a connection: its limit, what is left

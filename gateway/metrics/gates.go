@@ -16,6 +16,7 @@ type gatesCollector struct {
 	remaining                 *prometheus.Desc
 	clientInflight            *prometheus.Desc
 	clientQueued              *prometheus.Desc
+	windowUsed                *prometheus.Desc
 }
 
 // NewGates returns the collector that reads gates, clients and connection
@@ -42,6 +43,9 @@ func NewGates(snapshot func() live.Snapshot) prometheus.Collector {
 		clientQueued: prometheus.NewDesc("gatehouse_client_queued",
 			"Requests of the client key (by name) waiting for admission on this replica, by the priority class they asked for.",
 			[]string{"client", "priority"}, nil),
+		windowUsed: prometheus.NewDesc("gatehouse_connection_window_used_ratio",
+			"Used fraction (0–1) of a subscription account's usage window (5h, 7d) as its latest answer reported it.",
+			[]string{"connection", "window"}, nil),
 	}
 }
 
@@ -56,6 +60,7 @@ func (c *gatesCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.remaining
 	ch <- c.clientInflight
 	ch <- c.clientQueued
+	ch <- c.windowUsed
 }
 
 var healthStates = [...]string{live.HealthOK, live.HealthCooling, live.HealthSuspended, live.HealthBreakerOpen, live.HealthHalfOpen}
@@ -97,6 +102,9 @@ func (c *gatesCollector) Collect(ch chan<- prometheus.Metric) {
 			if b, ok := cs.Budgets[name]; ok {
 				ch <- prometheus.MustNewConstMetric(c.remaining, prometheus.GaugeValue, float64(b.Remaining), label, name)
 			}
+		}
+		for _, w := range cs.Windows {
+			ch <- prometheus.MustNewConstMetric(c.windowUsed, prometheus.GaugeValue, w.Used, label, w.Name)
 		}
 	}
 }

@@ -33,6 +33,10 @@ type Set struct {
 	ClientRequests   *prometheus.CounterVec
 	ClientTokens     *prometheus.CounterVec
 	clientSpend      *prometheus.CounterVec
+	affinity         *prometheus.CounterVec
+	// Affinity counts requests by what the connection choice did with their
+	// affinity binding, indexed hit, bound, spilled, none.
+	Affinity [4]prometheus.Counter
 
 	mu      sync.Mutex
 	targets map[[2]string]*Target
@@ -200,12 +204,20 @@ func New() *Set {
 			Name: "gatehouse_client_spend_usd_total",
 			Help: "What the answered requests of each client key (by name) cost, in US dollars, at the prices setting.",
 		}, []string{"client"}),
+		affinity: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatehouse_affinity_total",
+			Help: "Requests by what the connection choice did with their session's affinity binding: hit (followed it), bound (first turn, bound now), spilled (bound connection busy or draining, served and bound elsewhere), none (no binding followed or written).",
+		}, []string{"result"}),
 		targets: make(map[[2]string]*Target),
 		clients: make(map[string]*Client),
 	}
 	m.rateRejectBy = make(map[string]prometheus.Counter, len(BudgetNames)+len(SpendLimits))
 	for _, b := range append(BudgetNames[:], SpendLimits[:]...) {
 		m.rateRejectBy[b] = m.rateRejections.WithLabelValues(b)
+	}
+	for i, r := range AffinityResults {
+		m.Affinity[i] = m.affinity.WithLabelValues(r)
+		m.Affinity[i].Add(0)
 	}
 	m.RejectQueueFull.Add(0)
 	m.RejectTimeout.Add(0)
@@ -220,6 +232,9 @@ func (m *Set) RateRejected(budget string) {
 		c.Inc()
 	}
 }
+
+// AffinityResults are gatehouse_affinity_total's results, in Set.Affinity's order.
+var AffinityResults = [...]string{"hit", "bound", "spilled", "none"}
 
 // BudgetNames are the rate-limit windows in a fixed order.
 var BudgetNames = [...]string{live.BudgetRPM, live.BudgetRPD, live.BudgetTPM, live.BudgetTPD}
@@ -258,5 +273,5 @@ func (m *Set) Forget(keep map[string]bool) {
 // Register adds every series to reg.
 func (m *Set) Register(reg prometheus.Registerer, gates prometheus.Collector) {
 	reg.MustRegister(m.WaitSeconds, m.rejections, m.Attempts, m.upstreamRequests,
-		m.UpstreamDuration, m.Overhead, m.rateRejections, m.budgetRejections, m.ClientRequests, m.ClientTokens, m.clientSpend, gates)
+		m.UpstreamDuration, m.Overhead, m.rateRejections, m.budgetRejections, m.ClientRequests, m.ClientTokens, m.clientSpend, m.affinity, gates)
 }

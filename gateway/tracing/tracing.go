@@ -43,6 +43,7 @@ const (
 	attrGate       = attribute.Key("gatehouse.gate")
 	attrQueueMs    = attribute.Key("gatehouse.queue_ms")
 	attrPriority   = attribute.Key("gatehouse.priority")
+	attrSession    = attribute.Key("gatehouse.session")
 )
 
 // propagator reads and writes W3C traceparent/tracestate; it is fixed (not
@@ -116,6 +117,11 @@ func (s *Server) Prepared(client, priority, model string) {
 		s.span.SetName(s.op + " " + model)
 		s.span.SetAttributes(attribute.String("gen_ai.request.model", model))
 	}
+}
+
+// Session records the request's session, as stored (its hash).
+func (s *Server) Session(hash string) {
+	s.span.SetAttributes(attrSession.String(hash))
 }
 
 // TraceID is the span's trace id, for the request log.

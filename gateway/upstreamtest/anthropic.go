@@ -15,15 +15,23 @@ func (a *answer) appendAnthropicMessage(b []byte, started bool) []byte {
 	b = appendJSONString(b, a.req.Model)
 	if started {
 		b = append(b, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
-		b = strconv.AppendInt(b, int64(p), 10)
-		b = a.appendAnthropicCache(b)
+		if a.e.cache != nil { // the behaviour's counts, not the account's cache
+			b = strconv.AppendInt(b, int64(p), 10)
+			b = a.appendAnthropicCache(b)
+		} else {
+			b = a.appendPromptUsage(b, p)
+		}
 		return append(b, `,"output_tokens":1}}`...)
 	}
 	b = append(b, `,"content":[{"type":"text","text":"`...)
 	b = appendText(b, a.e.chunks)
 	b = append(b, `"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":`...)
-	b = strconv.AppendInt(b, int64(p), 10)
-	b = a.appendAnthropicCache(b)
+	if a.e.cache != nil { // the behaviour's counts, not the account's cache
+		b = strconv.AppendInt(b, int64(p), 10)
+		b = a.appendAnthropicCache(b)
+	} else {
+		b = a.appendPromptUsage(b, p)
+	}
 	b = append(b, `,"output_tokens":`...)
 	b = strconv.AppendInt(b, int64(c), 10)
 	return append(b, "}}"...)
@@ -104,4 +112,16 @@ func (a *answer) messages() {
 	b = appendEvent(b[:0], "message_stop")
 	s.emit(append(b, `{"type":"message_stop"}`+"\n\n"...))
 	a.sc.out = b[:0]
+}
+
+// appendPromptUsage appends the input_tokens value p, or, with a prompt
+// cache, 0 and the cache's reads and writes.
+func (a *answer) appendPromptUsage(b []byte, p int) []byte {
+	if a.cache == nil {
+		return strconv.AppendInt(b, int64(p), 10)
+	}
+	b = append(b, `0,"cache_creation_input_tokens":`...)
+	b = strconv.AppendInt(b, int64(a.cache.write), 10)
+	b = append(b, `,"cache_read_input_tokens":`...)
+	return strconv.AppendInt(b, int64(a.cache.read), 10)
 }

@@ -64,6 +64,10 @@ type Options struct {
 	// request, for ReceivedHeaders and ReceivedURIs. Default off (it costs
 	// a copy per request).
 	RecordHeaders bool
+	// PromptCacheTTL, when above 0, keeps a prompt cache per API key for
+	// Messages requests (see PromptCache): a prefix seen on the key within
+	// the TTL is reported as cache reads. Default off.
+	PromptCacheTTL time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -111,6 +115,7 @@ type Server struct {
 	url         string
 	serveDone   chan struct{}
 	serveErr    error
+	cache       promptCache // with Options.PromptCacheTTL
 }
 
 // NewServer returns a server with opts' defaults filled in.
@@ -252,6 +257,8 @@ type answer struct {
 	srv   *Server
 	// geminiSSE: a Gemini stream asked for server-sent events (?alt=sse).
 	geminiSSE bool
+	// cache is the prompt's split by the prompt cache (nil without one).
+	cache *cacheUsage
 }
 
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, rt route, st style) {
@@ -337,6 +344,11 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, rt route, st s
 	case routeResponses:
 		a.responses()
 	case routeMessages:
+		if s.opts.PromptCacheTTL > 0 {
+			if u, ok := s.lookupCache(key, sc.in.Bytes(), now); ok {
+				a.cache = &u
+			}
+		}
 		a.messages()
 	case routeCountTokens:
 		a.countTokens()

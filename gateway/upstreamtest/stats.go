@@ -245,6 +245,7 @@ func (s *Server) Reset() {
 		c.reset()
 	}
 	clear(s.lastKey)
+	s.cache = promptCache{} // the accounts' caches and tallies
 	s.notifyLocked()
 }
 

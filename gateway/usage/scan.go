@@ -36,6 +36,31 @@ type Request struct {
 	// (OpenAI) or Gemini's generationConfig.candidateCount that is a
 	// positive integer; 0 when none is (one).
 	Choices int64
+	// The byte ranges of the prompt's parts that every turn of a
+	// conversation shares (end 0: absent), for affinity (Parts): the system
+	// prompt (Anthropic's "system", the Responses API's "instructions"),
+	// "tools", and the first element of "messages" (or of "input", or an
+	// "input" string).
+	sysStart, sysEnd, toolsStart, toolsEnd, firstStart, firstEnd int
+	// PromptCacheKey is OpenAI's top-level "prompt_cache_key" and
+	// MetadataUserID Anthropic's "metadata.user_id", when they are strings
+	// without escapes: session ids (package session).
+	PromptCacheKey, MetadataUserID string
+	// MultiTurn: "messages" (or an "input" array) holds more than one
+	// element, so the request continues a conversation.
+	MultiTurn bool
+}
+
+// Parts returns the system prompt, tools and first message of body (the body
+// Scan read), nil for those it lacks: subslices of body, nothing decoded.
+func (r *Request) Parts(body []byte) (system, tools, first []byte) {
+	part := func(s, e int) []byte {
+		if e <= s || e > len(body) {
+			return nil
+		}
+		return body[s:e]
+	}
+	return part(r.sysStart, r.sysEnd), part(r.toolsStart, r.toolsEnd), part(r.firstStart, r.firstEnd)
 }
 
 // Errors from Scan; the gateway answers them with 400.
@@ -153,6 +178,47 @@ func Scan(b []byte) (Request, error) {
 					info.Choices = n
 				}
 			}
+		case "system", "instructions", "tools":
+			vs := s.i
+			if !s.value(0) {
+				return info, ErrSyntax
+			}
+			if string(key) == "tools" {
+				info.toolsStart, info.toolsEnd = vs, s.i
+			} else {
+				info.sysStart, info.sysEnd = vs, s.i
+			}
+		case "messages", "input":
+			vs := s.i
+			if s.i < len(s.b) && s.b[s.i] == '[' {
+				fs, fe, n, ok := s.firstElement()
+				if !ok {
+					return info, ErrSyntax
+				}
+				info.firstStart, info.firstEnd, info.MultiTurn = fs, fe, n > 1
+			} else {
+				if !s.value(0) {
+					return info, ErrSyntax
+				}
+				if s.b[vs] == '"' {
+					info.firstStart, info.firstEnd = vs, s.i
+				}
+			}
+		case "prompt_cache_key":
+			vs, ve, esc, ok := s.str()
+			if !ok {
+				if !s.value(0) {
+					return info, ErrSyntax
+				}
+			} else if !esc && ve-vs > 2 {
+				info.PromptCacheKey = string(s.b[vs+1 : ve-1])
+			}
+		case "metadata":
+			vs := s.i
+			if !s.value(0) {
+				return info, ErrSyntax
+			}
+			info.MetadataUserID = metadataUserID(s.b[vs:s.i])
 		case "stream_options":
 			vs := s.i
 			if !s.value(0) {
@@ -192,6 +258,66 @@ func Scan(b []byte) (Request, error) {
 		return info, ErrNoModel
 	}
 	return info, nil
+}
+
+// firstElement skips the array at s.i and returns the span of its first
+// element (0, 0 for an empty array) and its number of elements.
+func (s *scanner) firstElement() (start, end, n int, ok bool) {
+	s.i++ // '['
+	s.ws()
+	if s.eat(']') {
+		return 0, 0, 0, true
+	}
+	for ; ; n++ {
+		s.ws()
+		vs := s.i
+		if !s.value(1) {
+			return 0, 0, 0, false
+		}
+		if n == 0 {
+			start, end = vs, s.i
+		}
+		s.ws()
+		if s.eat(',') {
+			continue
+		}
+		return start, end, n + 1, s.eat(']')
+	}
+}
+
+// metadataUserID returns the string user_id of the metadata object v ("" when
+// absent or not a plain string); v is small, so scanning it costs little.
+func metadataUserID(v []byte) string {
+	s := scanner{b: v}
+	if !s.eat('{') {
+		return ""
+	}
+	for {
+		s.ws()
+		ks, ke, _, ok := s.str()
+		if !ok {
+			return ""
+		}
+		s.ws()
+		if !s.eat(':') {
+			return ""
+		}
+		s.ws()
+		if string(s.b[ks:ke]) == `"user_id"` {
+			vs, ve, esc, ok := s.str()
+			if !ok || esc || ve-vs <= 2 {
+				return ""
+			}
+			return string(s.b[vs+1 : ve-1])
+		}
+		if !s.value(1) {
+			return ""
+		}
+		s.ws()
+		if !s.eat(',') {
+			return ""
+		}
+	}
 }
 
 // positiveInt reads v, a JSON value, as a positive integer of at most 18

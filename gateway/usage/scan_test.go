@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -167,4 +168,47 @@ func FuzzScanBody(f *testing.F) {
 			t.Fatal("rewrite changed bytes before the model")
 		}
 	})
+}
+
+// TestScanParts: the scan marks the system prompt, tools and first message
+// and reads the body's session ids, without decoding the conversation.
+func TestScanParts(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name                         string
+		body                         string
+		system, tools, first         string
+		promptCacheKey, metadataUser string
+		multiTurn                    bool
+	}{
+		{name: "anthropic", body: `{"model":"m","system":[{"type":"text","text":"sys"}],"tools":[{"name":"bash"}],"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}],"metadata":{"x":1,"user_id":"user_abc_session_1"}}`,
+			system: `[{"type":"text","text":"sys"}]`, tools: `[{"name":"bash"}]`, first: `{"role":"user","content":"hi"}`, metadataUser: "user_abc_session_1", multiTurn: true},
+		{name: "openai chat", body: `{"messages":[ {"role":"system","content":"s"} , {"role":"user","content":"u"} ],"model":"m","prompt_cache_key":"pck-1"}`,
+			first: `{"role":"system","content":"s"}`, promptCacheKey: "pck-1", multiTurn: true},
+		{name: "responses", body: `{"model":"m","instructions":"be brief","input":"hello"}`, system: `"be brief"`, first: `"hello"`},
+		{name: "responses array", body: `{"model":"m","input":[{"role":"user","content":"a"}]}`, first: `{"role":"user","content":"a"}`},
+		{name: "empty messages", body: `{"model":"m","messages":[]}`},
+		{name: "metadata without user", body: `{"model":"m","metadata":{"user":"x"}}`},
+		{name: "non-string session ids", body: `{"model":"m","prompt_cache_key":5,"metadata":{"user_id":7}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := []byte(tc.body)
+			info, err := Scan(b)
+			if err != nil {
+				t.Fatalf("Scan: %v", err)
+			}
+			sys, tools, first := info.Parts(b)
+			got := []string{string(sys), string(tools), string(first), info.PromptCacheKey, info.MetadataUserID, strconv.FormatBool(info.MultiTurn)}
+			want := []string{tc.system, tc.tools, tc.first, tc.promptCacheKey, tc.metadataUser, strconv.FormatBool(tc.multiTurn)}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("parts mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, bad := range []string{`{"model":"m","messages":[{"role":}]}`, `{"model":"m","messages":[1,]}`, `{"model":"m","tools":[}`} {
+		if _, err := Scan([]byte(bad)); !errors.Is(err, ErrSyntax) {
+			t.Errorf("Scan(%s) = %v, want ErrSyntax", bad, err)
+		}
+	}
 }
