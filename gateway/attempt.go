@@ -50,13 +50,15 @@ const (
 	attemptSkipped                       // not dispatched, a budget ran out: try the next, no attempt spent
 )
 
-// wantsUsage reports whether an attempt on c must ask the upstream for
+// wantsUsage reports whether an attempt on t must ask the upstream for
 // stream usage the client did not ask for: an OpenAI chat or legacy
-// completion stream to a connection with tpm or tpd. The gateway then adds
+// completion stream to a connection with tpm or tpd, for a key with token
+// or money budgets, or of a priced model (its cost, cache reads included,
+// goes to the request log and the key's spend). The gateway then adds
 // stream_options.include_usage and strips the usage chunk from the stream.
-func (x *exchange) wantsUsage(c *conn) bool {
+func (x *exchange) wantsUsage(t *target) bool {
 	return (x.rt == route.Chat || x.rt == route.Completions) && x.info.Stream && !x.info.IncludeUsage &&
-		(c.lim.CountsTokens() || x.key.Lim.CountsTokens() || x.key.Lim.Spends())
+		(t.c.lim.CountsTokens() || x.key.Lim.CountsTokens() || x.key.Lim.Spends() || t.rate.Found)
 }
 
 // payload returns the body to send for upstream model m: the client's bytes,
@@ -141,7 +143,7 @@ func (x *exchange) attempt() attemptResult {
 		}
 	}
 	x.kturn = ratelimit.Turn{} // dispatched: the key's turn is used
-	addUsage := x.wantsUsage(c)
+	addUsage := x.wantsUsage(t)
 	payload := x.payload(t.model, addUsage)
 
 	ctx, cancel := context.WithTimeoutCause(x.r.Context(), c.execBound, errExecTimeout)
@@ -348,14 +350,14 @@ func (x *exchange) attempt() attemptResult {
 	complete := x.relay(ctx, c, resp, tap)
 	x.observeUpstream(c, t0)
 	if tap != nil {
-		in, out, found := tap.Reported()
-		x.tokensIn, x.tokensOut, x.tokensCached = in, out, tap.Cached()
-		x.costMicros = int64(t.rate.Cost(in, out, x.tokensCached))
-		if complete && found {
-			spent = ratelimit.Usage{Known: true, Tokens: tap.Tokens(), Cost: x.costMicros}
+		u := tap.Counts()
+		x.tokensIn, x.tokensOut, x.tokensCached, x.tokensCacheWrite = u.Input, u.Output, u.CacheRead, u.CacheWrite
+		x.costMicros = int64(t.rate.Cost(u.Input, u.CacheRead, u.CacheWrite, u.Output))
+		if complete && u.Found {
+			spent = ratelimit.Usage{Known: true, Tokens: u.RateTokens, Cost: x.costMicros}
 		}
 		ks.Metrics.Spend(x.costMicros)
-		ks.Metrics.Tokens(in, out)
+		ks.Metrics.Tokens(u.Input, u.Output, u.CacheRead, u.CacheWrite)
 		if span != nil {
 			x.attemptUsage(tap)
 		}

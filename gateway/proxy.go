@@ -317,9 +317,11 @@ type exchange struct {
 	logT                *target
 	ttft                time.Duration
 	tokensIn, tokensOut int64
-	tokensCached        int64 // of tokensIn, as the upstream reported (Gemini's cachedContentTokenCount)
-	costMicros          int64
-	rec                 RequestRecord
+	// tokensCached and tokensCacheWrite are the parts of tokensIn read from
+	// and written to the prompt cache (usage.Counts).
+	tokensCached, tokensCacheWrite int64
+	costMicros                     int64
+	rec                            RequestRecord
 
 	// aff is the request's session and affinity (affinity.go).
 	aff affinity

@@ -45,15 +45,19 @@ type RequestRecord struct {
 	Attempts int
 	QueueMs  int
 	// TTFTMs is the time to the first byte relayed from upstream, -1 when none was.
-	TTFTMs       int
-	UpstreamMs   int
-	TotalMs      int
-	InputTokens  int64
-	OutputTokens int64
-	CachedTokens int64
-	CostMicros   int64
-	TraceID      string
-	Replica      string
+	TTFTMs     int
+	UpstreamMs int
+	TotalMs    int
+	// InputTokens is every prompt token the upstream processed; CachedTokens
+	// the part of it read from the prompt cache, CacheWriteTokens the part
+	// written to it.
+	InputTokens      int64
+	OutputTokens     int64
+	CachedTokens     int64
+	CacheWriteTokens int64
+	CostMicros       int64
+	TraceID          string
+	Replica          string
 	// Session is the request's session as stored and shown: the hash of its
 	// client key and session id (package session), "" without one.
 	Session string
@@ -87,8 +91,9 @@ func (x *exchange) record(r *http.Request) {
 		StartedAt: x.start, KeyName: x.keyName, Route: x.rt.LogName(), Stream: x.info.Stream,
 		Model: x.info.Model, Status: x.status, Attempts: x.attempts, QueueMs: int(x.waited.Milliseconds()),
 		TTFTMs: -1, UpstreamMs: int(x.upstream.Milliseconds()), TotalMs: int(time.Since(x.start).Milliseconds()),
-		InputTokens: x.tokensIn, OutputTokens: x.tokensOut, CachedTokens: x.tokensCached, CostMicros: x.costMicros,
-		Replica: x.g.replica, Session: x.aff.session, Affinity: x.aff.result.String(),
+		InputTokens: x.tokensIn, OutputTokens: x.tokensOut, CachedTokens: x.tokensCached, CacheWriteTokens: x.tokensCacheWrite,
+		CostMicros: x.costMicros,
+		Replica:    x.g.replica, Session: x.aff.session, Affinity: x.aff.result.String(),
 	}
 	if rec.Status == 0 {
 		rec.Status = StatusClientGone

@@ -35,7 +35,7 @@ func FuzzEstimateCost(f *testing.F) {
 		if c := ratelimit.EstimateCost(r, in, out); c < 0 {
 			t.Fatalf("cost %d of in %d, out %d at %d", c, in, out, price)
 		}
-		if c := int64(r.Cost(math.MaxInt64, math.MaxInt64, in)); c < 0 {
+		if c := int64(r.Cost(math.MaxInt64, in, in, math.MaxInt64)); c < 0 {
 			t.Fatalf("cost %d of the largest usage at %d", c, price)
 		}
 	})

@@ -84,7 +84,7 @@ func (x *exchange) attemptUsage(tap *usage.Tap) {
 	if tap == nil {
 		return
 	}
-	if in, out, ok := tap.Reported(); ok {
-		tracing.Usage(x.r.Context(), in, out)
+	if u := tap.Counts(); u.Found {
+		tracing.Usage(x.r.Context(), u.Input, u.Output, u.CacheRead, u.CacheWrite)
 	}
 }

@@ -142,7 +142,7 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 
 	a.do(t, call{method: http.MethodGet, path: path("settings")}).want(t, http.StatusOK)
 	a.do(t, call{method: http.MethodPatch, path: path("settings"),
-		body: `{"defaultMaxWaitMs":45000,"providers":{"zai":{"maxConcurrent":8}},"prices":{"zai/glm-5":{"input":2,"output":8}}}`}).want(t, http.StatusOK)
+		body: `{"defaultMaxWaitMs":45000,"providers":{"zai":{"maxConcurrent":8}},"prices":{"zai/glm-5":{"input":2,"output":8,"cachedInput":0.2,"cacheWrite":2.5}}}`}).want(t, http.StatusOK)
 	a.do(t, call{method: http.MethodGet, path: path("gates"), token: a.viewer}).want(t, http.StatusOK)
 
 	tok := a.do(t, call{method: http.MethodPost, path: path("api-tokens"), body: `{"name":"ci","role":"viewer"}`}).
@@ -169,7 +169,8 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 		want(t, http.StatusUnprocessableEntity)
 	logged := []store.RequestRow{{StartedAt: time.Now().Add(-time.Minute), KeyID: keyID, KeyName: "agent-1",
 		ConnectionID: id, ConnectionName: "every-op", Provider: "zai", Model: "glm-5", UpstreamModel: "glm-5",
-		Route: "chat", Status: 200, Attempts: 1, TTFTMs: 3, InputTokens: 1000, OutputTokens: 500, CostMicros: 6000,
+		Route: "chat", Status: 200, Attempts: 1, TTFTMs: 3, InputTokens: 1000, OutputTokens: 500, CachedTokens: 600,
+		CacheWriteTokens: 300, CostMicros: 6000,
 		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Replica: "host-1"},
 		{StartedAt: time.Now().Add(-time.Minute), Route: "chat", Status: 401, Code: "INVALID_KEY", TTFTMs: -1}}
 	if err := a.store.WriteRequests(t.Context(), logged); err != nil {

@@ -37,12 +37,15 @@ type requestJSON struct {
 	InputTokens    int64     `json:"inputTokens"`
 	OutputTokens   int64     `json:"outputTokens"`
 	CachedTokens   int64     `json:"cachedTokens"`
-	CostMicros     int64     `json:"costMicros"`
-	CostUSD        float64   `json:"costUsd"`
-	TraceID        *string   `json:"traceId"`
-	Replica        *string   `json:"replica"`
-	Session        *string   `json:"session"`
-	Affinity       *string   `json:"affinity"`
+	// CacheWriteTokens is the part of InputTokens written to the prompt
+	// cache (CachedTokens the part read from it).
+	CacheWriteTokens int64   `json:"cacheWriteTokens"`
+	CostMicros       int64   `json:"costMicros"`
+	CostUSD          float64 `json:"costUsd"`
+	TraceID          *string `json:"traceId"`
+	Replica          *string `json:"replica"`
+	Session          *string `json:"session"`
+	Affinity         *string `json:"affinity"`
 }
 
 func orNull(s string) *string {
@@ -60,7 +63,7 @@ func requestOf(r store.RequestRow) requestJSON {
 		Status: r.Status, Code: orNull(r.Code), Gate: orNull(r.Gate), Priority: orNull(r.Priority),
 		Attempts: r.Attempts, QueueMs: r.QueueMs, UpstreamMs: r.UpstreamMs, TotalMs: r.TotalMs,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CachedTokens: r.CachedTokens,
-		CostMicros: r.CostMicros, CostUSD: microsToUSD(r.CostMicros), TraceID: orNull(r.TraceID), Replica: orNull(r.Replica),
+		CacheWriteTokens: r.CacheWriteTokens, CostMicros: r.CostMicros, CostUSD: microsToUSD(r.CostMicros), TraceID: orNull(r.TraceID), Replica: orNull(r.Replica),
 		Session: orNull(r.Session), Affinity: orNull(r.Affinity),
 	}
 	if r.TTFTMs >= 0 {
@@ -220,7 +223,12 @@ type usageJSON struct {
 	Rejected     int64     `json:"rejected"`
 	InputTokens  int64     `json:"inputTokens"`
 	OutputTokens int64     `json:"outputTokens"`
-	CostUSD      float64   `json:"costUsd"`
+	// CachedTokens and CacheWriteTokens are the parts of InputTokens read
+	// from and written to the prompt cache; CacheHitRatio is reads ÷ input.
+	CachedTokens     int64   `json:"cachedTokens"`
+	CacheWriteTokens int64   `json:"cacheWriteTokens"`
+	CacheHitRatio    float64 `json:"cacheHitRatio"`
+	CostUSD          float64 `json:"costUsd"`
 }
 
 // Bounds of a usage query: buckets per answer stay in the hundreds.
@@ -286,7 +294,8 @@ func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) error {
 	for _, u := range rows {
 		out.Rows = append(out.Rows, usageJSON{Bucket: u.Bucket, Group: u.Group, GroupID: orNull(u.GroupID),
 			Requests: u.Requests, Errors: u.Errors, Rejected: u.Rejected, InputTokens: u.InputTokens,
-			OutputTokens: u.OutputTokens, CostUSD: microsToUSD(u.CostMicros)})
+			OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens, CacheWriteTokens: u.CacheWriteTokens,
+			CacheHitRatio: u.CacheHitRatio(), CostUSD: microsToUSD(u.CostMicros)})
 	}
 	return writeJSON(w, http.StatusOK, out, "")
 }

@@ -57,6 +57,17 @@ func (s *Server) keyItems(r *http.Request, kind keyKind) ([]web.KeyItem, error) 
 		return nil, err
 	}
 	load := live.ClientsByID(s.liveSnapshot().Clients)
+	now := s.now()
+	cache := map[string]web.CacheRow{}
+	if !s.deps.RequestLogOff {
+		rows, err := s.cacheRows(r.Context(), now.Add(-24*time.Hour), now, "key")
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range rows {
+			cache[c.ID] = c
+		}
+	}
 	for _, k := range keys {
 		lim, _ := limits.NormalizeClientKeyLimits(k.Limits)
 		l, seen := load[k.ID]
@@ -68,7 +79,7 @@ func (s *Server) keyItems(r *http.Request, kind keyKind) ([]web.KeyItem, error) 
 		items = append(items, web.KeyItem{ID: k.ID, Name: k.Name, Preview: k.Preview,
 			CreatedAt: k.CreatedAt, LastUsedAt: derefTime(k.LastUsedAt),
 			Enabled: k.Enabled, Limits: lim, Live: l,
-			SpentTodayMicros: spend[k.ID].TodayMicros, SpentMonthMicros: spend[k.ID].MonthMicros})
+			SpentTodayMicros: spend[k.ID].TodayMicros, SpentMonthMicros: spend[k.ID].MonthMicros, Cache: cache[k.ID]})
 	}
 	return items, nil
 }

@@ -75,6 +75,9 @@ func (s *Server) uiOverview(w http.ResponseWriter, r *http.Request, rq *uiReques
 		if v.Chart, err = s.overviewChart(r.Context(), rq.l, overviewRangeOf(r.URL.Query().Get("range")), rq.now); err != nil {
 			return err
 		}
+		if v.Cache, err = s.cacheView(r.Context(), rq.l, rq.now); err != nil {
+			return err
+		}
 	}
 	return s.uiRender(w, r, rq, http.StatusOK, web.OverviewPage(s.uiPage(r, rq), v))
 }

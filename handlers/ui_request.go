@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/web"
 )
@@ -99,7 +100,8 @@ func requestRowView(r store.RequestRow) web.RequestRow {
 		Route: r.Route, Stream: r.Stream, Status: r.Status, Code: r.Code, Gate: r.Gate, Priority: r.Priority,
 		Attempts: r.Attempts, QueueMs: r.QueueMs, TTFTMs: r.TTFTMs, UpstreamMs: r.UpstreamMs, TotalMs: r.TotalMs,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CachedTokens: r.CachedTokens,
-		CostMicros: r.CostMicros, TraceID: r.TraceID, Replica: r.Replica, Session: r.Session, Affinity: r.Affinity,
+		CacheWriteTokens: r.CacheWriteTokens, CostMicros: r.CostMicros, TraceID: r.TraceID, Replica: r.Replica,
+		Session: r.Session, Affinity: r.Affinity,
 	}
 }
 
@@ -109,7 +111,16 @@ func (s *Server) uiRequest(w http.ResponseWriter, r *http.Request, rq *uiRequest
 	if err != nil {
 		return err
 	}
-	return s.uiRender(w, r, rq, http.StatusOK, web.RequestPage(s.uiPage(r, rq), requestRowView(row)))
+	v := requestRowView(row)
+	if row.UpstreamModel != "" {
+		st, err := s.store.GetSettings(r.Context())
+		if err != nil {
+			return err
+		}
+		settings, _ := limits.NormalizeSettings(st.Data)
+		v.Rate = settings.Prices.Lookup(row.Provider, row.UpstreamModel)
+	}
+	return s.uiRender(w, r, rq, http.StatusOK, web.RequestPage(s.uiPage(r, rq), v))
 }
 
 // uiRequestsCSV serves GET /requests.csv: every row of a filter, newest first,
@@ -140,7 +151,7 @@ func (s *Server) uiRequestsCSV(w http.ResponseWriter, r *http.Request, rq *uiReq
 	}
 	write([]string{"id", "started_at", "key", "connection", "provider", "model", "upstream_model", "route",
 		"stream", "status", "code", "gate", "attempts", "queue_ms", "ttft_ms", "upstream_ms", "total_ms",
-		"input_tokens", "output_tokens", "cost_usd", "trace_id", "replica"})
+		"input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens", "cost_usd", "trace_id", "replica"})
 	for {
 		for _, x := range rows {
 			ttft := ""
@@ -151,6 +162,7 @@ func (s *Server) uiRequestsCSV(w http.ResponseWriter, r *http.Request, rq *uiReq
 				x.Provider, x.Model, x.UpstreamModel, x.Route, strconv.FormatBool(x.Stream), strconv.Itoa(x.Status),
 				x.Code, x.Gate, strconv.Itoa(x.Attempts), strconv.Itoa(x.QueueMs), ttft, strconv.Itoa(x.UpstreamMs),
 				strconv.Itoa(x.TotalMs), strconv.FormatInt(x.InputTokens, 10), strconv.FormatInt(x.OutputTokens, 10),
+				strconv.FormatInt(x.CachedTokens, 10), strconv.FormatInt(x.CacheWriteTokens, 10),
 				strconv.FormatFloat(microsToUSD(x.CostMicros), 'f', -1, 64), x.TraceID, x.Replica})
 		}
 		cw.Flush()

@@ -48,6 +48,7 @@ func storedSettingsFields(st store.Settings) (web.SettingsFields, []string) {
 		LoopWindowMs:              intText(set.LoopWindowMs),
 		Providers:                 limits.FormatProviderCaps(set.Providers),
 		Aliases:                   limits.FormatAliases(set.Aliases),
+		Prices:                    limits.FormatPrices(set.Prices),
 		Version:                   strconv.FormatInt(st.Version, 10),
 	}, warns
 }
@@ -62,7 +63,7 @@ func typedSettingsFields(form url.Values, base web.SettingsFields) web.SettingsF
 		"breakerCooldownMs": &f.BreakerCooldownMs, "priorityAgingMs": &f.PriorityAgingMs, "defaultOutputReserve": &f.DefaultOutputReserve,
 		"maxOutputReserve": &f.MaxOutputReserve,
 		"affinityTtlMs":    &f.AffinityTTLMs, "maxAffinityBindings": &f.MaxAffinityBindings, "affinityMaxWaitMs": &f.AffinityMaxWaitMs,
-		"providers": &f.Providers, "aliases": &f.Aliases, "version": &f.Version,
+		"providers": &f.Providers, "aliases": &f.Aliases, limits.KeyPrices: &f.Prices, "version": &f.Version,
 		limits.KeySessionMaxConcurrent: &f.SessionMaxConcurrent, limits.KeySessionBudgetUSD: &f.SessionBudget,
 		limits.KeyLoopLimit: &f.LoopLimit, limits.KeyLoopWindowMs: &f.LoopWindowMs,
 	} {
@@ -130,6 +131,23 @@ func applySettingsForm(l *web.Localizer, stored json.RawMessage, form url.Values
 				return nil, nil, fmt.Errorf("handlers: encode aliases: %w", err)
 			}
 			members[limits.KeyAliases] = raw
+		}
+	}
+	if _, ok := form[limits.KeyPrices]; ok {
+		prices, lineErrs := limits.ParsePrices(form.Get(limits.KeyPrices))
+		for _, le := range lineErrs {
+			errs.Add(limits.KeyPrices, web.LineErrorMessage(l, le))
+		}
+		switch {
+		case len(lineErrs) > 0:
+		case len(prices) == 0:
+			delete(members, limits.KeyPrices)
+		default:
+			raw, err := json.Marshal(prices)
+			if err != nil {
+				return nil, nil, fmt.Errorf("handlers: encode prices: %w", err)
+			}
+			members[limits.KeyPrices] = raw
 		}
 	}
 	merged, err := json.Marshal(members)

@@ -24,6 +24,16 @@ var usageRanges = []usageRange{
 	{"30d", 30 * 24 * time.Hour, "day", "01-02"},
 }
 
+// window is the range's buckets ending with the one holding now: [since, until).
+func (rg usageRange) window(now time.Time) (since, until time.Time) {
+	until = now.UTC().Truncate(time.Hour).Add(time.Hour)
+	if rg.bucket == "day" {
+		d := now.UTC()
+		until = time.Date(d.Year(), d.Month(), d.Day()+1, 0, 0, 0, 0, time.UTC)
+	}
+	return until.Add(-rg.span), until
+}
+
 // usageChartKeys is how many keys or models a chart shows by name; the rest are summed as one.
 const usageChartKeys = 7
 
@@ -39,12 +49,7 @@ func usageRangeOf(v string) usageRange {
 // usageCharts builds the /usage charts for range rg ending at now: requests and
 // rejections per bucket, tokens and spend per key per bucket, and the top models.
 func (s *Server) usageCharts(ctx context.Context, l *web.Localizer, rg usageRange, now time.Time) ([]web.Chart, error) {
-	until := now.UTC().Truncate(time.Hour).Add(time.Hour)
-	if rg.bucket == "day" {
-		d := now.UTC()
-		until = time.Date(d.Year(), d.Month(), d.Day()+1, 0, 0, 0, 0, time.UTC)
-	}
-	since := until.Add(-rg.span)
+	since, until := rg.window(now)
 	byKey, err := s.store.RequestUsage(ctx, store.UsageQuery{GroupBy: "key", Bucket: rg.bucket, Since: since, Until: until})
 	if err != nil {
 		return nil, err
@@ -173,7 +178,12 @@ func (s *Server) uiUsage(w http.ResponseWriter, r *http.Request, rq *uiRequest) 
 	if err != nil {
 		return err
 	}
-	v := web.UsageView{Range: rg.name, Charts: charts}
+	since, until := rg.window(rq.now)
+	rows, err := s.cacheRows(r.Context(), since, until, cacheGroups...)
+	if err != nil {
+		return err
+	}
+	v := web.UsageView{Range: rg.name, Charts: charts, Cache: web.CacheView{Range: rq.l.T("usage.range." + rg.name), Rows: rows}}
 	for _, o := range usageRanges {
 		v.Ranges = append(v.Ranges, web.Option{Value: o.name, Label: rq.l.T("usage.range." + o.name)})
 	}
@@ -184,6 +194,14 @@ func (s *Server) uiUsage(w http.ResponseWriter, r *http.Request, rq *uiRequest) 
 func (s *Server) uiUsageCSV(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	q := r.URL.Query()
 	rg := usageRangeOf(q.Get("range"))
+	if q.Get("chart") == "cache" {
+		since, until := rg.window(rq.now)
+		rows, err := s.cacheRows(r.Context(), since, until, cacheGroups...)
+		if err != nil {
+			return err
+		}
+		return writeCSV(w, "usage-cache-"+rg.name+".csv", cacheCSV(rows))
+	}
 	charts, err := s.usageCharts(r.Context(), rq.l, rg, rq.now)
 	if err != nil {
 		return err

@@ -16,11 +16,11 @@ import (
 // (appendRequestRow), in Postgres's binary format.
 const copyRequestsSQL = `COPY requests (id, started_at, key_id, key_name, connection_id, connection_name,
 provider, model, upstream_model, route, stream, status, code, gate, priority, attempts, queue_ms, ttft_ms,
-upstream_ms, total_ms, input_tokens, output_tokens, cached_tokens, cost_micros, trace_id, replica, session,
-affinity) FROM STDIN (FORMAT binary)`
+upstream_ms, total_ms, input_tokens, output_tokens, cached_tokens, cache_write_tokens, cost_micros,
+trace_id, replica, session, affinity) FROM STDIN (FORMAT binary)`
 
 // requestFields is the number of columns copyRequestsSQL writes.
-const requestFields = 28
+const requestFields = 29
 
 // copyHeader starts a binary COPY: the signature, no flags, no header extension.
 var copyHeader = []byte("PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00")
@@ -85,6 +85,7 @@ func appendRequestRow(b []byte, id *[16]byte, r *RequestRow) []byte {
 	b = appendInt64(b, r.InputTokens)
 	b = appendInt64(b, r.OutputTokens)
 	b = appendInt64(b, r.CachedTokens)
+	b = appendInt64(b, r.CacheWriteTokens)
 	b = appendInt64(b, r.CostMicros)
 	b = appendText(b, r.TraceID, 64)
 	b = appendText(b, r.Replica, 128)

@@ -40,12 +40,15 @@ type RequestRow struct {
 	TTFTMs         int
 	UpstreamMs     int
 	TotalMs        int
-	InputTokens    int64
-	OutputTokens   int64
-	CachedTokens   int64
-	CostMicros     int64
-	TraceID        string
-	Replica        string
+	// InputTokens is every prompt token processed; CachedTokens the part read
+	// from the prompt cache, CacheWriteTokens the part written to it.
+	InputTokens      int64
+	OutputTokens     int64
+	CachedTokens     int64
+	CacheWriteTokens int64
+	CostMicros       int64
+	TraceID          string
+	Replica          string
 	// Session is the session hash (16 hex digits), Affinity whether the
 	// request followed an affinity binding (hit, spilled, bound); "" = NULL.
 	Session  string

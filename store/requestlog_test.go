@@ -66,12 +66,13 @@ func TestRequestLogWritesListsAndAggregates(t *testing.T) {
 			StartedAt: base.Add(time.Duration(i) * time.Second), KeyID: keyA, KeyName: "team-a",
 			ConnectionID: conn, ConnectionName: "zai-main", Provider: "zai", Model: "zai/glm-5",
 			UpstreamModel: "glm-5", Route: "chat", Status: 200, Attempts: 1, QueueMs: i, TTFTMs: 5,
-			UpstreamMs: 10, TotalMs: 12, InputTokens: 1000, OutputTokens: 500, CostMicros: 6000,
-			TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Replica: "r1",
+			UpstreamMs: 10, TotalMs: 12, InputTokens: 1000, OutputTokens: 500, CachedTokens: 600,
+			CacheWriteTokens: 300, CostMicros: 6000, TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Replica: "r1",
 		}
 		if i%5 == 4 {
 			r.KeyID, r.KeyName, r.Status, r.Code, r.Gate = keyB, "team-b", 429, "SEMAPHORE_TIMEOUT", "key:"+keyB
 			r.Attempts, r.TTFTMs, r.InputTokens, r.OutputTokens, r.CostMicros = 0, -1, 0, 0, 0
+			r.CachedTokens, r.CacheWriteTokens = 0, 0
 			r.ConnectionID, r.ConnectionName, r.UpstreamModel, r.Provider = "", "", "", ""
 		} else if i%5 == 1 {
 			r.Session, r.Affinity = "0123456789abcdef", "spilled"
@@ -163,11 +164,17 @@ func TestRequestLogWritesListsAndAggregates(t *testing.T) {
 		t.Fatalf("RequestUsage: %v", err)
 	}
 	wantUsage := []store.UsageRow{
-		{Bucket: base, Group: "team-a", GroupID: keyA, Requests: 20, InputTokens: 20000, OutputTokens: 10000, CostMicros: 120000},
+		{Bucket: base, Group: "team-a", GroupID: keyA, Requests: 20, InputTokens: 20000, OutputTokens: 10000,
+			CachedTokens: 12000, CacheWriteTokens: 6000, CostMicros: 120000},
 		{Bucket: base, Group: "team-b", GroupID: keyB, Requests: 5, Errors: 5, Rejected: 5},
 	}
 	if diff := cmp.Diff(wantUsage, usage); diff != "" {
 		t.Errorf("usage by key mismatch (-want +got):\n%s", diff)
+	}
+	if len(usage) == 2 {
+		if got := [2]float64{usage[0].CacheHitRatio(), usage[1].CacheHitRatio()}; got != [2]float64{0.6, 0} {
+			t.Errorf("cache-hit ratios = %v, want [0.6 0] (reads ÷ input, 0 without input)", got)
+		}
 	}
 	if _, err := s.RequestUsage(t.Context(), store.UsageQuery{GroupBy: "secret", Bucket: "hour"}); err == nil {
 		t.Error("RequestUsage with an unknown groupBy: no error")

@@ -39,14 +39,14 @@ const selectRequestColumns = `SELECT id::text, started_at, coalesce(key_id::text
 coalesce(connection_id::text, ''), coalesce(connection_name, ''), coalesce(provider, ''), coalesce(model, ''),
 coalesce(upstream_model, ''), route, stream, status, coalesce(code, ''), coalesce(gate, ''), coalesce(priority, ''),
 attempts, queue_ms, coalesce(ttft_ms, -1), upstream_ms, total_ms, input_tokens, output_tokens, cached_tokens,
-cost_micros, coalesce(trace_id, ''), coalesce(replica, ''), coalesce(session, ''), coalesce(affinity, '') FROM requests`
+cache_write_tokens, cost_micros, coalesce(trace_id, ''), coalesce(replica, ''), coalesce(session, ''), coalesce(affinity, '') FROM requests`
 
 func scanRequest(row pgx.CollectableRow) (RequestRow, error) {
 	var r RequestRow
 	err := row.Scan(&r.ID, &r.StartedAt, &r.KeyID, &r.KeyName, &r.ConnectionID, &r.ConnectionName, &r.Provider,
 		&r.Model, &r.UpstreamModel, &r.Route, &r.Stream, &r.Status, &r.Code, &r.Gate, &r.Priority, &r.Attempts,
 		&r.QueueMs, &r.TTFTMs, &r.UpstreamMs, &r.TotalMs, &r.InputTokens, &r.OutputTokens, &r.CachedTokens,
-		&r.CostMicros, &r.TraceID, &r.Replica, &r.Session, &r.Affinity)
+		&r.CacheWriteTokens, &r.CostMicros, &r.TraceID, &r.Replica, &r.Session, &r.Affinity)
 	r.StartedAt = r.StartedAt.UTC()
 	return r, err
 }
@@ -194,7 +194,20 @@ type UsageRow struct {
 	Rejected     int64
 	InputTokens  int64
 	OutputTokens int64
-	CostMicros   int64
+	// CachedTokens and CacheWriteTokens are the parts of InputTokens read
+	// from and written to the prompt cache.
+	CachedTokens     int64
+	CacheWriteTokens int64
+	CostMicros       int64
+}
+
+// CacheHitRatio is the share of u's input tokens read from the prompt cache
+// (0 without input).
+func (u UsageRow) CacheHitRatio() float64 {
+	if u.InputTokens <= 0 {
+		return 0
+	}
+	return float64(u.CachedTokens) / float64(u.InputTokens)
 }
 
 // RequestUsage returns the aggregates of q, oldest bucket first, then by group.
@@ -230,13 +243,14 @@ func (s *Store) RequestUsage(ctx context.Context, q UsageQuery) ([]UsageRow, err
 	}
 	sql := `SELECT date_trunc($1, started_at, 'UTC') AS b, ` + group + ` AS g, ` + groupID + ` AS gid,
 count(*), count(*) FILTER (WHERE status >= 400), count(*) FILTER (WHERE code IS NOT NULL AND attempts = 0),
-coalesce(sum(input_tokens), 0)::bigint, coalesce(sum(output_tokens), 0)::bigint, coalesce(sum(cost_micros), 0)::bigint
+coalesce(sum(input_tokens), 0)::bigint, coalesce(sum(output_tokens), 0)::bigint, coalesce(sum(cost_micros), 0)::bigint,
+coalesce(sum(cached_tokens), 0)::bigint, coalesce(sum(cache_write_tokens), 0)::bigint
 FROM requests WHERE ` + where + ` GROUP BY b, g, gid ORDER BY b, g, gid`
 	rows, _ := s.db.Query(ctx, sql, args...)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (UsageRow, error) {
 		var u UsageRow
 		err := row.Scan(&u.Bucket, &u.Group, &u.GroupID, &u.Requests, &u.Errors, &u.Rejected,
-			&u.InputTokens, &u.OutputTokens, &u.CostMicros)
+			&u.InputTokens, &u.OutputTokens, &u.CostMicros, &u.CachedTokens, &u.CacheWriteTokens)
 		u.Bucket = u.Bucket.UTC()
 		return u, err
 	})

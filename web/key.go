@@ -28,6 +28,8 @@ type KeyItem struct {
 	// SpentTodayMicros and SpentMonthMicros are what the key spent on the
 	// current UTC day and month (the request log's spend), in micro-dollars.
 	SpentTodayMicros, SpentMonthMicros int64
+	// Cache is the key's prompt-cache use over the last 24 hours.
+	Cache CacheRow
 }
 
 // spendOf is spent micro-dollars in dollars, "of" the money budget when one is

@@ -67,6 +67,9 @@ type Overview struct {
 	Traffic Traffic
 	// Chart is the requests chart over the chosen range (set by the handler).
 	Chart OverviewChart
+	// Cache is prompt-cache use per key, connection and model (set by the
+	// handler; nil with the request log off).
+	Cache *CacheView
 }
 
 // OverviewChart is the overview's requests chart and its time ranges.

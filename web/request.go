@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 )
 
 // RequestRow is one request of the log as the pages show it. Empty strings are
@@ -32,12 +34,59 @@ type RequestRow struct {
 	InputTokens    int64
 	OutputTokens   int64
 	CachedTokens   int64
-	CostMicros     int64
-	TraceID        string
-	Replica        string
+	// CacheWriteTokens is the part of InputTokens written to the prompt
+	// cache (CachedTokens the part read from it).
+	CacheWriteTokens int64
+	CostMicros       int64
+	TraceID          string
+	Replica          string
 	// Session is the session hash, Affinity how the request used its
 	// affinity binding (hit, spilled, bound); "" for none.
 	Session, Affinity string
+	// Rate is the model's price today (Found false: none), for the cost
+	// split of the request page; the logged cost is CostMicros.
+	Rate limits.Rate
+}
+
+// costSplit is r's tokens by kind at Rate, with the catalog key of each.
+func (r RequestRow) costSplit() []costLine {
+	s := r.Rate.Split(r.InputTokens, r.CachedTokens, r.CacheWriteTokens, r.OutputTokens)
+	return []costLine{{"input", "requests.split.input", s[limits.PartInput]},
+		{"cache-read", "requests.split.cacheRead", s[limits.PartCacheRead]},
+		{"cache-write", "requests.split.cacheWrite", s[limits.PartCacheWrite]},
+		{"output", "requests.split.output", s[limits.PartOutput]}}
+}
+
+// splitTotal is the sum of the split's parts.
+func (r RequestRow) splitTotal() int64 {
+	var n int64
+	for _, c := range r.costSplit() {
+		n += int64(c.part.Cost)
+	}
+	return n
+}
+
+// costLine is one line of a request's cost split.
+type costLine struct {
+	id, key string
+	part    limits.CostPart
+}
+
+// ratio is part ÷ whole, 0 when whole is not positive.
+func ratio(part, whole int64) float64 {
+	if whole <= 0 {
+		return 0
+	}
+	return float64(part) / float64(whole)
+}
+
+// hitText writes the share of input read from the cache as a whole
+// percentage ("95 %"), "–" without input (nothing to hit).
+func hitText(l *Localizer, read, input int64) string {
+	if input <= 0 {
+		return "–"
+	}
+	return l.Int(int64(ratio(read, input)*100+0.5)) + " %"
 }
 
 // RequestFilter is the /requests filter form as typed (the query's names).
@@ -120,4 +169,6 @@ type UsageView struct {
 	Range  string
 	Ranges []Option
 	Charts []Chart
+	// Cache is prompt-cache use over the range per key, connection and model.
+	Cache CacheView
 }

@@ -25,6 +25,9 @@ type SettingsFields struct {
 	// Aliases is the model aliases textarea (form name "aliases"): one
 	// alias=model a line; see limits.ParseAliases.
 	Aliases string
+	// Prices is the prices textarea (form name "prices"): one "pattern input
+	// output [cachedInput [cacheWrite]]" a line; see limits.ParsePrices.
+	Prices  string
 	Version string // version (hidden)
 }
 
@@ -44,7 +47,7 @@ func SettingsFieldNames() []string {
 		"globalMaxConcurrent", "defaultMaxWaitMs", "defaultExecutionMaxWaitMs", "defaultMaxQueueDepth", "priorityAgingMs",
 		"defaultOutputReserve", "maxOutputReserve",
 		"maxAttempts", "suspendMs", "breakerFailures", "breakerCooldownMs",
-		"affinityTtlMs", "maxAffinityBindings", "affinityMaxWaitMs", "providers", "aliases",
+		"affinityTtlMs", "maxAffinityBindings", "affinityMaxWaitMs", "providers", "aliases", "prices",
 		"sessionMaxConcurrent", "sessionBudgetUsd", "loopLimit", "loopWindowMs",
 	}
 }

@@ -118,6 +118,14 @@ const (
 	// CodeUSD: a price that is not a number of dollars from 0 to 10000 with
 	// at most 6 decimals. Args: the upper bound.
 	CodeUSD = "usd"
+	// CodePriceLineShape: a prices line without 3 to 5 fields. No args.
+	CodePriceLineShape = "priceLineShape"
+	// CodeDuplicatePrice: a model pattern priced twice in the prices text.
+	// Args: the pattern, the line it was first given on.
+	CodeDuplicatePrice = "duplicatePrice"
+	// CodeTooManyPrices: prices text with more patterns than the settings
+	// may hold. Args: the most allowed.
+	CodeTooManyPrices = "tooManyPrices"
 	// CodeBudgetUSD: a money budget that is not a number of dollars from 0
 	// to 1000000 with at most 2 decimals. Args: the upper bound.
 	CodeBudgetUSD = "budgetUsd"
@@ -135,7 +143,7 @@ func Codes() []string {
 		CodeNotProviderMap, CodeNotModelList, CodeNotWhole, CodeNotBool, CodeAdaptiveNeedsCap,
 		CodeLineShape, CodeModelMissing, CodeDuplicateModel, CodeDuplicateListed, CodeTooManyModels, CodeProviderLineShape, CodeDuplicateProvider, CodeLine,
 		CodeNotAliasMap, CodeAliasOfAlias, CodeAliasLineShape, CodeDuplicateAlias, CodeTooManyAliases,
-		CodeUSD, CodeBudgetUSD,
+		CodeUSD, CodeBudgetUSD, CodePriceLineShape, CodeDuplicatePrice, CodeTooManyPrices,
 	}
 	for _, bound := range []string{CodeAtLeast, CodeAtMost, CodeMoreThan, CodeLessThan, CodeExactly} {
 		codes = append(codes, bound, bound+CodeSuffixChars, bound+CodeSuffixItems)

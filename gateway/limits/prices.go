@@ -18,11 +18,14 @@ import (
 // at most 6 decimals (a JSON number; 2, 2.5 and 1e-6 are fine).
 type Prices map[string]Price
 
-// Price is one pattern's price per million tokens; absent = 0.
+// Price is one pattern's price per million tokens. Input and Output absent
+// = 0; CachedInput (cache reads, every style) absent = Input; CacheWrite
+// (cache writes) absent = 1.25 × Input, Anthropic's price of a 5-minute write.
 type Price struct {
 	Input       *Micros `json:"input,omitempty" validate:"omitnil,usd"`
 	Output      *Micros `json:"output,omitempty" validate:"omitnil,usd"`
 	CachedInput *Micros `json:"cachedInput,omitempty" validate:"omitnil,usd"`
+	CacheWrite  *Micros `json:"cacheWrite,omitempty" validate:"omitnil,usd"`
 }
 
 // Micros is an amount of US dollars in millionths (int64): prices and
@@ -172,11 +175,15 @@ func microsMessage(rules string) message {
 	return usdMessage()
 }
 
-// Rate is a resolved price: Micros per million tokens of each kind.
+// Rate is a resolved price: Micros per million tokens of each kind, the
+// defaults of absent prices applied (CachedInput = Input; CacheWrite shows
+// 1.25 × Input rounded down, and Cost charges it exactly).
 type Rate struct {
-	Input, Output, CachedInput Micros
+	Input, Output, CachedInput, CacheWrite Micros
 	// Found is false when no pattern matched (the model has no price).
 	Found bool
+	// writeDefault: CacheWrite was absent, and is 1.25 × Input exactly.
+	writeDefault bool
 }
 
 // Lookup returns the price of provider's upstream model: the pattern
@@ -185,38 +192,104 @@ type Rate struct {
 func (p Prices) Lookup(provider, model string) Rate {
 	for _, k := range [...]string{provider + "/" + model, model, provider + "/*"} {
 		if pr, ok := p[k]; ok {
-			return Rate{Input: valueOr(pr.Input, 0), Output: valueOr(pr.Output, 0),
-				CachedInput: valueOr(pr.CachedInput, 0), Found: true}
+			return pr.rate()
 		}
 	}
 	return Rate{}
 }
 
-// Cost is what in input, out output and cached cached-input tokens cost at
-// r, in Micros, rounded up (a budget is never undercharged). Cached tokens are
-// part of in as upstreams report them: they are charged at CachedInput
-// instead of Input. It saturates instead of overflowing.
-func (r Rate) Cost(in, out, cached int64) Micros {
-	if cached > in {
-		cached = in
+// rate is pr resolved, its defaults applied.
+func (pr Price) rate() Rate {
+	in := valueOr(pr.Input, 0)
+	r := Rate{Input: in, Output: valueOr(pr.Output, 0), CachedInput: valueOr(pr.CachedInput, in), Found: true}
+	if pr.CacheWrite != nil {
+		r.CacheWrite = *pr.CacheWrite
+	} else {
+		r.CacheWrite, r.writeDefault = in/4*5+in%4*5/4, true
 	}
+	return r
+}
+
+// Cost is what a request's tokens cost at r, in Micros, rounded up (a budget
+// is never undercharged): in is every prompt token processed, of which
+// cacheRead were read from the prompt cache and cacheWrite written to it,
+// and out the output; (in − cacheRead − cacheWrite) × Input + cacheRead ×
+// CachedInput + cacheWrite × CacheWrite + out × Output, per million. It is
+// exact (128-bit integers, no float) and saturates instead of overflowing;
+// negative counts are 0, and the cache counts are cut to fit within in.
+func (r Rate) Cost(in, cacheRead, cacheWrite, out int64) Micros {
+	ps := r.parts(in, cacheRead, cacheWrite, out)
+	return costOf(ps[:]...)
+}
+
+// The parts of a cost, in the order of Split.
+const (
+	PartInput = iota // input not read from or written to the cache
+	PartCacheRead
+	PartCacheWrite
+	PartOutput
+	nParts
+)
+
+// CostPart is one kind of a request's tokens, its price per million
+// tokens (the default write price shown rounded down to a Micro) and what
+// those tokens cost alone, rounded up.
+type CostPart struct {
+	Tokens int64
+	Price  Micros
+	Cost   Micros
+}
+
+// Split is Cost part by part (PartInput, PartCacheRead, PartCacheWrite,
+// PartOutput), each rounded up alone: the parts' sum may exceed Cost by at
+// most 3 Micros.
+func (r Rate) Split(in, cacheRead, cacheWrite, out int64) [nParts]CostPart {
+	ps := r.parts(in, cacheRead, cacheWrite, out)
+	prices := [nParts]Micros{r.Input, r.CachedInput, r.CacheWrite, r.Output}
+	var s [nParts]CostPart
+	for i, p := range ps {
+		s[i] = CostPart{Tokens: p.tokens, Price: prices[i], Cost: costOf(p)}
+	}
+	return s
+}
+
+// part is a count of tokens and its price in quarters of a Micro per
+// million tokens (1.25 × Input is whole then).
+type part struct {
+	tokens int64
+	price4 uint64
+}
+
+// parts is the request's tokens by kind at r, clamped (see Cost).
+func (r Rate) parts(in, cacheRead, cacheWrite, out int64) [nParts]part {
+	in, cacheRead, cacheWrite, out = max(in, 0), max(cacheRead, 0), max(cacheWrite, 0), max(out, 0)
+	cacheRead = min(cacheRead, in)
+	cacheWrite = min(cacheWrite, in-cacheRead)
+	q4 := func(m Micros) uint64 { return uint64(max(m, 0)) * 4 }
+	write4 := q4(r.CacheWrite)
+	if r.writeDefault {
+		write4 = uint64(max(r.Input, 0)) * 5
+	}
+	return [nParts]part{{in - cacheRead - cacheWrite, q4(r.Input)}, {cacheRead, q4(r.CachedInput)}, {cacheWrite, write4}, {out, q4(r.Output)}}
+}
+
+// costOf is the sum of ps in Micros, rounded up, saturating.
+func costOf(ps ...part) Micros {
 	var hiSum, loSum uint64
-	add := func(tokens int64, price Micros) {
-		if tokens <= 0 || price <= 0 {
-			return
+	for _, p := range ps {
+		if p.tokens <= 0 || p.price4 == 0 {
+			continue
 		}
-		hi, lo := bits.Mul64(uint64(tokens), uint64(price))
+		hi, lo := bits.Mul64(uint64(p.tokens), p.price4)
 		var c uint64
 		loSum, c = bits.Add64(loSum, lo, 0)
 		hiSum += hi + c
 	}
-	add(in-cached, r.Input)
-	add(out, r.Output)
-	add(cached, r.CachedInput)
-	if hiSum >= 1_000_000 { // the quotient would not fit in 64 bits
+	const per = 4 * 1_000_000
+	if hiSum >= per { // the quotient would not fit in 64 bits
 		return Micros(1<<63 - 1)
 	}
-	q, rem := bits.Div64(hiSum, loSum, 1_000_000)
+	q, rem := bits.Div64(hiSum, loSum, per)
 	if rem != 0 {
 		q++
 	}
@@ -233,7 +306,8 @@ func clonePrices(p Prices) Prices {
 	}
 	out := make(Prices, len(p))
 	for k, v := range p {
-		out[k] = Price{Input: clonePtr(v.Input), Output: clonePtr(v.Output), CachedInput: clonePtr(v.CachedInput)}
+		out[k] = Price{Input: clonePtr(v.Input), Output: clonePtr(v.Output), CachedInput: clonePtr(v.CachedInput),
+			CacheWrite: clonePtr(v.CacheWrite)}
 	}
 	return out
 }

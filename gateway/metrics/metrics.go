@@ -49,6 +49,8 @@ type Client struct {
 	name     string
 	ok       prometheus.Counter // status 200, bound in advance
 	in, out  prometheus.Counter
+	read     prometheus.Counter // cache reads
+	write    prometheus.Counter // cache writes
 	usd      prometheus.Counter // spend in dollars
 	budgets  *prometheus.CounterVec
 	mu       sync.RWMutex
@@ -87,13 +89,17 @@ func (c *Client) BudgetRejected(budget string) {
 	c.budgets.WithLabelValues(c.name, budget).Inc()
 }
 
-// Tokens counts the input and output tokens an upstream reported for the key.
-func (c *Client) Tokens(in, out int64) {
-	if in > 0 {
-		c.in.Add(float64(in))
-	}
-	if out > 0 {
-		c.out.Add(float64(out))
+// Tokens counts the tokens an upstream reported for the key: input (every
+// prompt token processed), output, and of the input the cache reads and
+// writes (kinds input, output, cache_read, cache_write).
+func (c *Client) Tokens(in, out, cacheRead, cacheWrite int64) {
+	for _, k := range [...]struct {
+		ctr prometheus.Counter
+		n   int64
+	}{{c.in, in}, {c.out, out}, {c.read, cacheRead}, {c.write, cacheWrite}} {
+		if k.n > 0 {
+			k.ctr.Add(float64(k.n))
+		}
 	}
 }
 
@@ -104,10 +110,12 @@ func (m *Set) Client(name string) *Client {
 	c := m.clients[name]
 	if c == nil {
 		c = &Client{vec: m.ClientRequests, name: name, byStatus: make(map[int]prometheus.Counter),
-			ok:  m.ClientRequests.WithLabelValues(name, "200"),
-			in:  m.ClientTokens.WithLabelValues(name, "input"),
-			out: m.ClientTokens.WithLabelValues(name, "output"),
-			usd: m.clientSpend.WithLabelValues(name), budgets: m.budgetRejections}
+			ok:    m.ClientRequests.WithLabelValues(name, "200"),
+			in:    m.ClientTokens.WithLabelValues(name, "input"),
+			out:   m.ClientTokens.WithLabelValues(name, "output"),
+			read:  m.ClientTokens.WithLabelValues(name, "cache_read"),
+			write: m.ClientTokens.WithLabelValues(name, "cache_write"),
+			usd:   m.clientSpend.WithLabelValues(name), budgets: m.budgetRejections}
 		m.clients[name] = c
 	}
 	return c
@@ -190,7 +198,7 @@ func New() *Set {
 		}, []string{"client", "status"}),
 		ClientTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gatehouse_client_tokens_total",
-			Help: "Tokens the upstreams reported per client key (by name), by kind (input, output).",
+			Help: "Tokens the upstreams reported per client key (by name), by kind: input (every prompt token processed), output, and of the input cache_read and cache_write.",
 		}, []string{"client", "kind"}),
 		clientSpend: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gatehouse_client_spend_usd_total",

@@ -19,7 +19,7 @@ func TestClientSeriesByStatus(t *testing.T) {
 	c.Request(200)
 	c.Request(429)
 	c.Request(429)
-	c.Tokens(100, 0)
+	c.Tokens(100, 0, 60, 30)
 	c.Spend(2500)
 	c.Spend(-1) // nothing known: never counted
 	for _, tc := range []struct {
@@ -30,6 +30,8 @@ func TestClientSeriesByStatus(t *testing.T) {
 		{"gatehouse_client_requests_total", `client="team" status="429"`, 2},
 		{"gatehouse_client_tokens_total", `client="team" kind="input"`, 100},
 		{"gatehouse_client_tokens_total", `client="team" kind="output"`, 0},
+		{"gatehouse_client_tokens_total", `client="team" kind="cache_read"`, 60},
+		{"gatehouse_client_tokens_total", `client="team" kind="cache_write"`, 30},
 		{"gatehouse_client_spend_usd_total", `client="team"`, 0.0025},
 	} {
 		if got := value(t, reg, tc.name, tc.labels); got != tc.want {

@@ -290,7 +290,7 @@ func (r *State) LoadSpend(now time.Time, sp Spend) {
 // at the model's price r, in micro-dollars (rounded up); 0 for a model
 // without a price, which a money budget then never refuses.
 func EstimateCost(r limits.Rate, in, out int64) int64 {
-	return int64(r.Cost(in, out, 0))
+	return int64(r.Cost(in, 0, 0, out))
 }
 
 // SpendOf is b's money spend of now's UTC day and month, reservations

@@ -4,7 +4,8 @@
 //
 //   - a server span "<operation> <model>" (gen_ai.operation.name, gen_ai.provider.name,
 //     gen_ai.request.model, gen_ai.response.model, gen_ai.usage.input_tokens,
-//     gen_ai.usage.output_tokens, gatehouse.client, gatehouse.priority, gatehouse.connection,
+//     gen_ai.usage.output_tokens, gen_ai.usage.cache_read.input_tokens,
+//     gen_ai.usage.cache_creation.input_tokens, gatehouse.client, gatehouse.priority, gatehouse.connection,
 //     http.route, http.response.status_code), continuing an incoming W3C traceparent;
 //   - a child "gatehouse.admission" per connection choice, covering the queue wait
 //     (gatehouse.gate, gatehouse.queue_ms);
@@ -228,10 +229,14 @@ func Answered(server context.Context, span trace.Span, a Attempt, resp *http.Res
 	)
 }
 
-// Usage puts the tokens the upstream reported on the server span in server.
-func Usage(server context.Context, in, out int64) {
+// Usage puts the tokens the upstream reported on the server span in server:
+// input (every prompt token processed), output, and of the input the cache
+// reads and writes.
+func Usage(server context.Context, in, out, cacheRead, cacheWrite int64) {
 	trace.SpanFromContext(server).SetAttributes(
 		attribute.Int64("gen_ai.usage.input_tokens", in),
 		attribute.Int64("gen_ai.usage.output_tokens", out),
+		attribute.Int64("gen_ai.usage.cache_read.input_tokens", cacheRead),
+		attribute.Int64("gen_ai.usage.cache_creation.input_tokens", cacheWrite),
 	)
 }

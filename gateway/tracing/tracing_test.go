@@ -62,7 +62,7 @@ func TestOneRequestsSpans(t *testing.T) {
 	}
 	Answered(r.Context(), att, a, &http.Response{StatusCode: 429}, nil)
 	att.End()
-	Usage(r.Context(), 10, 20)
+	Usage(r.Context(), 10, 20, 7, 2)
 	w.WriteHeader(http.StatusTooManyRequests)
 	srv.End(1500 * time.Millisecond)
 
@@ -84,6 +84,7 @@ func TestOneRequestsSpans(t *testing.T) {
 		"http.response.status_code": int64(429), "gatehouse.queue_ms": int64(1500),
 		"gatehouse.connection": "zai", "gen_ai.response.model": "glm-5-upstream",
 		"gen_ai.usage.input_tokens": int64(10), "gen_ai.usage.output_tokens": int64(20),
+		"gen_ai.usage.cache_read.input_tokens": int64(7), "gen_ai.usage.cache_creation.input_tokens": int64(2),
 	} {
 		if got := sa[k].AsInterface(); got != want {
 			t.Errorf("server %s = %v, want %v", k, got, want)

@@ -6,22 +6,51 @@ import "strconv"
 // message_start carries an empty, unfinished message.
 func (a *answer) appendAnthropicMessage(b []byte, started bool) []byte {
 	p, c := splitUsage(a.e.usageTokens)
+	if u := a.e.cache; u != nil {
+		p, c = u.Input, u.Output
+	}
 	b = append(b, `{"id":"msg_mock`...)
 	b = strconv.AppendUint(b, a.id, 10)
 	b = append(b, `","type":"message","role":"assistant","model":`...)
 	b = appendJSONString(b, a.req.Model)
 	if started {
 		b = append(b, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
-		b = a.appendPromptUsage(b, p)
+		if a.e.cache != nil { // the behaviour's counts, not the account's cache
+			b = strconv.AppendInt(b, int64(p), 10)
+			b = a.appendAnthropicCache(b)
+		} else {
+			b = a.appendPromptUsage(b, p)
+		}
 		return append(b, `,"output_tokens":1}}`...)
 	}
 	b = append(b, `,"content":[{"type":"text","text":"`...)
 	b = appendText(b, a.e.chunks)
 	b = append(b, `"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":`...)
-	b = a.appendPromptUsage(b, p)
+	if a.e.cache != nil { // the behaviour's counts, not the account's cache
+		b = strconv.AppendInt(b, int64(p), 10)
+		b = a.appendAnthropicCache(b)
+	} else {
+		b = a.appendPromptUsage(b, p)
+	}
 	b = append(b, `,"output_tokens":`...)
 	b = strconv.AppendInt(b, int64(c), 10)
 	return append(b, "}}"...)
+}
+
+// appendAnthropicCache appends the cache members of a usage object, when
+// the behaviour has cache counts.
+func (a *answer) appendAnthropicCache(b []byte) []byte {
+	u := a.e.cache
+	if u == nil {
+		return b
+	}
+	b = append(b, `,"cache_creation_input_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.CacheWrite), 10)
+	b = append(b, `,"cache_read_input_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.CacheRead), 10)
+	b = append(b, `,"cache_creation":{"ephemeral_5m_input_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.CacheWrite), 10)
+	return append(b, `,"ephemeral_1h_input_tokens":0}`...)
 }
 
 // countTokens answers POST …/messages/count_tokens: the prompt share of
@@ -71,6 +100,9 @@ func (a *answer) messages() {
 		return
 	}
 	_, c := splitUsage(a.e.usageTokens)
+	if u := a.e.cache; u != nil {
+		c = u.Output
+	}
 	b = appendEvent(b[:0], "message_delta")
 	b = append(b, `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":`...)
 	b = strconv.AppendInt(b, int64(c), 10)

@@ -69,6 +69,9 @@ type Behavior struct {
 	ChunkInterval time.Duration
 	// UsageTokens is the total token count reported in usage.
 	UsageTokens int
+	// Cache, when non-nil, is the usage reported instead of UsageTokens'
+	// split, prompt-cache counts included, in each style's own fields.
+	Cache *CacheUsage
 	// Fail injects a failure; see Failure.
 	Fail Failure
 	// RetryAfter sets the Retry-After header (whole seconds, rounded up)
@@ -110,11 +113,29 @@ func (b Behavior) Validate() error {
 	if b.Latency < 0 || b.ChunkInterval < 0 || b.RetryAfter < 0 {
 		return fmt.Errorf("upstreamtest: negative duration in behaviour")
 	}
+	if c := b.Cache; c != nil && (c.Input < 0 || c.CacheRead < 0 || c.CacheWrite < 0 || c.Output < 0) {
+		return fmt.Errorf("upstreamtest: negative count in cache usage")
+	}
 	if b.Chunks < 0 || b.UsageTokens < 0 || b.FailTimes < 0 || b.MaxInFlight < 0 {
 		return fmt.Errorf("upstreamtest: negative count in behaviour")
 	}
 	return nil
 }
+
+// CacheUsage is an answer's usage with prompt-cache counts: Input tokens
+// not cached, CacheRead read from the cache, CacheWrite written to it, and
+// Output. Anthropic reports them as input_tokens, cache_read_input_tokens,
+// cache_creation_input_tokens (message_start, and the JSON answer) and
+// output_tokens; OpenAI as prompt_tokens (the three inputs together) with
+// prompt_tokens_details.cached_tokens (chat, completions, the final stream
+// chunk) or input_tokens with input_tokens_details.cached_tokens
+// (Responses); Gemini as promptTokenCount with cachedContentTokenCount.
+type CacheUsage struct {
+	Input, CacheRead, CacheWrite, Output int
+}
+
+// prompt is every prompt token: what OpenAI and Gemini report as the prompt.
+func (c *CacheUsage) prompt() int { return c.Input + c.CacheRead + c.CacheWrite }
 
 // programmed is a Behavior plus how many failures it has injected so far.
 type programmed struct {
@@ -140,6 +161,9 @@ func (p *programmed) overlay(e *effective) {
 	}
 	if b.UsageTokens > 0 {
 		e.usageTokens = b.UsageTokens
+	}
+	if b.Cache != nil {
+		e.cache = b.Cache
 	}
 	if b.RetryAfter > 0 {
 		e.retryAfter = b.RetryAfter
@@ -173,6 +197,7 @@ type effective struct {
 	chunks        int
 	chunkInterval time.Duration
 	usageTokens   int
+	cache         *CacheUsage
 	retryAfter    time.Duration
 	fail          Failure
 	hold          <-chan struct{}

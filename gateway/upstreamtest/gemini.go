@@ -15,15 +15,26 @@ func geminiUsage(total int) (prompt, candidates, thoughts int) {
 	return p, c - c/3, c / 3
 }
 
-// appendGeminiUsage appends a usageMetadata object.
-func appendGeminiUsage(b []byte, total int) []byte {
+// appendGeminiUsage appends a usageMetadata object: total split, or the
+// behaviour's cache counts (cachedContentTokenCount, part of the prompt; no
+// thoughts).
+func (a *answer) appendGeminiUsage(b []byte) []byte {
+	total := a.e.usageTokens
 	p, c, th := geminiUsage(total)
+	if u := a.e.cache; u != nil {
+		p, c, th = u.prompt(), u.Output, 0
+		total = p + c
+	}
 	b = append(b, `{"promptTokenCount":`...)
 	b = strconv.AppendInt(b, int64(p), 10)
 	b = append(b, `,"candidatesTokenCount":`...)
 	b = strconv.AppendInt(b, int64(c), 10)
 	b = append(b, `,"totalTokenCount":`...)
 	b = strconv.AppendInt(b, int64(total), 10)
+	if u := a.e.cache; u != nil {
+		b = append(b, `,"cachedContentTokenCount":`...)
+		b = strconv.AppendInt(b, int64(u.CacheRead), 10)
+	}
 	b = append(b, `,"promptTokensDetails":[{"modality":"TEXT","tokenCount":`...)
 	b = strconv.AppendInt(b, int64(p), 10)
 	b = append(b, `}],"thoughtsTokenCount":`...)
@@ -44,7 +55,7 @@ func (a *answer) appendGeminiResponse(b []byte, text func([]byte) []byte, last b
 	b = append(b, `,"index":0}]`...)
 	if last {
 		b = append(b, `,"usageMetadata":`...)
-		b = appendGeminiUsage(b, a.e.usageTokens)
+		b = a.appendGeminiUsage(b)
 	}
 	b = append(b, `,"modelVersion":`...)
 	b = appendJSONString(b, a.req.Model)

@@ -9,15 +9,26 @@ import (
 	"strconv"
 )
 
-// appendOpenAIUsage appends an OpenAI usage object.
-func appendOpenAIUsage(b []byte, total int) []byte {
+// appendOpenAIUsage appends an OpenAI usage object: total split, or the
+// behaviour's cache counts (cached_tokens in prompt_tokens_details).
+func (a *answer) appendOpenAIUsage(b []byte) []byte {
+	total := a.e.usageTokens
 	p, c := splitUsage(total)
+	if u := a.e.cache; u != nil {
+		p, c = u.prompt(), u.Output
+		total = p + c
+	}
 	b = append(b, `{"prompt_tokens":`...)
 	b = strconv.AppendInt(b, int64(p), 10)
 	b = append(b, `,"completion_tokens":`...)
 	b = strconv.AppendInt(b, int64(c), 10)
 	b = append(b, `,"total_tokens":`...)
 	b = strconv.AppendInt(b, int64(total), 10)
+	if u := a.e.cache; u != nil {
+		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+		b = strconv.AppendInt(b, int64(u.CacheRead), 10)
+		b = append(b, `,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}`...)
+	}
 	return append(b, '}')
 }
 
@@ -46,7 +57,7 @@ func (a *answer) chat() {
 	b = append(b, `{"index":0,"message":{"role":"assistant","content":"`...)
 	b = appendText(b, a.e.chunks)
 	b = append(b, `","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":`...)
-	b = appendOpenAIUsage(b, a.e.usageTokens)
+	b = a.appendOpenAIUsage(b)
 	a.writeJSON(append(b, '}'))
 }
 
@@ -60,7 +71,7 @@ func (a *answer) completion() {
 	b = append(b, `{"text":"`...)
 	b = appendText(b, a.e.chunks)
 	b = append(b, `","index":0,"logprobs":null,"finish_reason":"stop"}],"usage":`...)
-	b = appendOpenAIUsage(b, a.e.usageTokens)
+	b = a.appendOpenAIUsage(b)
 	a.writeJSON(append(b, '}'))
 }
 
@@ -113,7 +124,7 @@ func (a *answer) openAIStream(idPrefix, object string, chat bool) {
 	}
 	if includeUsage {
 		b = append(b[:head], `],"usage":`...)
-		b = appendOpenAIUsage(b, a.e.usageTokens)
+		b = a.appendOpenAIUsage(b)
 		if !s.emit(append(b, "}\n\n"...)) {
 			return
 		}

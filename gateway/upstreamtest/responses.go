@@ -44,12 +44,19 @@ func (a *answer) appendResponse(b []byte, done bool) []byte {
 		return append(b, "null}"...)
 	}
 	p, c := splitUsage(a.e.usageTokens)
+	total, cached := a.e.usageTokens, 0
+	if u := a.e.cache; u != nil {
+		p, c, cached = u.prompt(), u.Output, u.CacheRead
+		total = p + c
+	}
 	b = append(b, `{"input_tokens":`...)
 	b = strconv.AppendInt(b, int64(p), 10)
-	b = append(b, `,"input_tokens_details":{"cached_tokens":0},"output_tokens":`...)
+	b = append(b, `,"input_tokens_details":{"cached_tokens":`...)
+	b = strconv.AppendInt(b, int64(cached), 10)
+	b = append(b, `},"output_tokens":`...)
 	b = strconv.AppendInt(b, int64(c), 10)
 	b = append(b, `,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":`...)
-	b = strconv.AppendInt(b, int64(a.e.usageTokens), 10)
+	b = strconv.AppendInt(b, int64(total), 10)
 	return append(b, "}}"...)
 }
 

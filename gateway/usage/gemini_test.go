@@ -42,8 +42,8 @@ func TestGeminiTap(t *testing.T) {
 			for i := 0; i < len(tc.body); i += step {
 				out = append(out, tap.Feed([]byte(tc.body[i:min(i+step, len(tc.body))]))...)
 			}
-			in, o, _ := tap.Reported()
-			if got := [4]int64{tap.Tokens(), in, o, tap.Cached()}; got != [4]int64{tc.tokens, tc.in, tc.out, tc.cache} {
+			c := tap.Counts()
+			if got := [4]int64{tap.Tokens(), c.Input, c.Output, c.CacheRead}; got != [4]int64{tc.tokens, tc.in, tc.out, tc.cache} {
 				t.Errorf("%s (reads of %d): tokens, in, out, cached = %v, want %v", tc.name, step, got, [4]int64{tc.tokens, tc.in, tc.out, tc.cache})
 			}
 			if string(out) != tc.body {

@@ -228,13 +228,9 @@ func (t *Tap) endEvent() {
 	t.dropEv, t.dataSeen = false, false
 }
 
-// Tokens is the usage the response reported so far (0 when none).
-func (t *Tap) Tokens() int64 { return t.sum.tokens() }
+// Tokens is the response's rate count so far (Counts.RateTokens; 0 when
+// it reported none).
+func (t *Tap) Tokens() int64 { return t.sum.counts().RateTokens }
 
-// Reported is the input and output tokens the response reported so far,
-// and whether it reported any usage at all.
-func (t *Tap) Reported() (in, out int64, ok bool) { return t.sum.in, t.sum.out, t.sum.found }
-
-// Cached is the cached input tokens the response reported so far (part of
-// its input; 0 when none): Gemini's cachedContentTokenCount.
-func (t *Tap) Cached() int64 { return t.sum.cached }
+// Counts is the usage the response reported so far, normalised.
+func (t *Tap) Counts() Counts { return t.sum.counts() }

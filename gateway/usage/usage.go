@@ -24,10 +24,14 @@ import (
 //     promptTokenCount, output candidatesTokenCount + thoughtsTokenCount,
 //     cached cachedContentTokenCount, each chunk's counts replacing the
 //     last's.
+//   - Prompt caching: Anthropic's cache_read_input_tokens and
+//     cache_creation_input_tokens (beside input_tokens, which leaves them
+//     out: message_start carries them, and message_delta may repeat them),
+//     OpenAI's prompt_tokens_details.cached_tokens (chat, completions) and
+//     input_tokens_details.cached_tokens (Responses), part of the prompt
+//     count; Gemini's cachedContentTokenCount, likewise part of it.
 //
-// The total is total_tokens (Gemini: totalTokenCount) when the upstream
-// sends it, else prompt_tokens + completion_tokens, else input_tokens +
-// output_tokens.
+// Counts normalises them per request (see Counts).
 
 // maxUsageObject bounds a captured usage object; a larger one is ignored.
 const maxUsageObject = 4 << 10
@@ -55,11 +59,21 @@ const (
 	fieldGeminiCandidates
 	fieldGeminiThoughts
 	fieldGeminiCached
+	fieldCacheRead
+	fieldCacheWrite
+	// fieldDetailsCached is OpenAI's cached_tokens, read from inside
+	// prompt_tokens_details or input_tokens_details (detailsNames).
+	fieldDetailsCached
 	nUsageFields
 )
 
 var usageNames = [nUsageFields]string{"total_tokens", "prompt_tokens", "completion_tokens", "input_tokens", "output_tokens",
-	"totalTokenCount", "promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount", "cachedContentTokenCount"}
+	"totalTokenCount", "promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount", "cachedContentTokenCount",
+	"cache_read_input_tokens", "cache_creation_input_tokens", ""}
+
+// detailsNames are the members of a usage object whose cached_tokens is
+// fieldDetailsCached.
+var detailsNames = [...]string{"prompt_tokens_details", "input_tokens_details"}
 
 // decodeUsage reads the members of the usage object obj that usageFields
 // names, as json.Unmarshal into *int64 fields did, without its reflection
@@ -68,7 +82,10 @@ var usageNames = [nUsageFields]string{"total_tokens", "prompt_tokens", "completi
 // string, a fraction, an exponent — or malformed JSON rejects the whole
 // object; other members (the *_details objects) are skipped. Names match
 // exactly (json.Unmarshal also took other letter cases, which no upstream
-// sends); a name with escapes is unescaped first.
+// sends); a name with escapes is unescaped first. Of the details objects
+// (detailsNames) only cached_tokens is read; a details object that is not
+// an object, or a cached_tokens that is not an integer, reads as no
+// cached count and leaves the rest of the usage as it is.
 func decodeUsage(obj []byte) (f usageFields, ok bool) {
 	s := scanner{b: obj}
 	s.ws()
@@ -98,16 +115,24 @@ func decodeUsage(obj []byte) (f usageFields, ok bool) {
 			}
 			key = []byte(k)
 		}
-		field := -1
+		field, details := -1, false
 		for i, name := range usageNames {
-			if string(key) == name {
+			if name != "" && string(key) == name {
 				field = i
 				break
 			}
 		}
+		for _, name := range detailsNames {
+			details = details || string(key) == name
+		}
 		vs := s.i
 		if !s.value(0) {
 			return f, false
+		}
+		if details {
+			if n, ok := detailsCached(obj[vs:s.i]); ok {
+				f.v[fieldDetailsCached], f.has[fieldDetailsCached] = n, true
+			}
 		}
 		if field >= 0 {
 			v := obj[vs:s.i]
@@ -136,6 +161,44 @@ func decodeUsage(obj []byte) (f usageFields, ok bool) {
 	}
 }
 
+// detailsCached reads the integer member cached_tokens of the details
+// object obj (well-formed JSON: decodeUsage scanned it); ok is false when
+// obj is no object or has no such integer.
+func detailsCached(obj []byte) (n int64, ok bool) {
+	s := scanner{b: obj}
+	if !s.eat('{') {
+		return 0, false
+	}
+	for {
+		s.ws()
+		ks, ke, esc, okStr := s.str()
+		if !okStr {
+			return n, ok
+		}
+		s.ws()
+		s.eat(':')
+		s.ws()
+		vs := s.i
+		if !s.value(0) {
+			return 0, false
+		}
+		if !esc && string(obj[ks+1:ke-1]) == "cached_tokens" {
+			v := obj[vs:s.i]
+			if jsonInteger(v) {
+				if x, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+					n, ok = x, true
+				}
+			} else {
+				n, ok = 0, false
+			}
+		}
+		s.ws()
+		if !s.eat(',') {
+			return n, ok
+		}
+	}
+}
+
 // jsonInteger reports whether v is a JSON number without fraction or
 // exponent: an optional minus, then 0 or digits not starting with 0.
 func jsonInteger(v []byte) bool {
@@ -156,7 +219,10 @@ func jsonInteger(v []byte) bool {
 // usageSum merges the usage objects of one response.
 type usageSum struct {
 	total, in, out int64
-	cached         int64
+	// cached is the cached part of in (OpenAI's details, Gemini's count);
+	// read and write are Anthropic's cache counts, beside in.
+	cached      int64
+	read, write int64
 	// candidates and thoughts are Gemini's two parts of out.
 	candidates, thoughts int64
 	hasTotal             bool
@@ -186,6 +252,15 @@ func (u *usageSum) merge(f usageFields) {
 	if f.has[fieldGeminiCached] {
 		u.cached = f.v[fieldGeminiCached]
 	}
+	if f.has[fieldDetailsCached] {
+		u.cached = f.v[fieldDetailsCached]
+	}
+	if f.has[fieldCacheRead] {
+		u.read = f.v[fieldCacheRead]
+	}
+	if f.has[fieldCacheWrite] {
+		u.write = f.v[fieldCacheWrite]
+	}
 	if f.has[fieldPrompt] {
 		u.in = f.v[fieldPrompt]
 	}
@@ -200,12 +275,53 @@ func (u *usageSum) merge(f usageFields) {
 	}
 }
 
-// tokens is the response's token count, 0 when it reported none.
-func (u *usageSum) tokens() int64 {
-	if u.hasTotal {
-		return max(u.total, 0)
+// Counts is a response's usage, normalised across API styles.
+type Counts struct {
+	// Input is every prompt token the provider processed: OpenAI's and
+	// Gemini's prompt count (which holds the cached part), Anthropic's
+	// input_tokens + cache reads + cache writes.
+	Input int64
+	// CacheRead is the part of Input read from the prompt cache; CacheWrite
+	// the part written to it (Anthropic only).
+	CacheRead, CacheWrite int64
+	Output                int64
+	// RateTokens is what the style's own token limits count, and so what a
+	// key's or connection's tpm and tpd are charged: Anthropic's input
+	// limits leave cache reads out (Input − CacheRead + Output); OpenAI and
+	// Gemini count the whole prompt (total_tokens or totalTokenCount when
+	// sent, else Input + Output).
+	RateTokens int64
+	// Found is whether the response reported any usage at all.
+	Found bool
+}
+
+// counts normalises u. Negative counts read as 0 and sums saturate.
+func (u *usageSum) counts() Counts {
+	in, out := max(u.in, 0), max(u.out, 0)
+	read, write := max(u.read, 0), max(u.write, 0)
+	c := Counts{Output: out, Found: u.found}
+	if read > 0 || write > 0 {
+		// Anthropic: input_tokens leaves the cache counts out.
+		c.Input = addSat(addSat(in, read), write)
+		c.CacheRead, c.CacheWrite = read, write
+		c.RateTokens = addSat(addSat(in, write), out)
+	} else {
+		c.Input = in
+		c.CacheRead = min(max(u.cached, 0), in)
+		c.RateTokens = addSat(in, out)
 	}
-	return max(u.in+u.out, 0)
+	if u.hasTotal {
+		c.RateTokens = max(u.total, 0)
+	}
+	return c
+}
+
+// addSat is a + b for counts ≥ 0, saturating at the largest int64.
+func addSat(a, b int64) int64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return 1<<63 - 1
 }
 
 // jsonUsage is the incremental scanner. It finds `"usage": {…}` members
