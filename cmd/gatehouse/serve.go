@@ -113,10 +113,6 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}()
 	st := db.store
 
-	if err := bootstrap(ctx, st, &cfg, stdout); err != nil {
-		return err
-	}
-
 	var bg sync.WaitGroup
 	defer bg.Wait()
 	runCtx, cancelRun := context.WithCancel(ctx)
@@ -140,6 +136,13 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 			return fmt.Errorf("GATEHOUSE_METRICS_ADDR: listen on %s: %w", cfg.MetricsAddr, err)
 		}
 		defer metricsLn.Close()
+	}
+
+	// The admin and bootstrap secrets once both listeners are bound: a start that fails
+	// on a taken port has created nothing, so the next start still prints (or takes from
+	// GATEHOUSE_ADMIN_PASSWORD) a password that works.
+	if err := bootstrap(ctx, st, &cfg, stdout); err != nil {
+		return err
 	}
 
 	if cfg.Demo {
