@@ -326,7 +326,8 @@ func bootstrap(ctx context.Context, st *store.Store, cfg *config, stdout io.Writ
 		case created:
 			fmt.Fprintf(stdout, "Admin user: %s (password from GATEHOUSE_ADMIN_PASSWORD)\n", cfg.AdminEmail)
 		default:
-			fmt.Fprintf(stdout, "Admin user: %s (exists already; its password is unchanged)\n", cfg.AdminEmail)
+			// GATEHOUSE_ADMIN_PASSWORD only chooses the first password: say how to set another.
+			fmt.Fprintf(stdout, "Admin user: %s (exists already; its password is unchanged: gatehouse user passwd --email %s sets a new one)\n", cfg.AdminEmail, cfg.AdminEmail)
 		}
 	}
 	if cfg.BootstrapAPIToken != "" {
