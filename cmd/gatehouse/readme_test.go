@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/internal/nodetest"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/storetest"
 )
 
 // runnableMark, on the line before a fence, marks a README snippet that the doc test
@@ -25,17 +29,26 @@ type snippet struct {
 	code string
 }
 
+// freshDatabaseMark marks the README's snippet for a fresh shared database, run by
+// TestReadmeFreshDatabase against an empty migrated database rather than the demo.
+const freshDatabaseMark = "<!-- runnable: fresh database -->"
+
 // runnableSnippets returns the fenced blocks of doc marked runnableMark, in order. A mark
 // not followed by a fence, or a fence left open, is an error naming its line.
 func runnableSnippets(doc string) ([]snippet, error) {
+	return markedSnippets(doc, runnableMark)
+}
+
+// markedSnippets returns the fenced blocks of doc marked mark, in order.
+func markedSnippets(doc, mark string) ([]snippet, error) {
 	lines := strings.Split(doc, "\n")
 	var out []snippet
 	for i := 0; i < len(lines); i++ {
-		if strings.TrimSpace(lines[i]) != runnableMark {
+		if strings.TrimSpace(lines[i]) != mark {
 			continue
 		}
 		if i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "```") {
-			return nil, fmt.Errorf("line %d: %s is not followed by a fenced block", i+1, runnableMark)
+			return nil, fmt.Errorf("line %d: %s is not followed by a fenced block", i+1, mark)
 		}
 		sn := snippet{lang: strings.TrimSpace(strings.TrimPrefix(lines[i+1], "```")), line: i + 2}
 		j := i + 2
@@ -184,5 +197,64 @@ func TestReadmeSnippets(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("README line %d: the js block failed: %v\n%s\noutput:\n%s", sn.line, err, sn.code, out)
 		}
+	}
+}
+
+// TestReadmeFreshDatabase runs the README's snippet for a fresh shared database with the
+// cluster section's variables (GATEHOUSE_DATABASE_URL, GATEHOUSE_SECRET_KEY) against a
+// migrated database nobody has bootstrapped: the token it exports answers the API, the
+// client key the gateway, and the user it adds signs in.
+func TestReadmeFreshDatabase(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sns, err := markedSnippets(string(doc), freshDatabaseMark)
+	if err != nil || len(sns) != 1 || sns[0].lang != "sh" {
+		t.Fatalf("README's fresh-database snippets: %d, %v; want one sh block", len(sns), err)
+	}
+	dbURL, secret := storetest.URL(t), store.GenerateSecretKey()
+	vars := []string{"GATEHOUSE_DATABASE_URL=" + dbURL, "GATEHOUSE_SECRET_KEY=" + secret}
+	p := startServe(t, privateDir(t, nil), nil, vars)
+	work := t.TempDir()
+	env := append(testEnv(privateDir(t, nil), freeAddr(t), vars...), "PATH="+filepath.Dir(binPath)+":"+os.Getenv("PATH"))
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if err := runShSnippets(ctx, sns, work, env); err != nil {
+		t.Fatal(err)
+	}
+	exported, err := os.ReadFile(filepath.Join(work, ".snippet-env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := func(name string) string {
+		m := regexp.MustCompile(`declare -x ` + name + `="([^"]*)"`).FindStringSubmatch(string(exported))
+		if m == nil {
+			t.Fatalf("the snippet exported no %s", name)
+		}
+		return m[1]
+	}
+	get := func(path, bearer string) int {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.addr+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+bearer)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if st := get("/api/v1/client-keys", value("TOKEN")); st != http.StatusOK {
+		t.Errorf("GET /api/v1/client-keys with the snippet's TOKEN: %d, want 200", st)
+	}
+	if st := get("/v1/models", value("CLIENT_KEY")); st != http.StatusOK {
+		t.Errorf("GET /v1/models with the snippet's CLIENT_KEY: %d, want 200", st)
+	}
+	if st := signInStatus(t, p, "you@example.com", "choose-one"); st < 300 || st > 399 {
+		t.Errorf("sign-in as the snippet's user: %d, want a redirect", st)
 	}
 }
