@@ -44,6 +44,11 @@ func runDemoTraffic(ctx context.Context, args []string, getenv func(string) stri
 		}
 		*key = strings.TrimSpace(string(b))
 	}
+	// One request first: a gateway that cannot be reached (a wrong --url, no serve
+	// running) is an error naming why, not thirty seconds of counted failures.
+	if err := probeGateway(ctx, *url); err != nil {
+		return fmt.Errorf("demo-traffic: cannot reach the gateway at %s: %w", *url, err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, *duration)
 	defer cancel()
 
@@ -58,6 +63,7 @@ func runDemoTraffic(ctx context.Context, args []string, getenv func(string) stri
 	client := &http.Client{Timeout: 2 * time.Minute}
 	var mu sync.Mutex
 	counts := map[string]int{}
+	var firstErr error
 	var wg sync.WaitGroup
 	for w := range *concurrency {
 		wg.Go(func() {
@@ -83,6 +89,11 @@ func runDemoTraffic(ctx context.Context, args []string, getenv func(string) stri
 						return
 					}
 					label = "error"
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
 				} else {
 					_, _ = io.Copy(io.Discard, resp.Body)
 					_ = resp.Body.Close()
@@ -103,6 +114,39 @@ func runDemoTraffic(ctx context.Context, args []string, getenv func(string) stri
 	fmt.Fprintln(stdout, "responses by status and model:")
 	for _, k := range keys {
 		fmt.Fprintf(stdout, "  %-28s %d\n", k, counts[k])
+	}
+	if n := counts["error"]; n > 0 && n == total(counts) {
+		return fmt.Errorf("demo-traffic: every request failed; the first: %w", firstErr)
+	}
+	return nil
+}
+
+// total is the sum of counts' values.
+func total(counts map[string]int) int {
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	return n
+}
+
+// probeGateway sends one GET /healthz to the gateway at url: an error when it cannot
+// be reached or does not answer 200.
+func probeGateway(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(url, "/")+"/healthz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /healthz answered %s", resp.Status)
 	}
 	return nil
 }

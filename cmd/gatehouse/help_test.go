@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -36,5 +38,51 @@ func TestHelpSucceeds(t *testing.T) {
 				t.Errorf("run(%q) printed %q, want it to mention %s", tt.args, out, tt.want)
 			}
 		})
+	}
+}
+
+// TestHelpMatchesReadme: the README's Commands block and "gatehouse --help" list the
+// same commands with the same options and exit statuses, line for line.
+func TestHelpMatchesReadme(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "## Commands\n\n```sh\n")
+	if !ok {
+		t.Fatal("README has no Commands block")
+	}
+	block, _, _ := strings.Cut(rest, "```")
+	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	var stdout bytes.Buffer
+	if err := run(t.Context(), []string{"--help"}, func(string) string { return "" }, strings.NewReader(""), &stdout, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	helpLines := map[string]bool{}
+	for _, l := range strings.Split(stdout.String(), "\n") {
+		if strings.HasPrefix(l, "gatehouse ") {
+			helpLines[norm(l)] = true
+		}
+	}
+	readmeLines := map[string]bool{}
+	for _, l := range strings.Split(block, "\n") {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		readmeLines[norm(l)] = true
+		if !helpLines[norm(l)] {
+			t.Errorf("README command line not in --help: %q", l)
+		}
+	}
+	for l := range helpLines {
+		if !readmeLines[l] {
+			t.Errorf("--help command line not in the README: %q", l)
+		}
+	}
+	help := norm(stdout.String())
+	for _, want := range []string{"Exit status 1", "2: config diff found changes", "answers --help (exit status 0)"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("--help does not say %q", want)
+		}
 	}
 }

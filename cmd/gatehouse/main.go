@@ -28,29 +28,28 @@ func main() {
 
 const usage = `usage: gatehouse <command> [flags]
 
-commands:
-  serve [--demo]                      run the gateway, dashboard and REST API
-  migrate                             apply database migrations
-  user add --email E --role admin|viewer
-                                      add a user (password from GATEHOUSE_USER_PASSWORD or one line of stdin)
-  user list                           list users
-  user passwd --email E               set a user's password (as for user add); ends all their sessions
-  token create --name N [--role admin|viewer]
-                                      create a REST API token (prints only the secret)
-  key create --name N                 create a gateway client key (prints only the secret)
-  config export [--format yaml|json]  print the whole configuration as one document
-  config diff FILE                    what applying FILE would change (exit 0 none, 2 changes)
-  config apply FILE [--prune]         apply FILE in one transaction (see "gatehouse config --help")
-  demo-traffic [--url U] [--key K | --data-dir D]
-                                      send concurrent demo requests through a running gateway
+gatehouse serve [--demo]                            # gateway, dashboard and REST API; flags mirror GATEHOUSE_* (serve --help)
+gatehouse migrate                                   # apply the database migrations
+gatehouse user add --email E --role admin|viewer    # password: GATEHOUSE_USER_PASSWORD or one line of stdin
+gatehouse user list
+gatehouse user passwd --email E                     # password as for user add; ends all their sessions
+gatehouse token create --name N [--role viewer]     # prints only the secret (default role admin)
+gatehouse key create --name N [--weight W] [--max-concurrent C]   # prints only the secret; usable at once
+gatehouse config export [--format yaml|json]        # the whole configuration as one document
+gatehouse config diff FILE                          # what apply would change; exit 0 none, 2 changes, 1 error
+gatehouse config apply FILE [--prune] [--env-allow NAME,…]   # validate all, then one transaction; --prune deletes what FILE leaves out
+gatehouse demo-traffic [--url U] [--key K | --data-dir D] [--concurrency N] [--duration D]   # load for the demo's gates
 
-Configuration comes from GATEHOUSE_* environment variables; flags mirror them
-(run "gatehouse serve --help").
+Every command and command group answers --help (exit status 0). Exit status 1: an error,
+or a usage error (a missing --name or --email, a bad --role, an argument that is not a
+flag), which fails before any database is started; 2: config diff found changes.
+Configuration comes from GATEHOUSE_* environment variables (gatehouse serve --help).
 `
 
 // run is the whole program: it parses args, wires the parts and runs the command until
 // ctx is cancelled.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	setRedisLogger(stderr)
 	err := runCommand(ctx, args, getenv, stdin, stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		// "gatehouse serve --help" printed its flags as asked: that is a success.

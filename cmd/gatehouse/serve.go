@@ -117,10 +117,6 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}()
 	st := db.store
 
-	if err := bootstrap(ctx, st, &cfg, stdout); err != nil {
-		return err
-	}
-
 	var bg sync.WaitGroup
 	defer bg.Wait()
 	runCtx, cancelRun := context.WithCancel(ctx)
@@ -144,6 +140,13 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 			return fmt.Errorf("GATEHOUSE_METRICS_ADDR: listen on %s: %w", cfg.MetricsAddr, err)
 		}
 		defer metricsLn.Close()
+	}
+
+	// The admin and bootstrap secrets once both listeners are bound: a start that fails
+	// on a taken port has created nothing, so the next start still prints (or takes from
+	// GATEHOUSE_ADMIN_PASSWORD) a password that works.
+	if err := bootstrap(ctx, st, &cfg, stdout); err != nil {
+		return err
 	}
 
 	if cfg.Demo {
@@ -333,7 +336,8 @@ func bootstrap(ctx context.Context, st *store.Store, cfg *config, stdout io.Writ
 		case created:
 			fmt.Fprintf(stdout, "Admin user: %s (password from GATEHOUSE_ADMIN_PASSWORD)\n", cfg.AdminEmail)
 		default:
-			fmt.Fprintf(stdout, "Admin user: %s (exists already; its password is unchanged)\n", cfg.AdminEmail)
+			// GATEHOUSE_ADMIN_PASSWORD only chooses the first password: say how to set another.
+			fmt.Fprintf(stdout, "Admin user: %s (exists already; its password is unchanged: gatehouse user passwd --email %s sets a new one)\n", cfg.AdminEmail, cfg.AdminEmail)
 		}
 	}
 	if cfg.BootstrapAPIToken != "" {
