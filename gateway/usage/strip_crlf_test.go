@@ -1,0 +1,42 @@
+package usage
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestStripCRLFStreamKeepsEveryEvent: an event stream framed with CRLF through
+// a tap that strips the injected usage chunk: the client gets every other
+// event, in order and byte for byte, and the closing [DONE], whatever the
+// size of the reads; only the usage chunk is gone, and its tokens are counted.
+func TestStripCRLFStreamKeepsEveryEvent(t *testing.T) {
+	t.Parallel()
+	const usageChunk = `data: {"id":"c","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12}}` + "\r\n\r\n"
+	events := []string{
+		`data: {"id":"c","choices":[{"delta":{"role":"assistant"}}]}` + "\r\n\r\n",
+		": keep-alive\r\n\r\n",
+		`data: {"id":"c","choices":[{"delta":{"content":"Hello"}}],"usage":null}` + "\r\n\r\n",
+		"event: chunk\r\n" + `data: {"id":"c","choices":[{"delta":{"content":" world"}}]}` + "\r\n\r\n",
+		`data: {"id":"c","choices":[{"delta":{},"finish_reason":"stop"}],"usage":null}` + "\r\n\r\n",
+	}
+	body := strings.Join(events, "") + usageChunk + "data: [DONE]\r\n\r\n"
+	want := strings.Join(events, "") + "data: [DONE]\r\n\r\n"
+	for _, step := range []int{len(body), 1, 2, 5, 64} {
+		tap := NewTap(true, true)
+		var out []byte
+		for i := 0; i < len(body); i += step {
+			out = append(out, tap.Feed([]byte(body[i:min(i+step, len(body))]))...)
+		}
+		out = append(out, tap.Flushed()...)
+		if got := string(out); got != want {
+			t.Errorf("reads of %d: client gets\n%q\nwant\n%q", step, got, want)
+		}
+		if !strings.HasSuffix(string(out), "data: [DONE]\r\n\r\n") {
+			t.Errorf("reads of %d: the client never got [DONE]", step)
+		}
+		if got := tap.Tokens(); got != 12 {
+			t.Errorf("reads of %d: tokens = %d, want 12", step, got)
+		}
+		tap.Release()
+	}
+}
