@@ -33,3 +33,58 @@ func TestSharedViewSuspendedAndConnectionCooling(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedTurnBudget: the store is asked for a turn within what is left of
+// the request's wait bound, or without a bound (-1) when it has none (0); the
+// next free turn it reports is what TurnDelay says is left.
+func TestSharedTurnBudget(t *testing.T) {
+	t.Parallel()
+	var budgets []time.Duration
+	st := &fakeStore{reserve: func(_ string, _, budget time.Duration) (time.Duration, bool, error) {
+		budgets = append(budgets, budget)
+		return 10 * time.Minute, false, nil
+	}}
+	s := NewShared(st, time.Now, slog.New(&recordingHandler{}), func(string, map[string]int) {})
+	var r State
+	r.SetSpacing(time.Hour, time.Now())
+	start := time.Now()
+	if got := s.Turn(t.Context(), "c1", &r, time.Hour, start, 0); got.Verdict != TurnTooLate || got.Wait != 10*time.Minute {
+		t.Fatalf("turn %+v, want too late by the store's 10 minutes", got)
+	}
+	s.Turn(t.Context(), "c1", &r, time.Hour, start, time.Hour)
+	if len(budgets) != 2 || budgets[0] != -1 || budgets[1] <= 59*time.Minute || budgets[1] > time.Hour {
+		t.Errorf("budgets asked %v, want -1 (no bound) then just under an hour", budgets)
+	}
+	if d := s.TurnDelay(&r, time.Now()); d <= 9*time.Minute || d > 10*time.Minute {
+		t.Errorf("TurnDelay %v, want just under the 10 minutes the store said", d)
+	}
+}
+
+// TestLearnIgnoresZeroUsage: a known usage of 0 tokens (an empty answer) does
+// not move the estimate of tokens per request; a real one does.
+func TestLearnIgnoresZeroUsage(t *testing.T) {
+	t.Parallel()
+	var r State
+	r.learn(100, true)
+	r.learn(0, true)
+	r.learn(500, false)
+	if r.est != 100 {
+		t.Errorf("estimate %d after 100 known, 0 known and 500 unknown; want 100", r.est)
+	}
+	r.learn(200, true)
+	if r.est != (3*100+200+3)/4 {
+		t.Errorf("estimate %d after 200 more, want %d", r.est, (3*100+200+3)/4)
+	}
+}
+
+// TestTPMBlockedAtMostADay: a debt larger than a day of tpm blocks for a day at
+// most.
+func TestTPMBlockedAtMostADay(t *testing.T) {
+	t.Parallel()
+	l := &Limits{TPM: 1000, GateTPM: "tpm:c"}
+	end := time.Date(2026, 3, 9, 12, 1, 0, 0, time.UTC)
+	blk, blocked := tpmBlocked(l, 5_000_000, 1, end)
+	if !blocked || blk.Until != end.Add(24*60*time.Minute-time.Minute) {
+		t.Errorf("blocked %v until %s, want until %s", blocked, blk.Until, end.Add(24*60*time.Minute-time.Minute))
+	}
+}
