@@ -1,0 +1,84 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
+)
+
+// rpdStore is a UsageCounter of requests per id and UTC day that fails while
+// fail is set.
+type rpdStore struct {
+	mu       sync.Mutex
+	requests map[string]int64
+	fail     bool
+}
+
+func (s *rpdStore) key(id string, day time.Time) string { return id + " " + utcDay(day).Format(time.DateOnly) }
+
+func (s *rpdStore) CountRequest(_ context.Context, id string, day time.Time, limit int64) (int64, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail {
+		return 0, false, errors.New("store away")
+	}
+	k := s.key(id, day)
+	if s.requests[k] >= limit {
+		return s.requests[k], false, nil
+	}
+	s.requests[k]++
+	return s.requests[k], true, nil
+}
+
+func (s *rpdStore) AddUsage(_ context.Context, id string, day time.Time, requests, _ int64) (DayUsage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail {
+		return DayUsage{}, errors.New("store away")
+	}
+	k := s.key(id, day)
+	s.requests[k] += requests
+	return DayUsage{Requests: s.requests[k]}, nil
+}
+
+func (s *rpdStore) ReserveTokens(context.Context, string, time.Time, int64, int64) (int64, bool, error) {
+	return 0, false, errors.New("not used")
+}
+
+func (s *rpdStore) DayUsage(context.Context, time.Time) (map[string]DayUsage, error) {
+	return nil, errors.New("not used")
+}
+
+// TestRequestsCountedWhileStoreAwayWrittenWhenBack: a request counted in memory
+// while the usage store is away is written to it with the next request once it
+// is back: the store then holds both, and so does the rpd budget.
+func TestRequestsCountedWhileStoreAwayWrittenWhenBack(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	d := NewDays(slog.New(slog.DiscardHandler))
+	u := &rpdStore{requests: map[string]int64{}, fail: true}
+	var r State
+	l := &Limits{RPD: 10, GateRPD: "rpd:c"}
+	now := time.Date(2026, 3, 9, 12, 0, 0, 0, time.UTC)
+	if v := d.CountRequest(ctx, u, "c", &r, l, now); v != DispatchOK {
+		t.Fatalf("request while away: %v", v)
+	}
+	u.mu.Lock()
+	u.fail = false
+	u.mu.Unlock()
+	d.Retry()
+	if v := d.CountRequest(ctx, u, "c", &r, l, now); v != DispatchOK {
+		t.Fatalf("request once back: %v", v)
+	}
+	if got := u.requests[u.key("c", now)]; got != 2 {
+		t.Errorf("store's day requests %d, want 2 (1 from memory, 1 counted)", got)
+	}
+	if got := r.Budgets(l, now)[live.BudgetRPD].Remaining; got != 8 {
+		t.Errorf("rpd remaining %d, want 8", got)
+	}
+}
