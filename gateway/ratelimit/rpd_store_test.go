@@ -19,7 +19,9 @@ type rpdStore struct {
 	fail     bool
 }
 
-func (s *rpdStore) key(id string, day time.Time) string { return id + " " + utcDay(day).Format(time.DateOnly) }
+func (s *rpdStore) key(id string, day time.Time) string {
+	return id + " " + utcDay(day).Format(time.DateOnly)
+}
 
 func (s *rpdStore) CountRequest(_ context.Context, id string, day time.Time, limit int64) (int64, bool, error) {
 	s.mu.Lock()
