@@ -84,3 +84,35 @@ func TestRequestsCountedWhileStoreAwayWrittenWhenBack(t *testing.T) {
 		t.Errorf("rpd remaining %d, want 8", got)
 	}
 }
+
+// TestSettleFailingStoreSwitchesToMemory: a settlement the usage store fails to
+// take switches the daily counts to memory for a while (the store is left
+// alone), and keeps the difference pending for it.
+func TestSettleFailingStoreSwitchesToMemory(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	d := NewDays(slog.New(slog.DiscardHandler))
+	u := &flakyDays{dayStore: dayStore{tokens: map[string]int64{}}}
+	var r State
+	l := &Limits{TPD: 1000, GateTPD: "tpd:c"}
+	b := Budget{ID: "c", DayID: "c", L: l, R: &r, U: u}
+	now := time.Date(2026, 3, 9, 12, 0, 0, 0, time.UTC)
+	var rs Reservation
+	if _, v := rs.Reserve(ctx, Local{}, d, b, 300, now); v != DispatchOK {
+		t.Fatalf("reserve: %v", v)
+	}
+	u.fail = true
+	rs.Settle(ctx, Local{}, d, Usage{Known: true, Tokens: 100}, now)
+	if d.down.up() {
+		t.Error("the usage store is still asked right after it failed a settlement")
+	}
+	r.mu.Lock()
+	pend := r.pendTok
+	r.mu.Unlock()
+	if pend != -200 {
+		t.Errorf("pending tokens %d, want -200 (the settlement's difference, for the store)", pend)
+	}
+	if got := r.Budgets(l, now)[live.BudgetTPD].Remaining; got != 900 {
+		t.Errorf("tpd remaining %d, want 900", got)
+	}
+}
