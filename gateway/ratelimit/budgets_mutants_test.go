@@ -60,6 +60,9 @@ func TestTPMBlockedUntilDebtPaid(t *testing.T) {
 	if _, blocked := tpmBlocked(l, 999, 1, end); blocked {
 		t.Error("999 of 1000 used blocked a 1-token request")
 	}
+	if _, blocked := tpmBlocked(l, 1000, 0, end); !blocked {
+		t.Error("a full window let in a request with no estimate yet")
+	}
 }
 
 // TestBudgetsReportOnlyTheLimitsSet: the live view lists the budgets set, each
@@ -247,5 +250,8 @@ func TestSpendCountedWhileStoreAwayWrittenWhenBack(t *testing.T) {
 	}
 	if got := r.SpendNow(now); got != (Spend{Day: 300_000, Month: 300_000}) {
 		t.Errorf("memory's spend %+v, want 300000 both", got)
+	}
+	if !d.down.up() {
+		t.Error("the store is left alone after it took the pending spend")
 	}
 }
