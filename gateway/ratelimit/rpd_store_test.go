@@ -11,11 +11,12 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
-// rpdStore is a UsageCounter of requests per id and UTC day that fails while
-// fail is set.
+// rpdStore is a UsageCounter of requests and tokens per id and UTC day that
+// fails while fail is set.
 type rpdStore struct {
 	mu       sync.Mutex
 	requests map[string]int64
+	tokens   map[string]int64
 	fail     bool
 }
 
@@ -37,7 +38,7 @@ func (s *rpdStore) CountRequest(_ context.Context, id string, day time.Time, lim
 	return s.requests[k], true, nil
 }
 
-func (s *rpdStore) AddUsage(_ context.Context, id string, day time.Time, requests, _ int64) (DayUsage, error) {
+func (s *rpdStore) AddUsage(_ context.Context, id string, day time.Time, requests, tokens int64) (DayUsage, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail {
@@ -45,11 +46,34 @@ func (s *rpdStore) AddUsage(_ context.Context, id string, day time.Time, request
 	}
 	k := s.key(id, day)
 	s.requests[k] += requests
-	return DayUsage{Requests: s.requests[k]}, nil
+	s.tokens[k] += tokens
+	return DayUsage{Requests: s.requests[k], Tokens: s.tokens[k]}, nil
 }
 
-func (s *rpdStore) ReserveTokens(context.Context, string, time.Time, int64, int64) (int64, bool, error) {
-	return 0, false, errors.New("not used")
+func (s *rpdStore) ReserveTokens(_ context.Context, id string, day time.Time, tokens, limit int64) (int64, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail {
+		return 0, false, errors.New("store away")
+	}
+	k := s.key(id, day)
+	if s.tokens[k]+tokens > limit {
+		return s.tokens[k], false, nil
+	}
+	s.tokens[k] += tokens
+	return s.tokens[k], true, nil
+}
+
+func (s *rpdStore) setFail(fail bool) {
+	s.mu.Lock()
+	s.fail = fail
+	s.mu.Unlock()
+}
+
+func (s *rpdStore) day(id string, day time.Time) (requests, tokens int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests[s.key(id, day)], s.tokens[s.key(id, day)]
 }
 
 func (s *rpdStore) DayUsage(context.Context, time.Time) (map[string]DayUsage, error) {
@@ -63,7 +87,7 @@ func TestRequestsCountedWhileStoreAwayWrittenWhenBack(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	d := NewDays(slog.New(slog.DiscardHandler))
-	u := &rpdStore{requests: map[string]int64{}, fail: true}
+	u := &rpdStore{requests: map[string]int64{}, tokens: map[string]int64{}, fail: true}
 	var r State
 	l := &Limits{RPD: 10, GateRPD: "rpd:c"}
 	now := time.Date(2026, 3, 9, 12, 0, 0, 0, time.UTC)
@@ -115,4 +139,50 @@ func TestSettleFailingStoreSwitchesToMemory(t *testing.T) {
 	if got := r.Budgets(l, now)[live.BudgetTPD].Remaining; got != 900 {
 		t.Errorf("tpd remaining %d, want 900", got)
 	}
+}
+
+// TestPendingCountsWrittenByEitherBudget: what one daily budget counted in
+// memory while the usage store was away is written by the next call of the
+// other once the store is back: pending requests by a tpd reservation, pending
+// tokens by an rpd count.
+func TestPendingCountsWrittenByEitherBudget(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	now := time.Date(2026, 3, 9, 12, 0, 0, 0, time.UTC)
+	l := &Limits{RPD: 10, TPD: 1000, GateRPD: "rpd:c", GateTPD: "tpd:c"}
+
+	t.Run("requests by tpd", func(t *testing.T) {
+		d := NewDays(slog.New(slog.DiscardHandler))
+		u := &rpdStore{requests: map[string]int64{}, tokens: map[string]int64{}, fail: true}
+		var r State
+		if v := d.CountRequest(ctx, u, "c", &r, l, now); v != DispatchOK {
+			t.Fatalf("request while away: %v", v)
+		}
+		u.setFail(false)
+		d.Retry()
+		var rs Reservation
+		if _, v := rs.Reserve(ctx, Local{}, d, Budget{ID: "c", DayID: "c", L: l, R: &r, U: u}, 100, now); v != DispatchOK {
+			t.Fatalf("reserve once back: %v", v)
+		}
+		if req, tok := u.day("c", now); req != 1 || tok != 100 {
+			t.Errorf("store's day: %d requests, %d tokens; want 1 and 100", req, tok)
+		}
+	})
+	t.Run("tokens by rpd", func(t *testing.T) {
+		d := NewDays(slog.New(slog.DiscardHandler))
+		u := &rpdStore{requests: map[string]int64{}, tokens: map[string]int64{}, fail: true}
+		var r State
+		var rs Reservation
+		if _, v := rs.Reserve(ctx, Local{}, d, Budget{ID: "c", DayID: "c", L: l, R: &r, U: u}, 100, now); v != DispatchOK {
+			t.Fatalf("reserve while away: %v", v)
+		}
+		u.setFail(false)
+		d.Retry()
+		if v := d.CountRequest(ctx, u, "c", &r, l, now); v != DispatchOK {
+			t.Fatalf("request once back: %v", v)
+		}
+		if req, tok := u.day("c", now); req != 1 || tok != 100 {
+			t.Errorf("store's day: %d requests, %d tokens; want 1 and 100", req, tok)
+		}
+	})
 }

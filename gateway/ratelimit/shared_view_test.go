@@ -88,3 +88,43 @@ func TestTPMBlockedAtMostADay(t *testing.T) {
 		t.Errorf("blocked %v until %s, want until %s", blocked, blk.Until, end.Add(24*60*time.Minute-time.Minute))
 	}
 }
+
+// TestSharedViewReadAgainWhenStale: the cached view is read from the store again
+// once it is older than sharedCacheFor.
+func TestSharedViewReadAgainWhenStale(t *testing.T) {
+	t.Parallel()
+	st := &fakeStore{view: func(string) (View, error) { return View{}, nil }}
+	s := NewShared(st, func() time.Time { return t0 }, slog.New(&recordingHandler{}), func(string, map[string]int) {})
+	var r State
+	s.Unavailable(t.Context(), "c1", &r, 100, "m1", t0)
+	s.Unavailable(t.Context(), "c1", &r, 100, "m1", t0)
+	if st.calls != 1 {
+		t.Fatalf("%d store calls for two fresh reads, want 1", st.calls)
+	}
+	r.shared.mu.Lock()
+	r.shared.fetchedAt = time.Now().Add(-sharedCacheFor - time.Second)
+	r.shared.mu.Unlock()
+	s.Unavailable(t.Context(), "c1", &r, 100, "m1", t0)
+	if st.calls != 2 {
+		t.Errorf("%d store calls after the cache went stale, want 2", st.calls)
+	}
+}
+
+// TestSetSpacingChangeTakesEffect: a changed spacing moves the next turn at
+// once: a turn taken with 1 s spacing, then a minute's spacing installed, puts
+// the next free turn about a minute away, not a second.
+func TestSetSpacingChangeTakesEffect(t *testing.T) {
+	t.Parallel()
+	var r State
+	r.SetSpacing(time.Second, time.Now())
+	if got := r.Turn(t.Context(), time.Now(), 0); got.Verdict != TurnTaken {
+		t.Fatalf("first turn %+v, want taken", got)
+	}
+	if d := r.TurnDelay(time.Now()); d > time.Second {
+		t.Fatalf("delay with 1 s spacing %v, want at most 1 s", d)
+	}
+	r.SetSpacing(time.Minute, time.Now())
+	if d := r.TurnDelay(time.Now()); d < 30*time.Second {
+		t.Errorf("delay after a minute's spacing was installed %v, want about a minute", d)
+	}
+}
