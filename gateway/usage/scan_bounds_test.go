@@ -56,3 +56,21 @@ func TestScanTruncatedBodies(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendJSONStringInvalidUTF8: a byte that starts no valid UTF-8 sequence
+// (0x80 and above, alone) becomes U+FFFD, never a raw byte in the JSON.
+func TestAppendJSONStringInvalidUTF8(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"\x80":     `"\ufffd"`,
+		"a\xffb":   `"a\ufffdb"`,
+		"\x7f":     "\"\x7f\"",
+		"é\"\n":    `"é\"\u000a"`,
+		"glm-4.7":  `"glm-4.7"`,
+		"\xe2\x82": `"\ufffd\ufffd"`,
+	} {
+		if got := string(AppendJSONString(nil, in)); got != want {
+			t.Errorf("AppendJSONString(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
