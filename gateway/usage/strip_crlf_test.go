@@ -40,3 +40,19 @@ func TestStripCRLFStreamKeepsEveryEvent(t *testing.T) {
 		tap.Release()
 	}
 }
+
+// TestStripUsageKeepsWhatItCannotRead: an event whose data lines do not join into
+// one JSON object (lines are joined with a newline, so a token split across two
+// lines stays split), or whose object is cut short after its usage member and
+// blanks, is kept as it is: stripping only removes what it can read.
+func TestStripUsageKeepsWhatItCannotRead(t *testing.T) {
+	t.Parallel()
+	for _, ev := range []string{
+		"data: {\"choices\":[],\"usage\":{\"total_tokens\":1},\"x\":tr\ndata: ue}\n\n",
+		"data: {\"usage\":{\"total_tokens\":1}  \n\n",
+	} {
+		if got := stripUsage([]byte(ev)); string(got) != ev {
+			t.Errorf("stripUsage(%q) = %q, want it kept as it is", ev, got)
+		}
+	}
+}
