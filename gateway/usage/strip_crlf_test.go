@@ -57,3 +57,34 @@ func TestStripUsageKeepsWhatItCannotRead(t *testing.T) {
 		t.Errorf("stripUsage(%q) = %q, want it dropped", cut, got)
 	}
 }
+
+// TestStripAfterUnterminatedString: an event whose data line ends inside a JSON
+// string (a broken upstream event) still ends at its blank line, with LF or
+// CRLF framing: the events after it pass on as they are and the usage chunk is
+// stripped, whatever the size of the reads.
+func TestStripAfterUnterminatedString(t *testing.T) {
+	t.Parallel()
+	for _, nl := range []string{"\n", "\r\n"} {
+		broken := `data: {"choices":[{"delta":{"content":"abc` + nl + nl
+		next := `data: {"choices":[{"delta":{"content":"x"}}],"usage":null}` + nl + nl
+		usageChunk := `data: {"choices":[],"usage":{"total_tokens":7}}` + nl + nl
+		done := "data: [DONE]" + nl + nl
+		body := broken + next + usageChunk + done
+		want := broken + next + done
+		for _, step := range []int{len(body), 1, 3} {
+			tap := NewTap(true, true)
+			var out []byte
+			for i := 0; i < len(body); i += step {
+				out = append(out, tap.Feed([]byte(body[i:min(i+step, len(body))]))...)
+			}
+			out = append(out, tap.Flushed()...)
+			if string(out) != want {
+				t.Errorf("%q framing, reads of %d: client gets\n%q\nwant\n%q", nl, step, out, want)
+			}
+			if got := tap.Tokens(); got != 7 {
+				t.Errorf("%q framing, reads of %d: tokens = %d, want 7", nl, step, got)
+			}
+			tap.Release()
+		}
+	}
+}
