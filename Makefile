@@ -1,5 +1,5 @@
 # Convenience targets; the README's two commands work without make too.
-.PHONY: run test lint generate bench
+.PHONY: run test lint generate bench mutate
 
 run:
 	scripts/demo
@@ -19,3 +19,8 @@ lint:
 # End-to-end benchmark (docs/BENCHMARKS.md); e.g. make bench BENCH_FLAGS='-duration 2s -reps 1'.
 bench:
 	go run ./scripts/bench $(BENCH_FLAGS)
+
+# Mutation testing of the money and fairness packages (docs/TESTING.md); slow, not in CI.
+# e.g. make mutate MUTATE_PKGS='usage store'
+mutate:
+	scripts/mutate $(MUTATE_PKGS)

@@ -1,0 +1,90 @@
+package usage
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestStripCRLFStreamKeepsEveryEvent: an event stream framed with CRLF through
+// a tap that strips the injected usage chunk: the client gets every other
+// event, in order and byte for byte, and the closing [DONE], whatever the
+// size of the reads; only the usage chunk is gone, and its tokens are counted.
+func TestStripCRLFStreamKeepsEveryEvent(t *testing.T) {
+	t.Parallel()
+	const usageChunk = `data: {"id":"c","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12}}` + "\r\n\r\n"
+	events := []string{
+		`data: {"id":"c","choices":[{"delta":{"role":"assistant"}}]}` + "\r\n\r\n",
+		": keep-alive\r\n\r\n",
+		`data: {"id":"c","choices":[{"delta":{"content":"Hello"}}],"usage":null}` + "\r\n\r\n",
+		"event: chunk\r\n" + `data: {"id":"c","choices":[{"delta":{"content":" world"}}]}` + "\r\n\r\n",
+		`data: {"id":"c","choices":[{"delta":{},"finish_reason":"stop"}],"usage":null}` + "\r\n\r\n",
+	}
+	body := strings.Join(events, "") + usageChunk + "data: [DONE]\r\n\r\n"
+	want := strings.Join(events, "") + "data: [DONE]\r\n\r\n"
+	for _, step := range []int{len(body), 1, 2, 5, 64} {
+		tap := NewTap(true, true)
+		var out []byte
+		for i := 0; i < len(body); i += step {
+			out = append(out, tap.Feed([]byte(body[i:min(i+step, len(body))]))...)
+		}
+		out = append(out, tap.Flushed()...)
+		if got := string(out); got != want {
+			t.Errorf("reads of %d: client gets\n%q\nwant\n%q", step, got, want)
+		}
+		if !strings.HasSuffix(string(out), "data: [DONE]\r\n\r\n") {
+			t.Errorf("reads of %d: the client never got [DONE]", step)
+		}
+		if got := tap.Tokens(); got != 12 {
+			t.Errorf("reads of %d: tokens = %d, want 12", step, got)
+		}
+		tap.Release()
+	}
+}
+
+// TestStripUsageKeepsWhatItCannotRead: an event whose data lines do not join into
+// one JSON object (lines are joined with a newline, so a token split across two
+// lines stays split) is kept as it is: stripping only removes what it can read.
+// A usage-only chunk cut short after its usage member (blanks after it, no
+// closing brace) is still the gateway's own, and dropped.
+func TestStripUsageKeepsWhatItCannotRead(t *testing.T) {
+	t.Parallel()
+	kept := "data: {\"choices\":[],\"usage\":{\"total_tokens\":1},\"x\":tr\ndata: ue}\n\n"
+	if got := stripUsage([]byte(kept)); string(got) != kept {
+		t.Errorf("stripUsage(%q) = %q, want it kept as it is", kept, got)
+	}
+	cut := "data: {\"usage\":{\"total_tokens\":1}  \n\n"
+	if got := stripUsage([]byte(cut)); got != nil {
+		t.Errorf("stripUsage(%q) = %q, want it dropped", cut, got)
+	}
+}
+
+// TestStripAfterUnterminatedString: an event whose data line ends inside a JSON
+// string (a broken upstream event) still ends at its blank line, with LF or
+// CRLF framing: the events after it pass on as they are and the usage chunk is
+// stripped, whatever the size of the reads.
+func TestStripAfterUnterminatedString(t *testing.T) {
+	t.Parallel()
+	for _, nl := range []string{"\n", "\r\n"} {
+		broken := `data: {"choices":[{"delta":{"content":"abc` + nl + nl
+		next := `data: {"choices":[{"delta":{"content":"x"}}],"usage":null}` + nl + nl
+		usageChunk := `data: {"choices":[],"usage":{"total_tokens":7}}` + nl + nl
+		done := "data: [DONE]" + nl + nl
+		body := broken + next + usageChunk + done
+		want := broken + next + done
+		for _, step := range []int{len(body), 1, 3} {
+			tap := NewTap(true, true)
+			var out []byte
+			for i := 0; i < len(body); i += step {
+				out = append(out, tap.Feed([]byte(body[i:min(i+step, len(body))]))...)
+			}
+			out = append(out, tap.Flushed()...)
+			if string(out) != want {
+				t.Errorf("%q framing, reads of %d: client gets\n%q\nwant\n%q", nl, step, out, want)
+			}
+			if got := tap.Tokens(); got != 7 {
+				t.Errorf("%q framing, reads of %d: tokens = %d, want 7", nl, step, got)
+			}
+			tap.Release()
+		}
+	}
+}
