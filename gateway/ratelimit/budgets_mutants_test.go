@@ -2,7 +2,7 @@ package ratelimit
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -181,14 +181,14 @@ type flakyDays struct {
 
 func (s *flakyDays) AddUsage(ctx context.Context, id string, day time.Time, r, n int64) (DayUsage, error) {
 	if s.fail {
-		return DayUsage{}, errors.New("store away")
+		return DayUsage{}, fmt.Errorf("store away: %w", ErrStoreUnavailable)
 	}
 	return s.dayStore.AddUsage(ctx, id, day, r, n)
 }
 
 func (s *flakyDays) ReserveTokens(ctx context.Context, id string, day time.Time, n, limit int64) (int64, bool, error) {
 	if s.fail {
-		return 0, false, errors.New("store away")
+		return 0, false, fmt.Errorf("store away: %w", ErrStoreUnavailable)
 	}
 	return s.dayStore.ReserveTokens(ctx, id, day, n, limit)
 }

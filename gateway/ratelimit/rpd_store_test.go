@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -28,7 +29,7 @@ func (s *rpdStore) CountRequest(_ context.Context, id string, day time.Time, lim
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail {
-		return 0, false, errors.New("store away")
+		return 0, false, fmt.Errorf("store away: %w", ErrStoreUnavailable)
 	}
 	k := s.key(id, day)
 	if s.requests[k] >= limit {
@@ -42,7 +43,7 @@ func (s *rpdStore) AddUsage(_ context.Context, id string, day time.Time, request
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail {
-		return DayUsage{}, errors.New("store away")
+		return DayUsage{}, fmt.Errorf("store away: %w", ErrStoreUnavailable)
 	}
 	k := s.key(id, day)
 	s.requests[k] += requests
@@ -54,7 +55,7 @@ func (s *rpdStore) ReserveTokens(_ context.Context, id string, day time.Time, to
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail {
-		return 0, false, errors.New("store away")
+		return 0, false, fmt.Errorf("store away: %w", ErrStoreUnavailable)
 	}
 	k := s.key(id, day)
 	if s.tokens[k]+tokens > limit {
@@ -91,15 +92,15 @@ func TestRequestsCountedWhileStoreAwayWrittenWhenBack(t *testing.T) {
 	var r State
 	l := &Limits{RPD: 10, GateRPD: "rpd:c"}
 	now := time.Date(2026, 3, 9, 12, 0, 0, 0, time.UTC)
-	if v := d.CountRequest(ctx, u, "c", &r, l, now); v != DispatchOK {
-		t.Fatalf("request while away: %v", v)
+	if v, err := d.CountRequest(ctx, u, "c", &r, l, now); err != nil || v != DispatchOK {
+		t.Fatalf("request while away: %v, %v", v, err)
 	}
 	u.mu.Lock()
 	u.fail = false
 	u.mu.Unlock()
 	d.Retry()
-	if v := d.CountRequest(ctx, u, "c", &r, l, now); v != DispatchOK {
-		t.Fatalf("request once back: %v", v)
+	if v, err := d.CountRequest(ctx, u, "c", &r, l, now); err != nil || v != DispatchOK {
+		t.Fatalf("request once back: %v, %v", v, err)
 	}
 	if got := u.requests[u.key("c", now)]; got != 2 {
 		t.Errorf("store's day requests %d, want 2 (1 from memory, 1 counted)", got)
@@ -155,8 +156,8 @@ func TestPendingCountsWrittenByEitherBudget(t *testing.T) {
 		d := NewDays(slog.New(slog.DiscardHandler))
 		u := &rpdStore{requests: map[string]int64{}, tokens: map[string]int64{}, fail: true}
 		var r State
-		if v := d.CountRequest(ctx, u, "c", &r, l, now); v != DispatchOK {
-			t.Fatalf("request while away: %v", v)
+		if v, err := d.CountRequest(ctx, u, "c", &r, l, now); err != nil || v != DispatchOK {
+			t.Fatalf("request while away: %v, %v", v, err)
 		}
 		u.setFail(false)
 		d.Retry()
@@ -178,8 +179,8 @@ func TestPendingCountsWrittenByEitherBudget(t *testing.T) {
 		}
 		u.setFail(false)
 		d.Retry()
-		if v := d.CountRequest(ctx, u, "c", &r, l, now); v != DispatchOK {
-			t.Fatalf("request once back: %v", v)
+		if v, err := d.CountRequest(ctx, u, "c", &r, l, now); err != nil || v != DispatchOK {
+			t.Fatalf("request once back: %v, %v", v, err)
 		}
 		if req, tok := u.day("c", now); req != 1 || tok != 100 {
 			t.Errorf("store's day: %d requests, %d tokens; want 1 and 100", req, tok)
