@@ -105,4 +105,3 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	return m
 }
-
