@@ -136,6 +136,8 @@ type Options struct {
 	// Replica names this process in the request log (cluster mode: the
 	// replica id).
 	Replica string
+	// Alerts receives the alert events (alerts.go); nil sends none.
+	Alerts Alerter
 }
 
 // Gateway is the /v1 proxy. Create it with New, give it a Config with
@@ -203,6 +205,8 @@ type Gateway struct {
 
 	// sessions is the runaway guards' state (sessionguard.go).
 	sessions *sessionGuards
+	// alerts is Options.Alerts, or one that sends nothing.
+	alerts Alerter
 
 	// zeroMs is X-Gatehouse-Queue-Ms for a request that did not wait,
 	// shared by every response (len == cap: never appended to in place).
@@ -228,6 +232,7 @@ func New(opts Options) *Gateway {
 		zeroMs:     []string{"0"},
 		reqlog:     opts.RequestLog,
 		replica:    opts.Replica,
+		alerts:     cmp.Or[Alerter](opts.Alerts, noAlerts{}),
 	}
 	if g.reqlog == nil {
 		g.reqlog = noRequestLog{}
@@ -311,6 +316,7 @@ func (g *Gateway) Apply(cfg Config) {
 	g.applyKeys(s, cfg.ClientKeys)
 	g.caps.Set(s.caps)
 	g.state.Store(s)
+	g.alerts.Configure(s.eff.Alerts, s.eff.AlertCooldownMs)
 }
 
 // Loaded reports whether a configuration has been applied, and when the

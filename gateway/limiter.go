@@ -94,6 +94,9 @@ func (x *exchange) forbidden(c *conn, model string, now time.Time) {
 func (x *exchange) suspend(c *conn, now time.Time, d time.Duration, reason string) {
 	c.health.Suspend(now, d, reason)
 	x.g.limiter.Suspend(x.r.Context(), c.id, d)
+	if d > 0 {
+		x.g.alertConnection(c, "suspended", reason, now.Add(d))
+	}
 }
 
 // takeTurn waits for c's dispatch turn while x holds its permit; a turn

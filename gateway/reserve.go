@@ -98,6 +98,7 @@ func (x *exchange) reserve(c *conn) (attemptResult, bool) {
 func (x *exchange) settleReservation(u ratelimit.Usage) {
 	x.resv.Settle(x.r.Context(), x.g.limiter, x.g.days, u, x.g.now())
 	x.settleSession(u)
+	x.alertBudget()
 }
 
 // errKeyBudget is the 429 RATE_LIMIT_TPM / _TPD for a key whose tpm window
