@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/gateway/alert"
 	"github.com/gatehouse-dev/gatehouse/handlers"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
@@ -201,6 +203,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		gwOpts.RequestLog = reqlog
 		stopLog = reqlog.stop
 	}
+	notifier := alert.New(runCtx, alert.Options{Logger: logger, Registerer: reg, Claims: alertClaims{st: st},
+		Open: st.OpenAlertSecret, Deny: deny.Deny,
+		DashboardURL: cmp.Or(getenv("GATEHOUSE_PUBLIC_URL"), "http://"+ln.Addr().String())})
+	defer notifier.Close() // after the gateway's Close: its last events are queued
+	gwOpts.Alerts = notifier
 	gw := gateway.New(gwOpts)
 	defer gw.Close()
 	loader.gw = gw
@@ -217,6 +224,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		Gateway:         gw,
 		Gates:           gatesView{gw: gw, cluster: shared},
 		Sessions:        gw,
+		Alerts:          alertSource{n: notifier, st: st},
 		Prober:          prober{gw: gw},
 		Metrics:         metrics,
 		Ready:           ready,

@@ -40,8 +40,9 @@ const MaxAlertWebhooks = 20
 //
 // Secret is write-only: the handler that saves the settings seals it into
 // SecretSealed (encrypted like a connection's upstream key) and stores
-// Secret empty; nothing ever shows either field. A client's SecretSealed is
-// ignored (the handler drops it before decoding).
+// Secret empty; a webhook written without a secret keeps the sealed secret
+// of the stored webhook of the same name, whatever SecretSealed the write
+// held. Neither is ever shown: the API shows SecretSet instead.
 type AlertWebhook struct {
 	Name         string   `json:"name" validate:"required,between=1:64"`
 	URL          string   `json:"url" validate:"required,max=2048,alerturl"`
@@ -49,6 +50,7 @@ type AlertWebhook struct {
 	Events       []string `json:"events" validate:"required,min=1,max=6,unique,dive,oneof=budget.threshold connection.health capacity.learned_cut session.guard requestlog.dropped cluster.degraded"`
 	Secret       string   `json:"secret,omitempty" validate:"omitempty,between=1:256"`
 	SecretSealed string   `json:"secretSealed,omitempty" validate:"-"`
+	SecretSet    bool     `json:"secretSet,omitempty" validate:"-"`
 }
 
 // Wants reports whether w asked for event.
@@ -109,7 +111,7 @@ func (d *decoder) decodeAlerts(raw []byte, fv reflect.Value, path []string) {
 			d.add(epath, alertDecodeMessage(err))
 			continue
 		}
-		w.SecretSealed = "" // only the store's sealing sets it (see AlertWebhook)
+		w.SecretSet = false // read-only: the API shows it, a write ignores it
 		err := Validator().Struct(&w)
 		var ve validator.ValidationErrors
 		if errors.As(err, &ve) {
