@@ -6,6 +6,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/alert"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/session"
 )
 
@@ -74,6 +75,25 @@ func (g *Gateway) alertConnection(c *conn, condition, reason string, until time.
 			until.UTC().Format(time.RFC3339) + ": " + reason,
 		Details: map[string]any{"connectionId": c.id, "connection": c.label, "state": condition,
 			"reason": reason, "until": until.UTC()}})
+}
+
+// longCooling is how long a cooldown must last to alert.
+const longCooling = 60 * time.Second
+
+// alertCooling alerts connection.health (cooling) for a cooldown of c set
+// at now until until that lasts more than a minute.
+func (g *Gateway) alertCooling(c *conn, now, until time.Time, reason string) {
+	if until.Sub(now) > longCooling {
+		g.alertConnection(c, "cooling", reason, until)
+	}
+}
+
+// alertBreaker alerts connection.health (breaker open) when c's breaker
+// has just opened on the failure recorded last.
+func (g *Gateway) alertBreaker(c *conn) {
+	if state, until, reason := c.health.Status(g.now()); state == live.HealthBreakerOpen {
+		g.alertConnection(c, "breaker open", reason, until)
+	}
 }
 
 // alertSession alerts session.guard for x's session refused with outcome o.

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/gatehouse-dev/gatehouse/gateway/alert"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
@@ -226,5 +228,42 @@ func TestAlertReceiverHangsRequestsFlow(t *testing.T) {
 	ds, _ := n.Recent(t.Context(), 10)
 	if len(ds) != 1 || ds[0].Status != alert.StatusSending {
 		t.Errorf("deliveries = %+v, want one still sending", ds)
+	}
+}
+
+// TestAlertBreakerAndLongCooling: a breaker opened by 503s and a cooldown
+// of 10 minutes after a 429 each alert connection.health once; a 429
+// cooling for 5 s does not.
+func TestAlertBreakerAndLongCooling(t *testing.T) {
+	t.Parallel()
+	sink := newAlertSink(t)
+	opt, flush := withAlerts(t, sink)
+	e := newEnv(t, upstreamtest.Options{}, opt)
+	for k, b := range map[string]upstreamtest.Behavior{"k-brk": {Fail: "503"},
+		"k-cool": {Fail: "429", RetryAfter: 10 * time.Minute}, "k-short": {Fail: "429", RetryAfter: 5 * time.Second}} {
+		if err := e.up.SetKeyBehavior(k, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.gw.Apply(Config{Connections: []Connection{e.conn("brk", "k-brk", "m-brk"), e.conn("cool", "k-cool", "m-cool"),
+		e.conn("short", "k-short", "m-short")},
+		Settings: limits.Settings{BreakerFailures: ptr(1), MaxAttempts: ptr(1), Alerts: alertSettings(sink)}})
+	ctx := testCtx(t)
+	for range 5 {
+		for _, m := range []string{"m-brk", "m-cool", "m-short"} {
+			e.post(ctx, "/v1/chat/completions", chatBody(m, false), "Authorization", "Bearer "+testClientKey)
+		}
+	}
+	flush()
+	got := map[string]string{}
+	for _, b := range sink.of(limits.AlertConnectionHealth) {
+		d, _ := b["details"].(map[string]any)
+		if _, dup := got[b["subject"].(string)]; dup {
+			t.Errorf("a second alert for %v", b["subject"])
+		}
+		got[b["subject"].(string)] = d["state"].(string)
+	}
+	if diff := cmp.Diff(map[string]string{"conn-brk": "breaker open", "conn-cool": "cooling"}, got); diff != "" {
+		t.Errorf("connection.health alerts mismatch (-want +got):\n%s", diff)
 	}
 }
