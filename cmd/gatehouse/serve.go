@@ -152,6 +152,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 
 	stopLog := func() {}
+	var droppedRows func() int64 // the request log's dropped rows, nil when it is off
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	loader := newConfigLoader(st, logger)
@@ -202,6 +203,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		defer reqlog.stop()
 		gwOpts.RequestLog = reqlog
 		stopLog = reqlog.stop
+		droppedRows = func() int64 { return reqlog.log.Stats().Dropped }
 	}
 	notifier := alert.New(runCtx, alert.Options{Logger: logger, Registerer: reg, Claims: alertClaims{st: st},
 		Open: st.OpenAlertSecret, Deny: deny.Deny,
@@ -215,6 +217,12 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		logger.Warn("initial config load failed; retrying in the background", slog.Any("error", err))
 	}
 	bg.Go(func() { loader.run(runCtx) })
+	watch := &alertWatch{emit: notifier.Emit, snapshot: gw.Snapshot}
+	if shared != nil {
+		watch.degraded = shared.ctrl.Degraded
+	}
+	watch.dropped = droppedRows
+	bg.Go(func() { watch.run(runCtx) })
 
 	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	srv := handlers.New(handlers.Deps{
