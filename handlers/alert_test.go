@@ -60,7 +60,8 @@ func storedAlerts(t *testing.T, st *store.Store) limits.AlertWebhooks {
 // TestAlertSecretWriteOnly: a webhook's secret is stored sealed (it opens
 // to what was written), shown only as secretSet, kept when the webhook is
 // written again without one (a secretSealed of the client's is ignored),
-// and never appears in a response or the log.
+// and neither it nor its ciphertext appears in a response (the audit log
+// included) or the log.
 func TestAlertSecretWriteOnly(t *testing.T) {
 	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
@@ -91,6 +92,10 @@ func TestAlertSecretWriteOnly(t *testing.T) {
 		t.Errorf("a renamed webhook kept the secret of another: %+v", now)
 	}
 	a.do(t, call{method: http.MethodGet, path: path("alerts"), token: a.viewer}).want(t, http.StatusOK)
+	audit := a.do(t, call{method: http.MethodGet, path: path("audit")}).want(t, http.StatusOK)
+	if !strings.Contains(string(audit.body), "(set ") {
+		t.Errorf("the audit log does not mark the secret as set: %s", audit.body)
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, b := range a.bodies {

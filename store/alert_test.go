@@ -83,3 +83,25 @@ func TestAlertSecretSealed(t *testing.T) {
 		t.Error("a value that was never sealed opened")
 	}
 }
+
+// TestClaimAlertPrunes: a claim deletes the deliveries older than
+// AlertRetention.
+func TestClaimAlertPrunes(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	old := store.AlertDelivery{Event: "session.guard", Subject: "s", Webhook: "ops", CreatedAt: at}
+	if _, ok, err := s.ClaimAlert(ctx, old, time.Minute); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	fresh := old
+	fresh.Subject, fresh.CreatedAt = "t", at.Add(store.AlertRetention+time.Hour)
+	if _, ok, err := s.ClaimAlert(ctx, fresh, time.Minute); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	list, err := s.RecentAlerts(ctx, 10)
+	if err != nil || len(list) != 1 || list[0].Subject != "t" {
+		t.Errorf("deliveries = %+v, %v; want only the fresh one", list, err)
+	}
+}

@@ -189,6 +189,12 @@ func (n *Notifier) Emit(e Event) {
 	case n.queue <- e:
 		n.m.emitted.WithLabelValues(e.Name).Inc()
 	default:
+		// Not sent: the condition may alert again as soon as it recurs.
+		n.mu.Lock()
+		if n.last[k].Equal(e.At) {
+			delete(n.last, k)
+		}
+		n.mu.Unlock()
 		n.m.dropped.Inc()
 	}
 }
