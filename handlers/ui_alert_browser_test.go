@@ -56,14 +56,22 @@ func (a *notifierAlerts) IsNoWebhook(err error) bool { return err == alert.ErrNo
 
 // TestAlertsSendTestInBrowser: a real Chromium on /alerts. The admin sees
 // the webhook (signed, no secret) and clicks its Send test; the local
-// receiver gets the test alert, signed with the webhook's secret, and the
-// page shows the delivery as delivered without a reload. A viewer sees the
+// page shows the delivery sending while the receiver holds it; once the
+// receiver answers, the page shows it delivered without a reload, and the
+// alert it got verifies with the webhook's secret. A viewer sees the
 // page but no button, and is refused 403 on the POST.
 func TestAlertsSendTestInBrowser(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var got []string
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select { // the receiver answers once the page has shown the delivery sending
+		case <-release:
+		case <-r.Context().Done():
+		}
 		b, _ := io.ReadAll(r.Body)
 		if !alert.Verify("browser-secret", r.Header.Get(alert.HeaderTimestamp), r.Header.Get(alert.HeaderSignature), b) {
 			t.Errorf("the test alert's signature does not verify")
@@ -100,7 +108,9 @@ func TestAlertsSendTestInBrowser(t *testing.T) {
 	if status := submit(t, tab, hook+` [data-testid="alert-test"]`); status != http.StatusOK {
 		t.Fatalf("Send test: status %d", status)
 	}
+	run(t, tab, "the delivery shows sending", chromedp.WaitVisible(chromedp.CSS(`[data-testid="alert-row"][data-event="test"][data-status="sending"]`)))
 	run(t, tab, "mark the page", chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`))
+	releaseOnce.Do(func() { close(release) })
 	run(t, tab, "the delivery shows delivered, live",
 		chromedp.Poll[chromedp.Void](`window.notReloaded && document.querySelector('[data-testid="alert-row"][data-event="test"][data-webhook="ops-room"][data-status="delivered"]') !== null`))
 	mu.Lock()
