@@ -199,3 +199,27 @@ func TestAlertSecretInConfig(t *testing.T) {
 		t.Errorf("field errors mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestDashSettingsKeepAlerts: saving the /settings form (which has no
+// alert fields) keeps the webhooks and their sealed secret as stored.
+func TestDashSettingsKeepAlerts(t *testing.T) {
+	t.Parallel()
+	d := newDash(t)
+	hooks := limits.AlertWebhooks{{Name: "ops", URL: "https://hooks.example.com/x", Format: "json",
+		Events: []string{limits.AlertSessionGuard}, SecretSealed: d.store.SealAlertSecret("kept")}}
+	data, err := json.Marshal(map[string]any{"alerts": hooks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.store.UpdateSettings(t.Context(), "test", 0, func(store.Settings) (json.RawMessage, error) { return data, nil }); err != nil {
+		t.Fatal(err)
+	}
+	c := d.signIn(t, "admin@example.com")
+	form := formValues(d.get(t, c, "/settings").want(t, http.StatusOK).testid("settings-form"))
+	form.Set("maxAttempts", "2")
+	d.post(t, c, "/settings", form).want(t, http.StatusSeeOther)
+	got := storedAlerts(t, d.store)
+	if diff := cmp.Diff(hooks, got); diff != "" {
+		t.Errorf("webhooks after a settings save (-want +got):\n%s", diff)
+	}
+}
