@@ -255,6 +255,7 @@ func (x *exchange) attempt() attemptResult {
 		case errors.Is(context.Cause(ctx), errExecTimeout):
 			p.done(err)
 			c.health.Failure("execution bound reached before the upstream answered")
+			g.alertBreaker(c)
 			x.setQueueHeader(c)
 			x.status, x.failed = http.StatusGatewayTimeout, &apiError{Status: http.StatusGatewayTimeout, Code: CodeExecutionTimeout,
 				Message: "the upstream did not answer within the execution bound of " + c.execBound.String()}
@@ -279,6 +280,7 @@ func (x *exchange) attempt() attemptResult {
 		} else {
 			p.done(err)
 			c.health.Failure("upstream connection error")
+			g.alertBreaker(c)
 		}
 		if ue != nil && ue.Sent && x.r.Header.Get("Idempotency-Key") == "" {
 			// The upstream may have read and run it: never send it again,
@@ -327,6 +329,7 @@ func (x *exchange) attempt() attemptResult {
 		x.learnRejected(lp, status, resp.Header)
 		c.health.Failure("upstream " + strconv.Itoa(status))
 		p.done(upstreamStatusError(status))
+		g.alertBreaker(c)
 		return attemptFailed
 	}
 	p.done(nil)

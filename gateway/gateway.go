@@ -148,6 +148,8 @@ type Options struct {
 	// shares the affinity bindings with the other replicas; this process
 	// keeps its own as a cache in front of it. nil keeps them here.
 	SharedAffinity AffinityStore
+	// Alerts receives the alert events (alerts.go); nil sends none.
+	Alerts Alerter
 }
 
 // Gateway is the /v1 proxy. Create it with New, give it a Config with
@@ -224,6 +226,8 @@ type Gateway struct {
 
 	// sessions is the runaway guards' state (sessionguard.go).
 	sessions *sessionGuards
+	// alerts is Options.Alerts, or one that sends nothing.
+	alerts Alerter
 
 	// zeroMs is X-Gatehouse-Queue-Ms for a request that did not wait,
 	// shared by every response (len == cap: never appended to in place).
@@ -251,6 +255,7 @@ func New(opts Options) *Gateway {
 		replica:    opts.Replica,
 		bindings:   session.NewBindings(limits.DefaultAffinityTTLMs*time.Millisecond, limits.DefaultMaxAffinityBindings),
 		sharedAff:  cmp.Or[AffinityStore](opts.SharedAffinity, localAffinity{}),
+		alerts:     cmp.Or[Alerter](opts.Alerts, noAlerts{}),
 	}
 	if g.reqlog == nil {
 		g.reqlog = noRequestLog{}
@@ -339,6 +344,7 @@ func (g *Gateway) Apply(cfg Config) {
 	g.bindings.Configure(s.eff.AffinityTTL(), s.eff.MaxAffinityBindings)
 	g.caps.Set(s.caps)
 	g.state.Store(s)
+	g.alerts.Configure(s.eff.Alerts, s.eff.AlertCooldownMs)
 }
 
 // Loaded reports whether a configuration has been applied, and when the

@@ -68,6 +68,7 @@ func (x *exchange) check(c *conn, model string, now time.Time) (health.Verdict, 
 func (x *exchange) coolDown(c *conn, model string, now time.Time, retryAfter time.Duration, reason string) {
 	until := c.health.CoolDown(model, now, retryAfter, reason)
 	x.g.limiter.CoolDown(x.r.Context(), c.id, model, until.Sub(now))
+	x.g.alertCooling(c, now, until, reason)
 }
 
 // coolConnection puts every model on c in cooldown for d after the
@@ -75,6 +76,7 @@ func (x *exchange) coolDown(c *conn, model string, now time.Time, retryAfter tim
 func (x *exchange) coolConnection(c *conn, now time.Time, d time.Duration, reason string) {
 	c.health.CoolConnection(now, d, reason)
 	x.g.limiter.CoolConnection(x.r.Context(), c.id, d)
+	x.g.alertCooling(c, now, now.Add(d), reason)
 }
 
 // forbidden handles an upstream 403 for model on x's route of c: only that
@@ -94,6 +96,9 @@ func (x *exchange) forbidden(c *conn, model string, now time.Time) {
 func (x *exchange) suspend(c *conn, now time.Time, d time.Duration, reason string) {
 	c.health.Suspend(now, d, reason)
 	x.g.limiter.Suspend(x.r.Context(), c.id, d)
+	if d > 0 {
+		x.g.alertConnection(c, "suspended", reason, now.Add(d))
+	}
 }
 
 // takeTurn waits for c's dispatch turn while x holds its permit; a turn

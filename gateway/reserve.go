@@ -142,6 +142,7 @@ func (x *exchange) settleReservation(u ratelimit.Usage) {
 	}
 	x.resv.Settle(x.r.Context(), x.g.limiter, x.g.days, u, x.g.now())
 	x.settleSession(u)
+	x.alertBudget()
 }
 
 // errReserve is the answer to a key's reservation that did not go ahead

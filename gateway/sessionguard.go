@@ -181,6 +181,7 @@ func (x *exchange) enterSession() *apiError {
 
 // errSession is the answer to a request its session's guard refused.
 func (x *exchange) errSession(o session.Outcome, l session.Limits, maxWait time.Duration) *apiError {
+	x.alertSession(o)
 	s := x.aff.session
 	switch o {
 	case session.Stopped:

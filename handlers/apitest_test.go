@@ -76,6 +76,7 @@ type apiOptions struct {
 	gates    GateSource
 	sessions SessionSource
 	deny     UpstreamDeny
+	alerts   AlertSource
 }
 
 func newTestAPI(t *testing.T, opts apiOptions) *testAPI {
@@ -87,7 +88,7 @@ func newTestAPI(t *testing.T, opts apiOptions) *testAPI {
 	if err != nil {
 		t.Fatalf("store.New: %v", err)
 	}
-	srv := httptest.NewServer(New(Deps{Store: st, Logger: logger, Gates: opts.gates, Sessions: opts.sessions, UpstreamDeny: opts.deny}).Handler())
+	srv := httptest.NewServer(New(Deps{Store: st, Logger: logger, Gates: opts.gates, Sessions: opts.sessions, UpstreamDeny: opts.deny, Alerts: opts.alerts}).Handler())
 	t.Cleanup(srv.Close)
 	_, admin, err := st.CreateAPIToken(t.Context(), store.ActorSystem, "test-admin", store.RoleAdmin)
 	if err != nil {

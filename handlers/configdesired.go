@@ -46,7 +46,7 @@ func (s *Server) desiredConfig(ctx context.Context, doc []byte, cur store.Config
 		raw := members[key]
 		switch key {
 		case "settings":
-			data, fe, err := s.desiredSettings(raw, cur.Settings)
+			data, fe, err := s.desiredSettings(ctx, raw, cur.Settings, opts)
 			if err != nil {
 				return store.DesiredConfig{}, err
 			}
@@ -81,12 +81,18 @@ func (s *Server) desiredConfig(ctx context.Context, doc []byte, cur store.Config
 // settings in force would not change. A key is stored when the document gives it and it
 // is stored already or differs from its built-in default, so applying an export never
 // pins a default; a key the document leaves out takes its default.
-func (s *Server) desiredSettings(raw json.RawMessage, cur store.Settings) (json.RawMessage, limits.FieldErrors, error) {
+func (s *Server) desiredSettings(ctx context.Context, raw json.RawMessage, cur store.Settings, opts ApplyOptions) (json.RawMessage, limits.FieldErrors, error) {
 	if isNullJSON(raw) {
 		return nil, limits.FieldErrors{fieldError("settings", limits.CodeNotObject)}, nil
 	}
 	set, fe := limits.DecodeSettings(withoutKeys(raw, "version", "updatedAt"), "settings")
 	if len(fe) > 0 {
+		return nil, fe, nil
+	}
+	if fe, err := resolveAlertSecrets(set.Alerts, opts); len(fe) > 0 || err != nil {
+		return nil, fe, err
+	}
+	if fe := s.prepareAlerts(ctx, &set, cur.Data, "settings."); len(fe) > 0 {
 		return nil, fe, nil
 	}
 	given, err := jsonObject(set)

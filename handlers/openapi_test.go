@@ -214,6 +214,8 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	a.do(t, call{method: http.MethodGet, path: path("sessions", "0123456789abcdef"), token: a.viewer}).want(t, http.StatusOK)
 	a.do(t, call{method: http.MethodPost, path: path("sessions", "0123456789abcdef", "stop")}).want(t, http.StatusOK)
 	a.do(t, call{method: http.MethodPost, path: path("sessions", "0123456789abcdef", "resume")}).want(t, http.StatusOK)
+	a.do(t, call{method: http.MethodGet, path: path("alerts"), token: a.viewer}).want(t, http.StatusOK)
+	a.do(t, call{method: http.MethodPost, path: path("alerts", "ops", "test")}).want(t, http.StatusNotFound)
 
 	// The documented error answers are checked against the spec as well.
 	a.do(t, call{method: http.MethodGet, path: path("connections", id)}).want(t, http.StatusNotFound)

@@ -65,6 +65,9 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /sessions/live", s.ui(uiRead, s.uiSessionsLive))
 	mux.Handle("POST /sessions/{session}/stop", s.ui(uiWrite, s.uiStopSession))
 	mux.Handle("POST /sessions/{session}/resume", s.ui(uiWrite, s.uiResumeSession))
+	mux.Handle("GET /alerts", s.ui(uiRead, s.uiAlerts))
+	mux.Handle("GET /alerts/live", s.ui(uiRead, s.uiAlertsLive))
+	mux.Handle("POST /alerts/{webhook}/test", s.ui(uiWrite, s.uiTestAlert))
 	mux.Handle("GET /usage", s.ui(uiRead, s.uiUsage))
 	mux.Handle("GET /usage.csv", s.ui(uiRead, s.uiUsageCSV))
 	mux.Handle("GET /users", s.ui(uiRead, s.uiUsers))
@@ -119,6 +122,8 @@ func (s *Server) apiRoutes() []apiRoute {
 		{"POST /api/v1/sessions/{session}/stop", accessWrite, s.stopSession},
 		{"POST /api/v1/sessions/{session}/resume", accessWrite, s.resumeSession},
 		{"GET /api/v1/audit", accessRead, s.listAudit},
+		{"GET /api/v1/alerts", accessRead, s.listAlerts},
+		{"POST /api/v1/alerts/{webhook}/test", accessWrite, s.testAlert},
 
 		{"GET /api/v1/requests", accessRead, s.listRequests},
 		{"GET /api/v1/requests/{id}", accessRead, s.getRequest},

@@ -43,6 +43,8 @@ type Deps struct {
 	Gates GateSource
 	// Sessions provides the runaway guards' sessions (may be nil).
 	Sessions SessionSource
+	// Alerts provides the alert deliveries and test alerts (may be nil).
+	Alerts AlertSource
 	// Prober sends a connection's test request (the dashboard's "Test
 	// connection"); nil answers every test with "not loaded".
 	Prober Prober

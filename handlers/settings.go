@@ -18,6 +18,9 @@ func settingsView(st store.Settings) (map[string]json.RawMessage, error) {
 	if err := json.Unmarshal(st.Data, &m); err != nil {
 		return nil, fmt.Errorf("handlers: decode stored settings: %w", err)
 	}
+	if err := hideAlertSecrets(m); err != nil {
+		return nil, err
+	}
 	defaults, err := json.Marshal(limits.DefaultSettings())
 	if err != nil {
 		return nil, fmt.Errorf("handlers: encode default settings: %w", err)
@@ -82,6 +85,9 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) error {
 			}
 			set, fe := limits.DecodeSettings(withoutKeys(merged, "version", "updatedAt"), "")
 			if len(fe) > 0 {
+				return nil, fe
+			}
+			if fe := s.prepareAlerts(r.Context(), &set, cur.Data, ""); len(fe) > 0 {
 				return nil, fe
 			}
 			data, err := json.Marshal(set)

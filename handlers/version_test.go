@@ -132,7 +132,7 @@ func TestSettings(t *testing.T) {
 	delete(got, "updatedAt")
 	want := jsonValue(t, `{"globalMaxConcurrent":0,"defaultMaxWaitMs":30000,"defaultExecutionMaxWaitMs":300000,
 		"defaultMaxQueueDepth":0,"maxAttempts":3,"suspendMs":1800000,"breakerFailures":5,"breakerCooldownMs":30000,"priorityAgingMs":10000,
-		"defaultOutputReserve":4096,"maxOutputReserve":65536,"affinityTtlMs":300000,"maxAffinityBindings":100000,"affinityMaxWaitMs":2000,"sessionMaxConcurrent":0,"sessionBudgetUsd":0,"loopLimit":0,"loopWindowMs":600000,
+		"defaultOutputReserve":4096,"maxOutputReserve":65536,"affinityTtlMs":300000,"maxAffinityBindings":100000,"affinityMaxWaitMs":2000,"sessionMaxConcurrent":0,"sessionBudgetUsd":0,"loopLimit":0,"loopWindowMs":600000,"alertCooldownMs":900000,
 		"providers":{"zai":{"maxConcurrent":8,"maxWaitMs":1000}},"version":2}`)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("settings after patch (-want +got):\n%s", diff)
@@ -168,7 +168,7 @@ func TestSettingsShowDefaults(t *testing.T) {
 	a := newTestAPI(t, apiOptions{})
 	defaults := `"globalMaxConcurrent":0,"defaultMaxWaitMs":30000,"defaultExecutionMaxWaitMs":600000,
 		"defaultMaxQueueDepth":0,"maxAttempts":3,"suspendMs":1800000,"breakerFailures":5,"breakerCooldownMs":30000,"priorityAgingMs":10000,
-		"defaultOutputReserve":4096,"maxOutputReserve":65536,"affinityTtlMs":300000,"maxAffinityBindings":100000,"affinityMaxWaitMs":2000,"sessionMaxConcurrent":0,"sessionBudgetUsd":0,"loopLimit":0,"loopWindowMs":600000`
+		"defaultOutputReserve":4096,"maxOutputReserve":65536,"affinityTtlMs":300000,"maxAffinityBindings":100000,"affinityMaxWaitMs":2000,"sessionMaxConcurrent":0,"sessionBudgetUsd":0,"loopLimit":0,"loopWindowMs":600000,"alertCooldownMs":900000`
 	tests := []struct {
 		name  string
 		patch string // empty: a GET

@@ -192,7 +192,7 @@ func (s *Store) planConfig(cur ConfigState, keys map[string]string, want Desired
 		}
 		if !jsonEqual(cur.Settings.Data, want.Settings) {
 			changes = append(changes, ConfigChange{Entity: EntitySettings, Action: ActionUpdate,
-				Before: cur.Settings.Data, After: json.RawMessage(want.Settings)})
+				Before: auditedSettings(cur.Settings.Data), After: auditedSettings(want.Settings)})
 		}
 	}
 
@@ -293,8 +293,8 @@ func (s *Store) writeChange(ctx context.Context, tx pgx.Tx, actor string, ch *Co
 		if err != nil {
 			return err
 		}
-		ch.After = updated.Data
-		return audit(ctx, tx, actor, ActionUpdate, EntitySettings, "", ch.Before, updated.Data)
+		ch.After = auditedSettings(updated.Data)
+		return audit(ctx, tx, actor, ActionUpdate, EntitySettings, "", ch.Before, ch.After)
 
 	case EntityConnection + "/" + ActionCreate, EntityConnection + "/" + ActionUpdate:
 		in := desiredConnection(want, ch.Name).normalized()

@@ -60,7 +60,7 @@ func (s *Store) UpdateSettings(ctx context.Context, actor string, expectedVersio
 			if err != nil {
 				return Settings{}, err
 			}
-			if err := audit(ctx, tx, actor, ActionUpdate, EntitySettings, "", cur.Data, updated.Data); err != nil {
+			if err := audit(ctx, tx, actor, ActionUpdate, EntitySettings, "", auditedSettings(cur.Data), auditedSettings(updated.Data)); err != nil {
 				return Settings{}, err
 			}
 			return updated, notifyConfig(ctx, tx, EntitySettings)

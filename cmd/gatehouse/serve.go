@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/gateway/alert"
 	"github.com/gatehouse-dev/gatehouse/gateway/wsbridge"
 	"github.com/gatehouse-dev/gatehouse/handlers"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -158,6 +160,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 
 	stopLog := func() {}
+	var droppedRows func() int64 // the request log's dropped rows, nil when it is off
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	loader := newConfigLoader(st, logger)
@@ -212,7 +215,13 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		defer reqlog.stop()
 		gwOpts.RequestLog = reqlog
 		stopLog = reqlog.stop
+		droppedRows = func() int64 { return reqlog.log.Stats().Dropped }
 	}
+	notifier := alert.New(runCtx, alert.Options{Logger: logger, Registerer: reg, Claims: alertClaims{st: st},
+		Open: st.OpenAlertSecret, Deny: deny.Deny,
+		DashboardURL: cmp.Or(getenv("GATEHOUSE_PUBLIC_URL"), "http://"+ln.Addr().String())})
+	defer notifier.Close() // after the gateway's Close: its last events are queued
+	gwOpts.Alerts = notifier
 	gw := gateway.New(gwOpts)
 	defer gw.Close()
 	loader.gw = gw
@@ -220,6 +229,12 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		logger.Warn("initial config load failed; retrying in the background", slog.Any("error", err))
 	}
 	bg.Go(func() { loader.run(runCtx) })
+	watch := &alertWatch{emit: notifier.Emit, snapshot: gw.Snapshot}
+	if shared != nil {
+		watch.degraded = shared.ctrl.Degraded
+	}
+	watch.dropped = droppedRows
+	bg.Go(func() { watch.run(runCtx) })
 
 	// The Responses API's WebSocket mode (Codex) in front of the gateway: each turn is
 	// one gateway request.
@@ -232,6 +247,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		Gateway:         bridge,
 		Gates:           gatesView{gw: gw, cluster: shared},
 		Sessions:        gw,
+		Alerts:          alertSource{n: notifier, st: st},
 		Prober:          prober{gw: gw},
 		Metrics:         metrics,
 		Ready:           ready,

@@ -222,6 +222,10 @@ func (d *decoder) decodeStruct(raw []byte, rv reflect.Value, path []string, ns s
 }
 
 func (d *decoder) decodeField(raw []byte, fv reflect.Value, rules string, path []string, ns string) {
+	if fv.Type() == reflect.TypeFor[AlertWebhooks]() {
+		d.decodeAlerts(raw, fv, path)
+		return
+	}
 	switch fv.Kind() {
 	case reflect.Pointer:
 		elem := fv.Type().Elem()

@@ -43,6 +43,8 @@ import (
 //	sessionBudgetUsd           0–1000000, 2 decimals, default 0 (none)
 //	loopLimit                  0–10000      default 0 (loop detection off)
 //	loopWindowMs               1000–86400000 default 600000
+//	alerts                     at most 20 webhooks (see AlertWebhook)
+//	alertCooldownMs            1000–86400000 default 900000
 type Settings struct {
 	GlobalMaxConcurrent       *int                        `json:"globalMaxConcurrent,omitempty" validate:"omitnil,between=0:100000"`
 	DefaultMaxWaitMs          *int                        `json:"defaultMaxWaitMs,omitempty" validate:"omitnil,between=1:120000"`
@@ -67,6 +69,10 @@ type Settings struct {
 	SessionBudgetUSD     *Micros `json:"sessionBudgetUsd,omitempty" validate:"omitnil,budgetusd"`
 	LoopLimit            *int    `json:"loopLimit,omitempty" validate:"omitnil,between=0:10000"`
 	LoopWindowMs         *int    `json:"loopWindowMs,omitempty" validate:"omitnil,between=1000:86400000"`
+	// Alerts are the webhooks alerts go to; AlertCooldownMs spaces the
+	// alerts of one condition (see alerts.go).
+	Alerts          AlertWebhooks `json:"alerts,omitempty" validate:"-"`
+	AlertCooldownMs *int          `json:"alertCooldownMs,omitempty" validate:"omitnil,between=1000:86400000"`
 }
 
 // ProviderSettings are the gate settings of one provider (all of its
@@ -96,6 +102,7 @@ const (
 	DefaultMaxAffinityBindings = 100000
 	DefaultAffinityMaxWaitMs   = 2000
 	DefaultLoopWindowMs        = 600000
+	DefaultAlertCooldownMs     = 900000
 )
 
 // settingsWarningPrefix names the settings row in NormalizeSettings' warnings.
@@ -123,6 +130,7 @@ func DefaultSettings() Settings {
 		SessionBudgetUSD:          new(Micros(0)),
 		LoopLimit:                 new(0),
 		LoopWindowMs:              new(DefaultLoopWindowMs),
+		AlertCooldownMs:           new(DefaultAlertCooldownMs),
 	}
 }
 
@@ -165,6 +173,10 @@ type EffectiveSettings struct {
 	SessionBudgetUSD     Micros
 	LoopLimit            int
 	LoopWindowMs         int
+	// Alerts are the alert webhooks (nil: none); AlertCooldownMs spaces
+	// the alerts of one condition.
+	Alerts          AlertWebhooks
+	AlertCooldownMs int
 }
 
 // EffectiveProvider is a provider's settings with absent keys as 0 (off).
@@ -195,6 +207,8 @@ func (s Settings) Effective() EffectiveSettings {
 		SessionBudgetUSD:          max(valueOr(s.SessionBudgetUSD, 0), 0),
 		LoopLimit:                 valueOr(s.LoopLimit, 0),
 		LoopWindowMs:              valueOr(s.LoopWindowMs, DefaultLoopWindowMs),
+		Alerts:                    s.Alerts.Clone(),
+		AlertCooldownMs:           valueOr(s.AlertCooldownMs, DefaultAlertCooldownMs),
 	}
 	if len(s.Providers) > 0 {
 		e.Providers = make(map[string]EffectiveProvider, len(s.Providers))
@@ -233,6 +247,8 @@ func (s Settings) WithDefaults() Settings {
 		SessionBudgetUSD:          ptrOr(s.SessionBudgetUSD, d.SessionBudgetUSD),
 		LoopLimit:                 ptrOr(s.LoopLimit, d.LoopLimit),
 		LoopWindowMs:              ptrOr(s.LoopWindowMs, d.LoopWindowMs),
+		Alerts:                    s.Alerts.Clone(),
+		AlertCooldownMs:           ptrOr(s.AlertCooldownMs, d.AlertCooldownMs),
 	}
 	if len(s.Providers) > 0 {
 		out.Providers = make(map[string]ProviderSettings, len(s.Providers))

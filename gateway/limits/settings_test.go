@@ -123,7 +123,7 @@ func TestSettingsEffective(t *testing.T) {
 	defaults := EffectiveSettings{
 		GlobalMaxConcurrent: 0, DefaultMaxWaitMs: 30000, DefaultExecutionMaxWaitMs: 600000, DefaultMaxQueueDepth: 0,
 		MaxAttempts: 3, SuspendMs: 1800000, BreakerFailures: 5, BreakerCooldownMs: 30000, PriorityAgingMs: 10000,
-		DefaultOutputReserve: 4096, MaxOutputReserve: 65536, AffinityTTLMs: 300000, MaxAffinityBindings: 100000, AffinityMaxWaitMs: 2000, LoopWindowMs: 600000,
+		DefaultOutputReserve: 4096, MaxOutputReserve: 65536, AffinityTTLMs: 300000, MaxAffinityBindings: 100000, AffinityMaxWaitMs: 2000, LoopWindowMs: 600000, AlertCooldownMs: 900000,
 	}
 	tests := []struct {
 		name string
@@ -137,7 +137,7 @@ func TestSettingsEffective(t *testing.T) {
 			in:   Settings{SuspendMs: new(0), MaxAttempts: new(1), DefaultOutputReserve: new(256), Providers: map[string]ProviderSettings{"zai": {MaxConcurrent: new(4)}}},
 			want: EffectiveSettings{
 				DefaultMaxWaitMs: 30000, DefaultExecutionMaxWaitMs: 600000, MaxAttempts: 1, SuspendMs: 0, BreakerFailures: 5, BreakerCooldownMs: 30000, PriorityAgingMs: 10000,
-				DefaultOutputReserve: 256, MaxOutputReserve: 65536, AffinityTTLMs: 300000, MaxAffinityBindings: 100000, AffinityMaxWaitMs: 2000, LoopWindowMs: 600000,
+				DefaultOutputReserve: 256, MaxOutputReserve: 65536, AffinityTTLMs: 300000, MaxAffinityBindings: 100000, AffinityMaxWaitMs: 2000, LoopWindowMs: 600000, AlertCooldownMs: 900000,
 				Providers: map[string]EffectiveProvider{"zai": {MaxConcurrent: 4}},
 			},
 		},

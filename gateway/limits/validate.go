@@ -56,6 +56,7 @@ func NewValidator() *validator.Validate {
 		tagModelKey:    func(fl validator.FieldLevel) bool { return validModelKey(fl.Field().String()) },
 		tagProviderKey: func(fl validator.FieldLevel) bool { return validProviderKey(fl.Field().String()) },
 		tagUSD:         validateUSD,
+		"alerturl":     validAlertURL,
 		tagBudgetUSD:   validateBudgetUSD,
 		tagModelPattern: func(fl validator.FieldLevel) bool {
 			return validModelPattern(fl.Field().String())

@@ -1,0 +1,269 @@
+package gateway
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/alert"
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
+)
+
+// alertSink is a local webhook receiver: every alert body it got.
+type alertSink struct {
+	mu     sync.Mutex
+	bodies []map[string]any
+	srv    *httptest.Server
+}
+
+func newAlertSink(t *testing.T) *alertSink {
+	t.Helper()
+	s := &alertSink{}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]any
+		b, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Errorf("alert body %q: %v", b, err)
+		}
+		s.mu.Lock()
+		s.bodies = append(s.bodies, m)
+		s.mu.Unlock()
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// of returns the bodies of event, in arrival order.
+func (s *alertSink) of(event string) []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []map[string]any
+	for _, b := range s.bodies {
+		if b["event"] == event {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// withAlerts gives the gateway a notifier; the returned func flushes it:
+// it emits a marker event and waits for its delivery, so that every event
+// emitted before has been claimed (one queue, one dispatcher) and sent.
+func withAlerts(t *testing.T, sink *alertSink) (envOption, func()) {
+	t.Helper()
+	n := alert.New(t.Context(), alert.Options{DashboardURL: "http://dash.example"})
+	t.Cleanup(n.Close)
+	marks := 0
+	flush := func() {
+		t.Helper()
+		marks++
+		n.Emit(alert.Event{Name: limits.AlertClusterDegraded, Subject: "mark", Condition: time.Duration(marks).String()})
+		waitFor(t, minWait, "the marker alert", func() bool { return len(sink.of(limits.AlertClusterDegraded)) == marks })
+		waitFor(t, minWait, "every delivery recorded", func() bool {
+			ds, _ := n.Recent(t.Context(), 1000)
+			for _, d := range ds {
+				if d.Status != alert.StatusDelivered {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	return func(o *Options) { o.Alerts = n }, flush
+}
+
+func alertSettings(sink *alertSink) limits.AlertWebhooks {
+	return limits.AlertWebhooks{{Name: "ops", URL: sink.srv.URL, Format: "json", Events: limits.AlertEvents}}
+}
+
+// TestAlertBudgetThreshold: a key spending $0.01 a request against a
+// budgetUsdDaily of $0.05 crosses 80 % at its 4th request and 100 % at its
+// 5th: exactly two budget.threshold alerts, naming the key; 50 more
+// requests (refused, the budget spent) alert nothing more.
+func TestAlertBudgetThreshold(t *testing.T) {
+	t.Parallel()
+	sink := newAlertSink(t)
+	opt, flush := withAlerts(t, sink)
+	budget := limits.Micros(50_000)
+	keys := map[string]ClientKey{"sk-a": {ID: "ka", Name: "agent-a", Enabled: true, Limits: limits.ClientKeyLimits{BudgetUSDDaily: &budget}}}
+	e := newEnv(t, upstreamtest.Options{UsageTokens: 1000}, withKeys(keys), opt)
+	price := limits.Micros(10_000_000) // $10 per million tokens: 1000 tokens cost $0.01
+	e.gw.Apply(Config{Connections: []Connection{e.conn("c1", "k1", "glm-5")}, ClientKeys: keyConfig(keys),
+		Settings: limits.Settings{Alerts: alertSettings(sink), Prices: limits.Prices{"glm-5": {Input: &price, Output: &price}}}})
+	ctx := testCtx(t)
+	body := chatBodyMax("glm-5", 8)
+	for i := range 5 {
+		if r := e.post(ctx, "/v1/chat/completions", body, "Authorization", "Bearer sk-a"); r.status != http.StatusOK {
+			t.Fatalf("request %d = %d %s, want 200", i+1, r.status, r.body)
+		}
+		flush()
+		if want := max(0, i-2); len(sink.of(limits.AlertBudgetThreshold)) != want {
+			t.Fatalf("after request %d: %d budget alerts, want %d", i+1, len(sink.of(limits.AlertBudgetThreshold)), want)
+		}
+	}
+	for range 50 {
+		e.post(ctx, "/v1/chat/completions", body, "Authorization", "Bearer sk-a")
+	}
+	flush()
+	got := sink.of(limits.AlertBudgetThreshold)
+	if len(got) != 2 {
+		t.Fatalf("%d budget.threshold alerts, want 2: %v", len(got), got)
+	}
+	for i, pct := range []float64{80, 100} {
+		d, _ := got[i]["details"].(map[string]any)
+		if got[i]["subject"] != "agent-a" || d["percent"] != pct || d["period"] != "daily" || got[i]["dashboardUrl"] != "http://dash.example/keys/ka" {
+			t.Errorf("alert %d = %v, want agent-a daily %v%%", i+1, got[i], pct)
+		}
+	}
+}
+
+// TestAlertConnectionSuspended: an upstream answering 401 suspends the
+// connection and alerts connection.health once, with the connection's name
+// and the reason; 50 more requests alert nothing more.
+func TestAlertConnectionSuspended(t *testing.T) {
+	t.Parallel()
+	sink := newAlertSink(t)
+	opt, flush := withAlerts(t, sink)
+	e := newEnv(t, upstreamtest.Options{}, opt)
+	if err := e.up.SetKeyBehavior("k1", upstreamtest.Behavior{Fail: "401"}); err != nil {
+		t.Fatal(err)
+	}
+	e.gw.Apply(Config{Connections: []Connection{e.conn("c1", "k1", "glm-5")}, Settings: limits.Settings{Alerts: alertSettings(sink)}})
+	ctx := testCtx(t)
+	for range 51 {
+		e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false), "Authorization", "Bearer "+testClientKey)
+	}
+	flush()
+	got := sink.of(limits.AlertConnectionHealth)
+	if len(got) != 1 {
+		t.Fatalf("%d connection.health alerts, want 1: %v", len(got), got)
+	}
+	d, _ := got[0]["details"].(map[string]any)
+	if got[0]["subject"] != "conn-c1" || d["state"] != "suspended" || d["reason"] != "upstream 401" || got[0]["severity"] != "critical" {
+		t.Errorf("alert = %v, want conn-c1 suspended for upstream 401", got[0])
+	}
+}
+
+// TestAlertSessionGuard: a session refused for looping alerts session.guard
+// (looping) once; 50 more refused requests alert nothing more.
+func TestAlertSessionGuard(t *testing.T) {
+	t.Parallel()
+	sink := newAlertSink(t)
+	opt, flush := withAlerts(t, sink)
+	keys := map[string]ClientKey{"sk-a": {ID: "ka", Name: "agent-a", Enabled: true}}
+	e := newEnv(t, upstreamtest.Options{}, withKeys(keys), opt)
+	e.gw.Apply(Config{Connections: []Connection{e.conn("c1", "k1", "glm-5")}, ClientKeys: keyConfig(keys),
+		Settings: limits.Settings{LoopLimit: ptr(3), Alerts: alertSettings(sink)}})
+	ctx := testCtx(t)
+	bodies := transcript("glm-5", false, loopingTurns("call", 6))
+	refused := 0
+	for _, b := range bodies {
+		if r := e.post(ctx, "/v1/chat/completions", b, withSession("sk-a", "loopy")...); r.status == http.StatusForbidden {
+			refused++
+		}
+	}
+	last := bodies[len(bodies)-1]
+	for range 50 {
+		if r := e.post(ctx, "/v1/chat/completions", last, withSession("sk-a", "loopy")...); r.status == http.StatusForbidden {
+			refused++
+		}
+	}
+	if refused < 51 {
+		t.Fatalf("%d requests refused, want the loop's and the 50 after it", refused)
+	}
+	flush()
+	got := sink.of(limits.AlertSessionGuard)
+	if len(got) != 1 {
+		t.Fatalf("%d session.guard alerts, want 1: %v", len(got), got)
+	}
+	d, _ := got[0]["details"].(map[string]any)
+	if d["state"] != "looping" || d["key"] != "agent-a" {
+		t.Errorf("alert = %v, want agent-a's session looping", got[0])
+	}
+}
+
+// TestAlertReceiverHangsRequestsFlow: with a webhook that never answers,
+// requests that alert (a suspended connection, failing over to a healthy
+// one) are all answered while the receiver still holds the first alert.
+func TestAlertReceiverHangsRequestsFlow(t *testing.T) {
+	t.Parallel()
+	got := make(chan struct{}, 100)
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hang.Close()
+	defer close(release)
+	n := alert.New(t.Context(), alert.Options{Queue: 8})
+	defer n.Close()
+	e := newEnv(t, upstreamtest.Options{}, func(o *Options) { o.Alerts = n })
+	if err := e.up.SetKeyBehavior("bad", upstreamtest.Behavior{Fail: "401"}); err != nil {
+		t.Fatal(err)
+	}
+	hooks := limits.AlertWebhooks{{Name: "hang", URL: hang.URL, Format: "slack", Events: []string{limits.AlertConnectionHealth}}}
+	bad := e.conn("bad", "bad", "glm-5")
+	bad.Priority = 10
+	e.gw.Apply(Config{Connections: []Connection{bad, e.conn("good", "k1", "glm-5")}, Settings: limits.Settings{Alerts: hooks}})
+	ctx := testCtx(t)
+	if r := e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false), "Authorization", "Bearer "+testClientKey); r.status != http.StatusOK {
+		t.Fatalf("first request = %d %s, want 200 (failed over)", r.status, r.body)
+	}
+	<-got // the receiver holds the alert and never answers
+	for i := range 20 {
+		if r := e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false), "Authorization", "Bearer "+testClientKey); r.status != http.StatusOK {
+			t.Fatalf("request %d while the receiver hangs = %d %s, want 200", i+1, r.status, r.body)
+		}
+	}
+	ds, _ := n.Recent(t.Context(), 10)
+	if len(ds) != 1 || ds[0].Status != alert.StatusSending {
+		t.Errorf("deliveries = %+v, want one still sending", ds)
+	}
+}
+
+// TestAlertBreakerAndLongCooling: a breaker opened by 503s and a cooldown
+// of 10 minutes after a 429 each alert connection.health once; a 429
+// cooling for 5 s does not.
+func TestAlertBreakerAndLongCooling(t *testing.T) {
+	t.Parallel()
+	sink := newAlertSink(t)
+	opt, flush := withAlerts(t, sink)
+	e := newEnv(t, upstreamtest.Options{}, opt)
+	for k, b := range map[string]upstreamtest.Behavior{"k-brk": {Fail: "503"},
+		"k-cool": {Fail: "429", RetryAfter: 10 * time.Minute}, "k-short": {Fail: "429", RetryAfter: 5 * time.Second}} {
+		if err := e.up.SetKeyBehavior(k, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.gw.Apply(Config{Connections: []Connection{e.conn("brk", "k-brk", "m-brk"), e.conn("cool", "k-cool", "m-cool"),
+		e.conn("short", "k-short", "m-short")},
+		Settings: limits.Settings{BreakerFailures: ptr(1), MaxAttempts: ptr(1), Alerts: alertSettings(sink)}})
+	ctx := testCtx(t)
+	for range 5 {
+		for _, m := range []string{"m-brk", "m-cool", "m-short"} {
+			e.post(ctx, "/v1/chat/completions", chatBody(m, false), "Authorization", "Bearer "+testClientKey)
+		}
+	}
+	flush()
+	got := map[string]string{}
+	for _, b := range sink.of(limits.AlertConnectionHealth) {
+		d, _ := b["details"].(map[string]any)
+		if _, dup := got[b["subject"].(string)]; dup {
+			t.Errorf("a second alert for %v", b["subject"])
+		}
+		got[b["subject"].(string)] = d["state"].(string)
+	}
+	if diff := cmp.Diff(map[string]string{"conn-brk": "breaker open", "conn-cool": "cooling"}, got); diff != "" {
+		t.Errorf("connection.health alerts mismatch (-want +got):\n%s", diff)
+	}
+}
