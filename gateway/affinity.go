@@ -226,6 +226,9 @@ func (x *exchange) noteWindows(c *conn, h http.Header) {
 	if !x.g.windowsSeen.Load() {
 		x.g.windowsSeen.Store(true)
 	}
+	if used := c.health.WindowUsed(now); used >= c.drainAt {
+		x.g.alertWindow(c, used, now)
+	}
 	if until.After(now) {
 		x.coolConnection(c, now, until.Sub(now), health.ReasonUsageWindow)
 	}

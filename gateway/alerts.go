@@ -96,6 +96,19 @@ func (g *Gateway) alertBreaker(c *conn) {
 	}
 }
 
+// alertWindow alerts connection.health (usage window) when c's fullest
+// usage window, used fraction used, is at or above its drainAtPercent: the
+// connection takes no new session until the window resets.
+func (g *Gateway) alertWindow(c *conn, used float64, now time.Time) {
+	until := now
+	for _, w := range c.health.Windows(now) {
+		if w.Used >= c.drainAt && w.ResetsAt.After(until) {
+			until = w.ResetsAt
+		}
+	}
+	g.alertConnection(c, "usage window", "a usage window is "+strconv.Itoa(int(used*100))+" % used", until)
+}
+
 // alertSession alerts session.guard for x's session refused with outcome o.
 func (x *exchange) alertSession(o session.Outcome) {
 	var state string

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -265,5 +266,44 @@ func TestAlertBreakerAndLongCooling(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]string{"conn-brk": "breaker open", "conn-cool": "cooling"}, got); diff != "" {
 		t.Errorf("connection.health alerts mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestAlertUsageWindow: a connection whose answers report a usage window at
+// or above its drainAtPercent alerts connection.health (usage window) once,
+// naming the connection; one below it alerts nothing.
+func TestAlertUsageWindow(t *testing.T) {
+	t.Parallel()
+	sink := newAlertSink(t)
+	opt, flush := withAlerts(t, sink)
+	clock := newFakeClock()
+	e := newEnv(t, upstreamtest.Options{}, opt, withClock(clock))
+	full, roomy := e.anthropicConn("full", 8, true), e.anthropicConn("roomy", 8, true)
+	full.Overrides.DrainAtPercent = ptr(90)
+	roomy.Overrides.DrainAtPercent = ptr(90)
+	e.gw.Apply(Config{Connections: []Connection{full, roomy}, Settings: limits.Settings{Alerts: alertSettings(sink)}})
+	reset := clock.Now().Add(2 * time.Hour)
+	for id, used := range map[string]float64{"full": 0.92, "roomy": 0.20} {
+		if err := e.up.SetKeyBehavior("acct-"+id, upstreamtest.Behavior{Header: anthropicWindow(used, "allowed_warning", reset, clock.Now())}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := testCtx(t)
+	// Requests without a session rotate over both accounts.
+	seen := map[string]int{}
+	for i := range 22 {
+		seen[e.served(ctx, "window-"+strconv.Itoa(i), 1)]++
+	}
+	if seen["conn-full"] == 0 {
+		t.Fatalf("the full account served nothing (%v): nothing reported its window", seen)
+	}
+	flush()
+	got := sink.of(limits.AlertConnectionHealth)
+	if len(got) != 1 {
+		t.Fatalf("%d connection.health alerts, want 1: %v", len(got), got)
+	}
+	d, _ := got[0]["details"].(map[string]any)
+	if got[0]["subject"] != "conn-full" || d["state"] != "usage window" {
+		t.Errorf("alert = %v, want conn-full in state usage window", got[0])
 	}
 }
