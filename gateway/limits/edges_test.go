@@ -70,7 +70,7 @@ func TestCostSaturatesAtTheEdges(t *testing.T) {
 		{"2^63 µ$ exactly", 1 << 40, 15625 << 29},
 		{"10^6 × 2^64 exactly", 1 << 40, 1_000_000 << 24},
 	} {
-		if got := (Rate{Input: tc.price}).Cost(tc.tokens, 0, 0); got != maxMicros {
+		if got := (Rate{Input: tc.price}).Cost(tc.tokens, 0, 0, 0); got != maxMicros {
 			t.Errorf("%s: Cost = %d, want %d", tc.name, got, maxMicros)
 		}
 	}
