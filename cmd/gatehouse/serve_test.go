@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -49,15 +50,31 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// freeAddr returns a loopback address with a port that was free a moment ago.
+// nextPort walks the ports below the kernel's ephemeral range (32768 and up on Linux),
+// starting at an offset drawn from the process id. The kernel never hands these ports to
+// a listener on :0 or to an outgoing connection, and this process never picks one twice,
+// so a port chosen here cannot be taken by a parallel test between the check and the
+// child's bind — the race that picking a port with :0 and closing it had.
+var nextPort atomic.Int64
+
+func init() { nextPort.Store(int64(os.Getpid()*97) % 12000) }
+
+// freeAddr returns a loopback address with a port that is free now and that no other test
+// of this process will be given.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 12000 {
+		port := 20000 + nextPort.Add(1)%12000
+		addr := net.JoinHostPort("127.0.0.1", strconv.FormatInt(port, 10))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		_ = ln.Close()
+		return addr
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no free port in 20000-31999")
+	return ""
 }
 
 // testEnv is the environment for a gatehouse child: only what the test sets, plus PATH.
@@ -72,8 +89,26 @@ func testEnv(dataDir, addr string, extra ...string) []string {
 	return append(env, extra...)
 }
 
-// startServe starts gatehouse serve with args and waits until /readyz answers 200.
+// startServe starts gatehouse serve with args and waits until /readyz answers 200. A child
+// that finds its address taken by a process outside this test run is started again on
+// another address.
 func startServe(t *testing.T, dataDir string, cred *syscall.Credential, env []string, args ...string) *proc {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		p := launchServe(t, dataDir, cred, env, args...)
+		if !p.pollStatus(t, "/healthz", http.StatusOK, 90*time.Second) {
+			if attempt < 3 && strings.Contains(p.stderr.String(), "address already in use") {
+				continue
+			}
+			t.Fatalf("gatehouse exited before /healthz answered 200\nstdout:\n%s\nstderr:\n%s", p.stdout, p.stderr)
+		}
+		p.waitStatus(t, "/readyz", http.StatusOK, 30*time.Second)
+		return p
+	}
+}
+
+// launchServe starts gatehouse serve on a fresh address and stops it at cleanup.
+func launchServe(t *testing.T, dataDir string, cred *syscall.Credential, env []string, args ...string) *proc {
 	t.Helper()
 	addr := freeAddr(t)
 	p := &proc{t: t, addr: addr, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
@@ -100,13 +135,20 @@ func startServe(t *testing.T, dataDir string, cred *syscall.Credential, env []st
 			}
 		}
 	})
-	p.waitStatus(t, "/healthz", http.StatusOK, 90*time.Second)
-	p.waitStatus(t, "/readyz", http.StatusOK, 30*time.Second)
 	return p
 }
 
-// waitStatus polls path until it answers want, failing after timeout.
+// waitStatus polls path until it answers want, failing if the child exits or after timeout.
 func (p *proc) waitStatus(t *testing.T, path string, want int, timeout time.Duration) {
+	t.Helper()
+	if !p.pollStatus(t, path, want, timeout) {
+		t.Fatalf("gatehouse exited before %s answered %d\nstdout:\n%s\nstderr:\n%s", path, want, p.stdout, p.stderr)
+	}
+}
+
+// pollStatus polls path until it answers want (true) or the child exits (false), failing
+// the test after timeout.
+func (p *proc) pollStatus(t *testing.T, path string, want int, timeout time.Duration) bool {
 	t.Helper()
 	client := &http.Client{Timeout: 2 * time.Second}
 	deadline := time.Now().Add(timeout)
@@ -116,7 +158,7 @@ func (p *proc) waitStatus(t *testing.T, path string, want int, timeout time.Dura
 	for time.Now().Before(deadline) {
 		select {
 		case <-p.done:
-			t.Fatalf("gatehouse exited before %s answered %d\nstdout:\n%s\nstderr:\n%s", path, want, p.stdout, p.stderr)
+			return false
 		default:
 		}
 		resp, err := client.Get("http://" + p.addr + path)
@@ -124,7 +166,7 @@ func (p *proc) waitStatus(t *testing.T, path string, want int, timeout time.Dura
 			_, _ = io.Copy(io.Discard, resp.Body)
 			_ = resp.Body.Close()
 			if resp.StatusCode == want {
-				return
+				return true
 			}
 			last = resp.Status
 		} else {
@@ -133,6 +175,7 @@ func (p *proc) waitStatus(t *testing.T, path string, want int, timeout time.Dura
 		<-tick.C
 	}
 	t.Fatalf("%s did not answer %d within %s (last: %s)\nstderr:\n%s", path, want, timeout, last, p.stderr)
+	return false
 }
 
 // interrupt sends SIGINT and waits for exit within limit.
