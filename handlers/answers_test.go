@@ -345,6 +345,7 @@ var (
 	answerPreview = regexp.MustCompile(`(gh_[a-z]{2}_…)[A-Za-z0-9_-]{4}`)
 	// Times as the API (RFC 3339) and the pages (date, clock) write them.
 	answerTimes = []*regexp.Regexp{
+		regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}%3A\d{2}%3A\d{2}(\.\d+)?Z`), // in a query string
 		regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2}| UTC)?`),
 		regexp.MustCompile(`\d{4}-\d{2}-\d{2}`),
 	}
