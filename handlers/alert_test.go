@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/handlers/api"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -171,10 +172,10 @@ func TestListAlertsAndTest(t *testing.T) {
 func TestAlertSecretInConfig(t *testing.T) {
 	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
-	tool := NewConfigTool(a.store, UpstreamDeny{})
+	tool := api.NewConfigTool(a.store, UpstreamDeny{})
 	env := map[string]string{"GATEHOUSE_SECRET_HOOK": "from-env-secret"}
 	doc := `{"settings":{"alerts":[{"name":"ops","url":"https://hooks.example.com/x","format":"json","events":["cluster.degraded"],"secret":"${GATEHOUSE_SECRET_HOOK}"}]}}`
-	if _, err := tool.Apply(t.Context(), "test", []byte(doc), ApplyOptions{Getenv: func(k string) string { return env[k] }}); err != nil {
+	if _, err := tool.Apply(t.Context(), "test", []byte(doc), api.ApplyOptions{Getenv: func(k string) string { return env[k] }}); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
 	sealed := storedAlerts(t, a.store)[0].SecretSealed
@@ -188,7 +189,7 @@ func TestAlertSecretInConfig(t *testing.T) {
 	if strings.Contains(string(exported), sealed) || strings.Contains(string(exported), "from-env-secret") || !strings.Contains(string(exported), `"secretSet": true`) {
 		t.Errorf("export = %s, want the webhook with secretSet and no secret", exported)
 	}
-	if _, err := tool.Apply(t.Context(), "test", exported, ApplyOptions{}); err != nil {
+	if _, err := tool.Apply(t.Context(), "test", exported, api.ApplyOptions{}); err != nil {
 		t.Fatalf("apply the export: %v", err)
 	}
 	if now := storedAlerts(t, a.store)[0].SecretSealed; now != sealed {

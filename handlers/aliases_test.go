@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/handlers/api"
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -15,7 +17,7 @@ import (
 func TestSettingsAliasesAPI(t *testing.T) {
 	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
-	r := a.do(t, call{method: http.MethodPatch, path: path("settings"), contentType: mergePatchContentType,
+	r := a.do(t, call{method: http.MethodPatch, path: path("settings"), contentType: httpkit.MergePatchContentType,
 		body: `{"aliases":{"fast":"zai/glm-5","mini":"gpt-5-mini"}}`}).want(t, http.StatusOK)
 	if diff := cmp.Diff(jsonValue(t, `{"fast":"zai/glm-5","mini":"gpt-5-mini"}`), r.json(t)["aliases"]); diff != "" {
 		t.Errorf("aliases after patch (-want +got):\n%s", diff)
@@ -25,7 +27,7 @@ func TestSettingsAliasesAPI(t *testing.T) {
 	if diff := cmp.Diff([]string{"aliases.bad name", "aliases.quick"}, fields(p)); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}
-	r = a.do(t, call{method: http.MethodPatch, path: path("settings"), contentType: mergePatchContentType,
+	r = a.do(t, call{method: http.MethodPatch, path: path("settings"), contentType: httpkit.MergePatchContentType,
 		body: `{"aliases":{"mini":null}}`}).want(t, http.StatusOK)
 	got := r.json(t)
 	if diff := cmp.Diff(jsonValue(t, `{"fast":"zai/glm-5"}`), got["aliases"]); diff != "" {
@@ -72,7 +74,7 @@ func TestConfigAliases(t *testing.T) {
 	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	doc := "settings:\n  aliases:\n    fast: zai/glm-5\n"
-	a.do(t, call{method: http.MethodPost, path: path("config", "apply"), body: doc, contentType: yamlContentType}).want(t, http.StatusOK)
+	a.do(t, call{method: http.MethodPost, path: path("config", "apply"), body: doc, contentType: api.YAMLContentType}).want(t, http.StatusOK)
 	r := a.do(t, call{method: http.MethodGet, path: path("config")}).want(t, http.StatusOK)
 	var exported struct {
 		Settings struct {
@@ -86,7 +88,7 @@ func TestConfigAliases(t *testing.T) {
 		t.Errorf("exported aliases (-want +got):\n%s", diff)
 	}
 	p := problemOf(t, a.do(t, call{method: http.MethodPost, path: path("config", "apply"), body: doc + "    quick: fast\n",
-		contentType: yamlContentType, invalidRequest: true}), http.StatusUnprocessableEntity)
+		contentType: api.YAMLContentType, invalidRequest: true}), http.StatusUnprocessableEntity)
 	if diff := cmp.Diff([]string{"settings.aliases.quick"}, fields(p)); diff != "" {
 		t.Errorf("reported fields (-want +got):\n%s", diff)
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
+	"github.com/gatehouse-dev/gatehouse/handlers/api"
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
 )
@@ -108,7 +110,7 @@ func newTestAPI(t *testing.T, opts apiOptions) *testAPI {
 // loadSpec parses and validates openapi.yaml and builds a router over it.
 func loadSpec(t *testing.T) (*openapi3.T, routers.Router) {
 	t.Helper()
-	doc, err := openapi3.NewLoader().LoadFromData(openAPISpec)
+	doc, err := openapi3.NewLoader().LoadFromData(api.OpenAPISpec)
 	if err != nil {
 		t.Fatalf("load openapi.yaml: %v", err)
 	}
@@ -184,7 +186,7 @@ func (a *testAPI) do(t *testing.T, c call) response {
 		if body != nil {
 			ct := c.contentType
 			if ct == "" {
-				ct = jsonContentType
+				ct = httpkit.JSONContentType
 			}
 			req.Header.Set("Content-Type", ct)
 		}
@@ -279,13 +281,13 @@ func (a *testAPI) createConnection(t *testing.T, body map[string]any) map[string
 }
 
 // problemOf decodes a problem+json response, failing unless it is one with status.
-func problemOf(t *testing.T, r response, status int) problem {
+func problemOf(t *testing.T, r response, status int) httpkit.Problem {
 	t.Helper()
 	r.want(t, status)
-	if ct := r.header.Get("Content-Type"); ct != problemContentType {
-		t.Fatalf("Content-Type = %q, want %q", ct, problemContentType)
+	if ct := r.header.Get("Content-Type"); ct != httpkit.ProblemContentType {
+		t.Fatalf("Content-Type = %q, want %q", ct, httpkit.ProblemContentType)
 	}
-	var p problem
+	var p httpkit.Problem
 	dec := json.NewDecoder(bytes.NewReader(r.body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
@@ -302,7 +304,7 @@ func problemOf(t *testing.T, r response, status int) problem {
 }
 
 // fields returns the paths of a problem's field errors, in order.
-func fields(p problem) []string {
+func fields(p httpkit.Problem) []string {
 	out := make([]string, 0, len(p.Errors))
 	for _, e := range p.Errors {
 		out = append(out, e.Field)

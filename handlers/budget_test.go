@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gatehouse-dev/gatehouse/handlers/api"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -84,7 +85,7 @@ func TestConfigClientKeyBudgetUSD(t *testing.T) {
 	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	doc := "clientKeys:\n  - name: team-a\n    limits:\n      budgetUsdDaily: 5\n      budgetUsdMonthly: 100.25\n"
-	a.do(t, call{method: http.MethodPost, path: path("config", "apply"), body: doc, contentType: yamlContentType}).want(t, http.StatusOK)
+	a.do(t, call{method: http.MethodPost, path: path("config", "apply"), body: doc, contentType: api.YAMLContentType}).want(t, http.StatusOK)
 	var exported struct {
 		ClientKeys []struct {
 			Name   string         `json:"name"`
@@ -99,7 +100,7 @@ func TestConfigClientKeyBudgetUSD(t *testing.T) {
 		t.Errorf("exported client keys %+v", exported.ClientKeys)
 	}
 	p := problemOf(t, a.do(t, call{method: http.MethodPost, path: path("config", "apply"),
-		body: "clientKeys:\n  - name: team-a\n    limits:\n      budgetUsdDaily: 0.005\n", contentType: yamlContentType, invalidRequest: true}),
+		body: "clientKeys:\n  - name: team-a\n    limits:\n      budgetUsdDaily: 0.005\n", contentType: api.YAMLContentType, invalidRequest: true}),
 		http.StatusUnprocessableEntity)
 	if diff := cmp.Diff([]string{"clientKeys[team-a].limits.budgetUsdDaily"}, fields(p)); diff != "" {
 		t.Errorf("reported fields (-want +got):\n%s", diff)

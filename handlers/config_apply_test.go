@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/handlers/api"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -75,10 +76,10 @@ clientKeys:
   - name: ci
 `
 	dry := planOf(t, a.do(t, call{method: http.MethodPost, path: path("config", "apply") + "?dryRun=true", body: doc,
-		contentType: yamlContentType}).want(t, http.StatusOK))
+		contentType: api.YAMLContentType}).want(t, http.StatusOK))
 	applied := planOf(t, a.do(t, call{method: http.MethodPost, path: path("config", "apply"), body: doc,
-		contentType: yamlContentType}).want(t, http.StatusOK))
-	for _, p := range []ConfigPlan{dry, applied} {
+		contentType: api.YAMLContentType}).want(t, http.StatusOK))
+	for _, p := range []api.ConfigPlan{dry, applied} {
 		var got []string
 		for _, ch := range p.Changes {
 			got = append(got, ch.Action+" "+ch.Entity+" "+ch.Name)
@@ -90,7 +91,7 @@ clientKeys:
 	if dry.Changes[2].Secret != "" || dry.Changes[2].ID != "" {
 		t.Errorf("dry run shows a secret or id: %+v", dry.Changes[2])
 	}
-	if diff := cmp.Diff([]ConfigDiffLine{{Path: "maxAttempts", Op: "changed", Before: "3", After: "2"}}, applied.Changes[0].Diff); diff != "" {
+	if diff := cmp.Diff([]api.ConfigDiffLine{{Path: "maxAttempts", Op: "changed", Before: "3", After: "2"}}, applied.Changes[0].Diff); diff != "" {
 		t.Errorf("settings diff (-want +got):\n%s", diff)
 	}
 	secret := applied.Changes[2].Secret

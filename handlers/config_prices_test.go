@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/handlers/api"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -24,16 +25,16 @@ func TestConfigPricesCacheWrite(t *testing.T) {
 		}
 	}
 	if p := planOf(t, a.do(t, call{method: http.MethodPost, path: path("config", "apply") + "?dryRun=true",
-		body: exported, contentType: yamlContentType}).want(t, http.StatusOK)); p.Changed {
+		body: exported, contentType: api.YAMLContentType}).want(t, http.StatusOK)); p.Changed {
 		t.Fatalf("export → apply plans %+v, want no change", p.Changes)
 	}
 	edited := strings.Replace(exported, "cacheWrite: 3.75", "cacheWrite: 6", 1)
 	applied := planOf(t, a.do(t, call{method: http.MethodPost, path: path("config", "apply"),
-		body: edited, contentType: yamlContentType}).want(t, http.StatusOK))
+		body: edited, contentType: api.YAMLContentType}).want(t, http.StatusOK))
 	if len(applied.Changes) != 1 || applied.Changes[0].Entity != "settings" {
 		t.Fatalf("applied plan %+v, want one settings change", applied.Changes)
 	}
-	want := []ConfigDiffLine{{Path: "prices.anthropic/*.cacheWrite", Op: "changed", Before: "3.75", After: "6"}}
+	want := []api.ConfigDiffLine{{Path: "prices.anthropic/*.cacheWrite", Op: "changed", Before: "3.75", After: "6"}}
 	if diff := cmp.Diff(want, applied.Changes[0].Diff); diff != "" {
 		t.Errorf("settings diff (-want +got):\n%s", diff)
 	}
@@ -46,7 +47,7 @@ func TestConfigPricesCacheWrite(t *testing.T) {
 	before, audits := versions(t, a), auditCount(t, a)
 	bad := strings.Replace(edited, "cacheWrite: 6", "cacheWrite: 10000.5", 1)
 	p := problemOf(t, a.do(t, call{method: http.MethodPost, path: path("config", "apply"), body: bad,
-		contentType: yamlContentType, invalidRequest: true}), http.StatusUnprocessableEntity)
+		contentType: api.YAMLContentType, invalidRequest: true}), http.StatusUnprocessableEntity)
 	if diff := cmp.Diff([]string{"settings.prices.anthropic/*.cacheWrite"}, fields(p)); diff != "" {
 		t.Errorf("reported fields (-want +got):\n%s", diff)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gatehouse-dev/gatehouse/handlers/api"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -54,9 +55,9 @@ func auditCount(t *testing.T, a *testAPI) int {
 }
 
 // plan decodes a plan answer.
-func planOf(t *testing.T, r response) ConfigPlan {
+func planOf(t *testing.T, r response) api.ConfigPlan {
 	t.Helper()
-	var p ConfigPlan
+	var p api.ConfigPlan
 	if err := json.Unmarshal(r.body, &p); err != nil {
 		t.Fatalf("plan: %v\n%s", err, r.body)
 	}
@@ -72,7 +73,7 @@ func TestConfigExportApplyIsNoOp(t *testing.T) {
 	before, audits := versions(t, a), auditCount(t, a)
 
 	yamlDoc := a.do(t, call{method: http.MethodGet, path: path("config") + "?format=yaml"}).want(t, http.StatusOK)
-	if ct := yamlDoc.header.Get("Content-Type"); !strings.HasPrefix(ct, yamlContentType) {
+	if ct := yamlDoc.header.Get("Content-Type"); !strings.HasPrefix(ct, api.YAMLContentType) {
 		t.Fatalf("Content-Type = %q, want YAML", ct)
 	}
 	for _, leak := range []string{"sk-test-", "apiKey", "gh_ck_"} {
@@ -105,9 +106,9 @@ func TestConfigExportApplyIsNoOp(t *testing.T) {
 	}
 
 	for _, c := range []call{
-		{method: http.MethodPost, path: path("config", "apply"), body: yamlDoc.body, contentType: yamlContentType},
+		{method: http.MethodPost, path: path("config", "apply"), body: yamlDoc.body, contentType: api.YAMLContentType},
 		{method: http.MethodPost, path: path("config", "apply"), body: jsonDoc.body},
-		{method: http.MethodPost, path: path("config", "apply") + "?prune=true", body: yamlDoc.body, contentType: yamlContentType},
+		{method: http.MethodPost, path: path("config", "apply") + "?prune=true", body: yamlDoc.body, contentType: api.YAMLContentType},
 	} {
 		if p := planOf(t, a.do(t, c).want(t, http.StatusOK)); p.Changed || len(p.Changes) != 0 {
 			t.Errorf("%s: plan of an export = %+v, want no change", c.path, p)
@@ -144,10 +145,10 @@ func TestConfigOneCapChange(t *testing.T) {
 	before, audits := versions(t, a), auditCount(t, a)
 
 	dry := planOf(t, a.do(t, call{method: http.MethodPost, path: path("config", "apply") + "?dryRun=true",
-		body: edited, contentType: yamlContentType}).want(t, http.StatusOK))
-	want := []ConfigPlanChange{{Entity: "connection", Action: "update", Name: "zai-main",
-		Diff: []ConfigDiffLine{{Path: "rateLimitOverrides.modelConcurrency.glm-5", Op: "changed", Before: "1", After: "2"}}}}
-	ignoreID := func(ps []ConfigPlanChange) []ConfigPlanChange {
+		body: edited, contentType: api.YAMLContentType}).want(t, http.StatusOK))
+	want := []api.ConfigPlanChange{{Entity: "connection", Action: "update", Name: "zai-main",
+		Diff: []api.ConfigDiffLine{{Path: "rateLimitOverrides.modelConcurrency.glm-5", Op: "changed", Before: "1", After: "2"}}}}
+	ignoreID := func(ps []api.ConfigPlanChange) []api.ConfigPlanChange {
 		out := slices.Clone(ps)
 		for i := range out {
 			out[i].ID = ""
@@ -162,7 +163,7 @@ func TestConfigOneCapChange(t *testing.T) {
 	}
 
 	applied := planOf(t, a.do(t, call{method: http.MethodPost, path: path("config", "apply"),
-		body: edited, contentType: yamlContentType}).want(t, http.StatusOK))
+		body: edited, contentType: api.YAMLContentType}).want(t, http.StatusOK))
 	if diff := cmp.Diff(want, ignoreID(applied.Changes)); diff != "" {
 		t.Fatalf("applied plan (-want +got):\n%s", diff)
 	}
@@ -182,7 +183,7 @@ func TestConfigOneCapChange(t *testing.T) {
 	}
 	// The result is the new state: a second apply is a no-op.
 	if p := planOf(t, a.do(t, call{method: http.MethodPost, path: path("config", "apply") + "?dryRun=true",
-		body: edited, contentType: yamlContentType}).want(t, http.StatusOK)); p.Changed {
+		body: edited, contentType: api.YAMLContentType}).want(t, http.StatusOK)); p.Changed {
 		t.Errorf("plan after applying = %+v, want no change", p)
 	}
 }
@@ -218,7 +219,7 @@ clientKeys:
   - name: fresh
 `
 	p := problemOf(t, a.do(t, call{method: http.MethodPost, path: path("config", "apply"), body: doc,
-		contentType: yamlContentType, invalidRequest: true}), http.StatusUnprocessableEntity)
+		contentType: api.YAMLContentType, invalidRequest: true}), http.StatusUnprocessableEntity)
 	want := []string{"connections[new-one].priority", "connections[zai-main].rateLimitOverrides.modelConcurrency.glm-5", "settings.maxAttempts"}
 	if diff := cmp.Diff(want, fields(p)); diff != "" {
 		t.Fatalf("reported fields (-want +got):\n%s\n%+v", diff, p.Errors)
@@ -308,17 +309,17 @@ func TestConfigNeedsAdmin(t *testing.T) {
 // TestConfigPlanText: the terminal form of a plan uses the audit page's marks.
 func TestConfigPlanText(t *testing.T) {
 	t.Parallel()
-	p := ConfigPlan{Changed: true, Changes: []ConfigPlanChange{
-		{Entity: "settings", Action: "update", Diff: []ConfigDiffLine{{Path: "maxAttempts", Op: "changed", Before: "3", After: "2"}}},
-		{Entity: "connection", Action: "create", Name: "n", Diff: []ConfigDiffLine{{Path: "apiKey", Op: "added", After: "(secret)"}}},
-		{Entity: "client_key", Action: "delete", Name: "old", Diff: []ConfigDiffLine{{Path: "name", Op: "removed", Before: `"old"`}}},
+	p := api.ConfigPlan{Changed: true, Changes: []api.ConfigPlanChange{
+		{Entity: "settings", Action: "update", Diff: []api.ConfigDiffLine{{Path: "maxAttempts", Op: "changed", Before: "3", After: "2"}}},
+		{Entity: "connection", Action: "create", Name: "n", Diff: []api.ConfigDiffLine{{Path: "apiKey", Op: "added", After: "(secret)"}}},
+		{Entity: "client_key", Action: "delete", Name: "old", Diff: []api.ConfigDiffLine{{Path: "name", Op: "removed", Before: `"old"`}}},
 	}}
 	want := "~ settings\n    ~ maxAttempts: 3 → 2\n+ connection n\n    + apiKey: (secret)\n− client_key old\n    − name: \"old\"\n" +
 		"1 to create, 1 to update, 1 to delete\n"
 	if diff := cmp.Diff(want, p.Text()); diff != "" {
 		t.Errorf("Text() (-want +got):\n%s", diff)
 	}
-	if got := (ConfigPlan{}).Text(); got != "no changes\n" {
+	if got := (api.ConfigPlan{}).Text(); got != "no changes\n" {
 		t.Errorf("empty plan Text() = %q", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/handlers/api"
 )
 
 // TestConfigYAML: YAML reads with the JSON rules (1e3 whole, 1.5 not, a quoted number
@@ -16,12 +17,12 @@ func TestConfigYAML(t *testing.T) {
 	a := newTestAPI(t, apiOptions{})
 	bad := "settings:\n  maxAttempts: 2\nconnections:\n\t- name: x\n"
 	p := problemOf(t, a.do(t, call{method: http.MethodPost, path: path("config", "apply"), body: bad,
-		contentType: yamlContentType, invalidRequest: true}), http.StatusBadRequest)
+		contentType: api.YAMLContentType, invalidRequest: true}), http.StatusBadRequest)
 	if !strings.Contains(p.Detail, "line 4") {
 		t.Errorf("YAML error detail %q, want it to name line 4", p.Detail)
 	}
 	p = problemOf(t, a.do(t, call{method: http.MethodPost, path: path("config", "apply"),
-		body: "settings:\n  maxAttempts: 2\n  maxAttempts: 3\n", contentType: yamlContentType, invalidRequest: true}), http.StatusBadRequest)
+		body: "settings:\n  maxAttempts: 2\n  maxAttempts: 3\n", contentType: api.YAMLContentType, invalidRequest: true}), http.StatusBadRequest)
 	if !strings.Contains(p.Detail, "line 3") || !strings.Contains(p.Detail, "twice") {
 		t.Errorf("duplicate key detail %q, want line 3 and twice", p.Detail)
 	}
@@ -45,9 +46,9 @@ func TestConfigYAML(t *testing.T) {
 		{"", "error: the document is empty"},
 		{"? [a]\n: 1\n", "error: line 1: a key must be a string"},
 	} {
-		got, err := ConfigJSON([]byte(tt.in))
+		got, err := api.ConfigJSON([]byte(tt.in))
 		if want, isErr := strings.CutPrefix(tt.want, "error: "); isErr {
-			var se *SyntaxError
+			var se *api.SyntaxError
 			if !errors.As(err, &se) || !strings.Contains(se.Error(), want) {
 				t.Errorf("ConfigJSON(%q) = %s, %v; want a syntax error saying %q", tt.in, got, err, want)
 			}
@@ -58,7 +59,7 @@ func TestConfigYAML(t *testing.T) {
 		}
 	}
 	// JSON with a key given twice is a field error, as for every API body.
-	_, err := ConfigJSON([]byte(`{"settings":{"maxAttempts":1,"maxAttempts":2}}`))
+	_, err := api.ConfigJSON([]byte(`{"settings":{"maxAttempts":1,"maxAttempts":2}}`))
 	var fe limits.FieldErrors
 	if !errors.As(err, &fe) || len(fe) != 1 || fe[0].Field != "settings.maxAttempts" {
 		t.Errorf("duplicate JSON key: %v, want a field error at settings.maxAttempts", err)
@@ -77,7 +78,7 @@ func TestConfigYAMLTags(t *testing.T) {
 		{"settings:\n  !!python/name:os.system maxAttempts: 1\n", "settings.maxAttempts"},
 		{"connections: !!set {a: null}\n", "connections"},
 	} {
-		_, err := ConfigJSON([]byte(tt.in))
+		_, err := api.ConfigJSON([]byte(tt.in))
 		var fe limits.FieldErrors
 		if !errors.As(err, &fe) || len(fe) != 1 || fe[0].Field != tt.path || !strings.Contains(fe[0].Message, "YAML tag") {
 			t.Errorf("ConfigJSON(%q) = %v; want one field error at %q naming the tag", tt.in, err, tt.path)
@@ -85,7 +86,7 @@ func TestConfigYAMLTags(t *testing.T) {
 	}
 	a := newTestAPI(t, apiOptions{})
 	before := auditCount(t, a)
-	p := problemOf(t, a.do(t, call{method: http.MethodPost, path: path("config", "apply"), contentType: yamlContentType,
+	p := problemOf(t, a.do(t, call{method: http.MethodPost, path: path("config", "apply"), contentType: api.YAMLContentType,
 		body: "settings:\n  maxAttempts: 2\nconnections:\n  - !!python/object:builtins.dict {name: x}\n"}), http.StatusUnprocessableEntity)
 	if len(p.Errors) != 1 || p.Errors[0].Field != "connections[0]" {
 		t.Errorf("errors %+v, want one at connections[0]", p.Errors)

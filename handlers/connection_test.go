@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -255,14 +256,14 @@ func TestPatchMerges(t *testing.T) {
 		want        string // the overrides after the patch
 		wantName    string // "" = unchanged
 	}{
-		{"rename keeps overrides", mergePatchContentType, `{"name":"renamed-0"}`, caps, "renamed-0"},
-		{"remove one cap", mergePatchContentType, `{"rateLimitOverrides":{"modelConcurrency":{"glm-5":null}}}`,
+		{"rename keeps overrides", httpkit.MergePatchContentType, `{"name":"renamed-0"}`, caps, "renamed-0"},
+		{"remove one cap", httpkit.MergePatchContentType, `{"rateLimitOverrides":{"modelConcurrency":{"glm-5":null}}}`,
 			`{"maxConcurrent":4,"modelConcurrency":{"glm-4.7":3},"rpm":60}`, ""},
-		{"clear all", jsonContentType, `{"rateLimitOverrides":null}`, `{}`, ""},
-		{"last caps removed", mergePatchContentType, `{"rateLimitOverrides":{"modelConcurrency":{"glm-5":null,"glm-4.7":null}}}`,
+		{"clear all", httpkit.JSONContentType, `{"rateLimitOverrides":null}`, `{}`, ""},
+		{"last caps removed", httpkit.MergePatchContentType, `{"rateLimitOverrides":{"modelConcurrency":{"glm-5":null,"glm-4.7":null}}}`,
 			`{"maxConcurrent":4,"rpm":60}`, ""},
-		{"empty map normalised", jsonContentType, `{"rateLimitOverrides":{"modelConcurrency":{}}}`, caps, ""},
-		{"raise execution bound", jsonContentType, `{"rateLimitOverrides":{"executionMaxWaitMs":300000,"rpm":null}}`,
+		{"empty map normalised", httpkit.JSONContentType, `{"rateLimitOverrides":{"modelConcurrency":{}}}`, caps, ""},
+		{"raise execution bound", httpkit.JSONContentType, `{"rateLimitOverrides":{"executionMaxWaitMs":300000,"rpm":null}}`,
 			`{"maxConcurrent":4,"modelConcurrency":{"glm-5":1,"glm-4.7":3},"executionMaxWaitMs":300000}`, ""},
 	}
 	for i, tt := range tests {
@@ -351,7 +352,7 @@ func TestWholeNumber(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, ok := wholeNumber(json.RawMessage(tt.in))
+			got, ok := httpkit.WholeNumber(json.RawMessage(tt.in))
 			if got != tt.want || ok != tt.wantOK {
 				t.Errorf("wholeNumber(%s) = %d, %v; want %d, %v", tt.in, got, ok, tt.want, tt.wantOK)
 			}

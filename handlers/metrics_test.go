@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
 )
@@ -58,7 +59,7 @@ func TestMetricsNeedAnAPIToken(t *testing.T) {
 		}
 		leaked := strings.Contains(string(b), "connection:c1")
 		if tc.want == http.StatusUnauthorized {
-			if leaked || resp.Header.Get("Content-Type") != problemContentType || resp.Header.Get("WWW-Authenticate") == "" {
+			if leaked || resp.Header.Get("Content-Type") != httpkit.ProblemContentType || resp.Header.Get("WWW-Authenticate") == "" {
 				t.Errorf("%s: Content-Type %q, WWW-Authenticate %q, metrics in the body: %v; want a problem with a challenge, nothing else",
 					tc.name, resp.Header.Get("Content-Type"), resp.Header.Get("WWW-Authenticate"), leaked)
 			}

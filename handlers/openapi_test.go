@@ -13,6 +13,8 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/session"
+	"github.com/gatehouse-dev/gatehouse/handlers/api"
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/google/go-cmp/cmp"
@@ -36,10 +38,10 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	t.Parallel()
 	var routes []string
 	for _, rt := range New(Deps{}).apiRoutes() {
-		if !strings.HasPrefix(rt.pattern, "GET "+apiPrefix) && !strings.Contains(rt.pattern, " "+apiPrefix) {
-			t.Errorf("route %q is not under %s", rt.pattern, apiPrefix)
+		if !strings.HasPrefix(rt.Pattern, "GET "+api.Prefix) && !strings.Contains(rt.Pattern, " "+api.Prefix) {
+			t.Errorf("route %q is not under %s", rt.Pattern, api.Prefix)
 		}
-		routes = append(routes, rt.pattern)
+		routes = append(routes, rt.Pattern)
 	}
 	slices.Sort(routes)
 	if diff := cmp.Diff(specOperations(t), routes); diff != "" {
@@ -51,7 +53,7 @@ func TestOpenAPIServed(t *testing.T) {
 	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	r := a.do(t, call{method: http.MethodGet, path: path("openapi.yaml"), token: noToken}).want(t, http.StatusOK)
-	if string(r.body) != string(openAPISpec) {
+	if string(r.body) != string(api.OpenAPISpec) {
 		t.Errorf("served document differs from the embedded openapi.yaml")
 	}
 	j := a.do(t, call{method: http.MethodGet, path: path("openapi.yaml") + "?format=json", token: noToken}).want(t, http.StatusOK)
@@ -135,7 +137,7 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	}
 	put := a.do(t, call{method: http.MethodPut, path: path("connections", id), body: got.body,
 		header: map[string]string{"If-Match": got.header.Get("ETag")}}).want(t, http.StatusOK)
-	a.do(t, call{method: http.MethodPatch, path: path("connections", id), contentType: mergePatchContentType,
+	a.do(t, call{method: http.MethodPatch, path: path("connections", id), contentType: httpkit.MergePatchContentType,
 		body:   `{"rateLimitOverrides":{"modelConcurrency":{"glm-5":null}}}`,
 		header: map[string]string{"If-Match": put.header.Get("ETag")}}).want(t, http.StatusOK)
 	a.do(t, call{method: http.MethodPost, path: path("connections", id, "health", "reset")}).want(t, http.StatusNoContent)
@@ -157,7 +159,7 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	keyID := key["id"].(string)
 	a.do(t, call{method: http.MethodGet, path: path("client-keys")}).want(t, http.StatusOK)
 	gotKey := a.do(t, call{method: http.MethodGet, path: path("client-keys", keyID), token: a.viewer}).want(t, http.StatusOK)
-	patched := a.do(t, call{method: http.MethodPatch, path: path("client-keys", keyID), contentType: mergePatchContentType,
+	patched := a.do(t, call{method: http.MethodPatch, path: path("client-keys", keyID), contentType: httpkit.MergePatchContentType,
 		body:   `{"enabled":false,"limits":{"models":null,"rpm":60}}`,
 		header: map[string]string{"If-Match": gotKey.header.Get("ETag")}}).want(t, http.StatusOK).json(t)
 	if diff := cmp.Diff(map[string]any{"weight": 3.0, "maxConcurrent": 2.0, "rpm": 60.0}, patched["limits"]); diff != "" {
@@ -203,7 +205,7 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	exported := a.do(t, call{method: http.MethodGet, path: path("config")}).want(t, http.StatusOK)
 	a.do(t, call{method: http.MethodGet, path: path("config") + "?format=yaml"}).want(t, http.StatusOK)
 	a.do(t, call{method: http.MethodPost, path: path("config", "apply") + "?dryRun=true", body: exported.body}).want(t, http.StatusOK)
-	a.do(t, call{method: http.MethodPost, path: path("config", "apply"), contentType: yamlContentType,
+	a.do(t, call{method: http.MethodPost, path: path("config", "apply"), contentType: api.YAMLContentType,
 		body: "clientKeys:\n  - name: from-config\n"}).want(t, http.StatusOK)
 	a.do(t, call{method: http.MethodPost, path: path("config", "apply"), body: `{"settings":{"maxAttempts":0}}`}).
 		want(t, http.StatusUnprocessableEntity)
@@ -246,7 +248,7 @@ func TestOpenAPIRejectsUndocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", jsonContentType)
+	req.Header.Set("Content-Type", httpkit.JSONContentType)
 	route, params, err := router.FindRoute(req)
 	if err != nil {
 		t.Fatalf("find route: %v", err)
@@ -260,7 +262,7 @@ func TestOpenAPIRejectsUndocumented(t *testing.T) {
 		`"createdAt":"2026-01-01T00:00:00Z","lastUsedAt":null,"secret":"s","extra":true}`
 	out := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: in, Status: http.StatusCreated,
-		Header:  http.Header{"Content-Type": {jsonContentType}, "Location": {"/api/v1/client-keys/x"}},
+		Header:  http.Header{"Content-Type": {httpkit.JSONContentType}, "Location": {"/api/v1/client-keys/x"}},
 		Body:    io.NopCloser(strings.NewReader(body)),
 		Options: &openapi3filter.Options{IncludeResponseStatus: true},
 	}

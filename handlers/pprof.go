@@ -40,8 +40,8 @@ func (s *Server) handlePprof(mux *http.ServeMux) {
 // adminOnly serves h to callers with an admin API token only.
 func (s *Server) adminOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, err := s.authenticate(r, accessWrite); err != nil {
-			s.writeProblem(w, r, err)
+		if _, err := s.core.Authenticate(r, accessWrite); err != nil {
+			s.core.WriteProblem(w, r, err)
 			return
 		}
 		h.ServeHTTP(w, r)

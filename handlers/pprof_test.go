@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 )
 
 func TestPprofNeedsAdminToken(t *testing.T) {
@@ -45,8 +47,8 @@ func TestPprofNeedsAdminToken(t *testing.T) {
 				t.Fatalf("GET %s: status = %d, want %d; body: %s", tt.path, res.StatusCode, tt.status, body)
 			}
 			if tt.status != http.StatusOK {
-				if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, problemContentType) {
-					t.Errorf("refusal Content-Type = %q, want %s", ct, problemContentType)
+				if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, httpkit.ProblemContentType) {
+					t.Errorf("refusal Content-Type = %q, want %s", ct, httpkit.ProblemContentType)
 				}
 				if strings.Contains(string(body), "handlers.test") {
 					t.Errorf("refusal leaks the command line: %s", body)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -83,7 +84,7 @@ func TestProblems(t *testing.T) {
 		{
 			name: "too large",
 			call: call{method: http.MethodPost, path: path("connections"), invalidRequest: true,
-				body: `{"name":"` + strings.Repeat("x", maxBodyBytes) + `"}`},
+				body: `{"name":"` + strings.Repeat("x", httpkit.MaxBodyBytes) + `"}`},
 			status: http.StatusRequestEntityTooLarge,
 		},
 		{
@@ -93,7 +94,7 @@ func TestProblems(t *testing.T) {
 		},
 		{
 			name:   "merge patch only for PATCH",
-			call:   call{method: http.MethodPost, path: path("client-keys"), body: `{"name":"k"}`, contentType: mergePatchContentType, invalidRequest: true},
+			call:   call{method: http.MethodPost, path: path("client-keys"), body: `{"name":"k"}`, contentType: httpkit.MergePatchContentType, invalidRequest: true},
 			status: http.StatusUnsupportedMediaType,
 		},
 		{

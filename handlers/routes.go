@@ -3,7 +3,23 @@ package handlers
 import (
 	"net/http"
 
+	"github.com/gatehouse-dev/gatehouse/handlers/api"
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
+	"github.com/gatehouse-dev/gatehouse/handlers/ui"
 	"github.com/gatehouse-dev/gatehouse/static"
+)
+
+// Who may call a route: the API's by token role, the dashboard's by session.
+const (
+	accessPublic = httpkit.AccessPublic
+	accessRead   = httpkit.AccessRead
+	accessWrite  = httpkit.AccessWrite
+	accessAdmin  = httpkit.AccessAdmin
+
+	uiPublic = ui.Public
+	uiRead   = ui.Read
+	uiWrite  = ui.Write
+	uiSelf   = ui.Self
 )
 
 // Handler returns the HTTP handler for every route Gatehouse serves. All routes are
@@ -16,68 +32,69 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /readyz", s.readyz)
 	if s.deps.Metrics != nil {
 		// Connection names, ids, models, caps and health: for API tokens only.
-		mux.Handle("GET /metrics", s.requireToken(s.deps.Metrics))
+		mux.Handle("GET /metrics", s.core.RequireToken(s.deps.Metrics))
 	}
 
 	// REST API (API tokens; JSON and problem+json). The list is below, so tests can
 	// walk it and compare it with openapi.yaml.
-	api := s.apiRoutes()
-	for _, rt := range api {
-		mux.Handle(rt.pattern, s.serveAPI(rt))
+	routes := s.apiRoutes()
+	for _, rt := range routes {
+		mux.Handle(rt.Pattern, s.api.Serve(rt))
 	}
-	mux.Handle(apiPrefix, s.apiFallback(api))
+	mux.Handle(api.Prefix, s.api.Fallback(routes))
 
-	// Dashboard (session cookies; HTML). s.ui checks the session and the role and
+	// Dashboard (session cookies; HTML). d.Serve checks the session and the role and
 	// refuses cross-origin writes (http.CrossOriginProtection) with 403.
-	mux.Handle("GET "+static.Prefix, s.dash.assets.Handler())
-	mux.Handle("GET /login", s.ui(uiPublic, s.uiLoginForm))
-	mux.Handle("POST /login", s.ui(uiPublic, s.uiLogin))
-	mux.Handle("GET /logout", s.ui(uiPublic, s.uiLogoutPage))
-	mux.Handle("POST /logout", s.ui(uiPublic, s.uiLogout))
-	mux.Handle("GET /{$}", s.ui(uiRead, s.uiOverview))
-	mux.Handle("GET /live", s.ui(uiRead, s.uiLive))
-	mux.Handle("GET /connections", s.ui(uiRead, s.uiConnections))
-	mux.Handle("GET /connections/new", s.ui(uiWrite, s.uiNewConnection))
-	mux.Handle("POST /connections/new", s.ui(uiWrite, s.uiCreateConnection))
-	mux.Handle("GET /connections/{id}", s.ui(uiRead, s.uiEditConnection))
-	mux.Handle("POST /connections/{id}", s.ui(uiWrite, s.uiSaveConnection))
-	mux.Handle("POST /connections/{id}/toggle", s.ui(uiWrite, s.uiToggleConnection))
-	mux.Handle("POST /connections/{id}/test", s.ui(uiWrite, s.uiTestConnection))
-	mux.Handle("GET /connections/{id}/delete", s.ui(uiWrite, s.uiConfirmDeleteConnection))
-	mux.Handle("POST /connections/{id}/delete", s.ui(uiWrite, s.uiDeleteConnection))
-	mux.Handle("GET /settings", s.ui(uiRead, s.uiSettings))
-	mux.Handle("POST /settings", s.ui(uiWrite, s.uiSaveSettings))
-	mux.Handle("GET /keys", s.ui(uiRead, s.uiKeys(kindKeys)))
-	mux.Handle("POST /keys", s.ui(uiWrite, s.uiCreateKey(kindKeys)))
-	mux.Handle("GET /keys/{id}", s.ui(uiRead, s.uiEditKey))
-	mux.Handle("POST /keys/{id}", s.ui(uiWrite, s.uiSaveKey))
-	mux.Handle("GET /keys/{id}/revoke", s.ui(uiWrite, s.uiConfirmRevoke(kindKeys)))
-	mux.Handle("POST /keys/{id}/revoke", s.ui(uiWrite, s.uiRevoke(kindKeys)))
-	mux.Handle("GET /tokens", s.ui(uiRead, s.uiKeys(kindTokens)))
-	mux.Handle("POST /tokens", s.ui(uiWrite, s.uiCreateKey(kindTokens)))
-	mux.Handle("GET /tokens/{id}/revoke", s.ui(uiWrite, s.uiConfirmRevoke(kindTokens)))
-	mux.Handle("POST /tokens/{id}/revoke", s.ui(uiWrite, s.uiRevoke(kindTokens)))
-	mux.Handle("GET /audit", s.ui(uiRead, s.uiAudit))
-	mux.Handle("GET /requests", s.ui(uiRead, s.uiRequests))
-	mux.Handle("GET /requests.csv", s.ui(uiRead, s.uiRequestsCSV))
-	mux.Handle("GET /requests/{id}", s.ui(uiRead, s.uiRequest))
-	mux.Handle("GET /sessions", s.ui(uiRead, s.uiSessions))
-	mux.Handle("GET /sessions/live", s.ui(uiRead, s.uiSessionsLive))
-	mux.Handle("POST /sessions/{session}/stop", s.ui(uiWrite, s.uiStopSession))
-	mux.Handle("POST /sessions/{session}/resume", s.ui(uiWrite, s.uiResumeSession))
-	mux.Handle("GET /alerts", s.ui(uiRead, s.uiAlerts))
-	mux.Handle("GET /alerts/live", s.ui(uiRead, s.uiAlertsLive))
-	mux.Handle("POST /alerts/{webhook}/test", s.ui(uiWrite, s.uiTestAlert))
-	mux.Handle("GET /usage", s.ui(uiRead, s.uiUsage))
-	mux.Handle("GET /usage.csv", s.ui(uiRead, s.uiUsageCSV))
-	mux.Handle("GET /users", s.ui(uiRead, s.uiUsers))
-	mux.Handle("POST /users", s.ui(uiWrite, s.uiAddUser))
-	mux.Handle("POST /users/{id}/role", s.ui(uiWrite, s.uiSetRole))
-	mux.Handle("POST /users/{id}/password", s.ui(uiWrite, s.uiResetPassword))
-	mux.Handle("GET /account", s.ui(uiRead, s.uiAccount))
-	mux.Handle("POST /account", s.ui(uiSelf, s.uiChangePassword))
-	mux.Handle("GET /users/{id}/delete", s.ui(uiWrite, s.uiConfirmDeleteUser))
-	mux.Handle("POST /users/{id}/delete", s.ui(uiWrite, s.uiDeleteUser))
+	d := s.dash
+	mux.Handle("GET "+static.Prefix, d.Assets())
+	mux.Handle("GET /login", d.Serve(uiPublic, d.LoginForm))
+	mux.Handle("POST /login", d.Serve(uiPublic, d.Login))
+	mux.Handle("GET /logout", d.Serve(uiPublic, d.LogoutPage))
+	mux.Handle("POST /logout", d.Serve(uiPublic, d.Logout))
+	mux.Handle("GET /{$}", d.Serve(uiRead, d.Overview))
+	mux.Handle("GET /live", d.Serve(uiRead, d.Live))
+	mux.Handle("GET /connections", d.Serve(uiRead, d.Connections))
+	mux.Handle("GET /connections/new", d.Serve(uiWrite, d.NewConnection))
+	mux.Handle("POST /connections/new", d.Serve(uiWrite, d.CreateConnection))
+	mux.Handle("GET /connections/{id}", d.Serve(uiRead, d.EditConnection))
+	mux.Handle("POST /connections/{id}", d.Serve(uiWrite, d.SaveConnection))
+	mux.Handle("POST /connections/{id}/toggle", d.Serve(uiWrite, d.ToggleConnection))
+	mux.Handle("POST /connections/{id}/test", d.Serve(uiWrite, d.TestConnection))
+	mux.Handle("GET /connections/{id}/delete", d.Serve(uiWrite, d.ConfirmDeleteConnection))
+	mux.Handle("POST /connections/{id}/delete", d.Serve(uiWrite, d.DeleteConnection))
+	mux.Handle("GET /settings", d.Serve(uiRead, d.Settings))
+	mux.Handle("POST /settings", d.Serve(uiWrite, d.SaveSettings))
+	mux.Handle("GET /keys", d.Serve(uiRead, d.Keys(ui.KindKeys)))
+	mux.Handle("POST /keys", d.Serve(uiWrite, d.CreateKey(ui.KindKeys)))
+	mux.Handle("GET /keys/{id}", d.Serve(uiRead, d.EditKey))
+	mux.Handle("POST /keys/{id}", d.Serve(uiWrite, d.SaveKey))
+	mux.Handle("GET /keys/{id}/revoke", d.Serve(uiWrite, d.ConfirmRevoke(ui.KindKeys)))
+	mux.Handle("POST /keys/{id}/revoke", d.Serve(uiWrite, d.Revoke(ui.KindKeys)))
+	mux.Handle("GET /tokens", d.Serve(uiRead, d.Keys(ui.KindTokens)))
+	mux.Handle("POST /tokens", d.Serve(uiWrite, d.CreateKey(ui.KindTokens)))
+	mux.Handle("GET /tokens/{id}/revoke", d.Serve(uiWrite, d.ConfirmRevoke(ui.KindTokens)))
+	mux.Handle("POST /tokens/{id}/revoke", d.Serve(uiWrite, d.Revoke(ui.KindTokens)))
+	mux.Handle("GET /audit", d.Serve(uiRead, d.Audit))
+	mux.Handle("GET /requests", d.Serve(uiRead, d.Requests))
+	mux.Handle("GET /requests.csv", d.Serve(uiRead, d.RequestsCSV))
+	mux.Handle("GET /requests/{id}", d.Serve(uiRead, d.Request))
+	mux.Handle("GET /sessions", d.Serve(uiRead, d.Sessions))
+	mux.Handle("GET /sessions/live", d.Serve(uiRead, d.SessionsLive))
+	mux.Handle("POST /sessions/{session}/stop", d.Serve(uiWrite, d.StopSession))
+	mux.Handle("POST /sessions/{session}/resume", d.Serve(uiWrite, d.ResumeSession))
+	mux.Handle("GET /alerts", d.Serve(uiRead, d.Alerts))
+	mux.Handle("GET /alerts/live", d.Serve(uiRead, d.AlertsLive))
+	mux.Handle("POST /alerts/{webhook}/test", d.Serve(uiWrite, d.TestAlert))
+	mux.Handle("GET /usage", d.Serve(uiRead, d.Usage))
+	mux.Handle("GET /usage.csv", d.Serve(uiRead, d.UsageCSV))
+	mux.Handle("GET /users", d.Serve(uiRead, d.Users))
+	mux.Handle("POST /users", d.Serve(uiWrite, d.AddUser))
+	mux.Handle("POST /users/{id}/role", d.Serve(uiWrite, d.SetRole))
+	mux.Handle("POST /users/{id}/password", d.Serve(uiWrite, d.ResetPassword))
+	mux.Handle("GET /account", d.Serve(uiRead, d.Account))
+	mux.Handle("POST /account", d.Serve(uiSelf, d.ChangePassword))
+	mux.Handle("GET /users/{id}/delete", d.Serve(uiWrite, d.ConfirmDeleteUser))
+	mux.Handle("POST /users/{id}/delete", d.Serve(uiWrite, d.DeleteUser))
 
 	// Runtime profiles under /debug/pprof/ (admin API token; listed in pprof.go).
 	s.handlePprof(mux)
@@ -96,51 +113,57 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("/v1beta", s.deps.Gateway)
 	}
 
-	return bodyDeadline(s.deps.BodyReadTimeout, mux)
+	return httpkit.BodyDeadline(s.deps.BodyReadTimeout, mux)
 }
 
 // apiRoutes lists every /api/v1 route: pattern, who may call it, handler. Reads take
 // any API token (the configuration document: an admin token), writes an admin token.
-func (s *Server) apiRoutes() []apiRoute {
-	return []apiRoute{
-		{"GET /api/v1/openapi.yaml", accessPublic, s.getOpenAPI},
+func (s *Server) apiRoutes() []api.Route {
+	a := s.api
+	return []api.Route{
+		route("GET /api/v1/openapi.yaml", accessPublic, a.GetOpenAPI),
 
-		{"GET /api/v1/connections", accessRead, s.listConnections},
-		{"POST /api/v1/connections", accessWrite, s.createConnection},
-		{"GET /api/v1/connections/{id}", accessRead, s.getConnection},
-		{"PUT /api/v1/connections/{id}", accessWrite, s.replaceConnection},
-		{"PATCH /api/v1/connections/{id}", accessWrite, s.patchConnection},
-		{"DELETE /api/v1/connections/{id}", accessWrite, s.deleteConnection},
-		{"POST /api/v1/connections/{id}/health/reset", accessWrite, s.resetConnectionHealth},
+		route("GET /api/v1/connections", accessRead, a.ListConnections),
+		route("POST /api/v1/connections", accessWrite, a.CreateConnection),
+		route("GET /api/v1/connections/{id}", accessRead, a.GetConnection),
+		route("PUT /api/v1/connections/{id}", accessWrite, a.ReplaceConnection),
+		route("PATCH /api/v1/connections/{id}", accessWrite, a.PatchConnection),
+		route("DELETE /api/v1/connections/{id}", accessWrite, a.DeleteConnection),
+		route("POST /api/v1/connections/{id}/health/reset", accessWrite, a.ResetConnectionHealth),
 
-		{"GET /api/v1/settings", accessRead, s.getSettings},
-		{"PATCH /api/v1/settings", accessWrite, s.patchSettings},
+		route("GET /api/v1/settings", accessRead, a.GetSettings),
+		route("PATCH /api/v1/settings", accessWrite, a.PatchSettings),
 
-		{"GET /api/v1/gates", accessRead, s.getGates},
-		{"GET /api/v1/sessions", accessRead, s.listSessions},
-		{"GET /api/v1/sessions/{session}", accessRead, s.getSession},
-		{"POST /api/v1/sessions/{session}/stop", accessWrite, s.stopSession},
-		{"POST /api/v1/sessions/{session}/resume", accessWrite, s.resumeSession},
-		{"GET /api/v1/audit", accessRead, s.listAudit},
-		{"GET /api/v1/alerts", accessRead, s.listAlerts},
-		{"POST /api/v1/alerts/{webhook}/test", accessWrite, s.testAlert},
+		route("GET /api/v1/gates", accessRead, a.GetGates),
+		route("GET /api/v1/sessions", accessRead, a.ListSessions),
+		route("GET /api/v1/sessions/{session}", accessRead, a.GetSession),
+		route("POST /api/v1/sessions/{session}/stop", accessWrite, a.StopSession),
+		route("POST /api/v1/sessions/{session}/resume", accessWrite, a.ResumeSession),
+		route("GET /api/v1/audit", accessRead, a.ListAudit),
+		route("GET /api/v1/alerts", accessRead, a.ListAlerts),
+		route("POST /api/v1/alerts/{webhook}/test", accessWrite, a.TestAlert),
 
-		{"GET /api/v1/requests", accessRead, s.listRequests},
-		{"GET /api/v1/requests/{id}", accessRead, s.getRequest},
-		{"GET /api/v1/usage", accessRead, s.getUsage},
+		route("GET /api/v1/requests", accessRead, a.ListRequests),
+		route("GET /api/v1/requests/{id}", accessRead, a.GetRequest),
+		route("GET /api/v1/usage", accessRead, a.GetUsage),
 
-		{"GET /api/v1/api-tokens", accessRead, s.listAPITokens},
-		{"POST /api/v1/api-tokens", accessWrite, s.createAPIToken},
-		{"GET /api/v1/api-tokens/{id}", accessRead, s.getAPIToken},
-		{"DELETE /api/v1/api-tokens/{id}", accessWrite, s.deleteAPIToken},
+		route("GET /api/v1/api-tokens", accessRead, a.ListAPITokens),
+		route("POST /api/v1/api-tokens", accessWrite, a.CreateAPIToken),
+		route("GET /api/v1/api-tokens/{id}", accessRead, a.GetAPIToken),
+		route("DELETE /api/v1/api-tokens/{id}", accessWrite, a.DeleteAPIToken),
 
-		{"GET /api/v1/client-keys", accessRead, s.listClientKeys},
-		{"POST /api/v1/client-keys", accessWrite, s.createClientKey},
-		{"GET /api/v1/client-keys/{id}", accessRead, s.getClientKey},
-		{"PATCH /api/v1/client-keys/{id}", accessWrite, s.patchClientKey},
-		{"DELETE /api/v1/client-keys/{id}", accessWrite, s.deleteClientKey},
+		route("GET /api/v1/client-keys", accessRead, a.ListClientKeys),
+		route("POST /api/v1/client-keys", accessWrite, a.CreateClientKey),
+		route("GET /api/v1/client-keys/{id}", accessRead, a.GetClientKey),
+		route("PATCH /api/v1/client-keys/{id}", accessWrite, a.PatchClientKey),
+		route("DELETE /api/v1/client-keys/{id}", accessWrite, a.DeleteClientKey),
 
-		{"GET /api/v1/config", accessAdmin, s.getConfig},
-		{"POST /api/v1/config/apply", accessWrite, s.postConfigApply},
+		route("GET /api/v1/config", accessAdmin, a.GetConfig),
+		route("POST /api/v1/config/apply", accessWrite, a.PostConfigApply),
 	}
+}
+
+// route is one line of apiRoutes' table.
+func route(pattern string, access httpkit.Access, h api.Handler) api.Route {
+	return api.Route{Pattern: pattern, Access: access, Handler: h}
 }

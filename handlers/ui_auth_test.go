@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -86,7 +87,7 @@ func TestDashOwnerSignsInDespiteStrangers(t *testing.T) {
 	d := newDashWith(t, func(deps *Deps) {
 		deps.Now = clock.now
 		deps.TrustedProxies = mustPrefixes(t, "127.0.0.0/8")
-	}, func(s *Server) { s.dash.throttle.sleep = delays.sleep })
+	}, func(s *Server) { s.dash.Throttle().Sleep = delays.sleep })
 	const addrA, addrB, addrC = "198.51.100.1", "198.51.100.2", "203.0.113.7"
 	stranger := d.client(t)
 
@@ -125,8 +126,8 @@ func TestDashOwnerSignsInDespiteStrangers(t *testing.T) {
 			switch res.status {
 			case http.StatusSeeOther:
 				ownerIn = true
-				if got := delays.all()[before:]; len(got) != 1 || got[0] > accountMaxDelay {
-					t.Errorf("the owner's sign-in was delayed %v, want one delay of at most %v", got, accountMaxDelay)
+				if got := delays.all()[before:]; len(got) != 1 || got[0] > httpkit.AccountMaxDelay {
+					t.Errorf("the owner's sign-in was delayed %v, want one delay of at most %v", got, httpkit.AccountMaxDelay)
 				}
 			case http.StatusTooManyRequests, http.StatusUnauthorized:
 			default:
@@ -146,12 +147,12 @@ func TestDashOwnerSignsInDespiteStrangers(t *testing.T) {
 	if n := counts[addrA][http.StatusUnauthorized]; n != 0 {
 		t.Errorf("A, past its free failures, had %d more guesses checked, want 0", n)
 	}
-	if n := counts[addrB][http.StatusUnauthorized]; n > policyPair.free+1 {
-		t.Errorf("B had %d guesses checked in 30 s, want at most %d", n, policyPair.free+1)
+	if n := counts[addrB][http.StatusUnauthorized]; n > httpkit.PolicyPair.Free+1 {
+		t.Errorf("B had %d guesses checked in 30 s, want at most %d", n, httpkit.PolicyPair.Free+1)
 	}
 	for _, delay := range delays.all() {
-		if delay > accountMaxDelay {
-			t.Errorf("a sign-in was delayed %v, more than %v", delay, accountMaxDelay)
+		if delay > httpkit.AccountMaxDelay {
+			t.Errorf("a sign-in was delayed %v, more than %v", delay, httpkit.AccountMaxDelay)
 		}
 	}
 }
@@ -161,7 +162,7 @@ func TestDashOwnerSignsInDespiteStrangers(t *testing.T) {
 // password check (401) and the rest are answered 429 with Retry-After.
 func TestDashParallelGuessesAreCounted(t *testing.T) {
 	t.Parallel()
-	d := newDashWith(t, nil, func(s *Server) { s.dash.throttle.sleep = (&delayLog{}).sleep })
+	d := newDashWith(t, nil, func(s *Server) { s.dash.Throttle().Sleep = (&delayLog{}).sleep })
 	const n = 60
 	type answer struct {
 		status     int
@@ -203,8 +204,8 @@ func TestDashParallelGuessesAreCounted(t *testing.T) {
 			t.Error("a 429 without Retry-After")
 		}
 	}
-	if got[http.StatusUnauthorized] > policyPair.free || got[http.StatusUnauthorized]+got[http.StatusTooManyRequests] != n {
-		t.Errorf("answers %v: want at most %d × 401 (the free allowance), the rest 429", got, policyPair.free)
+	if got[http.StatusUnauthorized] > httpkit.PolicyPair.Free || got[http.StatusUnauthorized]+got[http.StatusTooManyRequests] != n {
+		t.Errorf("answers %v: want at most %d × 401 (the free allowance), the rest 429", got, httpkit.PolicyPair.Free)
 	}
 }
 
@@ -226,10 +227,10 @@ func TestDashTrustedProxies(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			d := newDashWith(t, func(deps *Deps) { deps.TrustedProxies = mustPrefixes(t, tt.trusted) },
-				func(s *Server) { s.dash.throttle.sleep = (&delayLog{}).sleep })
+				func(s *Server) { s.dash.Throttle().Sleep = (&delayLog{}).sleep })
 			sprayer, other := d.client(t), d.client(t)
 			// The first user sprays 20 accounts (the address allowance) from its address.
-			for i := range policyAddress.free {
+			for i := range httpkit.PolicyAddress.Free {
 				res := d.signInAs(t, sprayer, fmt.Sprintf("nobody%d@example.com", i), "guess", "198.51.100.1")
 				res.want(t, http.StatusUnauthorized)
 			}
@@ -242,91 +243,6 @@ func TestDashTrustedProxies(t *testing.T) {
 				res.want(t, http.StatusTooManyRequests)
 			}
 		})
-	}
-}
-
-func TestClientAddr(t *testing.T) {
-	t.Parallel()
-	trusted := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("10.0.0.0/8")}
-	tests := []struct {
-		name   string
-		peer   string
-		xff    []string
-		want   string
-		noList bool
-	}{
-		{name: "untrusted peer, header ignored", peer: "192.0.2.1:4000", xff: []string{"198.51.100.1"}, want: "192.0.2.1"},
-		{name: "no list, header ignored", peer: "127.0.0.1:4000", xff: []string{"198.51.100.1"}, want: "127.0.0.1", noList: true},
-		{name: "trusted peer, one hop", peer: "127.0.0.1:4000", xff: []string{"198.51.100.1"}, want: "198.51.100.1"},
-		{name: "rightmost untrusted wins over a forged left", peer: "127.0.0.1:4000", xff: []string{"6.6.6.6, 198.51.100.1, 10.1.2.3"}, want: "198.51.100.1"},
-		{name: "several header lines", peer: "127.0.0.1:4000", xff: []string{"6.6.6.6", "198.51.100.1, 10.1.2.3"}, want: "198.51.100.1"},
-		{name: "garbage left of the client is never read", peer: "127.0.0.1:4000", xff: []string{"not-an-ip, 198.51.100.1"}, want: "198.51.100.1"},
-		{name: "garbage where the client should be", peer: "127.0.0.1:4000", xff: []string{"198.51.100.1, bogus"}, want: "127.0.0.1"},
-		{name: "trusted peer, no header", peer: "127.0.0.1:4000", want: "127.0.0.1"},
-		{name: "all hops trusted", peer: "127.0.0.1:4000", xff: []string{"10.0.0.9, 10.0.0.8"}, want: "10.0.0.9"},
-		{name: "ipv6 and port forms", peer: "[::ffff:127.0.0.1]:4000", xff: []string{"[2001:db8::1]:5555"}, want: "2001:db8::1"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			r := &http.Request{RemoteAddr: tt.peer, Header: http.Header{}}
-			for _, v := range tt.xff {
-				r.Header.Add("X-Forwarded-For", v)
-			}
-			list := trusted
-			if tt.noList {
-				list = nil
-			}
-			if got := clientAddr(r, list); got != tt.want {
-				t.Errorf("clientAddr = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestParseTrustedProxies(t *testing.T) {
-	t.Parallel()
-	got, err := ParseTrustedProxies(" 10.0.0.0/8, 192.168.1.7 ,fd00::/8,")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "[10.0.0.0/8 192.168.1.7/32 fd00::/8]"
-	if fmt.Sprint(got) != want {
-		t.Errorf("got %v, want %s", got, want)
-	}
-	if _, err := ParseTrustedProxies("10.0.0.0/8,10.0.0.0/33"); err == nil || !strings.Contains(err.Error(), `entry 2 "10.0.0.0/33"`) {
-		t.Errorf("bad CIDR: err %v, want one naming entry 2", err)
-	}
-}
-
-// TestLoginThrottleBounded: however many keys attackers make up, the throttle holds
-// at most 10 000, dropping the ones touched longest ago.
-func TestLoginThrottleBounded(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	th := newLoginThrottle(func() time.Time { return now })
-	first := th.keys("user0@example.com", "addr-0")
-	for i := range 12000 {
-		th.begin(th.keys(fmt.Sprintf("user%d@example.com", i), fmt.Sprintf("addr-%d", i)))
-		if n := th.len(); n > throttleMaxEntries {
-			t.Fatalf("after %d attempts the throttle holds %d keys, want ≤ %d", i+1, n, throttleMaxEntries)
-		}
-		now = now.Add(time.Millisecond)
-	}
-	if n := th.len(); n != throttleMaxEntries {
-		t.Errorf("holds %d keys, want %d", n, throttleMaxEntries)
-	}
-	last := th.keys("user11999@example.com", "addr-11999")
-	th.mu.Lock()
-	_, firstKept := th.entries[first.pair]
-	_, lastKept := th.entries[last.pair]
-	th.mu.Unlock()
-	if firstKept || !lastKept {
-		t.Errorf("first attempt kept %v, last kept %v: want the oldest dropped, the newest kept", firstKept, lastKept)
-	}
-	// Keys are salted digests: another process's table cannot be matched to this one.
-	if other := newLoginThrottle(time.Now).keys("user0@example.com", "addr-0"); other == first {
-		t.Error("two throttles derive the same keys: the salt is missing")
 	}
 }
 

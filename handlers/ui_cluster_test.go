@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 )
 
 // TestDashOverviewCluster: the overview shows cluster mode from the gate source — the
@@ -46,11 +47,11 @@ func TestDashOverviewCluster(t *testing.T) {
 	}
 
 	lv := d.get(t, c, "/live").want(t, http.StatusOK)
-	var v GatesView
+	var v httpkit.GatesView
 	if err := json.Unmarshal([]byte(lv.body), &v); err != nil {
 		t.Fatalf("/live: %v", err)
 	}
-	if v.Cluster == nil || *v.Cluster != (ClusterView{Mode: live.ClusterFailOpen, ReplicaID: "host-7-0a1b2c3d", Replicas: 2, Degraded: true}) {
+	if v.Cluster == nil || *v.Cluster != (httpkit.ClusterView{Mode: live.ClusterFailOpen, ReplicaID: "host-7-0a1b2c3d", Replicas: 2, Degraded: true}) {
 		t.Errorf("/live cluster = %+v", v.Cluster)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
+	"github.com/gatehouse-dev/gatehouse/handlers/ui"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -175,13 +176,13 @@ func TestDashCreateEditAndList(t *testing.T) {
 		t.Errorf("overview has no glm-5 gate:\n%s", ov.body)
 	}
 	lv := d.get(t, c, "/live").want(t, http.StatusOK)
-	var v liveView
+	var v ui.LiveView
 	if err := json.Unmarshal([]byte(lv.body), &v); err != nil || len(v.Gates) != 2 {
 		t.Errorf("/live: %v %s", err, lv.body)
 	}
 	// The list's script reads each row's load from connectionLoad (it never builds a
 	// gate key): the same numbers as the rendered row.
-	if got, want := v.ConnectionLoad[id], (connLoadView{InFlight: 3, Queued: 6}); got != want {
+	if got, want := v.ConnectionLoad[id], (ui.ConnLoadView{InFlight: 3, Queued: 6}); got != want {
 		t.Errorf("/live connectionLoad[%s] = %+v, want %+v", id, got, want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gatehouse-dev/gatehouse/handlers/ui"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -75,7 +76,7 @@ func TestCSVCell(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{"=1": "'=1", "+1": "'+1", "-1": "'-1", "-1+1": "'-1+1", "@a": "'@a",
 		"\tx": "'\tx", "\rx": "'\rx", "": "", "a=b": "a=b", "1": "1", "x-1": "x-1"} {
-		if got := csvCell(in); got != want {
+		if got := ui.CSVCell(in); got != want {
 			t.Errorf("csvCell(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/handlers/ui"
 )
 
 // TestDashCookieSecureBehindTLS: a request that reached Gatehouse over TLS — its own,
@@ -29,7 +31,7 @@ func TestDashCookieSecureBehindTLS(t *testing.T) {
 			res := d.post(t, c, "/login?lang=en", url.Values{"email": {"admin@example.com"}, "password": {dashPassword}}, tt.headers...).
 				want(t, http.StatusSeeOther)
 			cookies := res.header.Values("Set-Cookie")
-			for _, name := range []string{sessionCookie, langCookie} {
+			for _, name := range []string{ui.SessionCookie, ui.LangCookie} {
 				var got string
 				for _, sc := range cookies {
 					if strings.HasPrefix(sc, name+"=") {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/session"
+	"github.com/gatehouse-dev/gatehouse/handlers/api"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -130,13 +131,13 @@ func TestSessionGuardLimits(t *testing.T) {
 
 	a := newTestAPI(t, apiOptions{})
 	doc := "settings:\n  loopLimit: 8\n  sessionBudgetUsd: 2.5\nclientKeys:\n  - name: team-a\n    limits:\n      sessionMaxConcurrent: 4\n"
-	a.do(t, call{method: http.MethodPost, path: path("config", "apply"), body: doc, contentType: yamlContentType}).want(t, http.StatusOK)
+	a.do(t, call{method: http.MethodPost, path: path("config", "apply"), body: doc, contentType: api.YAMLContentType}).want(t, http.StatusOK)
 	set := a.do(t, call{method: http.MethodGet, path: path("settings")}).want(t, http.StatusOK).json(t)
 	if set["loopLimit"] != 8.0 || set["sessionBudgetUsd"] != 2.5 || set["loopWindowMs"] != 600000.0 || set["affinityTtlMs"] != 300000.0 {
 		t.Errorf("settings = %v, want loopLimit 8, sessionBudgetUsd 2.5 and the defaults", set)
 	}
 	p := problemOf(t, a.do(t, call{method: http.MethodPost, path: path("config", "apply"),
-		body: "clientKeys:\n  - name: team-a\n    limits:\n      sessionMaxConcurrent: -1\n      sessionBudgetUsd: 0.001\n", contentType: yamlContentType, invalidRequest: true}),
+		body: "clientKeys:\n  - name: team-a\n    limits:\n      sessionMaxConcurrent: -1\n      sessionBudgetUsd: 0.001\n", contentType: api.YAMLContentType, invalidRequest: true}),
 		http.StatusUnprocessableEntity)
 	if f := strings.Join(fields(p), " "); f != "clientKeys[team-a].limits.sessionBudgetUsd clientKeys[team-a].limits.sessionMaxConcurrent" {
 		t.Errorf("reported fields = %s", f)

@@ -1,17 +1,14 @@
 package handlers
 
 import (
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/google/go-cmp/cmp"
-
+	"github.com/gatehouse-dev/gatehouse/handlers/ui"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -46,7 +43,7 @@ func TestDashSignIn(t *testing.T) {
 	if !first.HttpOnly || first.SameSite != http.SameSiteLaxMode || first.Secure {
 		t.Errorf("cookie attributes: HttpOnly %v SameSite %v Secure %v", first.HttpOnly, first.SameSite, first.Secure)
 	}
-	if _, ok := sessionHash(first.Value); !ok {
+	if _, ok := ui.SessionHash(first.Value); !ok {
 		t.Errorf("cookie %q is not a 32-byte base64url id", first.Value)
 	}
 	d.get(t, c, "/connections").want(t, http.StatusOK)
@@ -59,13 +56,13 @@ func TestDashSignIn(t *testing.T) {
 		t.Fatal("session id not rotated at sign-in")
 	}
 	old := d.client(t)
-	old.Jar.SetCookies(mustURL(t, d.srv.URL), []*http.Cookie{{Name: sessionCookie, Value: first.Value}})
+	old.Jar.SetCookies(mustURL(t, d.srv.URL), []*http.Cookie{{Name: ui.SessionCookie, Value: first.Value}})
 	d.get(t, old, "/connections").want(t, http.StatusSeeOther)
 
 	// Signing out deletes the session: replaying the cookie sends to sign-in.
 	d.post(t, c, "/logout", nil).want(t, http.StatusSeeOther)
 	replay := d.client(t)
-	replay.Jar.SetCookies(mustURL(t, d.srv.URL), []*http.Cookie{{Name: sessionCookie, Value: second.Value}})
+	replay.Jar.SetCookies(mustURL(t, d.srv.URL), []*http.Cookie{{Name: ui.SessionCookie, Value: second.Value}})
 	d.get(t, replay, "/").want(t, http.StatusSeeOther)
 
 	// A next that leaves the site is ignored.
@@ -143,49 +140,6 @@ func TestDashSignInThrottled(t *testing.T) {
 	}
 	// Another account from the same address is not locked out by it.
 	d.post(t, c, "/login", url.Values{"email": {"viewer@example.com"}, "password": {dashPassword}}).want(t, http.StatusSeeOther)
-}
-
-func TestLoginThrottlePolicy(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	th := newLoginThrottle(func() time.Time { return now })
-	keys := th.keys("Ada@Example.com", "192.0.2.1")
-	var waits []time.Duration
-	for range 8 {
-		retry, _ := th.begin(keys)
-		waits = append(waits, retry)
-		now = now.Add(retry) // wait it out, then fail again
-	}
-	want := []time.Duration{0, 0, 0, 0, 0, 30 * time.Second, 0, time.Minute}
-	if diff := cmp.Diff(want, waits); diff != "" {
-		t.Errorf("waits before each attempt mismatch (-want +got):\n%s", diff)
-	}
-	// Failures of the account from ever more addresses never refuse a new address,
-	// they only slow its password check down, by 2 s at most.
-	var delay time.Duration
-	for i := range 20 {
-		var retry time.Duration
-		retry, delay = th.begin(th.keys("ada@example.com", fmt.Sprintf("198.51.100.%d", i)))
-		if retry != 0 {
-			t.Fatalf("new address %d answered with retry %v; the account key must never refuse", i, retry)
-		}
-	}
-	if delay != accountMaxDelay {
-		t.Errorf("account delay after 26 failures %v, want the cap %v", delay, accountMaxDelay)
-	}
-	// Everything is forgotten 15 minutes after the last failure: never a permanent lockout.
-	now = now.Add(throttleForget)
-	if retry, delay := th.begin(keys); retry != 0 || delay != 0 {
-		t.Errorf("after %v: retry %v delay %v, want 0", throttleForget, retry, delay)
-	}
-	// A good sign-in clears the account's count but not the address's.
-	for range 5 {
-		th.begin(keys)
-	}
-	th.succeeded(keys)
-	if retry, _ := th.begin(keys); retry != 0 {
-		t.Errorf("after success: retry %v, want 0", retry)
-	}
 }
 
 // TestDashSignOutIsPost: GET /logout only shows the sign-out button, changing

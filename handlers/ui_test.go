@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gatehouse-dev/gatehouse/handlers/ui"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -199,11 +200,11 @@ func TestDashLanguage(t *testing.T) {
 func sessionCookieOf(t *testing.T, p page) *http.Cookie {
 	t.Helper()
 	for _, c := range (&http.Response{Header: p.header}).Cookies() {
-		if c.Name == sessionCookie {
+		if c.Name == ui.SessionCookie {
 			return c
 		}
 	}
-	t.Fatalf("no %s cookie in %v", sessionCookie, p.header.Values("Set-Cookie"))
+	t.Fatalf("no %s cookie in %v", ui.SessionCookie, p.header.Values("Set-Cookie"))
 	return nil
 }
 

@@ -56,7 +56,7 @@ func newTrafficDashWith(t *testing.T, liveGates bool) *trafficDash {
 			deps.Gates = gw
 		}
 	}, func(s *Server) {
-		rl.l = s.store.NewRequestLog(store.RequestLogOptions{})
+		rl.l = s.core.Store().NewRequestLog(store.RequestLogOptions{})
 	})
 	l := rl.l
 	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -125,7 +126,7 @@ func TestSettings(t *testing.T) {
 	r := a.do(t, call{method: http.MethodGet, path: path("settings"), token: a.viewer}).want(t, http.StatusOK)
 	etag1 := r.header.Get("ETag")
 
-	r = a.do(t, call{method: http.MethodPatch, path: path("settings"), contentType: mergePatchContentType,
+	r = a.do(t, call{method: http.MethodPatch, path: path("settings"), contentType: httpkit.MergePatchContentType,
 		body:   `{"defaultExecutionMaxWaitMs":300000,"providers":{"zai":{"maxConcurrent":8,"maxWaitMs":1000}},"version":77}`,
 		header: map[string]string{"If-Match": etag1}}).want(t, http.StatusOK)
 	got := r.json(t)
@@ -185,7 +186,7 @@ func TestSettingsShowDefaults(t *testing.T) {
 	for _, tt := range tests { // in order: each step builds on the one before
 		c := call{method: http.MethodGet, path: path("settings"), token: a.viewer}
 		if tt.patch != "" {
-			c = call{method: http.MethodPatch, path: path("settings"), contentType: mergePatchContentType, body: tt.patch}
+			c = call{method: http.MethodPatch, path: path("settings"), contentType: httpkit.MergePatchContentType, body: tt.patch}
 		}
 		got := a.do(t, c).want(t, http.StatusOK).json(t)
 		delete(got, "updatedAt")

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
-	"github.com/gatehouse-dev/gatehouse/handlers"
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
 )
@@ -37,7 +37,7 @@ func serveReplica(t *testing.T, dbURL, secret, redisURL, failMode string, ttl ti
 // gatesWithCluster is GET /api/v1/gates with the cluster object.
 type gatesWithCluster struct {
 	apiGates
-	Cluster *handlers.ClusterView `json:"cluster"`
+	Cluster *httpkit.ClusterView `json:"cluster"`
 }
 
 // liveGates returns p's /api/v1/gates.
@@ -61,7 +61,7 @@ func gateLoad(t *testing.T, p *proc, key string) (inFlight, queued int) {
 }
 
 // clusterState returns p's cluster object, failing when p is not in cluster mode.
-func clusterState(t *testing.T, p *proc) handlers.ClusterView {
+func clusterState(t *testing.T, p *proc) httpkit.ClusterView {
 	t.Helper()
 	g := liveGates(t, p)
 	if g.Cluster == nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/handlers"
+	"github.com/gatehouse-dev/gatehouse/handlers/api"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -50,7 +51,7 @@ func runConfig(ctx context.Context, args []string, getenv func(string) string, s
 			}
 			return nil
 		}, func(ctx context.Context, st *store.Store) error {
-			out, err := handlers.NewConfigTool(st, handlers.UpstreamDeny{}).Export(ctx, format)
+			out, err := api.NewConfigTool(st, handlers.UpstreamDeny{}).Export(ctx, format)
 			if err != nil {
 				return fmt.Errorf("config export: %w", err)
 			}
@@ -101,7 +102,7 @@ func runConfigApply(ctx context.Context, sub string, args []string, getenv func(
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		doc, err = handlers.ConfigJSON(data)
+		doc, err = api.ConfigJSON(data)
 		var fe limits.FieldErrors
 		switch {
 		case errors.As(err, &fe):
@@ -115,7 +116,7 @@ func runConfigApply(ctx context.Context, sub string, args []string, getenv func(
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		plan, err := handlers.NewConfigTool(st, deny).Apply(ctx, handlers.ConfigActorCLI, doc, handlers.ApplyOptions{
+		plan, err := api.NewConfigTool(st, deny).Apply(ctx, api.ConfigActorCLI, doc, api.ApplyOptions{
 			DryRun: sub == "diff", Prune: prune, Getenv: getenv, EnvAllow: splitList(envAllow),
 		})
 		var fe limits.FieldErrors

@@ -1,57 +1,56 @@
-package handlers
+package api
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 )
 
-// apiPrefix starts every REST API path.
-const apiPrefix = "/api/v1/"
+// Prefix starts every REST API path.
+const Prefix = "/api/v1/"
 
-// apiHandler serves one API endpoint. It renders its whole response (writeJSON,
+// Handler serves one API endpoint. It renders its whole response (writeJSON,
 // writeNoContent) and returns nil, or returns an error without having written
-// anything; serveAPI maps the error to a problem+json answer.
-type apiHandler func(w http.ResponseWriter, r *http.Request) error
+// anything; Serve maps the error to a problem+json answer.
+type Handler func(w http.ResponseWriter, r *http.Request) error
 
-// apiRoute is one /api/v1 endpoint: its ServeMux pattern ("METHOD /api/v1/…"), what it
+// Route is one /api/v1 endpoint: its ServeMux pattern ("METHOD /api/v1/…"), what it
 // requires of the caller, and its handler.
-type apiRoute struct {
-	pattern string
-	access  access
-	handler apiHandler
+type Route struct {
+	Pattern string
+	Access  httpkit.Access
+	Handler Handler
 }
 
-// serveAPI wraps an API route: it authenticates the caller (unless the route is
+// Serve wraps an API route: it authenticates the caller (unless the route is
 // public), checks the role, runs the handler and maps its error to a problem.
-func (s *Server) serveAPI(rt apiRoute) http.Handler {
+func (s *Server) Serve(rt Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rt.access != accessPublic {
-			tok, err := s.authenticate(r, rt.access)
+		if rt.Access != httpkit.AccessPublic {
+			tok, err := s.Authenticate(r, rt.Access)
 			if err != nil {
-				s.writeProblem(w, r, err)
+				s.WriteProblem(w, r, err)
 				return
 			}
-			r = r.WithContext(withToken(r.Context(), tok))
+			r = r.WithContext(httpkit.WithToken(r.Context(), tok))
 		}
-		if err := rt.handler(w, r); err != nil {
-			s.writeProblem(w, r, err)
+		if err := rt.Handler(w, r); err != nil {
+			s.WriteProblem(w, r, err)
 		}
 	})
 }
 
-// apiFallback answers requests under /api/v1/ that no route takes: 405 with an Allow
+// Fallback answers requests under /api/v1/ that no route takes: 405 with an Allow
 // header when the path exists with other methods, else 404, both as problem+json (the
 // ServeMux's own answers are plain text).
-func (s *Server) apiFallback(routes []apiRoute) http.Handler {
+func (s *Server) Fallback(routes []Route) http.Handler {
 	probe := http.NewServeMux()
 	allowed := map[string][]string{}
 	for _, rt := range routes {
-		method, path, _ := strings.Cut(rt.pattern, " ")
+		method, path, _ := strings.Cut(rt.Pattern, " ")
 		if _, ok := allowed[path]; !ok {
 			probe.Handle(path, http.NotFoundHandler())
 		}
@@ -61,16 +60,16 @@ func (s *Server) apiFallback(routes []apiRoute) http.Handler {
 		}
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, pattern := probe.Handler(r); pattern != "" && pattern != apiPrefix {
+		if _, pattern := probe.Handler(r); pattern != "" && pattern != Prefix {
 			methods := slices.Sorted(slices.Values(allowed[pattern]))
-			s.writeProblem(w, r, &apiError{
-				status: http.StatusMethodNotAllowed,
-				detail: "this resource does not support " + r.Method,
-				header: http.Header{"Allow": {strings.Join(methods, ", ")}},
+			s.WriteProblem(w, r, &httpkit.APIError{
+				Status: http.StatusMethodNotAllowed,
+				Detail: "this resource does not support " + r.Method,
+				Header: http.Header{"Allow": {strings.Join(methods, ", ")}},
 			})
 			return
 		}
-		s.writeProblem(w, r, newAPIError(http.StatusNotFound, "no such API endpoint"))
+		s.WriteProblem(w, r, httpkit.NewAPIError(http.StatusNotFound, "no such API endpoint"))
 	})
 }
 
@@ -79,28 +78,6 @@ func (s *Server) apiFallback(routes []apiRoute) http.Handler {
 type list[T any] struct {
 	Items      []T    `json:"items"`
 	NextCursor string `json:"nextCursor,omitempty"`
-}
-
-// writeJSON renders v to a buffer and only then writes status, headers and body, so an
-// encoding failure can still become a clean 500. A non-empty etag is sent as ETag.
-func writeJSON(w http.ResponseWriter, status int, v any, etag string) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("handlers: encode response: %w", err)
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
-	if etag != "" {
-		h.Set("ETag", etag)
-	}
-	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
-	return nil
 }
 
 // writeNoContent answers 204.

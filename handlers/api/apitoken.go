@@ -1,7 +1,9 @@
-package handlers
+package api
 
 import (
 	"net/http"
+
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -19,8 +21,8 @@ type createdAPIToken struct {
 	Secret string `json:"secret"`
 }
 
-// listAPITokens serves GET /api/v1/api-tokens (never a secret: name, role, preview).
-func (s *Server) listAPITokens(w http.ResponseWriter, r *http.Request) error {
+// ListAPITokens serves GET /api/v1/api-tokens (never a secret: name, role, preview).
+func (s *Server) ListAPITokens(w http.ResponseWriter, r *http.Request) error {
 	ts, err := s.store.ListAPITokens(r.Context())
 	if err != nil {
 		return err
@@ -28,43 +30,43 @@ func (s *Server) listAPITokens(w http.ResponseWriter, r *http.Request) error {
 	if ts == nil {
 		ts = []store.APIToken{}
 	}
-	return writeJSON(w, http.StatusOK, list[store.APIToken]{Items: ts}, "")
+	return httpkit.WriteJSON(w, http.StatusOK, list[store.APIToken]{Items: ts}, "")
 }
 
-// createAPIToken serves POST /api/v1/api-tokens: {"name", "role"} (role defaults to
+// CreateAPIToken serves POST /api/v1/api-tokens: {"name", "role"} (role defaults to
 // viewer, the least privilege).
-func (s *Server) createAPIToken(w http.ResponseWriter, r *http.Request) error {
-	body, err := readJSON(w, r, false)
+func (s *Server) CreateAPIToken(w http.ResponseWriter, r *http.Request) error {
+	body, err := httpkit.ReadJSON(w, r, false)
 	if err != nil {
 		return err
 	}
 	doc := apiTokenDoc{Role: store.RoleViewer}
-	errs := decodeStringMembers(body, map[string]*string{"name": &doc.Name, "role": &doc.Role})
-	errs = append(errs, dropFields(validationErrors(s.validate.Struct(doc), ""), errs)...)
+	errs := httpkit.DecodeStringMembers(body, map[string]*string{"name": &doc.Name, "role": &doc.Role})
+	errs = append(errs, httpkit.DropFields(httpkit.ValidationErrors(s.validate.Struct(doc), ""), errs)...)
 	if len(errs) > 0 {
 		return limits.SortFieldErrors(errs)
 	}
-	t, secret, err := s.store.CreateAPIToken(r.Context(), actor(r), doc.Name, doc.Role)
+	t, secret, err := s.store.CreateAPIToken(r.Context(), httpkit.Actor(r), doc.Name, doc.Role)
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Location", apiPrefix+"api-tokens/"+t.ID)
-	return writeJSON(w, http.StatusCreated, createdAPIToken{APIToken: t, Secret: secret}, "")
+	w.Header().Set("Location", Prefix+"api-tokens/"+t.ID)
+	return httpkit.WriteJSON(w, http.StatusCreated, createdAPIToken{APIToken: t, Secret: secret}, "")
 }
 
-// getAPIToken serves GET /api/v1/api-tokens/{id} (never the secret), the Location of
+// GetAPIToken serves GET /api/v1/api-tokens/{id} (never the secret), the Location of
 // a created token.
-func (s *Server) getAPIToken(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) GetAPIToken(w http.ResponseWriter, r *http.Request) error {
 	t, err := s.store.GetAPIToken(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, t, "")
+	return httpkit.WriteJSON(w, http.StatusOK, t, "")
 }
 
-// deleteAPIToken serves DELETE /api/v1/api-tokens/{id}.
-func (s *Server) deleteAPIToken(w http.ResponseWriter, r *http.Request) error {
-	if err := s.store.DeleteAPIToken(r.Context(), actor(r), r.PathValue("id")); err != nil {
+// DeleteAPIToken serves DELETE /api/v1/api-tokens/{id}.
+func (s *Server) DeleteAPIToken(w http.ResponseWriter, r *http.Request) error {
+	if err := s.store.DeleteAPIToken(r.Context(), httpkit.Actor(r), r.PathValue("id")); err != nil {
 		return err
 	}
 	return writeNoContent(w)

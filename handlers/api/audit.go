@@ -1,16 +1,18 @@
-package handlers
+package api
 
 import (
 	"net/http"
 	"strconv"
 
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
+
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
-// listAudit serves GET /api/v1/audit: entries newest first, limit (1–500, default 50) a
+// ListAudit serves GET /api/v1/audit: entries newest first, limit (1–500, default 50) a
 // page; the next page starts after cursor, an entry id taken from nextCursor.
-func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) ListAudit(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	var (
 		errs   limits.FieldErrors
@@ -20,19 +22,19 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
 	if v := q.Get("cursor"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 {
-			errs = append(errs, fieldError("cursor", codeCursor))
+			errs = append(errs, httpkit.FieldError("cursor", httpkit.CodeCursor))
 		}
 		cursor = n
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > store.MaxAuditLimit {
-			errs = append(errs, fieldError("limit", limits.CodeWholeNumberRange, 1, store.MaxAuditLimit))
+			errs = append(errs, httpkit.FieldError("limit", limits.CodeWholeNumberRange, 1, store.MaxAuditLimit))
 		}
 		limit = n
 	}
 	if len(errs) > 0 {
-		return &apiError{status: http.StatusBadRequest, detail: "invalid query parameters", fields: errs}
+		return &httpkit.APIError{Status: http.StatusBadRequest, Detail: "invalid query parameters", Fields: errs}
 	}
 	entries, err := s.store.ListAudit(r.Context(), cursor, limit)
 	if err != nil {
@@ -53,5 +55,5 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
 			page.NextCursor = strconv.FormatInt(last, 10)
 		}
 	}
-	return writeJSON(w, http.StatusOK, page, "")
+	return httpkit.WriteJSON(w, http.StatusOK, page, "")
 }

@@ -1,4 +1,4 @@
-package handlers
+package api
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 )
@@ -27,11 +29,11 @@ const (
 
 // Media types of a configuration document besides application/json.
 const (
-	yamlContentType = "application/yaml"
+	YAMLContentType = "application/yaml"
 )
 
 // yamlMediaTypes are the media types read (and, in Accept, answered) as YAML.
-var yamlMediaTypes = []string{yamlContentType, "application/x-yaml", "text/yaml", "text/x-yaml"}
+var yamlMediaTypes = []string{YAMLContentType, "application/x-yaml", "text/yaml", "text/x-yaml"}
 
 // Codes of the problems only a configuration document has. The dashboard never shows
 // them (it has no configuration page), so they are not in apiCodes.
@@ -42,9 +44,9 @@ const (
 	codeConfigTag   = "configTag"   // a YAML tag other than the core schema's
 )
 
-// getConfig serves GET /api/v1/config (admin): the configuration document, JSON unless
+// GetConfig serves GET /api/v1/config (admin): the configuration document, JSON unless
 // ?format=yaml or, without format, an Accept that names a YAML type.
-func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) GetConfig(w http.ResponseWriter, r *http.Request) error {
 	format := r.URL.Query().Get("format")
 	switch format {
 	case "json", "yaml":
@@ -54,16 +56,16 @@ func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) error {
 			format = "yaml"
 		}
 	default:
-		return &apiError{status: http.StatusBadRequest, detail: "invalid query parameters",
-			fields: limits.FieldErrors{configError("format", codeConfigShape, `must be "json" or "yaml"`)}}
+		return &httpkit.APIError{Status: http.StatusBadRequest, Detail: "invalid query parameters",
+			Fields: limits.FieldErrors{configError("format", codeConfigShape, `must be "json" or "yaml"`)}}
 	}
 	out, err := s.exportConfig(r.Context(), format)
 	if err != nil {
 		return err
 	}
-	ct := jsonContentType
+	ct := httpkit.JSONContentType
 	if format == "yaml" {
-		ct = yamlContentType + "; charset=utf-8"
+		ct = YAMLContentType + "; charset=utf-8"
 	}
 	h := w.Header()
 	h.Set("Content-Type", ct)
@@ -87,18 +89,18 @@ func acceptsYAML(accept string) bool {
 		if slices.Contains(yamlMediaTypes, mt) {
 			return true
 		}
-		if mt == jsonContentType {
+		if mt == httpkit.JSONContentType {
 			return false
 		}
 	}
 	return false
 }
 
-// postConfigApply serves POST /api/v1/config/apply[?dryRun=true][&prune=true] (admin):
+// PostConfigApply serves POST /api/v1/config/apply[?dryRun=true][&prune=true] (admin):
 // a configuration document, JSON or YAML, validated whole (422 with every problem, nothing
 // written) and applied in one transaction; the answer is the plan, with a created client
 // key's secret shown once. ${ENV_VAR} references are refused (see ApplyOptions.Getenv).
-func (s *Server) postConfigApply(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) PostConfigApply(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	var (
 		errs limits.FieldErrors
@@ -111,36 +113,36 @@ func (s *Server) postConfigApply(w http.ResponseWriter, r *http.Request) error {
 		if v := q.Get(p.name); v != "" {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				errs = append(errs, fieldError(p.name, codeNotBool))
+				errs = append(errs, httpkit.FieldError(p.name, httpkit.CodeNotBool))
 			}
 			*p.dst = b
 		}
 	}
 	if len(errs) > 0 {
-		return &apiError{status: http.StatusBadRequest, detail: "invalid query parameters", fields: errs}
+		return &httpkit.APIError{Status: http.StatusBadRequest, Detail: "invalid query parameters", Fields: errs}
 	}
 	doc, err := readConfigBody(w, r)
 	if err != nil {
 		return err
 	}
-	plan, err := s.applyConfig(r.Context(), ConfigActorPrefix+strings.TrimPrefix(actor(r), "token:"), doc, opts)
+	plan, err := s.applyConfig(r.Context(), ConfigActorPrefix+strings.TrimPrefix(httpkit.Actor(r), "token:"), doc, opts)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, plan, "")
+	return httpkit.WriteJSON(w, http.StatusOK, plan, "")
 }
 
 // readConfigBody reads a configuration document declared as JSON (read as every API
 // body is) or YAML (converted by ConfigJSON; a syntax error is a 400 naming its line).
 func readConfigBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err == nil && mt == jsonContentType {
-		return readJSON(w, r, false)
+	if err == nil && mt == httpkit.JSONContentType {
+		return httpkit.ReadJSON(w, r, false)
 	}
 	if err != nil || !slices.Contains(yamlMediaTypes, mt) {
-		return nil, newAPIError(http.StatusUnsupportedMediaType, "the request body must be application/json or application/yaml")
+		return nil, httpkit.NewAPIError(http.StatusUnsupportedMediaType, "the request body must be application/json or application/yaml")
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, httpkit.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -151,7 +153,7 @@ func readConfigBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	doc, err := ConfigJSON(body)
 	var se *SyntaxError
 	if errors.As(err, &se) {
-		return nil, newAPIError(http.StatusBadRequest, "the request body is not valid YAML: "+se.Error())
+		return nil, httpkit.NewAPIError(http.StatusBadRequest, "the request body is not valid YAML: "+se.Error())
 	}
 	if err != nil {
 		return nil, err

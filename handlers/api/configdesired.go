@@ -1,4 +1,4 @@
-package handlers
+package api
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -38,7 +40,7 @@ func under(place string, errs limits.FieldErrors) limits.FieldErrors {
 func (s *Server) desiredConfig(ctx context.Context, doc []byte, cur store.ConfigState, opts ApplyOptions) (store.DesiredConfig, error) {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(doc, &members); err != nil || members == nil {
-		return store.DesiredConfig{}, limits.FieldErrors{fieldError("", limits.CodeNotObject)}
+		return store.DesiredConfig{}, limits.FieldErrors{httpkit.FieldError("", limits.CodeNotObject)}
 	}
 	want := store.DesiredConfig{Prune: opts.Prune}
 	var errs limits.FieldErrors
@@ -67,7 +69,7 @@ func (s *Server) desiredConfig(ctx context.Context, doc []byte, cur store.Config
 			errs = append(errs, fe...)
 			want.ClientKeys, want.DeclaresClientKeys = keys, true
 		default:
-			errs = append(errs, fieldError(key, limits.CodeUnknownField))
+			errs = append(errs, httpkit.FieldError(key, limits.CodeUnknownField))
 		}
 	}
 	if len(errs) > 0 {
@@ -83,7 +85,7 @@ func (s *Server) desiredConfig(ctx context.Context, doc []byte, cur store.Config
 // pins a default; a key the document leaves out takes its default.
 func (s *Server) desiredSettings(ctx context.Context, raw json.RawMessage, cur store.Settings, opts ApplyOptions) (json.RawMessage, limits.FieldErrors, error) {
 	if isNullJSON(raw) {
-		return nil, limits.FieldErrors{fieldError("settings", limits.CodeNotObject)}, nil
+		return nil, limits.FieldErrors{httpkit.FieldError("settings", limits.CodeNotObject)}, nil
 	}
 	set, fe := limits.DecodeSettings(withoutKeys(raw, "version", "updatedAt"), "settings")
 	if len(fe) > 0 {
@@ -156,7 +158,7 @@ func (s *Server) desiredConnections(ctx context.Context, raw json.RawMessage, cu
 			continue
 		}
 		var name string
-		if json.Unmarshal(members["name"], &name) == nil && validConnName(name) {
+		if json.Unmarshal(members["name"], &name) == nil && httpkit.ValidConnName(name) {
 			if named[name] {
 				errs = append(errs, configError(place+".name", codeConfigTwice,
 					fmt.Sprintf("connection %q is given twice; give each connection once", name)))
@@ -175,7 +177,7 @@ func (s *Server) desiredConnections(ctx context.Context, raw json.RawMessage, cu
 		if err != nil {
 			return nil, nil, fmt.Errorf("handlers: encode connection: %w", err)
 		}
-		in, err := s.decodeConnection(body, stored[name] == nil)
+		in, err := s.DecodeConnection(body, stored[name] == nil)
 		var fe limits.FieldErrors
 		switch {
 		case errors.As(err, &fe):
@@ -184,7 +186,7 @@ func (s *Server) desiredConnections(ctx context.Context, raw json.RawMessage, cu
 		case err != nil:
 			return nil, nil, err
 		}
-		if fe := s.upstreamErrors(ctx, stored[name], in); len(fe) > 0 {
+		if fe := s.UpstreamErrors(ctx, stored[name], in); len(fe) > 0 {
 			errs = append(errs, under(place, fe)...)
 			continue
 		}
@@ -281,10 +283,10 @@ func (s *Server) desiredClientKeys(raw json.RawMessage) ([]store.ClientKeyInput,
 			continue
 		}
 		var name string
-		if json.Unmarshal(members["name"], &name) == nil && validConnName(name) {
+		if json.Unmarshal(members["name"], &name) == nil && httpkit.ValidConnName(name) {
 			place = "clientKeys[" + name + "]"
 		}
-		in, err := s.decodeClientKey(elem, "")
+		in, err := s.DecodeClientKey(elem, "")
 		var fe limits.FieldErrors
 		if errors.As(err, &fe) {
 			errs = append(errs, under(place, fe)...)

@@ -1,4 +1,4 @@
-package handlers
+package api
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 
 	"github.com/gatehouse-dev/gatehouse/store"
 )
@@ -88,9 +90,9 @@ type ConfigTool struct {
 
 // NewConfigTool returns a ConfigTool over st, without the dashboard's state; deny is
 // GATEHOUSE_UPSTREAM_DENY for the connections it writes.
-func NewConfigTool(st *store.Store, deny UpstreamDeny) *ConfigTool {
-	return &ConfigTool{s: &Server{store: st, log: slog.New(slog.DiscardHandler), validate: newValidator(),
-		deps: Deps{UpstreamDeny: deny}}}
+func NewConfigTool(st *store.Store, deny httpkit.UpstreamDeny) *ConfigTool {
+	return &ConfigTool{s: &Server{store: st, log: slog.New(slog.DiscardHandler), validate: httpkit.NewValidator(),
+		deps: httpkit.Deps{UpstreamDeny: deny}}}
 }
 
 // Export returns the stored configuration as a document, format "json" (indented) or

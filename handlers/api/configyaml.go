@@ -1,4 +1,4 @@
-package handlers
+package api
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"go.yaml.in/yaml/v3"
@@ -42,7 +44,7 @@ func (e *SyntaxError) Error() string {
 // the core schema's (at its path, see coreTag).
 func ConfigJSON(data []byte) ([]byte, error) {
 	if json.Valid(data) {
-		if dups := duplicateKeys(data); len(dups) > 0 {
+		if dups := httpkit.DuplicateKeys(data); len(dups) > 0 {
 			return nil, limits.SortFieldErrors(dups)
 		}
 		return data, nil
@@ -200,7 +202,7 @@ func writeScalar(buf *bytes.Buffer, n *yaml.Node) error {
 		buf.WriteString(strconv.FormatBool(b))
 		return nil
 	case "!!int", "!!float":
-		if isJSONNumber(n.Value) {
+		if httpkit.IsJSONNumber(n.Value) {
 			buf.WriteString(n.Value)
 			return nil
 		}
@@ -228,15 +230,6 @@ func writeScalar(buf *bytes.Buffer, n *yaml.Node) error {
 		return nil
 	}
 	return &SyntaxError{Line: n.Line, Msg: fmt.Sprintf("unsupported tag %s", n.Tag)}
-}
-
-// isJSONNumber reports whether s is a number in JSON's own syntax.
-func isJSONNumber(s string) bool {
-	if s == "" || !(s[0] == '-' || s[0] >= '0' && s[0] <= '9') {
-		return false
-	}
-	var v json.Number
-	return json.Unmarshal([]byte(s), &v) == nil
 }
 
 // yamlFromJSON writes a JSON document as block YAML, keeping the order of object keys

@@ -1,11 +1,12 @@
-package handlers
+package api
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -23,14 +24,14 @@ type connectionView struct {
 // carries that object's fields (id, name, health, until, budgets, windows) plus state (the same
 // value as health) and reason, which the API has always sent.
 type healthView struct {
-	ID      string                `json:"id"`
-	Name    string                `json:"name"`
-	Health  string                `json:"health"`
-	State   string                `json:"state"`
-	Until   *time.Time            `json:"until"`
-	Reason  string                `json:"reason,omitempty"`
-	Budgets map[string]BudgetView `json:"budgets"`
-	Windows []WindowView          `json:"windows"`
+	ID      string                        `json:"id"`
+	Name    string                        `json:"name"`
+	Health  string                        `json:"health"`
+	State   string                        `json:"state"`
+	Until   *time.Time                    `json:"until"`
+	Reason  string                        `json:"reason,omitempty"`
+	Budgets map[string]httpkit.BudgetView `json:"budgets"`
+	Windows []httpkit.WindowView          `json:"windows"`
 }
 
 // healthByID returns the live health of every connection the gateway knows.
@@ -41,7 +42,7 @@ func (s *Server) healthByID() map[string]*healthView {
 	snap := s.deps.Gates.Snapshot()
 	out := make(map[string]*healthView, len(snap.Connections))
 	for _, lc := range snap.Connections {
-		c := connectionLive(lc)
+		c := httpkit.ConnectionLiveOf(lc)
 		out[c.ID] = &healthView{
 			ID: c.ID, Name: c.Name, Health: c.Health, State: c.Health,
 			Until: c.Until, Reason: c.Reason, Budgets: c.Budgets, Windows: c.Windows,
@@ -55,9 +56,9 @@ func (s *Server) view(c store.Connection) connectionView {
 	return connectionView{Connection: c, Health: s.healthByID()[c.ID]}
 }
 
-// listConnections serves GET /api/v1/connections: every connection, highest priority
+// ListConnections serves GET /api/v1/connections: every connection, highest priority
 // first, then by name, in one page.
-func (s *Server) listConnections(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) ListConnections(w http.ResponseWriter, r *http.Request) error {
 	cs, err := s.store.ListConnections(r.Context())
 	if err != nil {
 		return err
@@ -67,81 +68,81 @@ func (s *Server) listConnections(w http.ResponseWriter, r *http.Request) error {
 	for _, c := range cs {
 		items = append(items, connectionView{Connection: c, Health: health[c.ID]})
 	}
-	return writeJSON(w, http.StatusOK, list[connectionView]{Items: items}, "")
+	return httpkit.WriteJSON(w, http.StatusOK, list[connectionView]{Items: items}, "")
 }
 
-// getConnection serves GET /api/v1/connections/{id}.
-func (s *Server) getConnection(w http.ResponseWriter, r *http.Request) error {
+// GetConnection serves GET /api/v1/connections/{id}.
+func (s *Server) GetConnection(w http.ResponseWriter, r *http.Request) error {
 	c, err := s.store.GetConnection(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, s.view(c), etag(c.Version))
+	return httpkit.WriteJSON(w, http.StatusOK, s.view(c), etag(c.Version))
 }
 
-// createConnection serves POST /api/v1/connections.
-func (s *Server) createConnection(w http.ResponseWriter, r *http.Request) error {
-	body, err := readJSON(w, r, false)
+// CreateConnection serves POST /api/v1/connections.
+func (s *Server) CreateConnection(w http.ResponseWriter, r *http.Request) error {
+	body, err := httpkit.ReadJSON(w, r, false)
 	if err != nil {
 		return err
 	}
-	in, err := s.decodeConnection(body, true)
+	in, err := s.DecodeConnection(body, true)
 	if err != nil {
 		return err
 	}
-	if fe := s.upstreamErrors(r.Context(), nil, in); len(fe) > 0 {
+	if fe := s.UpstreamErrors(r.Context(), nil, in); len(fe) > 0 {
 		return fe
 	}
-	c, err := s.store.CreateConnection(r.Context(), actor(r), in)
+	c, err := s.store.CreateConnection(r.Context(), httpkit.Actor(r), in)
 	if err != nil {
-		return nameTaken(err)
+		return httpkit.NameTaken(err)
 	}
-	w.Header().Set("Location", apiPrefix+"connections/"+c.ID)
-	return writeJSON(w, http.StatusCreated, s.view(c), etag(c.Version))
+	w.Header().Set("Location", Prefix+"connections/"+c.ID)
+	return httpkit.WriteJSON(w, http.StatusCreated, s.view(c), etag(c.Version))
 }
 
-// replaceConnection serves PUT /api/v1/connections/{id}: the body replaces every
+// ReplaceConnection serves PUT /api/v1/connections/{id}: the body replaces every
 // writable field; an absent apiKey keeps the stored key.
-func (s *Server) replaceConnection(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) ReplaceConnection(w http.ResponseWriter, r *http.Request) error {
 	pre := parseIfMatch(r)
-	body, err := readJSON(w, r, false)
+	body, err := httpkit.ReadJSON(w, r, false)
 	if err != nil {
 		return err
 	}
-	in, err := s.decodeConnection(body, false)
+	in, err := s.DecodeConnection(body, false)
 	if err != nil {
 		return err
 	}
-	c, err := s.store.UpdateConnection(r.Context(), actor(r), r.PathValue("id"), pre.expected(),
+	c, err := s.store.UpdateConnection(r.Context(), httpkit.Actor(r), r.PathValue("id"), pre.expected(),
 		func(cur store.Connection) (store.ConnectionInput, error) {
 			if !pre.matches(cur.Version) {
-				return store.ConnectionInput{}, errPreconditionFailed()
+				return store.ConnectionInput{}, httpkit.ErrPreconditionFailed()
 			}
-			if fe := s.upstreamErrors(r.Context(), &cur, in); len(fe) > 0 {
+			if fe := s.UpstreamErrors(r.Context(), &cur, in); len(fe) > 0 {
 				return store.ConnectionInput{}, fe
 			}
 			return in, nil
 		})
 	if err != nil {
-		return nameTaken(err)
+		return httpkit.NameTaken(err)
 	}
-	return writeJSON(w, http.StatusOK, s.view(c), etag(c.Version))
+	return httpkit.WriteJSON(w, http.StatusOK, s.view(c), etag(c.Version))
 }
 
-// patchConnection serves PATCH /api/v1/connections/{id}, a JSON Merge Patch (RFC 7396).
+// PatchConnection serves PATCH /api/v1/connections/{id}, a JSON Merge Patch (RFC 7396).
 // The patch is applied to the connection as the API shows it inside the store's
 // transaction, under the row lock, so concurrent patches of different fields both
 // survive; the result is then decoded as strictly as a PUT.
-func (s *Server) patchConnection(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) PatchConnection(w http.ResponseWriter, r *http.Request) error {
 	pre := parseIfMatch(r)
-	patch, err := readJSON(w, r, true)
+	patch, err := httpkit.ReadJSON(w, r, true)
 	if err != nil {
 		return err
 	}
-	c, err := s.store.UpdateConnection(r.Context(), actor(r), r.PathValue("id"), pre.expected(),
+	c, err := s.store.UpdateConnection(r.Context(), httpkit.Actor(r), r.PathValue("id"), pre.expected(),
 		func(cur store.Connection) (store.ConnectionInput, error) {
 			if !pre.matches(cur.Version) {
-				return store.ConnectionInput{}, errPreconditionFailed()
+				return store.ConnectionInput{}, httpkit.ErrPreconditionFailed()
 			}
 			doc, err := json.Marshal(cur)
 			if err != nil {
@@ -151,23 +152,23 @@ func (s *Server) patchConnection(w http.ResponseWriter, r *http.Request) error {
 			if err != nil {
 				return store.ConnectionInput{}, fmt.Errorf("handlers: merge patch: %w", err)
 			}
-			in, err := s.decodeConnection(merged, false)
+			in, err := s.DecodeConnection(merged, false)
 			if err != nil {
 				return store.ConnectionInput{}, err
 			}
-			if fe := s.upstreamErrors(r.Context(), &cur, in); len(fe) > 0 {
+			if fe := s.UpstreamErrors(r.Context(), &cur, in); len(fe) > 0 {
 				return store.ConnectionInput{}, fe
 			}
 			return in, nil
 		})
 	if err != nil {
-		return nameTaken(err)
+		return httpkit.NameTaken(err)
 	}
-	return writeJSON(w, http.StatusOK, s.view(c), etag(c.Version))
+	return httpkit.WriteJSON(w, http.StatusOK, s.view(c), etag(c.Version))
 }
 
-// deleteConnection serves DELETE /api/v1/connections/{id}.
-func (s *Server) deleteConnection(w http.ResponseWriter, r *http.Request) error {
+// DeleteConnection serves DELETE /api/v1/connections/{id}.
+func (s *Server) DeleteConnection(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	pre := parseIfMatch(r)
 	expected := pre.expected()
@@ -179,38 +180,25 @@ func (s *Server) deleteConnection(w http.ResponseWriter, r *http.Request) error 
 			return err
 		}
 		if !pre.matches(cur.Version) {
-			return errPreconditionFailed()
+			return httpkit.ErrPreconditionFailed()
 		}
 		expected = cur.Version
 	}
-	if err := s.store.DeleteConnection(r.Context(), actor(r), id, expected); err != nil {
+	if err := s.store.DeleteConnection(r.Context(), httpkit.Actor(r), id, expected); err != nil {
 		return err
 	}
 	return writeNoContent(w)
 }
 
-// resetConnectionHealth serves POST /api/v1/connections/{id}/health/reset: it clears
+// ResetConnectionHealth serves POST /api/v1/connections/{id}/health/reset: it clears
 // the connection's cooldowns, suspension and breaker in this gateway.
-func (s *Server) resetConnectionHealth(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) ResetConnectionHealth(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	if _, err := s.store.GetConnection(r.Context(), id); err != nil {
 		return err
 	}
 	if s.deps.Gates == nil || !s.deps.Gates.ResetHealth(r.Context(), id) {
-		return newAPIError(http.StatusNotFound, "the gateway has not loaded this connection")
+		return httpkit.NewAPIError(http.StatusNotFound, "the gateway has not loaded this connection")
 	}
 	return writeNoContent(w)
-}
-
-// nameTaken turns the store's conflict on a connection write into a 409 that names the
-// field; other errors pass through.
-func nameTaken(err error) error {
-	if errors.Is(err, store.ErrConflict) {
-		return &apiError{
-			status: http.StatusConflict,
-			detail: "a connection with this name exists already",
-			fields: limits.FieldErrors{fieldError("name", codeNameTaken)},
-		}
-	}
-	return err
 }

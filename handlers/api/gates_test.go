@@ -1,12 +1,14 @@
-package handlers
+package api
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 )
 
 // TestGatesJSON: GET /api/v1/gates marshals the live view in the API's shape, byte
@@ -60,9 +62,9 @@ func TestGatesJSON(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := &Server{deps: Deps{Gates: fakeGates{snapshot: func() live.Snapshot { return tt.snap }}}}
+			s := New(httpkit.NewCore(httpkit.Deps{Gates: snapshotGates(tt.snap)}))
 			rec := httptest.NewRecorder()
-			if err := s.getGates(rec, httptest.NewRequest(http.MethodGet, "/api/v1/gates", nil)); err != nil {
+			if err := s.GetGates(rec, httptest.NewRequest(http.MethodGet, "/api/v1/gates", nil)); err != nil {
 				t.Fatalf("getGates: %v", err)
 			}
 			if got := rec.Body.String(); got != tt.want {
@@ -73,7 +75,7 @@ func TestGatesJSON(t *testing.T) {
 	t.Run("no gateway", func(t *testing.T) {
 		t.Parallel()
 		rec := httptest.NewRecorder()
-		if err := (&Server{}).getGates(rec, httptest.NewRequest(http.MethodGet, "/api/v1/gates", nil)); err != nil {
+		if err := New(httpkit.NewCore(httpkit.Deps{})).GetGates(rec, httptest.NewRequest(http.MethodGet, "/api/v1/gates", nil)); err != nil {
 			t.Fatalf("getGates: %v", err)
 		}
 		if got, want := rec.Body.String(), `{"gates":[],"connections":[],"clients":[]}`+"\n"; got != want {
@@ -81,3 +83,9 @@ func TestGatesJSON(t *testing.T) {
 		}
 	})
 }
+
+// snapshotGates is a GateSource that always reports one snapshot.
+type snapshotGates live.Snapshot
+
+func (g snapshotGates) Snapshot() live.Snapshot                { return live.Snapshot(g) }
+func (snapshotGates) ResetHealth(context.Context, string) bool { return true }

@@ -1,4 +1,4 @@
-package handlers
+package api
 
 import (
 	_ "embed"
@@ -6,22 +6,24 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
+
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 )
 
-// openAPISpec is handlers/openapi.yaml, the OpenAPI 3.1 description of /api/v1.
+// OpenAPISpec is handlers/openapi.yaml, the OpenAPI 3.1 description of /api/v1.
 //
 //go:embed openapi.yaml
-var openAPISpec []byte
+var OpenAPISpec []byte
 
-// openAPIJSON is openAPISpec as JSON, converted once, on first use, by the
+// openAPIJSON is OpenAPISpec as JSON, converted once, on first use, by the
 // configuration documents' YAML reader (numbers keep their text).
-var openAPIJSON = sync.OnceValues(func() ([]byte, error) { return ConfigJSON(openAPISpec) })
+var openAPIJSON = sync.OnceValues(func() ([]byte, error) { return ConfigJSON(OpenAPISpec) })
 
-// getOpenAPI serves GET /api/v1/openapi.yaml, without a token: it describes the API,
+// GetOpenAPI serves GET /api/v1/openapi.yaml, without a token: it describes the API,
 // not any data. ?format=json gives the same document as JSON.
-func (s *Server) getOpenAPI(w http.ResponseWriter, r *http.Request) error {
-	doc, ct := openAPISpec, "application/yaml"
+func (s *Server) GetOpenAPI(w http.ResponseWriter, r *http.Request) error {
+	doc, ct := OpenAPISpec, "application/yaml"
 	switch r.URL.Query().Get("format") {
 	case "", "yaml":
 	case "json":
@@ -29,10 +31,10 @@ func (s *Server) getOpenAPI(w http.ResponseWriter, r *http.Request) error {
 		if doc, err = openAPIJSON(); err != nil {
 			return err
 		}
-		ct = jsonContentType
+		ct = httpkit.JSONContentType
 	default:
-		return &apiError{status: http.StatusBadRequest, detail: "invalid query parameters",
-			fields: limits.FieldErrors{configError("format", codeConfigShape, `must be "yaml" or "json"`)}}
+		return &httpkit.APIError{Status: http.StatusBadRequest, Detail: "invalid query parameters",
+			Fields: limits.FieldErrors{configError("format", codeConfigShape, `must be "yaml" or "json"`)}}
 	}
 	h := w.Header()
 	h.Set("Content-Type", ct)

@@ -1,12 +1,12 @@
-package handlers
+package api
 
 import (
-	"encoding/base64"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -63,7 +63,7 @@ func requestOf(r store.RequestRow) requestJSON {
 		Status: r.Status, Code: orNull(r.Code), Gate: orNull(r.Gate), Priority: orNull(r.Priority),
 		Attempts: r.Attempts, QueueMs: r.QueueMs, UpstreamMs: r.UpstreamMs, TotalMs: r.TotalMs,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CachedTokens: r.CachedTokens,
-		CacheWriteTokens: r.CacheWriteTokens, CostMicros: r.CostMicros, CostUSD: microsToUSD(r.CostMicros), TraceID: orNull(r.TraceID), Replica: orNull(r.Replica),
+		CacheWriteTokens: r.CacheWriteTokens, CostMicros: r.CostMicros, CostUSD: httpkit.MicrosToUSD(r.CostMicros), TraceID: orNull(r.TraceID), Replica: orNull(r.Replica),
 		Session: orNull(r.Session), Affinity: orNull(r.Affinity),
 	}
 	if r.TTFTMs >= 0 {
@@ -73,144 +73,30 @@ func requestOf(r store.RequestRow) requestJSON {
 	return out
 }
 
-// microsToUSD is micro-dollars as dollars.
-func microsToUSD(m int64) float64 { return float64(m) / 1e6 }
-
-// Codes of the request log's query problems (words in the catalogs, "validation.<code>").
-const (
-	codeTimestamp = "timestamp" // not an RFC 3339 time
-	codeStatus    = "status"    // not a status (100–599) or a class (1xx–5xx)
-	codeTimeRange = "timeRange" // until not after since, or a range too long
-	codeSession   = "session"   // not a session hash (16 hex digits)
-)
-
-// requestFilterOf reads the request log's filters from a query (the API's and the
-// /requests page's): key, connection, model, status, code, since, until, limit and
-// cursor. Every bad parameter is reported with its name.
-func requestFilterOf(q url.Values) (store.RequestFilter, limits.FieldErrors) {
-	var (
-		f    store.RequestFilter
-		errs limits.FieldErrors
-	)
-	f.Key, f.Connection = strings.TrimSpace(q.Get("key")), strings.TrimSpace(q.Get("connection"))
-	f.Model, f.Code = strings.TrimSpace(q.Get("model")), strings.TrimSpace(q.Get("code"))
-	if f.Session = strings.ToLower(strings.TrimSpace(q.Get("session"))); f.Session != "" && !isSessionHash(f.Session) {
-		errs = append(errs, fieldError("session", codeSession))
-	}
-	for _, p := range []struct {
-		name string
-		v    string
-	}{{"key", f.Key}, {"connection", f.Connection}, {"model", f.Model}, {"code", f.Code}} {
-		if len(p.v) > 128 {
-			errs = append(errs, fieldError(p.name, limits.CodeLengthRange, 0, 128))
-		}
-	}
-	if v := strings.TrimSpace(q.Get("status")); v != "" {
-		if class, ok := strings.CutSuffix(strings.ToLower(v), "xx"); ok && len(class) == 1 && class[0] >= '1' && class[0] <= '5' {
-			f.StatusClass = int(class[0] - '0')
-		} else if n, err := strconv.Atoi(v); err == nil && n >= 100 && n <= 599 {
-			f.Status = n
-		} else {
-			errs = append(errs, fieldError("status", codeStatus))
-		}
-	}
-	var ok bool
-	if f.Since, ok = timeParam(q, "since", &errs); ok {
-		if f.Until, ok = timeParam(q, "until", &errs); ok && !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
-			errs = append(errs, fieldError("until", codeTimeRange))
-		}
-	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > store.MaxRequestPage {
-			errs = append(errs, fieldError("limit", limits.CodeWholeNumberRange, 1, store.MaxRequestPage))
-		}
-		f.Limit = n
-	}
-	if v := q.Get("cursor"); v != "" {
-		c, ok := parseRequestCursor(v)
-		if !ok {
-			errs = append(errs, fieldError("cursor", codeCursor))
-		}
-		f.After = c
-	}
-	return f, errs
-}
-
-// isSessionHash reports whether v is a session as stored: 16 lower-case hex digits.
-func isSessionHash(v string) bool {
-	if len(v) != 16 {
-		return false
-	}
-	for _, c := range []byte(v) {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// timeParam reads an RFC 3339 time (zero when absent); ok is false when it is bad
-// (then an error is added).
-func timeParam(q url.Values, name string, errs *limits.FieldErrors) (time.Time, bool) {
-	v := strings.TrimSpace(q.Get(name))
-	if v == "" {
-		return time.Time{}, true
-	}
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		*errs = append(*errs, fieldError(name, codeTimestamp))
-		return time.Time{}, false
-	}
-	return t.UTC(), true
-}
-
-// requestCursor encodes a row's place for nextCursor: opaque, URL-safe.
-func requestCursor(c *store.RequestCursor) string {
-	if c == nil {
-		return ""
-	}
-	raw := strconv.FormatInt(c.StartedAt.UnixMicro(), 10) + "." + c.ID
-	return base64.RawURLEncoding.EncodeToString([]byte(raw))
-}
-
-func parseRequestCursor(v string) (*store.RequestCursor, bool) {
-	raw, err := base64.RawURLEncoding.DecodeString(v)
-	if err != nil {
-		return nil, false
-	}
-	ts, id, ok := strings.Cut(string(raw), ".")
-	us, err := strconv.ParseInt(ts, 10, 64)
-	if !ok || err != nil || len(id) != 36 {
-		return nil, false
-	}
-	return &store.RequestCursor{StartedAt: time.UnixMicro(us).UTC(), ID: id}, true
-}
-
-// listRequests serves GET /api/v1/requests: the request log, newest first, filtered.
-func (s *Server) listRequests(w http.ResponseWriter, r *http.Request) error {
-	f, errs := requestFilterOf(r.URL.Query())
+// ListRequests serves GET /api/v1/requests: the request log, newest first, filtered.
+func (s *Server) ListRequests(w http.ResponseWriter, r *http.Request) error {
+	f, errs := httpkit.RequestFilterOf(r.URL.Query())
 	if len(errs) > 0 {
-		return &apiError{status: http.StatusBadRequest, detail: "invalid query parameters", fields: errs}
+		return &httpkit.APIError{Status: http.StatusBadRequest, Detail: "invalid query parameters", Fields: errs}
 	}
 	rows, next, err := s.store.ListRequests(r.Context(), f)
 	if err != nil {
 		return err
 	}
-	page := list[requestJSON]{Items: make([]requestJSON, 0, len(rows)), NextCursor: requestCursor(next)}
+	page := list[requestJSON]{Items: make([]requestJSON, 0, len(rows)), NextCursor: httpkit.RequestCursor(next)}
 	for _, row := range rows {
 		page.Items = append(page.Items, requestOf(row))
 	}
-	return writeJSON(w, http.StatusOK, page, "")
+	return httpkit.WriteJSON(w, http.StatusOK, page, "")
 }
 
-// getRequest serves GET /api/v1/requests/{id}.
-func (s *Server) getRequest(w http.ResponseWriter, r *http.Request) error {
+// GetRequest serves GET /api/v1/requests/{id}.
+func (s *Server) GetRequest(w http.ResponseWriter, r *http.Request) error {
 	row, err := s.store.GetRequest(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, requestOf(row), "")
+	return httpkit.WriteJSON(w, http.StatusOK, requestOf(row), "")
 }
 
 // usageJSON is one row of GET /api/v1/usage.
@@ -251,7 +137,7 @@ func usageQueryOf(q url.Values, now time.Time) (store.UsageQuery, limits.FieldEr
 		u.Bucket = "hour"
 	}
 	if u.GroupBy != "key" && u.GroupBy != "connection" && u.GroupBy != "model" {
-		errs = append(errs, fieldError("groupBy", limits.CodeOneOf, "key connection model"))
+		errs = append(errs, httpkit.FieldError("groupBy", limits.CodeOneOf, "key connection model"))
 	}
 	span, most := 24*time.Hour, maxUsageHourRange
 	switch u.Bucket {
@@ -259,10 +145,10 @@ func usageQueryOf(q url.Values, now time.Time) (store.UsageQuery, limits.FieldEr
 	case "day":
 		span, most = 30*24*time.Hour, maxUsageDayRange
 	default:
-		errs = append(errs, fieldError("bucket", limits.CodeOneOf, "hour day"))
+		errs = append(errs, httpkit.FieldError("bucket", limits.CodeOneOf, "hour day"))
 	}
-	since, ok1 := timeParam(q, "since", &errs)
-	until, ok2 := timeParam(q, "until", &errs)
+	since, ok1 := httpkit.TimeParam(q, "since", &errs)
+	until, ok2 := httpkit.TimeParam(q, "until", &errs)
 	if ok1 && ok2 {
 		if until.IsZero() {
 			until = now.UTC()
@@ -271,18 +157,18 @@ func usageQueryOf(q url.Values, now time.Time) (store.UsageQuery, limits.FieldEr
 			since = until.Add(-span)
 		}
 		if !until.After(since) || until.Sub(since) > most {
-			errs = append(errs, fieldError("until", codeTimeRange))
+			errs = append(errs, httpkit.FieldError("until", httpkit.CodeTimeRange))
 		}
 	}
 	u.Since, u.Until = since, until
 	return u, errs
 }
 
-// getUsage serves GET /api/v1/usage: the request log summed per bucket and group.
-func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) error {
+// GetUsage serves GET /api/v1/usage: the request log summed per bucket and group.
+func (s *Server) GetUsage(w http.ResponseWriter, r *http.Request) error {
 	q, errs := usageQueryOf(r.URL.Query(), s.now())
 	if len(errs) > 0 {
-		return &apiError{status: http.StatusBadRequest, detail: "invalid query parameters", fields: errs}
+		return &httpkit.APIError{Status: http.StatusBadRequest, Detail: "invalid query parameters", Fields: errs}
 	}
 	rows, err := s.store.RequestUsage(r.Context(), q)
 	if err != nil {
@@ -295,7 +181,7 @@ func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) error {
 		out.Rows = append(out.Rows, usageJSON{Bucket: u.Bucket, Group: u.Group, GroupID: orNull(u.GroupID),
 			Requests: u.Requests, Errors: u.Errors, Rejected: u.Rejected, InputTokens: u.InputTokens,
 			OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens, CacheWriteTokens: u.CacheWriteTokens,
-			CacheHitRatio: u.CacheHitRatio(), CostUSD: microsToUSD(u.CostMicros)})
+			CacheHitRatio: u.CacheHitRatio(), CostUSD: httpkit.MicrosToUSD(u.CostMicros)})
 	}
-	return writeJSON(w, http.StatusOK, out, "")
+	return httpkit.WriteJSON(w, http.StatusOK, out, "")
 }

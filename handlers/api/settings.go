@@ -1,9 +1,11 @@
-package handlers
+package api
 
 import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -49,8 +51,8 @@ func settingsView(st store.Settings) (map[string]json.RawMessage, error) {
 	return m, nil
 }
 
-// getSettings serves GET /api/v1/settings.
-func (s *Server) getSettings(w http.ResponseWriter, r *http.Request) error {
+// GetSettings serves GET /api/v1/settings.
+func (s *Server) GetSettings(w http.ResponseWriter, r *http.Request) error {
 	st, err := s.store.GetSettings(r.Context())
 	if err != nil {
 		return err
@@ -63,21 +65,21 @@ func (s *Server) writeSettings(w http.ResponseWriter, st store.Settings) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, v, etag(st.Version))
+	return httpkit.WriteJSON(w, http.StatusOK, v, etag(st.Version))
 }
 
-// patchSettings serves PATCH /api/v1/settings, a JSON Merge Patch applied to the stored
+// PatchSettings serves PATCH /api/v1/settings, a JSON Merge Patch applied to the stored
 // settings under the row lock and then decoded strictly by limits.DecodeSettings.
-func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) PatchSettings(w http.ResponseWriter, r *http.Request) error {
 	pre := parseIfMatch(r)
-	patch, err := readJSON(w, r, true)
+	patch, err := httpkit.ReadJSON(w, r, true)
 	if err != nil {
 		return err
 	}
-	st, err := s.store.UpdateSettings(r.Context(), actor(r), pre.expected(),
+	st, err := s.store.UpdateSettings(r.Context(), httpkit.Actor(r), pre.expected(),
 		func(cur store.Settings) (json.RawMessage, error) {
 			if !pre.matches(cur.Version) {
-				return nil, errPreconditionFailed()
+				return nil, httpkit.ErrPreconditionFailed()
 			}
 			merged, err := limits.MergePatch(cur.Data, patch)
 			if err != nil {

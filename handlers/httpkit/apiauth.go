@@ -1,4 +1,4 @@
-package handlers
+package httpkit
 
 import (
 	"context"
@@ -11,19 +11,19 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
-// access is what an API route requires of its caller.
-type access int
+// Access is what an API route requires of its caller.
+type Access int
 
 const (
-	// accessPublic needs no token (the OpenAPI document).
-	accessPublic access = iota
-	// accessRead needs any API token: a viewer's or an admin's.
-	accessRead
-	// accessWrite needs an admin token.
-	accessWrite
-	// accessAdmin needs an admin token for a read: what it shows is for admins only
+	// AccessPublic needs no token (the OpenAPI document).
+	AccessPublic Access = iota
+	// AccessRead needs any API token: a viewer's or an admin's.
+	AccessRead
+	// AccessWrite needs an admin token.
+	AccessWrite
+	// AccessAdmin needs an admin token for a read: what it shows is for admins only
 	// (the whole configuration document).
-	accessAdmin
+	AccessAdmin
 )
 
 // tokenKey is the context key of the authenticated store.APIToken.
@@ -32,10 +32,10 @@ type tokenKey struct{}
 // wwwAuthenticate is the challenge sent with every 401.
 const wwwAuthenticate = `Bearer realm="gatehouse"`
 
-// authenticate finds the API token in r's Authorization header and checks it against
+// Authenticate finds the API token in r's Authorization header and checks it against
 // need. It returns a 401 apiError (with a challenge) for a missing or unknown token and
 // a 403 for a viewer token on a write.
-func (s *Server) authenticate(r *http.Request, need access) (store.APIToken, error) {
+func (s *Core) Authenticate(r *http.Request, need Access) (store.APIToken, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
 		return store.APIToken{}, unauthorized("an API token is required: send Authorization: Bearer <token>", "")
@@ -50,8 +50,8 @@ func (s *Server) authenticate(r *http.Request, need access) (store.APIToken, err
 	tok, err := s.store.LookupAPIToken(r.Context(), secret)
 	if errors.Is(err, store.ErrNotFound) {
 		if wait := s.authThrottle.Wait(r); wait > 0 {
-			e := newAPIError(http.StatusTooManyRequests, "too many invalid API tokens from this address; try again later")
-			e.header = http.Header{"Retry-After": {strconv.Itoa(max(int((wait+time.Second-1)/time.Second), 1))}}
+			e := NewAPIError(http.StatusTooManyRequests, "too many invalid API tokens from this address; try again later")
+			e.Header = http.Header{"Retry-After": {strconv.Itoa(max(int((wait+time.Second-1)/time.Second), 1))}}
 			return store.APIToken{}, e
 		}
 		s.authThrottle.Failed(r)
@@ -60,21 +60,21 @@ func (s *Server) authenticate(r *http.Request, need access) (store.APIToken, err
 	if err != nil {
 		return store.APIToken{}, err
 	}
-	if need == accessWrite && tok.Role != store.RoleAdmin {
-		return store.APIToken{}, newAPIError(http.StatusForbidden, "this API token may only read; writes need an admin token")
+	if need == AccessWrite && tok.Role != store.RoleAdmin {
+		return store.APIToken{}, NewAPIError(http.StatusForbidden, "this API token may only read; writes need an admin token")
 	}
-	if need == accessAdmin && tok.Role != store.RoleAdmin {
-		return store.APIToken{}, newAPIError(http.StatusForbidden, "this endpoint needs an admin token")
+	if need == AccessAdmin && tok.Role != store.RoleAdmin {
+		return store.APIToken{}, NewAPIError(http.StatusForbidden, "this endpoint needs an admin token")
 	}
 	return tok, nil
 }
 
-// requireToken serves next only to a caller with an API token of any role (viewer or
+// RequireToken serves next only to a caller with an API token of any role (viewer or
 // admin); others get the API's 401 problem.
-func (s *Server) requireToken(next http.Handler) http.Handler {
+func (s *Core) RequireToken(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, err := s.authenticate(r, accessRead); err != nil {
-			s.writeProblem(w, r, err)
+		if _, err := s.Authenticate(r, AccessRead); err != nil {
+			s.WriteProblem(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -82,25 +82,25 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 }
 
 // unauthorized is a 401 with a Bearer challenge; code is the RFC 6750 error code, if any.
-func unauthorized(detail, code string) *apiError {
+func unauthorized(detail, code string) *APIError {
 	challenge := wwwAuthenticate
 	if code != "" {
 		challenge += `, error="` + code + `"`
 	}
-	return &apiError{
-		status: http.StatusUnauthorized,
-		detail: detail,
-		header: http.Header{"Www-Authenticate": {challenge}},
+	return &APIError{
+		Status: http.StatusUnauthorized,
+		Detail: detail,
+		Header: http.Header{"Www-Authenticate": {challenge}},
 	}
 }
 
-// withToken returns ctx carrying tok.
-func withToken(ctx context.Context, tok store.APIToken) context.Context {
+// WithToken returns ctx carrying tok.
+func WithToken(ctx context.Context, tok store.APIToken) context.Context {
 	return context.WithValue(ctx, tokenKey{}, tok)
 }
 
-// actor names the caller in the audit log: "token:<token name>".
-func actor(r *http.Request) string {
+// Actor names the caller in the audit log: "token:<token name>".
+func Actor(r *http.Request) string {
 	tok, ok := r.Context().Value(tokenKey{}).(store.APIToken)
 	if !ok {
 		return "api"

@@ -1,4 +1,4 @@
-package handlers
+package httpkit
 
 import (
 	"net/http"
@@ -19,7 +19,7 @@ import (
 // malformed Authorization header is not a guess and is not counted. Addresses are kept
 // as salted digests, at most 10 000 of them.
 type AuthThrottle struct {
-	t       *loginThrottle
+	t       *LoginThrottle
 	trusted []netip.Prefix
 }
 
@@ -29,7 +29,7 @@ func NewAuthThrottle(trusted []netip.Prefix, now func() time.Time) *AuthThrottle
 	if now == nil {
 		now = time.Now
 	}
-	return &AuthThrottle{t: newLoginThrottle(now), trusted: trusted}
+	return &AuthThrottle{t: NewLoginThrottle(now), trusted: trusted}
 }
 
 // Wait returns how long r's client address must wait before its next key is
@@ -38,7 +38,7 @@ func (a *AuthThrottle) Wait(r *http.Request) time.Duration {
 	if a.t.size.Load() == 0 {
 		return 0
 	}
-	return a.t.wait(a.key(r), policyAddress)
+	return a.t.wait(a.key(r), PolicyAddress)
 }
 
 // Failed counts an invalid key sent by r's client address.

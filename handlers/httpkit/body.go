@@ -1,4 +1,4 @@
-package handlers
+package httpkit
 
 import (
 	"bytes"
@@ -17,25 +17,25 @@ import (
 
 // Media types the API reads.
 const (
-	jsonContentType       = "application/json"
-	mergePatchContentType = "application/merge-patch+json"
+	JSONContentType       = "application/json"
+	MergePatchContentType = "application/merge-patch+json"
 )
 
-// readJSON reads r's body, at most maxBodyBytes, as exactly one JSON value. It returns
+// ReadJSON reads r's body, at most MaxBodyBytes, as exactly one JSON value. It returns
 // a 415 unless the body is declared as application/json (or, when mergePatch is set,
 // application/merge-patch+json, read the same way), an *http.MaxBytesError past the
 // limit (413), a 400 for a body that is not JSON, and a 422 naming every key given more
 // than once, since decoders would otherwise silently keep one of them.
-func readJSON(w http.ResponseWriter, r *http.Request, mergePatch bool) ([]byte, error) {
+func ReadJSON(w http.ResponseWriter, r *http.Request, mergePatch bool) ([]byte, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || !(mt == jsonContentType || mergePatch && mt == mergePatchContentType) {
-		want := jsonContentType
+	if err != nil || !(mt == JSONContentType || mergePatch && mt == MergePatchContentType) {
+		want := JSONContentType
 		if mergePatch {
-			want += " or " + mergePatchContentType
+			want += " or " + MergePatchContentType
 		}
-		return nil, newAPIError(http.StatusUnsupportedMediaType, "the request body must be "+want)
+		return nil, NewAPIError(http.StatusUnsupportedMediaType, "the request body must be "+want)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -46,8 +46,8 @@ func readJSON(w http.ResponseWriter, r *http.Request, mergePatch bool) ([]byte, 
 	if err := checkSyntax(body); err != nil {
 		return nil, err
 	}
-	if dups := duplicateKeys(body); len(dups) > 0 {
-		return nil, &apiError{status: http.StatusUnprocessableEntity, detail: "the request has invalid fields", fields: limits.SortFieldErrors(dups)}
+	if dups := DuplicateKeys(body); len(dups) > 0 {
+		return nil, &APIError{Status: http.StatusUnprocessableEntity, Detail: "the request has invalid fields", Fields: limits.SortFieldErrors(dups)}
 	}
 	return body, nil
 }
@@ -55,23 +55,23 @@ func readJSON(w http.ResponseWriter, r *http.Request, mergePatch bool) ([]byte, 
 // checkSyntax returns a 400 unless body is exactly one JSON value.
 func checkSyntax(body []byte) error {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return newAPIError(http.StatusBadRequest, "the request body is empty; send a JSON document")
+		return NewAPIError(http.StatusBadRequest, "the request body is empty; send a JSON document")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	var v json.RawMessage
 	err := dec.Decode(&v)
 	if err == nil {
 		if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
-			return newAPIError(http.StatusBadRequest, "the request body holds more than one JSON value")
+			return NewAPIError(http.StatusBadRequest, "the request body holds more than one JSON value")
 		}
 		return nil
 	}
 	var syn *json.SyntaxError
 	if errors.As(err, &syn) {
-		return newAPIError(http.StatusBadRequest,
+		return NewAPIError(http.StatusBadRequest,
 			"the request body is not valid JSON (error at byte "+strconv.FormatInt(syn.Offset, 10)+")")
 	}
-	return newAPIError(http.StatusBadRequest, "the request body is not valid JSON (it ends too early)")
+	return NewAPIError(http.StatusBadRequest, "the request body is not valid JSON (it ends too early)")
 }
 
 // jsonFrame is one open object or array while duplicateKeys walks a document.
@@ -83,10 +83,10 @@ type jsonFrame struct {
 	seen      map[string]bool
 }
 
-// duplicateKeys returns one error for every object key repeated within its object,
+// DuplicateKeys returns one error for every object key repeated within its object,
 // with its path ("rateLimitOverrides.modelConcurrency.glm-5"; array elements by
 // index). body must be valid JSON.
-func duplicateKeys(body []byte) limits.FieldErrors {
+func DuplicateKeys(body []byte) limits.FieldErrors {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var (
@@ -135,7 +135,7 @@ func duplicateKeys(body []byte) limits.FieldErrors {
 			top := stack[n-1]
 			key, _ := tok.(string)
 			if top.seen[key] {
-				out = append(out, fieldError(path(key), limits.CodeDuplicateField))
+				out = append(out, FieldError(path(key), limits.CodeDuplicateField))
 			}
 			top.seen[key] = true
 			top.key, top.expectKey = key, false
@@ -145,32 +145,32 @@ func duplicateKeys(body []byte) limits.FieldErrors {
 	}
 }
 
-// decodeStringMembers strictly decodes a JSON object whose members are all strings:
+// DecodeStringMembers strictly decodes a JSON object whose members are all strings:
 // it stores the value of each key of fields in its pointer and reports a document that
 // is not an object, unknown keys, nulls and values that are not strings.
-func decodeStringMembers(data []byte, fields map[string]*string) limits.FieldErrors {
+func DecodeStringMembers(data []byte, fields map[string]*string) limits.FieldErrors {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(data, &members); err != nil || members == nil {
-		return limits.FieldErrors{fieldError("", limits.CodeNotObject)}
+		return limits.FieldErrors{FieldError("", limits.CodeNotObject)}
 	}
 	var errs limits.FieldErrors
 	for key, raw := range members {
 		dst, ok := fields[key]
 		switch {
 		case !ok:
-			errs = append(errs, fieldError(key, limits.CodeUnknownField))
+			errs = append(errs, FieldError(key, limits.CodeUnknownField))
 		case string(bytes.TrimSpace(raw)) == "null":
-			errs = append(errs, fieldError(key, codeNotNull))
+			errs = append(errs, FieldError(key, codeNotNull))
 		case json.Unmarshal(raw, dst) != nil:
-			errs = append(errs, fieldError(key, codeNotString))
+			errs = append(errs, FieldError(key, codeNotString))
 		}
 	}
 	return errs
 }
 
-// dropFields returns the problems of validated whose top-level field has no problem in
+// DropFields returns the problems of validated whose top-level field has no problem in
 // decoded already: a value that did not decode needs no second message.
-func dropFields(validated, decoded limits.FieldErrors) limits.FieldErrors {
+func DropFields(validated, decoded limits.FieldErrors) limits.FieldErrors {
 	var out limits.FieldErrors
 	for _, v := range validated {
 		top, _, _ := strings.Cut(v.Field, ".")

@@ -1,4 +1,4 @@
-package handlers
+package httpkit
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 // bound (Deps.BodyReadTimeout); every surface answers it with 408.
 var errBodyTimeout = errors.New("handlers: the request body did not arrive in time")
 
-// bodyDeadline bounds how long a request's body may take to arrive: a read deadline
+// BodyDeadline bounds how long a request's body may take to arrive: a read deadline
 // on the connection from the moment the handler starts, lifted as soon as the body has
 // been read to its end, so that a long streaming response afterwards is not cut (a
 // whole-request http.Server.ReadTimeout would stay in force during the response, and
@@ -22,7 +22,7 @@ var errBodyTimeout = errors.New("handlers: the request body did not arrive in ti
 // os.ErrDeadlineExceeded (the gateway looks for the latter); the connection is then
 // closed after the answer, since the rest of the body cannot be skipped. Requests
 // without a body are passed through untouched.
-func bodyDeadline(d time.Duration, next http.Handler) http.Handler {
+func BodyDeadline(d time.Duration, next http.Handler) http.Handler {
 	if d <= 0 {
 		return next
 	}
@@ -39,7 +39,7 @@ func bodyDeadline(d time.Duration, next http.Handler) http.Handler {
 	})
 }
 
-// deadlineBody is a request body under bodyDeadline's read deadline.
+// deadlineBody is a request body under BodyDeadline's read deadline.
 type deadlineBody struct {
 	io.ReadCloser
 	w     http.ResponseWriter
@@ -66,5 +66,5 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// isBodyTimeout reports whether err comes from a body read that hit the deadline.
-func isBodyTimeout(err error) bool { return errors.Is(err, errBodyTimeout) }
+// IsBodyTimeout reports whether err comes from a body read that hit the deadline.
+func IsBodyTimeout(err error) bool { return errors.Is(err, errBodyTimeout) }

@@ -1,10 +1,12 @@
-package handlers
+package httpkit
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
@@ -35,15 +37,15 @@ func connectionReadOnly(field string) bool {
 	return false
 }
 
-// decodeConnection strictly decodes a written connection document: every problem is
+// DecodeConnection strictly decodes a written connection document: every problem is
 // reported together, each with its path, as limits.FieldErrors. Read-only fields are
 // ignored and any other unknown field is rejected. On create, apiKey is required; on
 // update an absent apiKey keeps the stored key. Absent (or null) priority, enabled and
 // rateLimitOverrides take their defaults: 0, true and {}.
-func (s *Server) decodeConnection(data []byte, create bool) (store.ConnectionInput, error) {
+func (s *Core) DecodeConnection(data []byte, create bool) (store.ConnectionInput, error) {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(data, &members); err != nil || members == nil {
-		return store.ConnectionInput{}, limits.FieldErrors{fieldError("", limits.CodeNotObject)}
+		return store.ConnectionInput{}, limits.FieldErrors{FieldError("", limits.CodeNotObject)}
 	}
 	doc := connectionDoc{Enabled: true}
 	var (
@@ -52,7 +54,7 @@ func (s *Server) decodeConnection(data []byte, create bool) (store.ConnectionInp
 		overrides limits.Overrides
 	)
 	fail := func(field, code string) {
-		errs = append(errs, fieldError(field, code))
+		errs = append(errs, FieldError(field, code))
 		bad[field] = true
 	}
 	for key, raw := range members {
@@ -106,7 +108,7 @@ func (s *Server) decodeConnection(data []byte, create bool) (store.ConnectionInp
 			if null {
 				continue
 			}
-			n, ok := wholeNumber(raw)
+			n, ok := WholeNumber(raw)
 			if !ok {
 				fail(key, limits.CodeNotWhole)
 				continue
@@ -117,7 +119,7 @@ func (s *Server) decodeConnection(data []byte, create bool) (store.ConnectionInp
 				continue
 			}
 			if json.Unmarshal(raw, &doc.Enabled) != nil {
-				fail(key, codeNotBool)
+				fail(key, CodeNotBool)
 			}
 		case "rateLimitOverrides":
 			if null {
@@ -135,9 +137,9 @@ func (s *Server) decodeConnection(data []byte, create bool) (store.ConnectionInp
 		}
 	}
 	if create && doc.APIKey == nil && !bad["apiKey"] {
-		errs = append(errs, fieldError("apiKey", limits.CodeRequired))
+		errs = append(errs, FieldError("apiKey", limits.CodeRequired))
 	}
-	for _, fe := range validationErrors(s.validate.Struct(doc), "") {
+	for _, fe := range ValidationErrors(s.validate.Struct(doc), "") {
 		top, _, _ := strings.Cut(fe.Field, ".")
 		if !bad[top] {
 			errs = append(errs, fe)
@@ -171,14 +173,14 @@ func (s *Server) decodeConnection(data []byte, create bool) (store.ConnectionInp
 func decodeStrings(raw json.RawMessage, field string) ([]string, limits.FieldErrors) {
 	var elems []json.RawMessage
 	if err := json.Unmarshal(raw, &elems); err != nil {
-		return nil, limits.FieldErrors{fieldError(field, codeNotArray)}
+		return nil, limits.FieldErrors{FieldError(field, codeNotArray)}
 	}
 	out := make([]string, 0, len(elems))
 	var errs limits.FieldErrors
 	for i, e := range elems {
 		var v string
 		if string(bytes.TrimSpace(e)) == "null" || json.Unmarshal(e, &v) != nil {
-			errs = append(errs, fieldError(fmt.Sprintf("%s.%d", field, i), codeNotString))
+			errs = append(errs, FieldError(fmt.Sprintf("%s.%d", field, i), codeNotString))
 			continue
 		}
 		out = append(out, v)
@@ -187,9 +189,9 @@ func decodeStrings(raw json.RawMessage, field string) ([]string, limits.FieldErr
 }
 
 // modelElementErrors checks every string element of the array raw against the model
-// id rule, reporting each bad one at field.<index>. decodeConnection uses it when some
+// id rule, reporting each bad one at field.<index>. DecodeConnection uses it when some
 // elements are not strings, since the whole-list validation is skipped then.
-func (s *Server) modelElementErrors(raw json.RawMessage, field string) limits.FieldErrors {
+func (s *Core) modelElementErrors(raw json.RawMessage, field string) limits.FieldErrors {
 	var elems []json.RawMessage
 	if json.Unmarshal(raw, &elems) != nil {
 		return nil
@@ -200,14 +202,27 @@ func (s *Server) modelElementErrors(raw json.RawMessage, field string) limits.Fi
 		if json.Unmarshal(e, &v) != nil {
 			continue
 		}
-		errs = append(errs, validationErrors(s.validate.Var(v, "modelkey"), fmt.Sprintf("%s.%d", field, i))...)
+		errs = append(errs, ValidationErrors(s.validate.Var(v, "modelkey"), fmt.Sprintf("%s.%d", field, i))...)
 	}
 	return errs
 }
 
-// wholeNumber reads a JSON number with no fractional part (1, 1.0 and 1e3 are whole,
+// WholeNumber reads a JSON number with no fractional part (1, 1.0 and 1e3 are whole,
 // 1.5, 1e-999999999 and "1" are not), saturated to the int64 range, exactly as
 // gateway/limits reads the overrides.
-func wholeNumber(raw json.RawMessage) (int64, bool) {
+func WholeNumber(raw json.RawMessage) (int64, bool) {
 	return limits.ParseWholeNumber(string(bytes.TrimSpace(raw)))
+}
+
+// NameTaken turns the store's conflict on a connection write into a 409 that names the
+// field; other errors pass through.
+func NameTaken(err error) error {
+	if errors.Is(err, store.ErrConflict) {
+		return &APIError{
+			Status: http.StatusConflict,
+			Detail: "a connection with this name exists already",
+			Fields: limits.FieldErrors{FieldError("name", codeNameTaken)},
+		}
+	}
+	return err
 }

@@ -1,7 +1,6 @@
-package handlers
+package httpkit
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
@@ -109,8 +108,8 @@ type BudgetView struct {
 	ResetAt   time.Time `json:"resetAt"`
 }
 
-// newGatesView is snap in the API's shape: lists and budget maps never null.
-func newGatesView(snap live.Snapshot) GatesView {
+// NewGatesView is snap in the API's shape: lists and budget maps never null.
+func NewGatesView(snap live.Snapshot) GatesView {
 	v := GatesView{
 		Gates:       make([]GateView, 0, len(snap.Gates)),
 		Connections: make([]ConnectionLive, 0, len(snap.Connections)),
@@ -134,7 +133,7 @@ func newGatesView(snap live.Snapshot) GatesView {
 		v.Gates = append(v.Gates, gv)
 	}
 	for _, c := range snap.Connections {
-		v.Connections = append(v.Connections, connectionLive(c))
+		v.Connections = append(v.Connections, ConnectionLiveOf(c))
 	}
 	if c := snap.Cluster; c != nil {
 		v.Cluster = &ClusterView{Mode: c.Mode, ReplicaID: c.ReplicaID, Replicas: c.Replicas, Degraded: c.Degraded}
@@ -142,8 +141,8 @@ func newGatesView(snap live.Snapshot) GatesView {
 	return v
 }
 
-// connectionLive is c in the API's shape.
-func connectionLive(c live.Connection) ConnectionLive {
+// ConnectionLiveOf is c in the API's shape.
+func ConnectionLiveOf(c live.Connection) ConnectionLive {
 	cl := ConnectionLive{ID: c.ID, Name: c.Name, Health: c.Health, Reason: c.Reason,
 		Budgets: make(map[string]BudgetView, len(c.Budgets)), Windows: make([]WindowView, 0, len(c.Windows))}
 	for _, w := range c.Windows {
@@ -164,16 +163,10 @@ func connectionLive(c live.Connection) ConnectionLive {
 	return cl
 }
 
-// liveSnapshot returns the gateway's live view (empty without a gateway).
-func (s *Server) liveSnapshot() live.Snapshot {
+// LiveSnapshot returns the gateway's live view (empty without a gateway).
+func (s *Core) LiveSnapshot() live.Snapshot {
 	if s.deps.Gates == nil {
 		return live.Snapshot{}
 	}
 	return s.deps.Gates.Snapshot()
-}
-
-// getGates serves GET /api/v1/gates: the gateway's live gates and connection health.
-// Without a gateway both lists are empty.
-func (s *Server) getGates(w http.ResponseWriter, r *http.Request) error {
-	return writeJSON(w, http.StatusOK, newGatesView(s.liveSnapshot()), "")
 }

@@ -1,4 +1,4 @@
-package handlers
+package httpkit
 
 import (
 	"bytes"
@@ -13,15 +13,15 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
-// problemContentType is the media type of the API's error bodies (RFC 9457).
-const problemContentType = "application/problem+json"
+// ProblemContentType is the media type of the API's error bodies (RFC 9457).
+const ProblemContentType = "application/problem+json"
 
-// problem is an RFC 9457 problem details object, the body of every API error. Type is
+// Problem is an RFC 9457 problem details object, the body of every API error. Type is
 // always "about:blank", so Title is the status phrase; Detail says what went wrong in
 // words meant for the client, and Errors lists every field problem with its path. Errors
 // is always present (an empty array when no field is to blame), so clients can read
 // errors[] on every status without checking for its presence first.
-type problem struct {
+type Problem struct {
 	Type   string             `json:"type"`
 	Title  string             `json:"title"`
 	Status int                `json:"status"`
@@ -29,30 +29,30 @@ type problem struct {
 	Errors limits.FieldErrors `json:"errors"`
 }
 
-// apiError is an error the API reports as it is: its status, a detail for the client,
+// APIError is an error the API reports as it is: its status, a detail for the client,
 // the field problems, and headers to send with it (WWW-Authenticate, Allow).
-type apiError struct {
-	status int
-	detail string
-	fields limits.FieldErrors
-	header http.Header
+type APIError struct {
+	Status int
+	Detail string
+	Fields limits.FieldErrors
+	Header http.Header
 }
 
-func (e *apiError) Error() string {
-	if len(e.fields) > 0 {
-		return fmt.Sprintf("handlers: %d %s: %s", e.status, e.detail, e.fields.Error())
+func (e *APIError) Error() string {
+	if len(e.Fields) > 0 {
+		return fmt.Sprintf("handlers: %d %s: %s", e.Status, e.Detail, e.Fields.Error())
 	}
-	return fmt.Sprintf("handlers: %d %s", e.status, e.detail)
+	return fmt.Sprintf("handlers: %d %s", e.Status, e.Detail)
 }
 
-// newAPIError returns an apiError with status and detail.
-func newAPIError(status int, detail string) *apiError {
-	return &apiError{status: status, detail: detail}
+// NewAPIError returns an apiError with status and detail.
+func NewAPIError(status int, detail string) *APIError {
+	return &APIError{Status: status, Detail: detail}
 }
 
-// errPreconditionFailed is the answer to a write whose If-Match does not match.
-func errPreconditionFailed() *apiError {
-	return newAPIError(http.StatusPreconditionFailed,
+// ErrPreconditionFailed is the answer to a write whose If-Match does not match.
+func ErrPreconditionFailed() *APIError {
+	return NewAPIError(http.StatusPreconditionFailed,
 		"If-Match does not match the current version; GET the resource and retry with its ETag")
 }
 
@@ -60,20 +60,20 @@ func errPreconditionFailed() *apiError {
 // gives errors a status: store sentinels, limits.FieldErrors, body-size errors and
 // apiError. unexpected reports errors whose text the client must not see and that
 // should be logged.
-func problemFor(err error) (p problem, header http.Header, unexpected bool) {
+func problemFor(err error) (p Problem, header http.Header, unexpected bool) {
 	var (
-		ae     *apiError
+		ae     *APIError
 		fe     limits.FieldErrors
 		tooBig *http.MaxBytesError
 	)
 	status, detail := http.StatusInternalServerError, "an unexpected error occurred; it has been logged"
 	switch {
 	case errors.As(err, &ae):
-		status, detail, header = ae.status, ae.detail, ae.header
-		fe = ae.fields
+		status, detail, header = ae.Status, ae.Detail, ae.Header
+		fe = ae.Fields
 	case errors.As(err, &fe) && len(fe) > 0:
 		status, detail = http.StatusUnprocessableEntity, "the request has invalid fields"
-	case isBodyTimeout(err):
+	case IsBodyTimeout(err):
 		status, detail = http.StatusRequestTimeout, "the request body did not arrive in time"
 	case errors.As(err, &tooBig):
 		status = http.StatusRequestEntityTooLarge
@@ -81,13 +81,13 @@ func problemFor(err error) (p problem, header http.Header, unexpected bool) {
 	case errors.Is(err, store.ErrNotFound):
 		status, detail = http.StatusNotFound, "no such resource"
 	case errors.Is(err, store.ErrStale):
-		return problemFor(errPreconditionFailed())
+		return problemFor(ErrPreconditionFailed())
 	case errors.Is(err, store.ErrConflict):
 		status, detail = http.StatusConflict, "the request conflicts with an existing resource"
 	case errors.Is(err, store.ErrUnavailable):
 		// The gateway keeps serving on its last config; configuration waits for the database.
 		status, detail, unexpected = http.StatusServiceUnavailable, "the database is unavailable; try again shortly", true
-		header = http.Header{"Retry-After": []string{retryAfterUnavailable}}
+		header = http.Header{"Retry-After": []string{RetryAfterUnavailable}}
 	case errors.Is(err, store.ErrInvalid):
 		// The handlers validate before writing, so this is a gap worth a log line.
 		status, detail, unexpected = http.StatusUnprocessableEntity, "the database rejected a value", true
@@ -97,7 +97,7 @@ func problemFor(err error) (p problem, header http.Header, unexpected bool) {
 	if fe == nil {
 		fe = limits.FieldErrors{}
 	}
-	return problem{
+	return Problem{
 		Type:   "about:blank",
 		Title:  http.StatusText(status),
 		Status: status,
@@ -106,13 +106,13 @@ func problemFor(err error) (p problem, header http.Header, unexpected bool) {
 	}, header, unexpected
 }
 
-// retryAfterUnavailable is the Retry-After (seconds) of a 503 for a database that
+// RetryAfterUnavailable is the Retry-After (seconds) of a 503 for a database that
 // is away, from the API and the dashboard alike.
-const retryAfterUnavailable = "5"
+const RetryAfterUnavailable = "5"
 
-// writeProblem answers r with the problem for err, logging unexpected errors once
+// WriteProblem answers r with the problem for err, logging unexpected errors once
 // (never the request body: only method, route and the error chain).
-func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
+func (s *Core) WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
 	p, header, unexpected := problemFor(err)
 	if unexpected {
 		if r.Context().Err() != nil {
@@ -134,7 +134,7 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 	for k, vs := range header {
 		h[k] = vs
 	}
-	h.Set("Content-Type", problemContentType)
+	h.Set("Content-Type", ProblemContentType)
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Length", strconv.Itoa(buf.Len()))

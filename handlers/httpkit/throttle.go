@@ -1,4 +1,4 @@
-package handlers
+package httpkit
 
 import (
 	lru "container/list"
@@ -24,7 +24,7 @@ import (
 //   - address: 20 free failures whatever the accounts, then the same growing wait —
 //     one place spraying many accounts. Answered 429.
 //   - account, from every address: 10 free failures, then the password is checked
-//     only after a delay that doubles from 250 ms up to accountMaxDelay (2 s). Never a
+//     only after a delay that doubles from 250 ms up to AccountMaxDelay (2 s). Never a
 //     429: a stranger can drive this key for someone else's account, so it may only
 //     slow the owner down, never refuse the right password. The owner signing in from
 //     their own address meets none of the stranger's pair or address keys.
@@ -45,26 +45,26 @@ const (
 	throttleBaseDelay  = 30 * time.Second
 	throttleMaxEntries = 10000
 	accountBaseDelay   = 250 * time.Millisecond
-	accountMaxDelay    = 2 * time.Second
+	AccountMaxDelay    = 2 * time.Second
 )
 
 // throttlePolicy is how many failures a key may make before it waits, and the
 // shortest and longest wait.
 type throttlePolicy struct {
-	free     int
+	Free     int
 	base     time.Duration
 	maxDelay time.Duration
 }
 
 var (
-	policyPair    = throttlePolicy{free: 5, base: throttleBaseDelay, maxDelay: 15 * time.Minute}
-	policyAddress = throttlePolicy{free: 20, base: throttleBaseDelay, maxDelay: 15 * time.Minute}
-	policyAccount = throttlePolicy{free: 10, base: accountBaseDelay, maxDelay: accountMaxDelay}
+	PolicyPair    = throttlePolicy{Free: 5, base: throttleBaseDelay, maxDelay: 15 * time.Minute}
+	PolicyAddress = throttlePolicy{Free: 20, base: throttleBaseDelay, maxDelay: 15 * time.Minute}
+	policyAccount = throttlePolicy{Free: 10, base: accountBaseDelay, maxDelay: AccountMaxDelay}
 )
 
 // delay is how long a key with failures waits past its last one (0 = free).
 func (p throttlePolicy) delay(failures int) time.Duration {
-	over := failures - p.free
+	over := failures - p.Free
 	if over < 0 {
 		return 0
 	}
@@ -88,12 +88,12 @@ type loginKeys struct {
 	pair, addr, acct throttleKey
 }
 
-// loginThrottle counts sign-in failures per key.
-type loginThrottle struct {
+// LoginThrottle counts sign-in failures per key.
+type LoginThrottle struct {
 	now func() time.Time
-	// sleep waits out the account key's delay; tests replace it to count delays
+	// Sleep waits out the account key's delay; tests replace it to count delays
 	// against their own clock instead of waiting.
-	sleep func(ctx context.Context, d time.Duration) error
+	Sleep func(ctx context.Context, d time.Duration) error
 	salt  [32]byte
 	max   int
 
@@ -105,9 +105,9 @@ type loginThrottle struct {
 	size atomic.Int64
 }
 
-func newLoginThrottle(now func() time.Time) *loginThrottle {
-	t := &loginThrottle{
-		now: now, sleep: sleepCtx, max: throttleMaxEntries,
+func NewLoginThrottle(now func() time.Time) *LoginThrottle {
+	t := &LoginThrottle{
+		now: now, Sleep: sleepCtx, max: throttleMaxEntries,
 		entries: map[throttleKey]*lru.Element{}, order: lru.New(),
 	}
 	_, _ = rand.Read(t.salt[:]) // crypto/rand.Read never fails (Go 1.24+)
@@ -130,7 +130,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // keys returns the keys an attempt to sign in as email from addr counts against.
-func (t *loginThrottle) keys(email, addr string) loginKeys {
+func (t *LoginThrottle) Keys(email, addr string) loginKeys {
 	acct := strings.ToLower(strings.TrimSpace(email))
 	return loginKeys{
 		pair: t.digest("pair", acct, addr),
@@ -139,7 +139,7 @@ func (t *loginThrottle) keys(email, addr string) loginKeys {
 	}
 }
 
-func (t *loginThrottle) digest(parts ...string) throttleKey {
+func (t *LoginThrottle) digest(parts ...string) throttleKey {
 	h := sha256.New()
 	h.Write(t.salt[:])
 	for _, p := range parts {
@@ -154,8 +154,8 @@ func (t *loginThrottle) digest(parts ...string) throttleKey {
 // begin decides an attempt before its password is checked. When the pair or the
 // address key must still wait, it returns that wait as retry and charges nothing.
 // Otherwise it charges one failure to each key and returns how long the password
-// check must be delayed (the account key's slow-down, at most accountMaxDelay).
-func (t *loginThrottle) begin(k loginKeys) (retry, delay time.Duration) {
+// check must be delayed (the account key's slow-down, at most AccountMaxDelay).
+func (t *LoginThrottle) Begin(k loginKeys) (retry, delay time.Duration) {
 	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -163,7 +163,7 @@ func (t *loginThrottle) begin(k loginKeys) (retry, delay time.Duration) {
 	for _, c := range []struct {
 		e *throttleEntry
 		p throttlePolicy
-	}{{pair, policyPair}, {addr, policyAddress}} {
+	}{{pair, PolicyPair}, {addr, PolicyAddress}} {
 		if c.e == nil {
 			continue
 		}
@@ -189,7 +189,7 @@ func (t *loginThrottle) begin(k loginKeys) (retry, delay time.Duration) {
 
 // wait returns how long key must still wait under p before its next attempt is
 // checked (0: now). It charges nothing.
-func (t *loginThrottle) wait(key throttleKey, p throttlePolicy) time.Duration {
+func (t *LoginThrottle) wait(key throttleKey, p throttlePolicy) time.Duration {
 	if t.size.Load() == 0 {
 		return 0
 	}
@@ -209,7 +209,7 @@ func (t *loginThrottle) wait(key throttleKey, p throttlePolicy) time.Duration {
 }
 
 // fail charges one failure to key.
-func (t *loginThrottle) fail(key throttleKey) {
+func (t *LoginThrottle) fail(key throttleKey) {
 	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -219,7 +219,7 @@ func (t *loginThrottle) fail(key throttleKey) {
 }
 
 // succeeded records that the attempt begun for k had the right password.
-func (t *loginThrottle) succeeded(k loginKeys) {
+func (t *LoginThrottle) Succeeded(k loginKeys) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.remove(k.pair)
@@ -228,7 +228,7 @@ func (t *loginThrottle) succeeded(k loginKeys) {
 }
 
 // refund takes back the charges of an attempt that was not decided (the store failed).
-func (t *loginThrottle) refund(k loginKeys) {
+func (t *LoginThrottle) Refund(k loginKeys) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, key := range []throttleKey{k.pair, k.addr, k.acct} {
@@ -237,7 +237,7 @@ func (t *loginThrottle) refund(k loginKeys) {
 }
 
 // get returns key's entry, or nil when it has none or has forgotten it; t.mu is held.
-func (t *loginThrottle) get(key throttleKey, now time.Time) *throttleEntry {
+func (t *LoginThrottle) get(key throttleKey, now time.Time) *throttleEntry {
 	el, ok := t.entries[key]
 	if !ok {
 		return nil
@@ -252,7 +252,7 @@ func (t *loginThrottle) get(key throttleKey, now time.Time) *throttleEntry {
 
 // touch returns key's entry (a new one if needed) as the most recently touched,
 // dropping the least recently touched entry when the table is full; t.mu is held.
-func (t *loginThrottle) touch(key throttleKey, now time.Time) *throttleEntry {
+func (t *LoginThrottle) touch(key throttleKey, now time.Time) *throttleEntry {
 	if e := t.get(key, now); e != nil {
 		t.order.MoveToBack(t.entries[key])
 		return e
@@ -269,7 +269,7 @@ func (t *loginThrottle) touch(key throttleKey, now time.Time) *throttleEntry {
 }
 
 // uncharge takes one failure back from key; t.mu is held.
-func (t *loginThrottle) uncharge(key throttleKey) {
+func (t *LoginThrottle) uncharge(key throttleKey) {
 	el, ok := t.entries[key]
 	if !ok {
 		return
@@ -281,7 +281,7 @@ func (t *loginThrottle) uncharge(key throttleKey) {
 }
 
 // remove forgets key; t.mu is held.
-func (t *loginThrottle) remove(key throttleKey) {
+func (t *LoginThrottle) remove(key throttleKey) {
 	if el, ok := t.entries[key]; ok {
 		t.order.Remove(el)
 		delete(t.entries, key)
@@ -290,7 +290,7 @@ func (t *loginThrottle) remove(key throttleKey) {
 }
 
 // len is how many keys the table holds.
-func (t *loginThrottle) len() int {
+func (t *LoginThrottle) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.entries)

@@ -1,4 +1,4 @@
-package handlers
+package httpkit
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func ParseUpstreamDeny(s string) (UpstreamDeny, error) {
 
 // check returns the reason baseURL is refused, or "" when it may be used. A name is
 // resolved; a name that does not resolve now is allowed (the dial-time check holds).
-func (d UpstreamDeny) check(ctx context.Context, baseURL string) string {
+func (d UpstreamDeny) Check(ctx context.Context, baseURL string) string {
 	if d.Empty() {
 		return ""
 	}
@@ -73,19 +73,19 @@ func (d UpstreamDeny) check(ctx context.Context, baseURL string) string {
 	return ""
 }
 
-// upstreamErrors checks where a connection write sends its key, against the stored
+// UpstreamErrors checks where a connection write sends its key, against the stored
 // connection cur (nil on create): a baseUrl whose origin (scheme, host or port)
 // differs from the stored one needs apiKey in the same write — the stored key never
 // follows a URL to a new host —, and a new or changed baseUrl may not name or
 // resolve to an address of GATEHOUSE_UPSTREAM_DENY.
-func (s *Server) upstreamErrors(ctx context.Context, cur *store.Connection, in store.ConnectionInput) limits.FieldErrors {
+func (s *Core) UpstreamErrors(ctx context.Context, cur *store.Connection, in store.ConnectionInput) limits.FieldErrors {
 	var errs limits.FieldErrors
 	if cur != nil && in.APIKey == "" && origin(in.BaseURL) != origin(cur.BaseURL) {
-		errs = append(errs, fieldError("apiKey", codeKeyForHost))
+		errs = append(errs, FieldError("apiKey", codeKeyForHost))
 	}
 	if cur == nil || in.BaseURL != cur.BaseURL {
-		if host := s.deps.UpstreamDeny.check(ctx, in.BaseURL); host != "" {
-			errs = append(errs, fieldError("baseUrl", codeUpstreamDenied, host))
+		if host := s.deps.UpstreamDeny.Check(ctx, in.BaseURL); host != "" {
+			errs = append(errs, FieldError("baseUrl", CodeUpstreamDenied, host))
 		}
 	}
 	return errs

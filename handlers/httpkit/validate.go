@@ -1,4 +1,4 @@
-package handlers
+package httpkit
 
 import (
 	"errors"
@@ -45,21 +45,21 @@ const (
 	codeLabel     = "label"     // the label rule
 	codeNotNull   = "notNull"   // null for a field that cannot be absent
 	codeNotString = "notString" // a field or list element that is not a string
-	codeNotBool   = "notBool"   // not true or false
+	CodeNotBool   = "notBool"   // not true or false
 	codeNotArray  = "notArray"  // not an array of strings
 	codeNameTaken = "nameTaken" // another connection has the name
-	codeCursor    = "cursor"    // not a nextCursor the API gave out
+	CodeCursor    = "cursor"    // not a nextCursor the API gave out
 	// codeKeyForHost: apiKey absent while baseUrl moves to another origin.
 	codeKeyForHost = "keyForHost"
-	// codeUpstreamDenied: a baseUrl host in GATEHOUSE_UPSTREAM_DENY (argument: the host).
-	codeUpstreamDenied = "upstreamDenied"
+	// CodeUpstreamDenied: a baseUrl host in GATEHOUSE_UPSTREAM_DENY (argument: the host).
+	CodeUpstreamDenied = "upstreamDenied"
 )
 
 // apiCodes lists the codes above; a test checks that the catalogs word each one.
 func apiCodes() []string {
 	return []string{codeConnName, codeBaseURL, codeSecret, codeLabel, codeNotNull, codeNotString,
-		codeNotBool, codeNotArray, codeNameTaken, codeCursor, codeTimestamp, codeStatus, codeTimeRange,
-		codeKeyForHost, codeUpstreamDenied}
+		CodeNotBool, codeNotArray, codeNameTaken, CodeCursor, codeTimestamp, codeStatus, CodeTimeRange,
+		codeKeyForHost, CodeUpstreamDenied}
 }
 
 // apiMessage is the English the API shows for the problems the handlers find
@@ -80,17 +80,17 @@ func apiMessage(code string, args ...any) string {
 		format = "must not be null"
 	case codeNotString:
 		format = "must be a string"
-	case codeNotBool:
+	case CodeNotBool:
 		format = "must be true or false"
 	case codeNotArray:
 		format = "must be an array of strings"
 	case codeNameTaken:
 		format = "is already taken"
-	case codeCursor:
+	case CodeCursor:
 		format = "must be the nextCursor of a previous page"
 	case codeKeyForHost:
 		format = "required when the base URL's host changes: the stored key never follows a URL to another host"
-	case codeUpstreamDenied:
+	case CodeUpstreamDenied:
 		format = "resolves to an address GATEHOUSE_UPSTREAM_DENY refuses: %v"
 	case limits.CodeUnknownField:
 		format = "unknown field"
@@ -112,7 +112,7 @@ func apiMessage(code string, args ...any) string {
 		format = "must be a time in RFC 3339 form, such as 2026-12-01T09:00:00Z"
 	case codeStatus:
 		format = "must be an HTTP status from 100 to 599 or a class such as 4xx"
-	case codeTimeRange:
+	case CodeTimeRange:
 		format = "must be after since, and the range not longer than the bucket allows (31 days of hours, 366 of days)"
 	}
 	if len(args) == 0 {
@@ -121,8 +121,8 @@ func apiMessage(code string, args ...any) string {
 	return fmt.Sprintf(format, args...)
 }
 
-// fieldError is a problem the handlers found at field, worded by apiMessage.
-func fieldError(field, code string, args ...any) limits.FieldError {
+// FieldError is a problem the handlers found at field, worded by apiMessage.
+func FieldError(field, code string, args ...any) limits.FieldError {
 	return limits.FieldError{Field: field, Message: apiMessage(code, args...), Code: code, Args: args}
 }
 
@@ -141,16 +141,16 @@ func ruleCode(tag string) (string, bool) {
 	return "", false
 }
 
-// newValidator returns the handlers' shared validator: limits.NewValidator (JSON names
+// NewValidator returns the handlers' shared validator: limits.NewValidator (JSON names
 // as field names, the limits rules) plus the rules above. It is built once per Server
 // and never changed after.
-func newValidator() *validator.Validate {
+func NewValidator() *validator.Validate {
 	v := limits.NewValidator()
 	for tag, fn := range map[string]func(string) bool{
-		tagConnName: validConnName,
+		tagConnName: ValidConnName,
 		tagBaseURL:  validBaseURL,
 		tagSecret:   validSecret,
-		tagLabel:    validLabel,
+		tagLabel:    ValidLabel,
 	} {
 		if err := v.RegisterValidation(tag, func(fl validator.FieldLevel) bool {
 			return fn(fl.Field().String())
@@ -161,10 +161,10 @@ func newValidator() *validator.Validate {
 	return v
 }
 
-// validationErrors is the one function that turns an error of the shared validator into
+// ValidationErrors is the one function that turns an error of the shared validator into
 // {field, message} pairs (each with its code), with every path under prefix. The
 // handlers' own rules are worded by apiMessage; all others by limits.TranslateValidation.
-func validationErrors(err error, prefix string) limits.FieldErrors {
+func ValidationErrors(err error, prefix string) limits.FieldErrors {
 	if err == nil {
 		return nil
 	}
@@ -178,7 +178,7 @@ func validationErrors(err error, prefix string) limits.FieldErrors {
 		translated := limits.TranslateValidation(validator.ValidationErrors{fe}, prefix)
 		if code, ok := ruleCode(fe.Tag()); ok {
 			for i := range translated {
-				translated[i] = fieldError(translated[i].Field, code)
+				translated[i] = FieldError(translated[i].Field, code)
 			}
 		}
 		out = append(out, translated...)
@@ -186,7 +186,7 @@ func validationErrors(err error, prefix string) limits.FieldErrors {
 	return out
 }
 
-func validConnName(s string) bool {
+func ValidConnName(s string) bool {
 	if s == "" || len(s) > maxConnNameLen {
 		return false
 	}
@@ -223,7 +223,7 @@ func validSecret(s string) bool {
 	return true
 }
 
-func validLabel(s string) bool {
+func ValidLabel(s string) bool {
 	if s == "" || !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxLabelLen {
 		return false
 	}

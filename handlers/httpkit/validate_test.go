@@ -1,4 +1,4 @@
-package handlers
+package httpkit
 
 import (
 	"errors"
@@ -29,7 +29,7 @@ func TestEveryAPICodeIsWorded(t *testing.T) {
 // problem carries a listed code, so none can reach the dashboard only in English.
 func TestConnectionErrorsHaveCodes(t *testing.T) {
 	t.Parallel()
-	s := &Server{validate: newValidator()}
+	s := &Core{validate: NewValidator()}
 	known := append(limits.Codes(), apiCodes()...)
 	tests := []struct {
 		name string
@@ -45,7 +45,7 @@ func TestConnectionErrorsHaveCodes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := s.decodeConnection([]byte(tt.doc), true)
+			_, err := s.DecodeConnection([]byte(tt.doc), true)
 			var fe limits.FieldErrors
 			if !errors.As(err, &fe) || len(fe) == 0 {
 				t.Fatalf("decodeConnection(%s) = %v, want field errors", tt.doc, err)
@@ -68,12 +68,12 @@ func TestFieldErrorKeepsAPIWording(t *testing.T) {
 	}{
 		{
 			name: "own rule",
-			got:  fieldError("name", codeConnName),
+			got:  FieldError("name", codeConnName),
 			want: limits.FieldError{Field: "name", Code: codeConnName, Message: "must be 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' and '-'"},
 		},
 		{
 			name: "shared code with arguments",
-			got:  fieldError("limit", limits.CodeWholeNumberRange, 1, 500),
+			got:  FieldError("limit", limits.CodeWholeNumberRange, 1, 500),
 			want: limits.FieldError{Field: "limit", Code: limits.CodeWholeNumberRange, Args: []any{1, 500}, Message: "must be a whole number from 1 to 500"},
 		},
 	}

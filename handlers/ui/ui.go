@@ -1,4 +1,4 @@
-package handlers
+package ui
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
+
 	"github.com/a-h/templ"
 
 	"github.com/gatehouse-dev/gatehouse/static"
@@ -23,15 +25,15 @@ import (
 // against cross-origin writes by http.CrossOriginProtection. Handlers have the
 // uiHandler shape and return errors; uiServe maps them to an HTML error page.
 
-// langCookie remembers the language picked with ?lang=.
-const langCookie = "gatehouse_lang"
+// LangCookie remembers the language picked with ?lang=.
+const LangCookie = "gatehouse_lang"
 
 // uiState is the dashboard's share of the Server: assets, sessions, the sign-in
 // throttle, the gate history behind the sparklines, and the CSRF guard.
 type uiState struct {
 	assets   *static.Assets
 	sessions *sessionStore
-	throttle *loginThrottle
+	throttle *httpkit.LoginThrottle
 	history  *gateHistory
 	csrf     *http.CrossOriginProtection
 	// traffic caches the overview's request-log numbers (ui_traffic.go).
@@ -50,13 +52,13 @@ func newUIState(st *store.Store, secure bool, now func() time.Time) *uiState {
 	return &uiState{
 		assets:   assets,
 		sessions: newSessionStore(st, secure, now),
-		throttle: newLoginThrottle(now),
+		throttle: httpkit.NewLoginThrottle(now),
 		history:  newGateHistory(historyEvery, historyKeep),
 		csrf:     http.NewCrossOriginProtection(),
 	}
 }
 
-// uiRequest is what a dashboard handler knows about its request.
+// Request is what a dashboard handler knows about its request.
 type uiRequest struct {
 	sess *sessionState
 	// user is the signed-in user, loaded fresh on every request so a role change
@@ -69,14 +71,14 @@ type uiRequest struct {
 // uiHandler is a dashboard handler. A returned error becomes an error page.
 type uiHandler func(w http.ResponseWriter, r *http.Request, rq *uiRequest) error
 
-// uiAccess says who may call a dashboard route.
-type uiAccess int
+// Access says who may call a dashboard route.
+type Access int
 
 const (
-	uiPublic uiAccess = iota // anyone (the sign-in page)
-	uiRead                   // any signed-in user
-	uiWrite                  // admins only
-	uiSelf                   // any signed-in user, writing only their own account
+	Public Access = iota // anyone (the sign-in page)
+	Read                 // any signed-in user
+	Write                // admins only
+	Self                 // any signed-in user, writing only their own account
 )
 
 // uiStatus is an error that shows as an error page with a status and a catalog
@@ -96,11 +98,11 @@ var (
 	errUIBadForm     = &uiStatus{http.StatusBadRequest, "status.400"}
 )
 
-// ui wraps h as a dashboard route: cross-origin writes refused (403), a bounded
+// Serve wraps h as a dashboard route: cross-origin writes refused (403), a bounded
 // body, the language, the session and its user, then the access check.
-func (s *Server) ui(access uiAccess, h uiHandler) http.Handler {
+func (s *Server) Serve(access Access, h uiHandler) http.Handler {
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+		r.Body = http.MaxBytesReader(w, r.Body, httpkit.MaxBodyBytes)
 		setPageHeaders(w.Header())
 		rq := &uiRequest{now: s.now(), l: s.uiLocalizer(w, r)}
 		sess, err := s.dash.sessions.load(r)
@@ -114,18 +116,18 @@ func (s *Server) ui(access uiAccess, h uiHandler) http.Handler {
 			return
 		}
 		switch {
-		case access == uiPublic:
+		case access == Public:
 		case rq.user == nil && strings.Contains(r.Header.Get("Accept"), "application/json"):
 			// The live poll of a page whose session ended (signed out in another
 			// tab): 401, so the page can say so, not a redirect to a sign-in form.
-			_ = writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "signed out"}, "")
+			_ = httpkit.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "signed out"}, "")
 			return
 		case rq.user == nil:
 			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
-		case access == uiSelf:
+		case access == Self:
 			// A viewer may change their own password (and nothing else).
-		case access == uiWrite && rq.user.Role != store.RoleAdmin:
+		case access == Write && rq.user.Role != store.RoleAdmin:
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
 				s.uiFail(w, r, rq, errUIAdminOnly) // an admin's page, not a write
 			} else {
@@ -133,7 +135,7 @@ func (s *Server) ui(access uiAccess, h uiHandler) http.Handler {
 			}
 			return
 		case r.Method != http.MethodGet && r.Method != http.MethodHead && rq.user.Role != store.RoleAdmin:
-			// Defence in depth: every write route is uiWrite, but a viewer's POST
+			// Defence in depth: every write route is Write, but a viewer's POST
 			// must never reach a handler even if one is listed wrongly.
 			s.uiFail(w, r, rq, errUIForbidden)
 			return
@@ -157,13 +159,13 @@ func (s *Server) uiCSRFDenied(w http.ResponseWriter, r *http.Request) {
 // else Accept-Language.
 func (s *Server) uiLocalizer(w http.ResponseWriter, r *http.Request) *web.Localizer {
 	cookie := ""
-	if c, err := r.Cookie(langCookie); err == nil {
+	if c, err := r.Cookie(LangCookie); err == nil {
 		cookie = c.Value
 	}
 	if lang := r.URL.Query().Get("lang"); lang != "" && slices.Contains(web.Locales(), lang) {
 		cookie = lang
 		http.SetCookie(w, &http.Cookie{
-			Name: langCookie, Value: lang, Path: "/", MaxAge: 365 * 24 * 3600,
+			Name: LangCookie, Value: lang, Path: "/", MaxAge: 365 * 24 * 3600,
 			HttpOnly: true, Secure: s.deps.SecureCookies || overTLS(r), SameSite: http.SameSiteLaxMode,
 		})
 	}
@@ -259,17 +261,17 @@ func (s *Server) uiFail(w http.ResponseWriter, r *http.Request, rq *uiRequest, e
 		status, key = http.StatusNotFound, "error.notFound"
 	case errors.As(err, &mbe):
 		status, key = http.StatusRequestEntityTooLarge, "status.other"
-	case isBodyTimeout(err):
+	case httpkit.IsBodyTimeout(err):
 		status, key = http.StatusRequestTimeout, "status.other"
 	case errors.Is(err, store.ErrUnavailable):
 		// The gateway keeps serving on its last config; the dashboard waits for the database.
 		status, key = http.StatusServiceUnavailable, "error.unavailable"
-		w.Header().Set("Retry-After", retryAfterUnavailable)
+		w.Header().Set("Retry-After", httpkit.RetryAfterUnavailable)
 		s.log.WarnContext(r.Context(), "dashboard request failed: database unavailable",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("error", err))
 	default:
 		s.log.ErrorContext(r.Context(), "dashboard request failed", slog.String("method", r.Method),
-			slog.String("path", r.URL.Path), slog.String("client", s.clientAddr(r)), slog.Any("error", err))
+			slog.String("path", r.URL.Path), slog.String("client", s.ClientAddr(r)), slog.Any("error", err))
 	}
 	p := web.Page{
 		L: rq.l, CSSPath: s.dash.assets.Path("app.css"), JSPath: s.dash.assets.Path("app.js"),
@@ -310,7 +312,7 @@ func setPageHeaders(h http.Header) {
 func uiForm(r *http.Request) (url.Values, error) {
 	if err := r.ParseForm(); err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) || isBodyTimeout(err) {
+		if errors.As(err, &mbe) || httpkit.IsBodyTimeout(err) {
 			return nil, err
 		}
 		return nil, errUIBadForm

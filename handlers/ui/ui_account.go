@@ -1,4 +1,4 @@
-package handlers
+package ui
 
 import (
 	"errors"
@@ -9,17 +9,17 @@ import (
 	"github.com/gatehouse-dev/gatehouse/web"
 )
 
-// uiAccount serves GET /account: the signed-in user's own page.
-func (s *Server) uiAccount(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+// Account serves GET /account: the signed-in user's own page.
+func (s *Server) Account(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	return s.uiRender(w, r, rq, http.StatusOK, web.AccountPage(s.uiPage(r, rq), web.AccountForm{Email: rq.user.Email}))
 }
 
-// uiChangePassword serves POST /account: any signed-in user (viewers too) changes
+// ChangePassword serves POST /account: any signed-in user (viewers too) changes
 // their own password. The current password is checked as a sign-in is — throttled,
 // the failure charged first — so a stolen session cannot guess it any faster than
 // the sign-in form allows. On success every session of the user ends and this
 // browser is signed in again under a new session id: only the other sessions are gone.
-func (s *Server) uiChangePassword(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+func (s *Server) ChangePassword(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	form, err := uiForm(r)
 	if err != nil {
 		return err
@@ -38,14 +38,14 @@ func (s *Server) uiChangePassword(w http.ResponseWriter, r *http.Request, rq *ui
 		return s.uiRender(w, r, rq, http.StatusUnprocessableEntity, web.AccountPage(s.uiPage(r, rq), v))
 	}
 
-	keys := s.dash.throttle.keys(rq.user.Email, s.clientAddr(r))
-	retry, delay := s.dash.throttle.begin(keys)
+	keys := s.dash.throttle.Keys(rq.user.Email, s.ClientAddr(r))
+	retry, delay := s.dash.throttle.Begin(keys)
 	if retry > 0 {
 		secs := retryAfterSeconds(w, retry)
 		v.Errors.Add("currentPassword", rq.l.T("login.throttled")+" "+rq.l.N("login.retryAfter", int64(secs)))
 		return s.uiRender(w, r, rq, http.StatusTooManyRequests, web.AccountPage(s.uiPage(r, rq), v))
 	}
-	if err := s.dash.throttle.sleep(r.Context(), delay); err != nil {
+	if err := s.dash.throttle.Sleep(r.Context(), delay); err != nil {
 		return nil // the client left during the delay; its attempt stays charged
 	}
 	u, err := s.store.Authenticate(r.Context(), rq.user.Email, current)
@@ -54,10 +54,10 @@ func (s *Server) uiChangePassword(w http.ResponseWriter, r *http.Request, rq *ui
 		return s.uiRender(w, r, rq, http.StatusUnprocessableEntity, web.AccountPage(s.uiPage(r, rq), v))
 	}
 	if err != nil {
-		s.dash.throttle.refund(keys)
+		s.dash.throttle.Refund(keys)
 		return err
 	}
-	s.dash.throttle.succeeded(keys)
+	s.dash.throttle.Succeeded(keys)
 
 	if err := s.store.SetPassword(r.Context(), uiActor(rq), rq.user.ID, next); err != nil {
 		return err

@@ -1,16 +1,18 @@
-package handlers
+package ui
 
 import (
 	"net/http"
+
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 
 	"github.com/a-h/templ"
 
 	"github.com/gatehouse-dev/gatehouse/web"
 )
 
-// uiAlerts serves GET /alerts (viewer or admin): the webhooks and the
+// Alerts serves GET /alerts (viewer or admin): the webhooks and the
 // recent deliveries, refreshed from /alerts/live.
-func (s *Server) uiAlerts(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+func (s *Server) Alerts(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	v, err := s.alertList(r)
 	if err != nil {
 		return err
@@ -18,9 +20,9 @@ func (s *Server) uiAlerts(w http.ResponseWriter, r *http.Request, rq *uiRequest)
 	return s.uiRender(w, r, rq, http.StatusOK, web.AlertsPage(s.uiPage(r, rq), v))
 }
 
-// uiAlertsLive serves GET /alerts/live: the deliveries' rows as the
+// AlertsLive serves GET /alerts/live: the deliveries' rows as the
 // fragment "alerts" of the live refresh.
-func (s *Server) uiAlertsLive(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+func (s *Server) AlertsLive(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	v, err := s.alertList(r)
 	if err != nil {
 		return err
@@ -32,11 +34,11 @@ func (s *Server) uiAlertsLive(w http.ResponseWriter, r *http.Request, rq *uiRequ
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, liveView{Fragments: f}, "")
+	return httpkit.WriteJSON(w, http.StatusOK, LiveView{Fragments: f}, "")
 }
 
 func (s *Server) alertList(r *http.Request) (web.AlertList, error) {
-	st, err := s.alertsState(r.Context())
+	st, err := s.AlertsState(r.Context())
 	if err != nil {
 		return web.AlertList{}, err
 	}
@@ -54,12 +56,12 @@ func (s *Server) alertList(r *http.Request) (web.AlertList, error) {
 // errUIWebhookUnknown answers a test of a webhook the settings do not have.
 var errUIWebhookUnknown = &uiStatus{http.StatusNotFound, "error.notFound"}
 
-// uiTestAlert serves POST /alerts/{webhook}/test (admin): a test alert,
+// TestAlert serves POST /alerts/{webhook}/test (admin): a test alert,
 // sent off the request; back to /alerts, where it shows as it is delivered.
-func (s *Server) uiTestAlert(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+func (s *Server) TestAlert(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	name := r.PathValue("webhook")
-	if _, err := s.sendTestAlert(r.Context(), name, uiActor(rq)); err != nil {
-		if err == errNoWebhook {
+	if _, err := s.SendTestAlert(r.Context(), name, uiActor(rq)); err != nil {
+		if err == httpkit.ErrNoWebhook {
 			return errUIWebhookUnknown
 		}
 		return err

@@ -1,4 +1,4 @@
-package handlers
+package ui
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -15,11 +17,11 @@ import (
 // auditPageSize is how many entries one audit page shows.
 const auditPageSize = 50
 
-// uiAudit serves GET /audit: newest first, auditPageSize a page, paged with
+// Audit serves GET /audit: newest first, auditPageSize a page, paged with
 // ?before=<entry id>, filtered by actor (an e-mail or a recorded actor), entity
 // (and id), action and time (since, until: RFC 3339); every filter is kept on the
 // next page's link.
-func (s *Server) uiAudit(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+func (s *Server) Audit(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	q := r.URL.Query()
 	before, err := strconv.ParseInt(q.Get("before"), 10, 64)
 	if err != nil || before < 0 {
@@ -30,8 +32,8 @@ func (s *Server) uiAudit(w http.ResponseWriter, r *http.Request, rq *uiRequest) 
 			Action: q.Get("action"), Since: q.Get("since"), Until: q.Get("until")}}
 	f := store.AuditFilter{Actor: v.Filter.Actor, Entity: v.Filter.Entity, EntityID: v.Filter.EntityID, Action: v.Filter.Action}
 	var errs limits.FieldErrors
-	f.Since, _ = timeParam(q, "since", &errs)
-	f.Until, _ = timeParam(q, "until", &errs)
+	f.Since, _ = httpkit.TimeParam(q, "since", &errs)
+	f.Until, _ = httpkit.TimeParam(q, "until", &errs)
 	if len(errs) > 0 {
 		uiAddErrors(rq.l, v.Errors, errs)
 		return s.uiRender(w, r, rq, http.StatusUnprocessableEntity, web.AuditPage(s.uiPage(r, rq), v))

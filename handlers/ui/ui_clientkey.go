@@ -1,4 +1,4 @@
-package handlers
+package ui
 
 import (
 	"context"
@@ -102,7 +102,7 @@ func (s *Server) clientKeyInput(l *web.Localizer, form url.Values, cur store.Cli
 	if err != nil {
 		return store.ClientKeyInput{}, nil, fmt.Errorf("handlers: encode client key form: %w", err)
 	}
-	in, err := s.decodeClientKey(body, "")
+	in, err := s.DecodeClientKey(body, "")
 	var apiErrs limits.FieldErrors
 	switch {
 	case errors.As(err, &apiErrs):
@@ -119,7 +119,7 @@ func (s *Server) clientKeyInput(l *web.Localizer, form url.Values, cur store.Cli
 func (s *Server) keyForm(ctx context.Context, rq *uiRequest, k store.ClientKey, fields web.KeyFields, errs web.FieldErrors) (web.KeyForm, error) {
 	f := web.KeyForm{ID: k.ID, Name: k.Name, Preview: k.Preview, Fields: fields, Errors: errs,
 		ReadOnly: rq.user.Role != store.RoleAdmin}
-	snap := s.liveSnapshot()
+	snap := s.LiveSnapshot()
 	f.Live, f.HasLive = snap.Client(k.ID)
 	_, warns := limits.NormalizeClientKeyLimitsErrors(k.Limits)
 	f.Warnings = uiStoredWarnings(rq.l, warns)
@@ -136,8 +136,8 @@ func (s *Server) keyForm(ctx context.Context, rq *uiRequest, k store.ClientKey, 
 	return f, nil
 }
 
-// uiEditKey serves GET /keys/{id}.
-func (s *Server) uiEditKey(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+// EditKey serves GET /keys/{id}.
+func (s *Server) EditKey(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	k, err := s.store.GetClientKey(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
@@ -149,11 +149,11 @@ func (s *Server) uiEditKey(w http.ResponseWriter, r *http.Request, rq *uiRequest
 	return s.uiRender(w, r, rq, http.StatusOK, web.KeyFormPage(s.uiPage(r, rq), f))
 }
 
-// uiSaveKey serves POST /keys/{id}: the form applied onto the stored key under its
+// SaveKey serves POST /keys/{id}: the form applied onto the stored key under its
 // lock, only if the key is still at the version the form was loaded at (else 409
 // with a conflict banner and what was typed); bad input comes back with every error
 // beside its field (422). Either way nothing is written.
-func (s *Server) uiSaveKey(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+func (s *Server) SaveKey(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	id := r.PathValue("id")
 	form, version, err := uiVersionedForm(r)
 	if err != nil {

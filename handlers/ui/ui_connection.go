@@ -1,4 +1,4 @@
-package handlers
+package ui
 
 import (
 	"context"
@@ -15,13 +15,13 @@ import (
 	"github.com/gatehouse-dev/gatehouse/web"
 )
 
-// uiConnections serves GET /connections: every connection with its live load.
-func (s *Server) uiConnections(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+// Connections serves GET /connections: every connection with its live load.
+func (s *Server) Connections(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	conns, err := s.store.ListConnections(r.Context())
 	if err != nil {
 		return err
 	}
-	snap := s.liveSnapshot()
+	snap := s.LiveSnapshot()
 	health := map[string]string{}
 	for _, c := range snap.Connections {
 		health[c.ID] = c.Health
@@ -178,7 +178,7 @@ func (s *Server) connectionInput(ctx context.Context, l *web.Localizer, form url
 	if err != nil {
 		return store.ConnectionInput{}, nil, fmt.Errorf("handlers: encode connection form: %w", err)
 	}
-	in, err := s.decodeConnection(body, cur == nil)
+	in, err := s.DecodeConnection(body, cur == nil)
 	var apiErrs limits.FieldErrors
 	switch {
 	case errors.As(err, &apiErrs):
@@ -189,7 +189,7 @@ func (s *Server) connectionInput(ctx context.Context, l *web.Localizer, form url
 	if errs.Any() {
 		return store.ConnectionInput{}, errs, nil
 	}
-	if fe := s.upstreamErrors(ctx, cur, in); len(fe) > 0 {
+	if fe := s.UpstreamErrors(ctx, cur, in); len(fe) > 0 {
 		uiAddErrors(l, errs, fe)
 		return store.ConnectionInput{}, errs, nil
 	}
@@ -203,7 +203,7 @@ func (s *Server) connectionForm(ctx context.Context, rq *uiRequest, cur *store.C
 	var overrides limits.Overrides
 	if cur != nil {
 		f.ID, f.APIKeyPreview, f.StoredEnabled = cur.ID, cur.APIKeyPreview, cur.Enabled
-		for _, c := range s.liveSnapshot().Connections {
+		for _, c := range s.LiveSnapshot().Connections {
 			if c.ID == cur.ID {
 				f.Windows = c.Windows
 			}
@@ -242,8 +242,8 @@ func (s *Server) connectionForm(ctx context.Context, rq *uiRequest, cur *store.C
 	return f, nil
 }
 
-// uiNewConnection serves GET /connections/new.
-func (s *Server) uiNewConnection(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+// NewConnection serves GET /connections/new.
+func (s *Server) NewConnection(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	f, err := s.connectionForm(r.Context(), rq, nil, web.ConnectionFields{APIStyle: "openai", Enabled: true}, nil)
 	if err != nil {
 		return err
@@ -251,8 +251,8 @@ func (s *Server) uiNewConnection(w http.ResponseWriter, r *http.Request, rq *uiR
 	return s.uiRender(w, r, rq, http.StatusOK, web.ConnectionFormPage(s.uiPage(r, rq), f))
 }
 
-// uiCreateConnection serves POST /connections/new.
-func (s *Server) uiCreateConnection(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+// CreateConnection serves POST /connections/new.
+func (s *Server) CreateConnection(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	form, err := uiForm(r)
 	if err != nil {
 		return err
@@ -281,8 +281,8 @@ func (s *Server) uiCreateConnection(w http.ResponseWriter, r *http.Request, rq *
 	return s.uiRender(w, r, rq, http.StatusUnprocessableEntity, web.ConnectionFormPage(s.uiPage(r, rq), f))
 }
 
-// uiEditConnection serves GET /connections/{id}.
-func (s *Server) uiEditConnection(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+// EditConnection serves GET /connections/{id}.
+func (s *Server) EditConnection(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	c, err := s.store.GetConnection(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
@@ -295,11 +295,11 @@ func (s *Server) uiEditConnection(w http.ResponseWriter, r *http.Request, rq *ui
 	return s.uiRender(w, r, rq, http.StatusOK, web.ConnectionFormPage(s.uiPage(r, rq), f))
 }
 
-// uiSaveConnection serves POST /connections/{id}: the form applied onto the stored
+// SaveConnection serves POST /connections/{id}: the form applied onto the stored
 // row under its lock, only if the row is still at the version the form was loaded
 // at. Otherwise the form comes back with a conflict banner (409) and what was typed,
 // unsaved; bad input comes back with every error beside its field (422).
-func (s *Server) uiSaveConnection(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+func (s *Server) SaveConnection(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	id := r.PathValue("id")
 	form, version, err := uiVersionedForm(r)
 	if err != nil {
@@ -343,8 +343,8 @@ func (s *Server) uiSaveConnection(w http.ResponseWriter, r *http.Request, rq *ui
 	return s.uiRender(w, r, rq, status, web.ConnectionFormPage(s.uiPage(r, rq), f))
 }
 
-// uiToggleConnection serves POST /connections/{id}/toggle (Enable/Disable).
-func (s *Server) uiToggleConnection(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+// ToggleConnection serves POST /connections/{id}/toggle (Enable/Disable).
+func (s *Server) ToggleConnection(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	id := r.PathValue("id")
 	_, version, err := uiVersionedForm(r)
 	if err != nil {
@@ -379,8 +379,8 @@ func (s *Server) uiStale(w http.ResponseWriter, r *http.Request, rq *uiRequest, 
 	return s.uiFlash(w, r, rq, web.FlashError, rq.l.T("flash.connection.stale", c.Name), connectionURL(id))
 }
 
-// uiConfirmDeleteConnection serves GET /connections/{id}/delete.
-func (s *Server) uiConfirmDeleteConnection(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+// ConfirmDeleteConnection serves GET /connections/{id}/delete.
+func (s *Server) ConfirmDeleteConnection(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	c, err := s.store.GetConnection(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
@@ -394,8 +394,8 @@ func (s *Server) uiConfirmDeleteConnection(w http.ResponseWriter, r *http.Reques
 	}))
 }
 
-// uiDeleteConnection serves POST /connections/{id}/delete.
-func (s *Server) uiDeleteConnection(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+// DeleteConnection serves POST /connections/{id}/delete.
+func (s *Server) DeleteConnection(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	id := r.PathValue("id")
 	_, version, err := uiVersionedForm(r)
 	if err != nil {

@@ -1,10 +1,12 @@
-package handlers
+package ui
 
 import (
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
@@ -26,10 +28,10 @@ type keyKind struct {
 }
 
 var (
-	kindKeys = keyKind{
+	KindKeys = keyKind{
 		base: "/keys", title: "confirm.key.title", body: "confirm.key.body", revoked: "flash.key.revoked",
 	}
-	kindTokens = keyKind{
+	KindTokens = keyKind{
 		base: "/tokens", tokens: true, title: "confirm.token.title", body: "confirm.token.body", revoked: "flash.token.revoked",
 	}
 )
@@ -56,7 +58,7 @@ func (s *Server) keyItems(r *http.Request, kind keyKind) ([]web.KeyItem, error) 
 	if err != nil {
 		return nil, err
 	}
-	load := live.ClientsByID(s.liveSnapshot().Clients)
+	load := live.ClientsByID(s.LiveSnapshot().Clients)
 	now := s.now()
 	cache := map[string]web.CacheRow{}
 	if !s.deps.RequestLogOff {
@@ -106,15 +108,15 @@ func (s *Server) renderKeys(w http.ResponseWriter, r *http.Request, rq *uiReques
 	return s.uiRender(w, r, rq, status, web.KeysPage(page, v))
 }
 
-// uiKeys serves GET /keys and GET /tokens.
-func (s *Server) uiKeys(kind keyKind) uiHandler {
+// Keys serves GET /keys and GET /tokens.
+func (s *Server) Keys(kind keyKind) uiHandler {
 	return func(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 		return s.renderKeys(w, r, rq, kind, http.StatusOK, web.KeyList{Role: store.RoleViewer})
 	}
 }
 
-// uiCreateKey serves POST /keys and POST /tokens.
-func (s *Server) uiCreateKey(kind keyKind) uiHandler {
+// CreateKey serves POST /keys and POST /tokens.
+func (s *Server) CreateKey(kind keyKind) uiHandler {
 	return func(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 		form, err := uiForm(r)
 		if err != nil {
@@ -124,9 +126,9 @@ func (s *Server) uiCreateKey(kind keyKind) uiHandler {
 		role := form.Get("role")
 		v := web.KeyList{Name: name, Role: role, Errors: web.FieldErrors{}}
 		switch {
-		case kind.tokens && !validLabel(name):
+		case kind.tokens && !httpkit.ValidLabel(name):
 			v.Errors.Add("name", rq.l.T("validation.label"))
-		case !kind.tokens && !validConnName(name):
+		case !kind.tokens && !httpkit.ValidConnName(name):
 			// Client key names are unique and follow the connection-name rule.
 			v.Errors.Add("name", rq.l.T("validation.connName"))
 		}
@@ -165,8 +167,8 @@ func (s *Server) findKey(r *http.Request, kind keyKind, id string) (web.KeyItem,
 	return web.KeyItem{}, errUINotFound
 }
 
-// uiConfirmRevoke serves GET /keys/{id}/revoke and GET /tokens/{id}/revoke.
-func (s *Server) uiConfirmRevoke(kind keyKind) uiHandler {
+// ConfirmRevoke serves GET /keys/{id}/revoke and GET /tokens/{id}/revoke.
+func (s *Server) ConfirmRevoke(kind keyKind) uiHandler {
 	return func(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 		it, err := s.findKey(r, kind, r.PathValue("id"))
 		if err != nil {
@@ -182,8 +184,8 @@ func (s *Server) uiConfirmRevoke(kind keyKind) uiHandler {
 	}
 }
 
-// uiRevoke serves POST /keys/{id}/revoke and POST /tokens/{id}/revoke.
-func (s *Server) uiRevoke(kind keyKind) uiHandler {
+// Revoke serves POST /keys/{id}/revoke and POST /tokens/{id}/revoke.
+func (s *Server) Revoke(kind keyKind) uiHandler {
 	return func(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 		it, err := s.findKey(r, kind, r.PathValue("id"))
 		if err != nil {

@@ -1,4 +1,4 @@
-package handlers
+package ui
 
 import (
 	"errors"
@@ -14,8 +14,8 @@ import (
 	"github.com/gatehouse-dev/gatehouse/web"
 )
 
-// uiLoginForm serves GET /login. A signed-in user goes straight on.
-func (s *Server) uiLoginForm(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+// LoginForm serves GET /login. A signed-in user goes straight on.
+func (s *Server) LoginForm(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	next := r.URL.Query().Get("next")
 	if rq.user != nil {
 		return s.uiRedirect(w, r, rq, localPath(next))
@@ -27,19 +27,19 @@ func (s *Server) uiLoginForm(w http.ResponseWriter, r *http.Request, rq *uiReque
 	return s.uiRender(w, r, rq, http.StatusOK, web.LoginPage(page, web.LoginForm{Next: uiNext(next)}))
 }
 
-// uiLogin serves POST /login: throttled (ui_throttle.go: the failure is charged
+// Login serves POST /login: throttled (ui_throttle.go: the failure is charged
 // before the password is checked), then store.Authenticate (constant-time); a good
 // password rotates the session id and binds it to the user.
-func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+func (s *Server) Login(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	form, err := uiForm(r)
 	if err != nil {
 		return err
 	}
 	email, password := form.Get("email"), form.Get("password")
 	f := web.LoginForm{Email: email, Next: uiNext(form.Get("next"))}
-	client := s.clientAddr(r)
-	keys := s.dash.throttle.keys(email, client)
-	retry, delay := s.dash.throttle.begin(keys)
+	client := s.ClientAddr(r)
+	keys := s.dash.throttle.Keys(email, client)
+	retry, delay := s.dash.throttle.Begin(keys)
 	if retry > 0 {
 		s.log.DebugContext(r.Context(), "dashboard sign-in throttled", slog.String("client", client))
 		if s.dash.throttledAudits.allow(client, rq.now) {
@@ -48,7 +48,7 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request, rq *uiRequest) 
 		f.Throttled, f.RetryAfterSeconds = true, retryAfterSeconds(w, retry)
 		return s.uiRender(w, r, rq, http.StatusTooManyRequests, web.LoginPage(s.uiPage(r, rq), f))
 	}
-	if err := s.dash.throttle.sleep(r.Context(), delay); err != nil {
+	if err := s.dash.throttle.Sleep(r.Context(), delay); err != nil {
 		return nil // the client left during the delay; its attempt stays charged
 	}
 	u, err := s.store.Authenticate(r.Context(), email, password)
@@ -65,10 +65,10 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request, rq *uiRequest) 
 		return nil // the client left while waiting for a password hash slot; its attempt stays charged
 	}
 	if err != nil {
-		s.dash.throttle.refund(keys)
+		s.dash.throttle.Refund(keys)
 		return err
 	}
-	s.dash.throttle.succeeded(keys)
+	s.dash.throttle.Succeeded(keys)
 	if err := s.dash.sessions.signIn(r, rq.sess, u.ID, rq.now); err != nil {
 		return err
 	}
@@ -83,16 +83,16 @@ func retryAfterSeconds(w http.ResponseWriter, wait time.Duration) int {
 	return secs
 }
 
-// uiLogout serves POST /logout (CSRF-guarded like every dashboard write): the
+// Logout serves POST /logout (CSRF-guarded like every dashboard write): the
 // session row is deleted and the cookie cleared.
-func (s *Server) uiLogout(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+func (s *Server) Logout(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	rq.sess.end()
 	return s.uiRedirect(w, r, rq, "/login?signedout=1")
 }
 
-// uiLogoutPage serves GET /logout: a page with the sign-out button. A GET changes
+// LogoutPage serves GET /logout: a page with the sign-out button. A GET changes
 // nothing, so no link or page of another site can sign anyone out.
-func (s *Server) uiLogoutPage(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+func (s *Server) LogoutPage(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	if rq.user == nil {
 		return s.uiRedirect(w, r, rq, "/login")
 	}

@@ -1,4 +1,4 @@
-package handlers
+package ui
 
 import (
 	"maps"
@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -50,13 +52,13 @@ func (h *gateHistory) observe(now time.Time, gates []live.Gate) []web.GateSnapsh
 	return earlier
 }
 
-// uiOverview serves GET /: every connection's gates, drawn.
-func (s *Server) uiOverview(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+// Overview serves GET /: every connection's gates, drawn.
+func (s *Server) Overview(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	conns, err := s.store.ListConnections(r.Context())
 	if err != nil {
 		return err
 	}
-	snap := s.liveSnapshot()
+	snap := s.LiveSnapshot()
 	history := s.dash.history.observe(rq.now, snap.Gates)
 	health := map[string]live.Connection{}
 	for _, c := range snap.Connections {
@@ -84,7 +86,7 @@ func (s *Server) uiOverview(w http.ResponseWriter, r *http.Request, rq *uiReques
 
 // connectionLive is connection c as the overview draws it, for its own page.
 func (s *Server) connectionLive(r *http.Request, rq *uiRequest, c store.Connection) *web.Overview {
-	snap := s.liveSnapshot()
+	snap := s.LiveSnapshot()
 	history := s.dash.history.observe(rq.now, snap.Gates)
 	var h live.Connection
 	for _, sc := range snap.Connections {
@@ -110,30 +112,30 @@ func connectionStatus(c store.Connection, h live.Connection) web.ConnectionStatu
 	return web.ConnectionStatus{Connection: h, Enabled: c.Enabled}
 }
 
-// liveView is the JSON static/app.js polls: the body of GET /api/v1/gates plus each
+// LiveView is the JSON static/app.js polls: the body of GET /api/v1/gates plus each
 // connection's load as the connections list shows it (connectionLoad), so the page
 // never rebuilds a gate key.
-type liveView struct {
-	GatesView
-	ConnectionLoad map[string]connLoadView `json:"connectionLoad"`
+type LiveView struct {
+	httpkit.GatesView
+	ConnectionLoad map[string]ConnLoadView `json:"connectionLoad"`
 	// Fragments are the overview's request-log parts as HTML, by the name of the
 	// element (data-live-fragment) whose content each replaces.
 	Fragments map[string]string `json:"fragments,omitempty"`
 }
 
-type connLoadView struct {
+type ConnLoadView struct {
 	InFlight int `json:"inFlight"`
 	Queued   int `json:"queued"`
 }
 
-// uiLive serves GET /live for a signed-in user. It also feeds the history.
-func (s *Server) uiLive(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
-	snap := s.liveSnapshot()
+// Live serves GET /live for a signed-in user. It also feeds the history.
+func (s *Server) Live(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+	snap := s.LiveSnapshot()
 	history := s.dash.history.observe(rq.now, snap.Gates)
 	if err := s.dash.sessions.save(r, w, rq.sess); err != nil {
 		return err
 	}
-	v := liveView{GatesView: newGatesView(snap), ConnectionLoad: connectionLoads(snap.Gates)}
+	v := LiveView{GatesView: httpkit.NewGatesView(snap), ConnectionLoad: connectionLoads(snap.Gates)}
 	if r.URL.Query().Get("fragments") == "overview" {
 		page := s.uiPage(r, rq)
 		f, err := s.renderFragments(r.Context(), web.TrafficFragments(page, s.traffic(r.Context(), rq.now)))
@@ -154,14 +156,14 @@ func (s *Server) uiLive(w http.ResponseWriter, r *http.Request, rq *uiRequest) e
 		maps.Copy(f, o)
 		v.Fragments = f
 	}
-	return writeJSON(w, http.StatusOK, v, "")
+	return httpkit.WriteJSON(w, http.StatusOK, v, "")
 }
 
 // connectionLoads sums the live load of every connection: in flight on its
 // connection gate, queued on any of its gates (connection and model), by id;
 // shadow gates, which enforce nothing, are left out.
-func connectionLoads(gates []live.Gate) map[string]connLoadView {
-	out := make(map[string]connLoadView)
+func connectionLoads(gates []live.Gate) map[string]ConnLoadView {
+	out := make(map[string]ConnLoadView)
 	for _, g := range gates {
 		if g.ConnectionID == "" || g.Shadow {
 			continue

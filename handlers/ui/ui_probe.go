@@ -1,4 +1,4 @@
-package handlers
+package ui
 
 import (
 	"context"
@@ -10,22 +10,13 @@ import (
 	"github.com/gatehouse-dev/gatehouse/web"
 )
 
-// Prober is what the dashboard needs from the gateway to test a connection: one
-// tiny request through the real path, bound to the connection (cmd adapts
-// gateway.Gateway.Probe). Declared here, by its consumer, like GateSource.
-type Prober interface {
-	// Probe sends the test request for connection id and reports its answer;
-	// a result with Refused set says why nothing was sent.
-	Probe(ctx context.Context, id string) (web.ProbeView, error)
-}
-
 // probeTimeout bounds a test request, its wait for admission included.
 const probeTimeout = 30 * time.Second
 
-// uiTestConnection serves POST /connections/{id}/test: one tiny request through the
+// TestConnection serves POST /connections/{id}/test: one tiny request through the
 // gateway to the connection, audited, answered with the connection's page and the
 // result above the form (a plain form POST: no JavaScript needed).
-func (s *Server) uiTestConnection(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+func (s *Server) TestConnection(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	c, err := s.store.GetConnection(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err

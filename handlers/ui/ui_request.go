@@ -1,4 +1,4 @@
-package handlers
+package ui
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
+
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/web"
@@ -18,9 +20,9 @@ import (
 // requestsPageSize is how many requests one /requests page shows.
 const requestsPageSize = 50
 
-// uiRequests serves GET /requests: the request log, newest first, filtered by the
+// Requests serves GET /requests: the request log, newest first, filtered by the
 // same query parameters as GET /api/v1/requests, paged with its cursor.
-func (s *Server) uiRequests(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+func (s *Server) Requests(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	q := r.URL.Query()
 	v := web.RequestList{Errors: web.FieldErrors{}, Filter: web.RequestFilter{
 		Key: q.Get("key"), Connection: q.Get("connection"), Model: q.Get("model"), Status: q.Get("status"),
@@ -40,7 +42,7 @@ func (s *Server) uiRequests(w http.ResponseWriter, r *http.Request, rq *uiReques
 	for _, c := range conns {
 		v.Connections = append(v.Connections, web.Option{Value: c.ID, Label: c.Name})
 	}
-	f, errs := requestFilterOf(q)
+	f, errs := httpkit.RequestFilterOf(q)
 	status := http.StatusOK
 	if len(errs) > 0 {
 		uiAddErrors(rq.l, v.Errors, errs)
@@ -57,7 +59,7 @@ func (s *Server) uiRequests(w http.ResponseWriter, r *http.Request, rq *uiReques
 		params := filterParams(q)
 		if next != nil {
 			older := cloneValues(params)
-			older.Set("cursor", requestCursor(next))
+			older.Set("cursor", httpkit.RequestCursor(next))
 			v.NextURL = "/requests?" + older.Encode()
 		}
 		if f.After != nil {
@@ -105,8 +107,8 @@ func requestRowView(r store.RequestRow) web.RequestRow {
 	}
 }
 
-// uiRequest serves GET /requests/{id}.
-func (s *Server) uiRequest(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+// Request serves GET /requests/{id}.
+func (s *Server) Request(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	row, err := s.store.GetRequest(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
@@ -123,12 +125,12 @@ func (s *Server) uiRequest(w http.ResponseWriter, r *http.Request, rq *uiRequest
 	return s.uiRender(w, r, rq, http.StatusOK, web.RequestPage(s.uiPage(r, rq), v))
 }
 
-// uiRequestsCSV serves GET /requests.csv: every row of a filter, newest first,
+// RequestsCSV serves GET /requests.csv: every row of a filter, newest first,
 // streamed a page at a time through the keyset cursor (no cap, nothing held whole).
 // An error on the first page is an error page; after the download has started it
 // ends the download short, and is logged.
-func (s *Server) uiRequestsCSV(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
-	f, errs := requestFilterOf(r.URL.Query())
+func (s *Server) RequestsCSV(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+	f, errs := httpkit.RequestFilterOf(r.URL.Query())
 	if len(errs) > 0 {
 		return &uiStatus{status: http.StatusBadRequest, key: "status.other"}
 	}
@@ -145,7 +147,7 @@ func (s *Server) uiRequestsCSV(w http.ResponseWriter, r *http.Request, rq *uiReq
 	cw := csv.NewWriter(w)
 	write := func(row []string) {
 		for i, c := range row {
-			row[i] = csvCell(c)
+			row[i] = CSVCell(c)
 		}
 		_ = cw.Write(row) // a write error shows in cw.Error
 	}
@@ -163,7 +165,7 @@ func (s *Server) uiRequestsCSV(w http.ResponseWriter, r *http.Request, rq *uiReq
 				x.Code, x.Gate, strconv.Itoa(x.Attempts), strconv.Itoa(x.QueueMs), ttft, strconv.Itoa(x.UpstreamMs),
 				strconv.Itoa(x.TotalMs), strconv.FormatInt(x.InputTokens, 10), strconv.FormatInt(x.OutputTokens, 10),
 				strconv.FormatInt(x.CachedTokens, 10), strconv.FormatInt(x.CacheWriteTokens, 10),
-				strconv.FormatFloat(microsToUSD(x.CostMicros), 'f', -1, 64), x.TraceID, x.Replica})
+				strconv.FormatFloat(httpkit.MicrosToUSD(x.CostMicros), 'f', -1, 64), x.TraceID, x.Replica})
 		}
 		cw.Flush()
 		if cw.Error() != nil || cur == nil {
@@ -179,10 +181,10 @@ func (s *Server) uiRequestsCSV(w http.ResponseWriter, r *http.Request, rq *uiReq
 	}
 }
 
-// csvCell makes c safe for a spreadsheet: a cell starting with =, +, -, @, a tab or
+// CSVCell makes c safe for a spreadsheet: a cell starting with =, +, -, @, a tab or
 // a carriage return would be read as a formula (or start one), so it gets a leading
 // ' — every such cell, a negative number's too.
-func csvCell(c string) string {
+func CSVCell(c string) string {
 	if c != "" && strings.IndexByte("=+-@\t\r", c[0]) >= 0 {
 		return "'" + c
 	}
@@ -190,13 +192,13 @@ func csvCell(c string) string {
 }
 
 // writeCSV renders rows to a buffer and sends them as a download named name, each
-// cell through csvCell.
+// cell through CSVCell.
 func writeCSV(w http.ResponseWriter, name string, rows [][]string) error {
 	var buf bytes.Buffer
 	cw := csv.NewWriter(&buf)
 	for _, row := range rows {
 		for i, c := range row {
-			row[i] = csvCell(c)
+			row[i] = CSVCell(c)
 		}
 		if err := cw.Write(row); err != nil {
 			return err

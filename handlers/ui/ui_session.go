@@ -1,4 +1,4 @@
-package handlers
+package ui
 
 import (
 	"crypto/rand"
@@ -26,7 +26,7 @@ import (
 // deletes the row, and store.SetPassword and store.DeleteUser end a user's
 // sessions at once.
 const (
-	sessionCookie  = "gatehouse_session"
+	SessionCookie  = "gatehouse_session"
 	sessionIDBytes = 32
 	sessionTTL     = 12 * time.Hour
 	sessionRefresh = 10 * time.Minute
@@ -68,7 +68,7 @@ func (ss *sessionStore) New(r *http.Request, name string) (*sessions.Session, er
 	if err != nil {
 		return sess, nil
 	}
-	hash, ok := sessionHash(c.Value)
+	hash, ok := SessionHash(c.Value)
 	if !ok {
 		return sess, nil
 	}
@@ -103,7 +103,7 @@ func (ss *sessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessi
 		sess.Options = ss.options(r)
 	}
 	if sess.Options.MaxAge < 0 {
-		if hash, ok := sessionHash(sess.ID); ok {
+		if hash, ok := SessionHash(sess.ID); ok {
 			if err := ss.st.DeleteSession(r.Context(), hash); err != nil {
 				return fmt.Errorf("handlers: delete session: %w", err)
 			}
@@ -135,7 +135,7 @@ func (ss *sessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessi
 	if err != nil {
 		return fmt.Errorf("handlers: encode session: %w", err)
 	}
-	hash, _ := sessionHash(sess.ID)
+	hash, _ := SessionHash(sess.ID)
 	if err := ss.st.SaveSession(r.Context(), hash, uid, data, ss.now().Add(sessionTTL)); err != nil {
 		return fmt.Errorf("handlers: save session: %w", err)
 	}
@@ -171,9 +171,9 @@ func overTLS(r *http.Request) bool {
 	return false
 }
 
-// sessionHash decodes a cookie's session id and returns its SHA-256, the key the
+// SessionHash decodes a cookie's session id and returns its SHA-256, the key the
 // table stores; ok is false for anything that is not a well-formed id.
-func sessionHash(id string) ([]byte, bool) {
+func SessionHash(id string) ([]byte, bool) {
 	raw, err := base64.RawURLEncoding.DecodeString(id)
 	if err != nil || len(raw) != sessionIDBytes {
 		return nil, false
@@ -191,7 +191,7 @@ type sessionState struct {
 
 // load returns the request's session.
 func (ss *sessionStore) load(r *http.Request) (*sessionState, error) {
-	sess, err := ss.Get(r, sessionCookie)
+	sess, err := ss.Get(r, SessionCookie)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +213,7 @@ func (ss *sessionStore) save(r *http.Request, w http.ResponseWriter, st *session
 // signIn rotates the session id — the old row is deleted and the next save picks a
 // new id — and binds the session to userID.
 func (ss *sessionStore) signIn(r *http.Request, st *sessionState, userID string, now time.Time) error {
-	if hash, ok := sessionHash(st.s.ID); ok {
+	if hash, ok := SessionHash(st.s.ID); ok {
 		if err := ss.st.DeleteSession(r.Context(), hash); err != nil {
 			return fmt.Errorf("handlers: rotate session: %w", err)
 		}

@@ -1,9 +1,11 @@
-package handlers
+package ui
 
 import (
 	"net/http"
 	"net/url"
 	"slices"
+
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 
 	"github.com/a-h/templ"
 
@@ -16,9 +18,9 @@ import (
 // does not know.
 var errUISessionUnknown = &uiStatus{http.StatusNotFound, "error.sessionUnknown"}
 
-// uiSessions serves GET /sessions (viewer or admin): the live sessions,
+// Sessions serves GET /sessions (viewer or admin): the live sessions,
 // filtered by key= and state=, refreshed from /sessions/live.
-func (s *Server) uiSessions(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+func (s *Server) Sessions(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	v, err := s.sessionList(r)
 	if err != nil {
 		return err
@@ -33,9 +35,9 @@ func (s *Server) uiSessions(w http.ResponseWriter, r *http.Request, rq *uiReques
 	return s.uiRender(w, r, rq, http.StatusOK, web.SessionsPage(s.uiPage(r, rq), v))
 }
 
-// uiSessionsLive serves GET /sessions/live: the rows of /sessions with the
+// SessionsLive serves GET /sessions/live: the rows of /sessions with the
 // same filters, as the fragment "sessions" of the live refresh.
-func (s *Server) uiSessionsLive(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+func (s *Server) SessionsLive(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	v, err := s.sessionList(r)
 	if err != nil {
 		return err
@@ -47,7 +49,7 @@ func (s *Server) uiSessionsLive(w http.ResponseWriter, r *http.Request, rq *uiRe
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, liveView{Fragments: f}, "")
+	return httpkit.WriteJSON(w, http.StatusOK, LiveView{Fragments: f}, "")
 }
 
 // sessionList is the sessions of the page's filters (an unknown state
@@ -72,7 +74,7 @@ func (s *Server) sessionList(r *http.Request) (web.SessionList, error) {
 	if s.deps.Sessions == nil {
 		return v, nil
 	}
-	for _, in := range sessionFilter(s.deps.Sessions.ListSessions(), v.Key, v.State) {
+	for _, in := range httpkit.SessionFilter(s.deps.Sessions.ListSessions(), v.Key, v.State) {
 		v.Rows = append(v.Rows, sessionRow(in))
 	}
 	return v, nil
@@ -84,20 +86,20 @@ func sessionRow(in session.Info) web.SessionRow {
 		OutputTokens: in.OutputTokens, CachedTokens: in.CachedTokens, CostMicros: in.CostMicros, LastSeen: in.LastSeen}
 }
 
-// uiStopSession serves POST /sessions/{session}/stop (admin, audited).
-func (s *Server) uiStopSession(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+// StopSession serves POST /sessions/{session}/stop (admin, audited).
+func (s *Server) StopSession(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	return s.uiSetSession(w, r, rq, store.ActionStop, "flash.session.stopped")
 }
 
-// uiResumeSession serves POST /sessions/{session}/resume (admin, audited).
-func (s *Server) uiResumeSession(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+// ResumeSession serves POST /sessions/{session}/resume (admin, audited).
+func (s *Server) ResumeSession(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	return s.uiSetSession(w, r, rq, store.ActionResume, "flash.session.resumed")
 }
 
 func (s *Server) uiSetSession(w http.ResponseWriter, r *http.Request, rq *uiRequest, action, flash string) error {
 	id := r.PathValue("session")
-	if _, err := s.applySession(r.Context(), id, uiActor(rq), action); err != nil {
-		if err == errNoSession {
+	if _, err := s.ApplySession(r.Context(), id, uiActor(rq), action); err != nil {
+		if err == httpkit.ErrNoSession {
 			return errUISessionUnknown
 		}
 		return err

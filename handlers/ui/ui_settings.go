@@ -1,4 +1,4 @@
-package handlers
+package ui
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -92,7 +94,7 @@ func applySettingsForm(l *web.Localizer, stored json.RawMessage, form url.Values
 			delete(members, k)
 			continue
 		}
-		if _, ok := wholeNumber(json.RawMessage(text)); !ok && (k != limits.KeySessionBudgetUSD || !isJSONNumber(text)) {
+		if _, ok := httpkit.WholeNumber(json.RawMessage(text)); !ok && (k != limits.KeySessionBudgetUSD || !httpkit.IsJSONNumber(text)) {
 			text = strconv.Quote(text) // the decoder rejects it with the field's range
 		}
 		members[k] = json.RawMessage(text)
@@ -181,8 +183,8 @@ func (s *Server) settingsForm(r *http.Request, rq *uiRequest, st store.Settings,
 	return f, nil
 }
 
-// uiSettings serves GET /settings.
-func (s *Server) uiSettings(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+// Settings serves GET /settings.
+func (s *Server) Settings(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	st, err := s.store.GetSettings(r.Context())
 	if err != nil {
 		return err
@@ -195,9 +197,9 @@ func (s *Server) uiSettings(w http.ResponseWriter, r *http.Request, rq *uiReques
 	return s.uiRender(w, r, rq, http.StatusOK, web.SettingsPage(s.uiPage(r, rq), f))
 }
 
-// uiSaveSettings serves POST /settings, with the same version check and error
+// SaveSettings serves POST /settings, with the same version check and error
 // handling as a connection's form.
-func (s *Server) uiSaveSettings(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+func (s *Server) SaveSettings(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	form, version, err := uiVersionedForm(r)
 	if err != nil {
 		return err

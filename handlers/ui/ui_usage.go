@@ -1,10 +1,12 @@
-package handlers
+package ui
 
 import (
 	"context"
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/web"
@@ -166,13 +168,13 @@ func perGroup(rows []store.UsageRow, names []string, index map[time.Time]int, n 
 			g = otherAt
 		}
 		tok[g].Values[i] += float64(u.InputTokens + u.OutputTokens)
-		spend[g].Values[i] += microsToUSD(u.CostMicros)
+		spend[g].Values[i] += httpkit.MicrosToUSD(u.CostMicros)
 	}
 	return tok, spend
 }
 
-// uiUsage serves GET /usage.
-func (s *Server) uiUsage(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+// Usage serves GET /usage.
+func (s *Server) Usage(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	rg := usageRangeOf(r.URL.Query().Get("range"))
 	charts, err := s.usageCharts(r.Context(), rq.l, rg, rq.now)
 	if err != nil {
@@ -190,8 +192,8 @@ func (s *Server) uiUsage(w http.ResponseWriter, r *http.Request, rq *uiRequest) 
 	return s.uiRender(w, r, rq, http.StatusOK, web.UsagePage(s.uiPage(r, rq), v))
 }
 
-// uiUsageCSV serves GET /usage.csv?range=&chart=: one chart's numbers, a row per label.
-func (s *Server) uiUsageCSV(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+// UsageCSV serves GET /usage.csv?range=&chart=: one chart's numbers, a row per label.
+func (s *Server) UsageCSV(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	q := r.URL.Query()
 	rg := usageRangeOf(q.Get("range"))
 	if q.Get("chart") == "cache" {

@@ -1,4 +1,4 @@
-package handlers
+package ui
 
 import (
 	"errors"
@@ -29,13 +29,13 @@ func (s *Server) renderUsers(w http.ResponseWriter, r *http.Request, rq *uiReque
 	return s.uiRender(w, r, rq, status, web.UsersPage(s.uiPage(r, rq), v))
 }
 
-// uiUsers serves GET /users.
-func (s *Server) uiUsers(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+// Users serves GET /users.
+func (s *Server) Users(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	return s.renderUsers(w, r, rq, http.StatusOK, web.UserList{Role: store.RoleViewer})
 }
 
-// uiAddUser serves POST /users.
-func (s *Server) uiAddUser(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+// AddUser serves POST /users.
+func (s *Server) AddUser(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	form, err := uiForm(r)
 	if err != nil {
 		return err
@@ -65,9 +65,9 @@ func (s *Server) uiAddUser(w http.ResponseWriter, r *http.Request, rq *uiRequest
 	return s.renderUsers(w, r, rq, http.StatusUnprocessableEntity, v)
 }
 
-// uiSetRole serves POST /users/{id}/role. Admins cannot change their own role here
+// SetRole serves POST /users/{id}/role. Admins cannot change their own role here
 // (so the last admin cannot lock everyone out by accident).
-func (s *Server) uiSetRole(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+func (s *Server) SetRole(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	id := r.PathValue("id")
 	form, err := uiForm(r)
 	if err != nil {
@@ -90,8 +90,8 @@ func (s *Server) uiSetRole(w http.ResponseWriter, r *http.Request, rq *uiRequest
 	return s.uiFlash(w, r, rq, web.FlashSuccess, rq.l.T("flash.user.role", u.Email, rq.l.T("role."+u.Role)), "/users")
 }
 
-// uiConfirmDeleteUser serves GET /users/{id}/delete.
-func (s *Server) uiConfirmDeleteUser(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+// ConfirmDeleteUser serves GET /users/{id}/delete.
+func (s *Server) ConfirmDeleteUser(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	u, err := s.store.GetUser(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
@@ -108,8 +108,8 @@ func (s *Server) uiConfirmDeleteUser(w http.ResponseWriter, r *http.Request, rq 
 	}))
 }
 
-// uiDeleteUser serves POST /users/{id}/delete; the user's sessions end with them.
-func (s *Server) uiDeleteUser(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+// DeleteUser serves POST /users/{id}/delete; the user's sessions end with them.
+func (s *Server) DeleteUser(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	u, err := s.store.GetUser(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
@@ -127,10 +127,10 @@ func (s *Server) uiDeleteUser(w http.ResponseWriter, r *http.Request, rq *uiRequ
 	return s.uiFlash(w, r, rq, web.FlashSuccess, rq.l.T("flash.user.removed", u.Email), "/users")
 }
 
-// uiResetPassword serves POST /users/{id}/password: an admin sets another user's
+// ResetPassword serves POST /users/{id}/password: an admin sets another user's
 // password; every session of that user ends (store.SetPassword). Admins change their
 // own on /account, where the current password is asked for.
-func (s *Server) uiResetPassword(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+func (s *Server) ResetPassword(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	u, err := s.store.GetUser(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
