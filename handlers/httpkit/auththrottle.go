@@ -8,7 +8,7 @@ import (
 
 // AuthThrottle throttles failed bearer authentication per client address, on /v1
 // (client keys, through gateway.Options.AuthThrottle), /api/v1 and /metrics (API
-// tokens), as the sign-in throttle does for an address (ui_throttle.go): 20 free
+// tokens), as the sign-in throttle does for an address (throttle.go): 20 free
 // failures, then every further attempt from that address waits a delay that doubles
 // with each failure (30 s up to 15 min): an invalid key or token from it is answered
 // 429 with Retry-After instead of 401; a throttled attempt is not counted, and an

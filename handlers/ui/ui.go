@@ -21,7 +21,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/web"
 )
 
-// The dashboard: server-rendered pages under sessions (ui_session.go), guarded
+// The dashboard: server-rendered pages under sessions (session.go), guarded
 // against cross-origin writes by http.CrossOriginProtection. Handlers have the
 // uiHandler shape and return errors; uiServe maps them to an HTML error page.
 
@@ -36,9 +36,9 @@ type uiState struct {
 	throttle *httpkit.LoginThrottle
 	history  *gateHistory
 	csrf     *http.CrossOriginProtection
-	// traffic caches the overview's request-log numbers (ui_traffic.go).
+	// traffic caches the overview's request-log numbers (traffic.go).
 	traffic trafficCache
-	// throttledAudits spaces the audit rows of refused sign-ins (ui_signin_audit.go).
+	// throttledAudits spaces the audit rows of refused sign-ins (signin_audit.go).
 	throttledAudits throttledAudits
 }
 

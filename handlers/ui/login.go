@@ -27,7 +27,7 @@ func (s *Server) LoginForm(w http.ResponseWriter, r *http.Request, rq *uiRequest
 	return s.uiRender(w, r, rq, http.StatusOK, web.LoginPage(page, web.LoginForm{Next: uiNext(next)}))
 }
 
-// Login serves POST /login: throttled (ui_throttle.go: the failure is charged
+// Login serves POST /login: throttled (httpkit/throttle.go: the failure is charged
 // before the password is checked), then store.Authenticate (constant-time); a good
 // password rotates the session id and binds it to the user.
 func (s *Server) Login(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
