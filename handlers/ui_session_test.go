@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 	"github.com/gatehouse-dev/gatehouse/handlers/ui"
 )
 
@@ -31,7 +32,7 @@ func TestDashCookieSecureBehindTLS(t *testing.T) {
 			res := d.post(t, c, "/login?lang=en", url.Values{"email": {"admin@example.com"}, "password": {dashPassword}}, tt.headers...).
 				want(t, http.StatusSeeOther)
 			cookies := res.header.Values("Set-Cookie")
-			for _, name := range []string{ui.SessionCookie, ui.LangCookie} {
+			for _, name := range []string{httpkit.SessionCookie, ui.LangCookie} {
 				var got string
 				for _, sc := range cookies {
 					if strings.HasPrefix(sc, name+"=") {

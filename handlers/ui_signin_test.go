@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/handlers/ui"
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -43,7 +43,7 @@ func TestDashSignIn(t *testing.T) {
 	if !first.HttpOnly || first.SameSite != http.SameSiteLaxMode || first.Secure {
 		t.Errorf("cookie attributes: HttpOnly %v SameSite %v Secure %v", first.HttpOnly, first.SameSite, first.Secure)
 	}
-	if _, ok := ui.SessionHash(first.Value); !ok {
+	if _, ok := httpkit.SessionHash(first.Value); !ok {
 		t.Errorf("cookie %q is not a 32-byte base64url id", first.Value)
 	}
 	d.get(t, c, "/connections").want(t, http.StatusOK)
@@ -56,13 +56,13 @@ func TestDashSignIn(t *testing.T) {
 		t.Fatal("session id not rotated at sign-in")
 	}
 	old := d.client(t)
-	old.Jar.SetCookies(mustURL(t, d.srv.URL), []*http.Cookie{{Name: ui.SessionCookie, Value: first.Value}})
+	old.Jar.SetCookies(mustURL(t, d.srv.URL), []*http.Cookie{{Name: httpkit.SessionCookie, Value: first.Value}})
 	d.get(t, old, "/connections").want(t, http.StatusSeeOther)
 
 	// Signing out deletes the session: replaying the cookie sends to sign-in.
 	d.post(t, c, "/logout", nil).want(t, http.StatusSeeOther)
 	replay := d.client(t)
-	replay.Jar.SetCookies(mustURL(t, d.srv.URL), []*http.Cookie{{Name: ui.SessionCookie, Value: second.Value}})
+	replay.Jar.SetCookies(mustURL(t, d.srv.URL), []*http.Cookie{{Name: httpkit.SessionCookie, Value: second.Value}})
 	d.get(t, replay, "/").want(t, http.StatusSeeOther)
 
 	// A next that leaves the site is ignored.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gatehouse-dev/gatehouse/handlers/ui"
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -200,11 +200,11 @@ func TestDashLanguage(t *testing.T) {
 func sessionCookieOf(t *testing.T, p page) *http.Cookie {
 	t.Helper()
 	for _, c := range (&http.Response{Header: p.header}).Cookies() {
-		if c.Name == ui.SessionCookie {
+		if c.Name == httpkit.SessionCookie {
 			return c
 		}
 	}
-	t.Fatalf("no %s cookie in %v", ui.SessionCookie, p.header.Values("Set-Cookie"))
+	t.Fatalf("no %s cookie in %v", httpkit.SessionCookie, p.header.Values("Set-Cookie"))
 	return nil
 }
 

@@ -62,7 +62,7 @@ func (s *Server) ChangePassword(w http.ResponseWriter, r *http.Request, rq *uiRe
 	if err := s.store.SetPassword(r.Context(), uiActor(rq), rq.user.ID, next); err != nil {
 		return err
 	}
-	if err := s.dash.sessions.signIn(r, rq.sess, rq.user.ID, rq.now); err != nil {
+	if err := s.dash.sessions.SignIn(r, rq.sess, rq.user.ID, rq.now); err != nil {
 		return err
 	}
 	return s.uiFlash(w, r, rq, web.FlashSuccess, rq.l.T("flash.account.password"), "/account")

@@ -27,7 +27,7 @@ func (s *Server) AlertsLive(w http.ResponseWriter, r *http.Request, rq *uiReques
 	if err != nil {
 		return err
 	}
-	if err := s.dash.sessions.save(r, w, rq.sess); err != nil {
+	if err := s.dash.sessions.Write(r, w, rq.sess); err != nil {
 		return err
 	}
 	f, err := s.renderFragments(r.Context(), map[string]templ.Component{"alerts": web.AlertRows(s.uiPage(r, rq), v)})

@@ -69,7 +69,7 @@ func (s *Server) Login(w http.ResponseWriter, r *http.Request, rq *uiRequest) er
 		return err
 	}
 	s.dash.throttle.Succeeded(keys)
-	if err := s.dash.sessions.signIn(r, rq.sess, u.ID, rq.now); err != nil {
+	if err := s.dash.sessions.SignIn(r, rq.sess, u.ID, rq.now); err != nil {
 		return err
 	}
 	s.auditSignIn(r.Context(), store.ActionSignIn, u.Email, u.ID, client)
@@ -86,7 +86,7 @@ func retryAfterSeconds(w http.ResponseWriter, wait time.Duration) int {
 // Logout serves POST /logout (CSRF-guarded like every dashboard write): the
 // session row is deleted and the cookie cleared.
 func (s *Server) Logout(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
-	rq.sess.end()
+	rq.sess.End()
 	return s.uiRedirect(w, r, rq, "/login?signedout=1")
 }
 

@@ -132,7 +132,7 @@ type ConnLoadView struct {
 func (s *Server) Live(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
 	snap := s.LiveSnapshot()
 	history := s.dash.history.observe(rq.now, snap.Gates)
-	if err := s.dash.sessions.save(r, w, rq.sess); err != nil {
+	if err := s.dash.sessions.Write(r, w, rq.sess); err != nil {
 		return err
 	}
 	v := LiveView{GatesView: httpkit.NewGatesView(snap), ConnectionLoad: connectionLoads(snap.Gates)}

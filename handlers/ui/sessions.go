@@ -42,7 +42,7 @@ func (s *Server) SessionsLive(w http.ResponseWriter, r *http.Request, rq *uiRequ
 	if err != nil {
 		return err
 	}
-	if err := s.dash.sessions.save(r, w, rq.sess); err != nil {
+	if err := s.dash.sessions.Write(r, w, rq.sess); err != nil {
 		return err
 	}
 	f, err := s.renderFragments(r.Context(), map[string]templ.Component{"sessions": web.SessionRows(s.uiPage(r, rq), v)})

@@ -32,7 +32,7 @@ const LangCookie = "gatehouse_lang"
 // throttle, the gate history behind the sparklines, and the CSRF guard.
 type uiState struct {
 	assets   *static.Assets
-	sessions *sessionStore
+	sessions *httpkit.SessionStore
 	throttle *httpkit.LoginThrottle
 	history  *gateHistory
 	csrf     *http.CrossOriginProtection
@@ -51,7 +51,7 @@ func newUIState(st *store.Store, secure bool, now func() time.Time) *uiState {
 	}
 	return &uiState{
 		assets:   assets,
-		sessions: newSessionStore(st, secure, now),
+		sessions: httpkit.NewSessionStore(st, secure, now),
 		throttle: httpkit.NewLoginThrottle(now),
 		history:  newGateHistory(historyEvery, historyKeep),
 		csrf:     http.NewCrossOriginProtection(),
@@ -60,7 +60,7 @@ func newUIState(st *store.Store, secure bool, now func() time.Time) *uiState {
 
 // Request is what a dashboard handler knows about its request.
 type uiRequest struct {
-	sess *sessionState
+	sess *httpkit.SessionState
 	// user is the signed-in user, loaded fresh on every request so a role change
 	// or a removal applies at once; nil when signed out.
 	user *store.User
@@ -105,7 +105,7 @@ func (s *Server) Serve(access Access, h uiHandler) http.Handler {
 		r.Body = http.MaxBytesReader(w, r.Body, httpkit.MaxBodyBytes)
 		setPageHeaders(w.Header())
 		rq := &uiRequest{now: s.now(), l: s.uiLocalizer(w, r)}
-		sess, err := s.dash.sessions.load(r)
+		sess, err := s.dash.sessions.Load(r)
 		if err != nil {
 			s.uiFail(w, r, rq, err)
 			return
@@ -166,7 +166,7 @@ func (s *Server) uiLocalizer(w http.ResponseWriter, r *http.Request) *web.Locali
 		cookie = lang
 		http.SetCookie(w, &http.Cookie{
 			Name: LangCookie, Value: lang, Path: "/", MaxAge: 365 * 24 * 3600,
-			HttpOnly: true, Secure: s.deps.SecureCookies || overTLS(r), SameSite: http.SameSiteLaxMode,
+			HttpOnly: true, Secure: s.deps.SecureCookies || httpkit.OverTLS(r), SameSite: http.SameSiteLaxMode,
 		})
 	}
 	return web.NewLocalizer(web.MatchLocale(r.Header.Get("Accept-Language"), cookie))
@@ -174,20 +174,20 @@ func (s *Server) uiLocalizer(w http.ResponseWriter, r *http.Request) *web.Locali
 
 // uiLoadUser loads the session's user; a session whose user is gone is emptied.
 func (s *Server) uiLoadUser(r *http.Request, rq *uiRequest) error {
-	uid := rq.sess.userID()
+	uid := rq.sess.UserID()
 	if uid == "" {
 		return nil
 	}
 	u, err := s.store.GetUser(r.Context(), uid)
 	if errors.Is(err, store.ErrNotFound) {
-		rq.sess.signOut()
+		rq.sess.SignOut()
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	rq.user = &u
-	rq.sess.touch(rq.now)
+	rq.sess.Touch(rq.now)
 	return nil
 }
 
@@ -205,7 +205,7 @@ func (s *Server) uiPage(r *http.Request, rq *uiRequest) web.Page {
 		p.User = &web.User{Email: rq.user.Email, Role: rq.user.Role}
 	}
 	if rq.sess != nil {
-		p.Flashes = rq.sess.takeFlashes()
+		p.Flashes = rq.sess.TakeFlashes()
 	}
 	return p
 }
@@ -218,7 +218,7 @@ func (s *Server) uiRender(w http.ResponseWriter, r *http.Request, rq *uiRequest,
 		return fmt.Errorf("handlers: render %s: %w", r.URL.Path, err)
 	}
 	if rq.sess != nil {
-		if err := s.dash.sessions.save(r, w, rq.sess); err != nil {
+		if err := s.dash.sessions.Write(r, w, rq.sess); err != nil {
 			return err
 		}
 	}
@@ -233,7 +233,7 @@ func (s *Server) uiRender(w http.ResponseWriter, r *http.Request, rq *uiRequest,
 
 // uiRedirect saves the session (with any flash just added) and redirects with 303.
 func (s *Server) uiRedirect(w http.ResponseWriter, r *http.Request, rq *uiRequest, to string) error {
-	if err := s.dash.sessions.save(r, w, rq.sess); err != nil {
+	if err := s.dash.sessions.Write(r, w, rq.sess); err != nil {
 		return err
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)
@@ -242,7 +242,7 @@ func (s *Server) uiRedirect(w http.ResponseWriter, r *http.Request, rq *uiReques
 
 // uiFlash adds a flash for the next page and redirects there.
 func (s *Server) uiFlash(w http.ResponseWriter, r *http.Request, rq *uiRequest, kind, msg, to string) error {
-	rq.sess.addFlash(web.Flash{Kind: kind, Message: msg})
+	rq.sess.AddFlash(web.Flash{Kind: kind, Message: msg})
 	return s.uiRedirect(w, r, rq, to)
 }
 

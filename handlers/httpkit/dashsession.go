@@ -1,4 +1,4 @@
-package ui
+package httpkit
 
 import (
 	"crypto/rand"
@@ -40,27 +40,27 @@ const (
 	sessKeyFlashes = "flashes" // JSON array of web.Flash
 )
 
-// sessionStore is a gorilla/sessions Store over store.Store's sessions table.
-type sessionStore struct {
+// SessionStore is a gorilla/sessions Store over store.Store's sessions table.
+type SessionStore struct {
 	st     *store.Store
 	secure bool
 	now    func() time.Time
 }
 
-var _ sessions.Store = (*sessionStore)(nil)
+var _ sessions.Store = (*SessionStore)(nil)
 
-func newSessionStore(st *store.Store, secure bool, now func() time.Time) *sessionStore {
-	return &sessionStore{st: st, secure: secure, now: now}
+func NewSessionStore(st *store.Store, secure bool, now func() time.Time) *SessionStore {
+	return &SessionStore{st: st, secure: secure, now: now}
 }
 
 // Get returns the request's session, cached for the rest of the request.
-func (ss *sessionStore) Get(r *http.Request, name string) (*sessions.Session, error) {
+func (ss *SessionStore) Get(r *http.Request, name string) (*sessions.Session, error) {
 	return sessions.GetRegistry(r).Get(ss, name)
 }
 
 // New loads the session the request's cookie names, or returns a new empty one when
 // there is no cookie or its session is unknown or expired. It never returns nil.
-func (ss *sessionStore) New(r *http.Request, name string) (*sessions.Session, error) {
+func (ss *SessionStore) New(r *http.Request, name string) (*sessions.Session, error) {
 	sess := sessions.NewSession(ss, name)
 	sess.Options = ss.options(r)
 	sess.IsNew = true
@@ -98,7 +98,7 @@ func (ss *sessionStore) New(r *http.Request, name string) (*sessions.Session, er
 
 // Save writes the session and sets its cookie; a session with MaxAge < 0 is deleted
 // and its cookie cleared. A session without an id gets a fresh random one.
-func (ss *sessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessions.Session) error {
+func (ss *SessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessions.Session) error {
 	if sess.Options == nil {
 		sess.Options = ss.options(r)
 	}
@@ -144,17 +144,17 @@ func (ss *sessionStore) Save(r *http.Request, w http.ResponseWriter, sess *sessi
 }
 
 // options are the cookie attributes: HttpOnly, SameSite=Lax, Secure behind TLS.
-func (ss *sessionStore) options(r *http.Request) *sessions.Options {
+func (ss *SessionStore) options(r *http.Request) *sessions.Options {
 	return &sessions.Options{
 		Path: "/", MaxAge: int(sessionTTL / time.Second), HttpOnly: true,
-		Secure: ss.secure || overTLS(r), SameSite: http.SameSiteLaxMode,
+		Secure: ss.secure || OverTLS(r), SameSite: http.SameSiteLaxMode,
 	}
 }
 
-// overTLS reports whether the browser reached us over TLS: our own, or a proxy's that
+// OverTLS reports whether the browser reached us over TLS: our own, or a proxy's that
 // says so (X-Forwarded-Proto, Forwarded). Trusting the headers is safe here: they
 // can only make a cookie Secure, which a plain-HTTP client would merely not send back.
-func overTLS(r *http.Request) bool {
+func OverTLS(r *http.Request) bool {
 	if r.TLS != nil || strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https") {
 		return true
 	}
@@ -182,24 +182,24 @@ func SessionHash(id string) ([]byte, bool) {
 	return sum[:], true
 }
 
-// sessionState is one request's session with the dashboard's accessors. Changes are
+// SessionState is one request's session with the dashboard's accessors. Changes are
 // written by save only when something changed.
-type sessionState struct {
+type SessionState struct {
 	s     *sessions.Session
 	dirty bool
 }
 
-// load returns the request's session.
-func (ss *sessionStore) load(r *http.Request) (*sessionState, error) {
+// Load returns the request's session.
+func (ss *SessionStore) Load(r *http.Request) (*SessionState, error) {
 	sess, err := ss.Get(r, SessionCookie)
 	if err != nil {
 		return nil, err
 	}
-	return &sessionState{s: sess}, nil
+	return &SessionState{s: sess}, nil
 }
 
-// save writes st when it changed.
-func (ss *sessionStore) save(r *http.Request, w http.ResponseWriter, st *sessionState) error {
+// Write writes st when it changed.
+func (ss *SessionStore) Write(r *http.Request, w http.ResponseWriter, st *SessionState) error {
 	if st == nil || !st.dirty {
 		return nil
 	}
@@ -210,9 +210,9 @@ func (ss *sessionStore) save(r *http.Request, w http.ResponseWriter, st *session
 	return nil
 }
 
-// signIn rotates the session id — the old row is deleted and the next save picks a
+// SignIn rotates the session id — the old row is deleted and the next save picks a
 // new id — and binds the session to userID.
-func (ss *sessionStore) signIn(r *http.Request, st *sessionState, userID string, now time.Time) error {
+func (ss *SessionStore) SignIn(r *http.Request, st *SessionState, userID string, now time.Time) error {
 	if hash, ok := SessionHash(st.s.ID); ok {
 		if err := ss.st.DeleteSession(r.Context(), hash); err != nil {
 			return fmt.Errorf("handlers: rotate session: %w", err)
@@ -231,26 +231,26 @@ func (ss *sessionStore) signIn(r *http.Request, st *sessionState, userID string,
 	return nil
 }
 
-// end marks the session for deletion: the next save removes its row and cookie.
-func (st *sessionState) end() {
+// End marks the session for deletion: the next save removes its row and cookie.
+func (st *SessionState) End() {
 	st.s.Options.MaxAge = -1
 	st.dirty = true
 }
 
-// userID is the signed-in user's id, or "".
-func (st *sessionState) userID() string {
+// UserID is the signed-in user's id, or "".
+func (st *SessionState) UserID() string {
 	uid, _ := st.s.Values[sessKeyUser].(string)
 	return uid
 }
 
-// signOut forgets the user (their account is gone) and keeps the rest.
-func (st *sessionState) signOut() {
+// SignOut forgets the user (their account is gone) and keeps the rest.
+func (st *SessionState) SignOut() {
 	delete(st.s.Values, sessKeyUser)
 	st.dirty = true
 }
 
-// touch slides the expiry of an active session, at most once per sessionRefresh.
-func (st *sessionState) touch(now time.Time) {
+// Touch slides the expiry of an active session, at most once per sessionRefresh.
+func (st *SessionState) Touch(now time.Time) {
 	seen, _ := st.s.Values[sessKeySeen].(string)
 	last, err := strconv.ParseInt(seen, 10, 64)
 	if err == nil && now.Sub(time.Unix(last, 0)) < sessionRefresh {
@@ -260,9 +260,9 @@ func (st *sessionState) touch(now time.Time) {
 	st.dirty = true
 }
 
-// addFlash queues a message for the next page.
-func (st *sessionState) addFlash(f web.Flash) {
-	flashes := st.flashes()
+// AddFlash queues a message for the next page.
+func (st *SessionState) AddFlash(f web.Flash) {
+	flashes := st.Flashes()
 	flashes = append(flashes, f)
 	data, err := json.Marshal(flashes)
 	if err != nil {
@@ -272,9 +272,9 @@ func (st *sessionState) addFlash(f web.Flash) {
 	st.dirty = true
 }
 
-// takeFlashes returns the queued messages and clears them.
-func (st *sessionState) takeFlashes() []web.Flash {
-	flashes := st.flashes()
+// TakeFlashes returns the queued messages and clears them.
+func (st *SessionState) TakeFlashes() []web.Flash {
+	flashes := st.Flashes()
 	if len(flashes) > 0 {
 		delete(st.s.Values, sessKeyFlashes)
 		st.dirty = true
@@ -282,7 +282,7 @@ func (st *sessionState) takeFlashes() []web.Flash {
 	return flashes
 }
 
-func (st *sessionState) flashes() []web.Flash {
+func (st *SessionState) Flashes() []web.Flash {
 	raw, _ := st.s.Values[sessKeyFlashes].(string)
 	var out []web.Flash
 	if raw != "" {
