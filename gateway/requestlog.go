@@ -4,68 +4,15 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/requestlog"
 	"github.com/gatehouse-dev/gatehouse/gateway/tracing"
 	"github.com/gatehouse-dev/gatehouse/gateway/wire"
 )
 
-// RequestRecord is what the gateway reports of one /v1 request when it ends,
-// admitted or not, served or failed: who, where, what the client got, and how
-// long each part took. Never prompts, answers or secrets. Its strings are the
-// gateway's own (names from the config, the model as scanned), so filling one
-// allocates nothing; a RequestLog copies it and must not keep the pointer.
-//
-// Its fields are store.RequestRow's, in the same order, so that the request log
-// hands it to the store by a pointer conversion instead of a field-by-field copy
-// (cmd/gatehouse's requestLog; the conversion stops compiling if the two differ).
-type RequestRecord struct {
-	// ID is always empty here: the request log's writer gives each row its id.
-	ID             string
-	StartedAt      time.Time
-	KeyID          string
-	KeyName        string
-	ConnectionID   string
-	ConnectionName string
-	Provider       string
-	// Model is the model as the client sent it; UpstreamModel the one sent upstream.
-	Model         string
-	UpstreamModel string
-	// Route is chat, completions, responses, messages, embeddings,
-	// count_tokens, gemini (every Gemini model method), models, limits or unknown.
-	Route  string
-	Stream bool
-	// Status is the status the client got; StatusClientGone when the client
-	// went away before an answer.
-	Status int
-	// Code is the Gatehouse error code of an answer the gateway made itself
-	// ("" for upstream answers); Gate the gate that held it back or refused it.
-	Code     string
-	Gate     string
-	Priority string
-	// Attempts counts the upstream attempts dispatched.
-	Attempts int
-	QueueMs  int
-	// TTFTMs is the time to the first byte relayed from upstream, -1 when none was.
-	TTFTMs     int
-	UpstreamMs int
-	TotalMs    int
-	// InputTokens is every prompt token the upstream processed; CachedTokens
-	// the part of it read from the prompt cache, CacheWriteTokens the part
-	// written to it.
-	InputTokens      int64
-	OutputTokens     int64
-	CachedTokens     int64
-	CacheWriteTokens int64
-	CostMicros       int64
-	TraceID          string
-	Replica          string
-	// Session is the request's session as stored and shown: the hash of its
-	// client key and session id (package session), "" without one.
-	Session string
-	// Affinity says how the connection choice used the request's affinity
-	// binding: hit (followed it), spilled (bound elsewhere, served here),
-	// bound (no binding yet, one written now) or "" (none).
-	Affinity string
-}
+// RequestRecord is what the gateway reports of one /v1 request when it ends: the
+// request log's row (package requestlog), which the store writes as it is. A
+// RequestLog copies it and must not keep the pointer.
+type RequestRecord = requestlog.Row
 
 // StatusClientGone is a record's Status when the client went away before its
 // answer (wire.StatusClientGone).

@@ -20,7 +20,7 @@ import (
 // storeRequestLog hands the gateway's records to a store.RequestLog, as cmd does.
 type storeRequestLog struct{ l *store.RequestLog }
 
-func (s *storeRequestLog) Record(r *gateway.RequestRecord) { s.l.Add((*store.RequestRow)(r)) }
+func (s *storeRequestLog) Record(r *gateway.RequestRecord) { s.l.Add(r) }
 
 const trafficClientKey = "traffic-client-key-0123456789"
 

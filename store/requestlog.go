@@ -11,49 +11,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/requestlog"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// RequestRow is one row of the request log: one gateway request, admitted or not,
-// served or failed. Empty strings are stored as NULL; TTFTMs < 0 means no byte was
-// relayed (NULL). ID is set by the writer (a UUIDv7 of StartedAt) and by reads.
-type RequestRow struct {
-	ID             string
-	StartedAt      time.Time
-	KeyID          string
-	KeyName        string
-	ConnectionID   string
-	ConnectionName string
-	Provider       string
-	Model          string
-	UpstreamModel  string
-	Route          string
-	Stream         bool
-	Status         int
-	Code           string
-	Gate           string
-	Priority       string
-	Attempts       int
-	QueueMs        int
-	TTFTMs         int
-	UpstreamMs     int
-	TotalMs        int
-	// InputTokens is every prompt token processed; CachedTokens the part read
-	// from the prompt cache, CacheWriteTokens the part written to it.
-	InputTokens      int64
-	OutputTokens     int64
-	CachedTokens     int64
-	CacheWriteTokens int64
-	CostMicros       int64
-	TraceID          string
-	Replica          string
-	// Session is the session hash (16 hex digits), Affinity whether the
-	// request followed an affinity binding (hit, spilled, bound); "" = NULL.
-	Session  string
-	Affinity string
-}
+// RequestRow is one row of the request log (package requestlog: the gateway's
+// record, written as it is). Empty strings are stored as NULL; TTFTMs < 0 means no
+// byte was relayed (NULL). ID is set by the writer (a UUIDv7 of StartedAt) and by
+// reads.
+type RequestRow = requestlog.Row
 
 // Request log defaults (DESIGN "Request log and usage").
 const (

@@ -3,46 +3,15 @@ package web
 import (
 	"net/url"
 	"strconv"
-	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/requestlog"
 )
 
-// RequestRow is one request of the log as the pages show it. Empty strings are
-// values the request never had; TTFTMs < 0 means no byte was relayed.
+// RequestRow is one request of the log as the pages show it: the request log's
+// row, and the price the request page splits its cost by.
 type RequestRow struct {
-	ID             string
-	At             time.Time
-	KeyID          string
-	KeyName        string
-	ConnectionID   string
-	ConnectionName string
-	Provider       string
-	Model          string
-	UpstreamModel  string
-	Route          string
-	Stream         bool
-	Status         int
-	Code           string
-	Gate           string
-	Priority       string
-	Attempts       int
-	QueueMs        int
-	TTFTMs         int
-	UpstreamMs     int
-	TotalMs        int
-	InputTokens    int64
-	OutputTokens   int64
-	CachedTokens   int64
-	// CacheWriteTokens is the part of InputTokens written to the prompt
-	// cache (CachedTokens the part read from it).
-	CacheWriteTokens int64
-	CostMicros       int64
-	TraceID          string
-	Replica          string
-	// Session is the session hash, Affinity how the request used its
-	// affinity binding (hit, spilled, bound); "" for none.
-	Session, Affinity string
+	requestlog.Row
 	// Rate is the model's price today (Found false: none), for the cost
 	// split of the request page; the logged cost is CostMicros.
 	Rate limits.Rate

@@ -97,10 +97,9 @@ func (l *requestLog) stop() {
 }
 
 // Record hands the gateway's record to the writer's buffer, which copies it once
-// (never waits). gateway.RequestRecord has store.RequestRow's fields in its
-// order: the conversion is a pointer's, not a copy.
+// (never waits): both are the request log's row (package requestlog).
 func (l *requestLog) Record(r *gateway.RequestRecord) {
-	l.log.Add((*store.RequestRow)(r))
+	l.log.Add(r)
 }
 
 // hostName names a single replica in the request log.

@@ -96,15 +96,7 @@ func cloneValues(v url.Values) url.Values {
 }
 
 func requestRowView(r store.RequestRow) web.RequestRow {
-	return web.RequestRow{
-		ID: r.ID, At: r.StartedAt, KeyID: r.KeyID, KeyName: r.KeyName, ConnectionID: r.ConnectionID,
-		ConnectionName: r.ConnectionName, Provider: r.Provider, Model: r.Model, UpstreamModel: r.UpstreamModel,
-		Route: r.Route, Stream: r.Stream, Status: r.Status, Code: r.Code, Gate: r.Gate, Priority: r.Priority,
-		Attempts: r.Attempts, QueueMs: r.QueueMs, TTFTMs: r.TTFTMs, UpstreamMs: r.UpstreamMs, TotalMs: r.TotalMs,
-		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CachedTokens: r.CachedTokens,
-		CacheWriteTokens: r.CacheWriteTokens, CostMicros: r.CostMicros, TraceID: r.TraceID, Replica: r.Replica,
-		Session: r.Session, Affinity: r.Affinity,
-	}
+	return web.RequestRow{Row: r}
 }
 
 // Request serves GET /requests/{id}.
