@@ -125,7 +125,7 @@ type Options struct {
 	// keeps the sessions' spend against sessionBudgetUsd across replicas.
 	SharedSessions session.Shared
 	// TracerProvider, when set, traces every proxied request (see
-	// docs/ARCHITECTURE.md, Tracing): a server span, its admission spans and
+	// package tracing): a server span, its admission spans and
 	// a client span per upstream attempt, whose context goes upstream in
 	// traceparent. nil or a no-op provider traces nothing and costs nothing.
 	TracerProvider trace.TracerProvider

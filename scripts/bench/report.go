@@ -248,7 +248,7 @@ func (r *report) writeMissed(b *strings.Builder) {
 	if len(missed) == 0 {
 		return
 	}
-	b.WriteString("\nMissed targets: what stands in the way (docs/BENCHMARKS.md, \"What stands in the way\", has the measurements):\n\n")
+	b.WriteString("\nMissed targets: what stands in the way (docs/BENCHMARKS.md, \"End to end\", says what stands in the way):\n\n")
 	cpuShown, heapShown := false, false
 	for _, t := range missed {
 		fmt.Fprintf(b, "- **%s** (want %s, got %s): %s\n", t.What, t.Want, t.Got, standsInTheWay(t.What))
