@@ -197,3 +197,75 @@ func TestHistoryPatterns(t *testing.T) {
 		}
 	}
 }
+
+// docLimits are the line budgets of the documents a newcomer reads first: a map, a
+// page of current results and a front page stay short or stop being read.
+var docLimits = map[string]int{
+	"README.md":            250,
+	"docs/ARCHITECTURE.md": 600,
+	"docs/BENCHMARKS.md":   400,
+}
+
+// TestDocSizes: README.md, docs/ARCHITECTURE.md and docs/BENCHMARKS.md stay within their
+// line budgets; what does not fit goes to docs/OPERATING.md or a package's doc comment.
+func TestDocSizes(t *testing.T) {
+	for name, limit := range docLimits {
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(b), "\n"); n > limit {
+			t.Errorf("%s has %d lines; its budget is %d", name, n, limit)
+		}
+	}
+}
+
+// testName matches a test, benchmark or fuzz target named in a document.
+var testName = regexp.MustCompile("`(?:[a-z/]+ )?((?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*)`")
+
+// TestDocsNameRealTests: every test, benchmark and fuzz target a document names (in
+// backticks) exists, so "where each invariant is tested" cannot point at nothing.
+func TestDocsNameRealTests(t *testing.T) {
+	defined := map[string]bool{}
+	decl := regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)[A-Za-z0-9_]*)\(`)
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != root && skipDir(d.Name()) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range decl.FindAllStringSubmatch(string(b), -1) {
+			defined[m[1]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var missing []string
+	for _, doc := range markdownDocs(t) {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range testName.FindAllStringSubmatch(string(b), -1) {
+			if name := strings.TrimSuffix(m[1], "$"); !defined[name] {
+				missing = append(missing, rel(doc)+": "+name)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("documents name tests that do not exist:\n\t%s", strings.Join(missing, "\n\t"))
+	}
+}
