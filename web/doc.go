@@ -84,12 +84,16 @@
 //
 // # Decisions
 //
-//   - Charts are our own component (chart.templ, chart.go): an SVG with a y axis rounded
-//     up to 1, 2 or 5 × 10ⁿ, role="img" with title and desc, a title per bar, a legend,
-//     the numbers in a details table and a CSV link. Colours are CSS classes and widths
-//     SVG attributes, because the Content-Security-Policy allows no inline style; no
-//     chart needs JavaScript. TestNothingInline keeps every page free of style
-//     attributes, inline script and on* handlers.
+//   - Charts are our own component (chart.templ, chart.go): the bars in a 100 × 100
+//     viewBox stretched to a fixed-height box, the unit, y ticks and x labels as HTML
+//     around it (a CSS grid), so text keeps the stylesheet's size at every width; ticks
+//     step by 1, 2 or 5 × 10ⁿ with the decimals the step needs; role="img" with title
+//     and desc, a legend, the numbers in a details table and a CSV link. Colours are CSS
+//     classes and sizes attributes or grid tracks, because the Content-Security-Policy
+//     allows no inline style; no chart needs JavaScript. TestNothingInline keeps every
+//     page free of style attributes, inline script and on* handlers.
+//   - On a phone (below 640 px) the tables an operator reads turn each row into a card:
+//     cells carry data-label, which the stylesheet prints before the value.
 //   - CSV cells starting with =, +, -, @, a tab or a carriage return get a leading ',
 //     negative numbers included: a spreadsheet reads -1+1 as a formula.
 //   - Validation problems carry a stable code and arguments beside their English message
