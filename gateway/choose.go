@@ -243,7 +243,7 @@ func (x *exchange) admitNow() (aerr *apiError, ok bool) {
 // heap), its start is in waitRequest and what follows it in awaited. With
 // them small, a request queued on a fresh connection keeps the 4 KiB
 // goroutine stack net/http started it with, instead of 8 KiB for the whole
-// wait (docs/BENCHMARKS.md, "Waiter memory").
+// wait (package doc, "Small frames under a queued request's wait").
 func (x *exchange) queue() *apiError {
 	x.orderByWait()
 	x.qFull, x.qRechoose = nil, false

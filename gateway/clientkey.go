@@ -17,7 +17,7 @@ import (
 // while it holds its permit. What a key is and carries lives in
 // gateway/clientkey; in cluster mode the key gate goes through the shared
 // admission like any gate and the key's rpm and tpm through the shared
-// limits, under the store id key:<id> (see docs/ARCHITECTURE.md).
+// limits, under the store id key:<id> (gateway/cluster's doc).
 
 // ClientKey is a client key as the gateway knows it (clientkey.Key).
 type ClientKey = clientkey.Key

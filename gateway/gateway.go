@@ -1,12 +1,3 @@
-// Package gateway is Gatehouse's proxy: it authenticates client keys, routes
-// each request by its model to the provider connections serving it, admits
-// it through the concurrency gates of package admission, forwards it
-// upstream (streams included) and fails over between connections on upstream
-// 429s, auth failures and errors, keeping per-connection cooldowns,
-// suspensions and circuit breakers.
-//
-// The configuration arrives as an immutable Config through Apply; the
-// gateway never reads the store itself.
 package gateway
 
 import (
@@ -134,7 +125,7 @@ type Options struct {
 	// keeps the sessions' spend against sessionBudgetUsd across replicas.
 	SharedSessions session.Shared
 	// TracerProvider, when set, traces every proxied request (see
-	// docs/ARCHITECTURE.md, Tracing): a server span, its admission spans and
+	// package tracing): a server span, its admission spans and
 	// a client span per upstream attempt, whose context goes upstream in
 	// traceparent. nil or a no-op provider traces nothing and costs nothing.
 	TracerProvider trace.TracerProvider

@@ -10,8 +10,8 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/ratelimit"
 )
 
-// Rate limits per connection (docs/ARCHITECTURE.md, "Rate limits"; package
-// ratelimit keeps them):
+// Rate limits per connection (package ratelimit keeps them, and its doc says
+// why they work as they do):
 //
 //   - rpm and minTime are one dispatch spacing, the stricter of the two. A
 //     request takes its concurrency permit, then waits for its turn; when

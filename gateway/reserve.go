@@ -12,7 +12,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/usage"
 )
 
-// Budget reservations (docs/ARCHITECTURE.md, "Budget reservations"): right
+// Budget reservations (gateway/ratelimit's doc, "Reservations"): right
 // before an attempt is dispatched, the request's estimated tokens are
 // reserved against its key's tpm and tpd and its connection's, all or
 // nothing (ratelimit.Reservation); the attempt's end settles them once: by

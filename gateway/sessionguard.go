@@ -17,7 +17,7 @@ import (
 )
 
 // Runaway guards in the request flow (DESIGN.md, "Runaway guards";
-// docs/ARCHITECTURE.md, "Runaway guards"): a request with a session enters
+// gateway/session's doc, "Runaway guards"): a request with a session enters
 // the session guard after its key's budgets are checked and before it
 // queues for its connection — refused there 403 when the session is
 // stopped, looping or over budget, or waiting for a slot under the

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Money reservations (docs/ARCHITECTURE.md, "Budget reservations"): before a
+// Money reservations (gateway/ratelimit's doc, "Reservations"): before a
 // request of a client key with a money budget is dispatched, its estimated
 // cost is added to the key's spend of the UTC day and of the UTC month
 // (table key_spend_reserved), each only while it stays within its budget,

@@ -1,10 +1,3 @@
-// Package store is Gatehouse's Postgres access layer: provider connections, settings,
-// users, API tokens, client keys, the audit log, dashboard sessions and daily usage
-// counters; upstream-secret encryption; NOTIFY/LISTEN for configuration changes.
-//
-// Every method runs against a DB, which a *pgxpool.Pool or a pgx.Tx satisfies, so the
-// same code serves both plain calls and calls inside a caller's transaction (InTx).
-// Driver errors are translated once, in translate, into the sentinels below.
 package store
 
 import (

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Token reservations (docs/ARCHITECTURE.md, "Budget reservations"): before a
+// Token reservations (gateway/ratelimit's doc, "Reservations"): before a
 // request is dispatched its estimated tokens are added to the day's count
 // of its connection and its client key, each only if the count stays within
 // the day's budget (tpd), in one atomic statement, so that replicas sharing

@@ -78,4 +78,30 @@
 // every element carrying data-gate="<gate key>" (ratio, bar, queue, state, sparkline),
 // the bottleneck marks, the connection health (data-conn="<id>") and the "Right now"
 // totals. Without JavaScript the page shows the same numbers as of its rendering.
+// /live?fragments=overview sends the request-log and queue parts again as HTML rendered
+// by the same components (TrafficFragments, OverviewFragments), which app.js swaps in:
+// one rendering, never a second one in JavaScript.
+//
+// # Decisions
+//
+//   - Charts are our own component (chart.templ, chart.go): the bars in a 100 × 100
+//     viewBox stretched to a fixed-height box, the unit, y ticks and x labels as HTML
+//     around it (a CSS grid), so text keeps the stylesheet's size at every width; ticks
+//     step by 1, 2 or 5 × 10ⁿ with the decimals the step needs; role="img" with title
+//     and desc, a legend, the numbers in a details table and a CSV link. Colours are CSS
+//     classes and sizes attributes or grid tracks, because the Content-Security-Policy
+//     allows no inline style; no chart needs JavaScript. TestNothingInline keeps every
+//     page free of style attributes, inline script and on* handlers.
+//   - On a phone (below 640 px) the tables an operator reads turn each row into a card:
+//     cells carry data-label, which the stylesheet prints before the value.
+//   - CSV cells starting with =, +, -, @, a tab or a carriage return get a leading ',
+//     negative numbers included: a spreadsheet reads -1+1 as a formula.
+//   - Validation problems carry a stable code and arguments beside their English message
+//     (limits.FieldError, limits.LineError); the dashboard words each from the catalog
+//     entry validation.<code> (FieldErrorMessage, LineErrorMessage), and tests fail if a
+//     listed code lacks one. The REST API's problem+json keeps the English message.
+//   - Wait percentiles are interpolated within live.WaitHistogram's buckets between two
+//     history samples, as Prometheus's histogram_quantile does, and each names its
+//     window. The summary sums connection gates only: every path has exactly one, so
+//     each admission counts once.
 package web

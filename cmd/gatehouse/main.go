@@ -1,5 +1,3 @@
-// Command gatehouse runs the Gatehouse LLM gateway, its dashboard and REST API, and the
-// administrative subcommands (migrate, user, token, key, config, demo-traffic).
 package main
 
 import (

@@ -27,6 +27,41 @@ type snippet struct {
 	lang string // the fence's info string: "sh" or "js"
 	line int    // the fence's line, 1-based
 	code string
+	doc  string // the document it is in, for errors ("" reads as README)
+}
+
+// snippetDocs are the documents whose marked snippets the doc tests run, in order: the
+// README (whose setup block defines what the others use), then the operator's guide.
+var snippetDocs = []string{"README.md", filepath.Join("docs", "OPERATING.md")}
+
+// docSnippets returns the blocks marked mark in every document of snippetDocs, in order,
+// each naming its document.
+func docSnippets(mark string) ([]snippet, error) {
+	var out []snippet
+	for _, name := range snippetDocs {
+		doc, err := os.ReadFile(filepath.Join("..", "..", name))
+		if err != nil {
+			return nil, err
+		}
+		sns, err := markedSnippets(string(doc), mark)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		for i := range sns {
+			sns[i].doc = name
+		}
+		out = append(out, sns...)
+	}
+	return out, nil
+}
+
+// where names a snippet's place for an error: its document and line.
+func (sn snippet) where() string {
+	doc := sn.doc
+	if doc == "" {
+		doc = "README"
+	}
+	return fmt.Sprintf("%s line %d", doc, sn.line)
 }
 
 // freshDatabaseMark marks the README's snippet for a fresh shared database, run by
@@ -83,7 +118,7 @@ func runShSnippets(ctx context.Context, snippets []snippet, dir string, env []st
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("README line %d: the sh block failed: %v\n%s\noutput:\n%s", sn.line, err, sn.code, out.String())
+			return fmt.Errorf("%s: the sh block failed: %v\n%s\noutput:\n%s", sn.where(), err, sn.code, out.String())
 		}
 	}
 	return nil
@@ -135,16 +170,13 @@ var readmeNodePackages = []struct{ pkg, short, version string }{
 	{"@google/genai", "genai", "2.32.0"},
 }
 
-// TestReadmeSnippets runs every README snippet marked runnable, as written, against a
-// fresh demo (the built binary, a temp data dir, its managed Postgres): the sh blocks in
-// one terminal-like sequence from a scratch directory, then the JavaScript SDK snippets
-// (OpenAI, Anthropic, @google/genai) with node when node and npm are installed.
+// TestReadmeSnippets runs every snippet marked runnable in the README and the operator's
+// guide (docs/OPERATING.md), as written, against a fresh demo (the built binary, a temp
+// data dir, its managed Postgres): the sh blocks in one terminal-like sequence from a
+// scratch directory, the README's first, then the JavaScript SDK snippets (OpenAI,
+// Anthropic, @google/genai) with node when node and npm are installed.
 func TestReadmeSnippets(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sns, err := runnableSnippets(string(doc))
+	sns, err := docSnippets(runnableMark)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +185,7 @@ func TestReadmeSnippets(t *testing.T) {
 		langs[sn.lang]++
 	}
 	if langs["sh"] < 5 || langs["js"] != 3 {
-		t.Fatalf("README has %d runnable sh and %d js snippets; want the setup and API sh blocks and the 3 SDK snippets", langs["sh"], langs["js"])
+		t.Fatalf("README and docs/OPERATING.md have %d runnable sh and %d js snippets; want the setup and API sh blocks and the 3 SDK snippets", langs["sh"], langs["js"])
 	}
 
 	dataDir := privateDir(t, nil)
@@ -195,24 +227,20 @@ func TestReadmeSnippets(t *testing.T) {
 		cmd := exec.CommandContext(ctx, node, file)
 		cmd.Dir, cmd.Env = work, jsEnv
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("README line %d: the js block failed: %v\n%s\noutput:\n%s", sn.line, err, sn.code, out)
+			t.Errorf("%s: the js block failed: %v\n%s\noutput:\n%s", sn.where(), err, sn.code, out)
 		}
 	}
 }
 
-// TestReadmeFreshDatabase runs the README's snippet for a fresh shared database with the
-// cluster section's variables (GATEHOUSE_DATABASE_URL, GATEHOUSE_SECRET_KEY) against a
+// TestReadmeFreshDatabase runs the docs' snippet for a fresh shared database (in the
+// operator's guide's cluster section) with that section's variables (GATEHOUSE_DATABASE_URL, GATEHOUSE_SECRET_KEY) against a
 // migrated database nobody has bootstrapped: the token it exports answers the API, the
 // client key the gateway, and the user it adds signs in.
 func TestReadmeFreshDatabase(t *testing.T) {
 	t.Parallel()
-	doc, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sns, err := markedSnippets(string(doc), freshDatabaseMark)
+	sns, err := docSnippets(freshDatabaseMark)
 	if err != nil || len(sns) != 1 || sns[0].lang != "sh" {
-		t.Fatalf("README's fresh-database snippets: %d, %v; want one sh block", len(sns), err)
+		t.Fatalf("the docs' fresh-database snippets: %d, %v; want one sh block", len(sns), err)
 	}
 	dbURL, secret := storetest.URL(t), store.GenerateSecretKey()
 	vars := []string{"GATEHOUSE_DATABASE_URL=" + dbURL, "GATEHOUSE_SECRET_KEY=" + secret}

@@ -2,9 +2,17 @@
 // request only when every gate on its path has room, takes one slot in each
 // at once, and queues the rest fairly (at each gate FIFO within a client key
 // and shared by weight across keys, no head-of-line blocking across gate
-// keys) until they are admitted, time out, or are cancelled.
+// keys) until they are admitted, time out, or are cancelled. Waiters are ordered by
+// priority class first (interactive, standard, batch, with aging), then by the fair share.
 //
-// docs/ADMISSION.md describes the algorithm and why it is correct.
+// It also declares what the gateway and gateway/cluster share without importing each
+// other: Admitter (Local wraps a Controller as one; cluster's Controller is the other),
+// Grant, the typed Error (SEMAPHORE_TIMEOUT, SEMAPHORE_QUEUE_FULL, SHUTTING_DOWN) and
+// ErrUnavailable. It imports only the standard library and gateway/live, whose wait
+// histogram it counts into without allocating.
+//
+// docs/ADMISSION.md describes the algorithm, its invariants, its costs and why it is
+// correct.
 package admission
 
 import (

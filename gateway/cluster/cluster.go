@@ -1,39 +1,3 @@
-// Package cluster is Gatehouse's admission controller for several replicas:
-// the slots of every gate live in Redis as leases, so a gate's cap holds
-// across every gateway replica that shares one Redis.
-//
-// It mirrors the method set of *admission.Controller (Acquire, TryAcquire,
-// EstimateWait, SetCaps, Stats) and returns admission's types: a rejection is
-// an *admission.Error (SEMAPHORE_TIMEOUT, SEMAPHORE_QUEUE_FULL) naming the
-// gate, and a permit is released exactly once.
-//
-// How it works, in short (docs/ARCHITECTURE.md, "Cluster mode", has more):
-//
-//   - A slot is a lease: a member "<replica>:<n>" in the gate's holders
-//     sorted set, scored by its expiry. The replica renews its leases every
-//     TTL/3; a replica that dies loses them within the TTL.
-//   - One Lua script per attempt takes a slot in every gate of the path, or
-//     none: admit.lua when nobody waits on the path (a count and a lease
-//     per capped gate; uncapped gates take none until they are capped),
-//     else acquire.lua. Calls made at the same moment share one pipeline. A request that cannot be admitted is
-//     queued on the first gate that blocked it, in its client key's line;
-//     the keys waiting at a gate take turns in start-time fair order (a
-//     virtual time and one turn per key, in Redis), so the gate's slots are
-//     shared by the keys' weights, each key's waiters keep their arrival
-//     order, and a waiter that leaves gives its key's turn back. A gate
-//     admits a request only if its free slots exceed the turns before its
-//     own there, across replicas.
-//   - Releases publish the id of the waiter first in line on the gate's
-//     channel when somebody queues there; the replica that has it wakes it,
-//     and each replica re-checks its waiters periodically so a lost message
-//     only delays a wake-up.
-//   - When Redis cannot be reached the controller switches to its fail mode:
-//     FailOpen admits through an in-process admission.Controller whose caps
-//     are each cap divided by the live replicas last seen (at least 1);
-//     FailClosed rejects with an *UnavailableError (CLUSTER_UNAVAILABLE).
-//     It probes Redis and switches back by itself, after putting the ledger
-//     straight: the queue entries of waiters it dropped are removed and the
-//     fail-open permits still running are entered as leases.
 package cluster
 
 import (

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Adaptive caps (DESIGN.md "Adaptive and shadow caps"; docs/ARCHITECTURE.md
+// Adaptive caps (DESIGN.md "Adaptive and shadow caps"; the package doc,
 // "Adaptive caps"): on a connection with rateLimitOverrides.adaptive, the
 // connection gate and each capped model gate get an effective cap between 1
 // and the configured one, learned from the upstream by additive increase and

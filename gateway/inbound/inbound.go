@@ -1,5 +1,5 @@
 // Package inbound owns a client's request body on its way in: read into
-// memory bounded by its length limit (GATEHOUSE_MAX_BODY_BYTES), and held
+// memory bounded by its length limit (gateway.Options.MaxBodyBytes, 32 MiB), and held
 // against the bound on body bytes in flight across every request
 // (GATEHOUSE_MAX_BODY_BYTES_IN_FLIGHT). It never parses a body (package
 // usage does) and never answers a client: the gateway turns its errors into

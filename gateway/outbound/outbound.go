@@ -15,7 +15,7 @@ const (
 	// FastHTTP is fasthttp's HostClient, doing its I/O on the
 	// handler's goroutine (NewFastTransport): the default, less CPU per
 	// request than net/http's in both plain and streaming answers
-	// (docs/BENCHMARKS.md, "Outbound default").
+	// (package doc, "Why fasthttp is the default").
 	FastHTTP = "fasthttp"
 )
 
@@ -55,7 +55,7 @@ func New(name string, d *Dialer) Client {
 // connection holds both for as long as it is idle, and the relay reads the
 // body into its own 16 KiB buffer, which bufio passes straight through. With
 // 32 KiB each, 64 idle connections held 4 MiB, which GOGC=400 turns into
-// about 20 MB more RSS (docs/BENCHMARKS.md, issue 17).
+// about 20 MB more RSS.
 func NewTransport() *http.Transport {
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{

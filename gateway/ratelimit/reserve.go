@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Budget reservations (docs/ARCHITECTURE.md, "Budget reservations"): before
+// Budget reservations (package doc, "Reservations"): before
 // a request is dispatched its estimated cost is reserved against every
 // budget on its path, all or nothing; when the answer's usage is known the
 // reservation is replaced by it, when it is not the reservation stays

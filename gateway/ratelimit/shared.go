@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Shared limits (cluster mode; docs/ARCHITECTURE.md, "Cluster mode"): the
+// Shared limits (cluster mode; gateway/cluster's doc, "Shared limits and health"): the
 // rpm/minTime dispatch spacing, the tpm window, upstream cooldowns (429,
 // rate-limit headers) and suspensions (401/403) are kept in a Store every
 // replica sees, on the store's clock. The in-process state is still kept

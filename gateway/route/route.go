@@ -7,6 +7,13 @@
 //
 // It only reads paths: it never reads a body, never sees a key and never
 // knows a connection.
+//
+// The Gemini methods (generateContent, streamGenerateContent, countTokens) are served
+// under /v1beta/models/ and /v1/models/ (an OpenAI model id never ends in
+// :generateContent, so GET /v1/models/{id} stays OpenAI's retrieve); their model is the
+// path's, between models/ and the last ':', and the body is never scanned. Any other path
+// under /v1beta is 404 in Gemini's shape, under /v1 in OpenAI's, so Go's plain-text 404
+// never answers an API path.
 package route
 
 import (

@@ -1,22 +1,3 @@
-// Package tracing owns the gateway's OpenTelemetry spans and their
-// attributes (the GenAI semantic conventions and Gatehouse's own). Per
-// proxied request the gateway makes:
-//
-//   - a server span "<operation> <model>" (gen_ai.operation.name, gen_ai.provider.name,
-//     gen_ai.request.model, gen_ai.response.model, gen_ai.usage.input_tokens,
-//     gen_ai.usage.output_tokens, gen_ai.usage.cache_read.input_tokens,
-//     gen_ai.usage.cache_creation.input_tokens, gatehouse.client, gatehouse.priority, gatehouse.connection,
-//     http.route, http.response.status_code), continuing an incoming W3C traceparent;
-//   - a child "gatehouse.admission" per connection choice, covering the queue wait
-//     (gatehouse.gate, gatehouse.queue_ms);
-//   - a client span per upstream attempt (http.request.method, server.address,
-//     server.port, http.response.status_code, gatehouse.connection,
-//     gen_ai.request.model), whose context goes upstream in traceparent.
-//
-// With no tracer (New returns nil for a nil or no-op provider) the gateway
-// only tests for nil: no span, no context, no allocation. Everything that
-// allocates for tracing lives in this package, behind that test. It never
-// decides anything about a request: the gateway tells it what happened.
 package tracing
 
 import (

@@ -27,6 +27,11 @@
 // friends), from SetKeyBehavior, from SetDefault and from Options, in that
 // order. The server counts concurrency per (API key, model), per key, per
 // model and in total; see Stats.
+//
+// With Options.PromptCacheTTL each account (API key) keeps a prompt cache as a
+// provider does: a prefix of system prompt, tools and messages seen on that
+// account within the TTL is reported as cache reads, and PromptCache tallies
+// what each account read, so tests can measure what session affinity keeps.
 package upstreamtest
 
 import (

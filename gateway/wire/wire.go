@@ -3,6 +3,15 @@
 // JSON body, or an event on a stream that already started) and the
 // headers the gateway adds. It never decides which error to answer: the
 // request flow in package gateway does, and hands the Error here to encode.
+//
+// Errors on Gemini routes are google.rpc errors ({"error":{"code","message","status",
+// "details":[RetryInfo, ErrorInfo]}}): status from the HTTP status (RESOURCE_EXHAUSTED
+// for 429, UNAVAILABLE for 502/503, DEADLINE_EXCEEDED for 504), RetryInfo.retryDelay
+// equal to Retry-After and present exactly when it is (Gemini CLI and the SDKs back off
+// by it), ErrorInfo.reason Gatehouse's code with domain gatehouse and metadata.gate the
+// X-Gatehouse-Gate; mid-stream errors are data: events with the same object, as Google
+// sends them. Every other route speaks the OpenAI or Anthropic shape its client expects,
+// so SDKs raise their typed errors and retry 429 and 503 by themselves.
 package wire
 
 import (

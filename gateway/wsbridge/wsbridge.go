@@ -1,18 +1,3 @@
-// Package wsbridge serves the Responses API over WebSocket (Codex's default
-// transport): GET /v1/responses with Upgrade: websocket. The client key is
-// checked before the upgrade; each {"type":"response.create",…} message on
-// the socket is then handed to the gateway's own request flow as the
-// streaming POST /v1/responses it stands for, and each server-sent event of
-// the answer goes back to the client as one text message. The bridge never
-// routes, admits or logs anything itself: every turn is one ordinary gateway
-// request, with its gates, budgets, failover, request-log row and trace.
-//
-// Turns on one socket run one at a time, in order. A turn the gateway
-// refuses or that fails becomes an {"type":"error",…} message and the socket
-// stays open. A client that closes the socket mid-turn cancels that turn
-// like a hang-up. The socket is closed with 1001 (going away) after the
-// settings' defaultExecutionMaxWaitMs without a message, and on shutdown;
-// a message beyond the request body bound closes it with 1009.
 package wsbridge
 
 import (

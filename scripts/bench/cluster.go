@@ -18,7 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Cluster mode (issue 28): the same build as a one-replica cluster on a
+// Cluster mode: the same build as a one-replica cluster on a
 // redis-server of the harness's own (unix socket, no persistence), with its
 // own managed Postgres, measured in the same repetitions as the single
 // process. DESIGN.md "Cluster mode: cost per request" sets the targets.
@@ -259,7 +259,7 @@ func summarizeCluster(sc scenario, runs []runRecord, byRep map[int]map[string]ru
 	return c
 }
 
-// targets are issue 28's targets for one scenario's cluster-mode runs.
+// targets are DESIGN.md's cluster-mode targets for one scenario's runs.
 func (c *clusterSummary) targets(sc scenario) []targetCheck {
 	return []targetCheck{
 		{What: sc.name + " cluster ÷ single req/s", Want: fmt.Sprintf("≥ %.2f", sc.minCluster),

@@ -15,7 +15,7 @@
 // With -cluster (the default) the scenarios with cluster targets also run
 // through the same build in cluster mode, on a redis-server the harness
 // starts (unix socket, no persistence), with Redis's cost per request from
-// INFO commandstats (issue 28).
+// INFO commandstats.
 //
 // A smoke run: go run ./scripts/bench -duration 2s -reps 1. docs/BENCHMARKS.md
 // describes the method and the targets.

@@ -212,7 +212,7 @@ func (r *report) markdown() string {
 			s.Name, s.DirectRPS, s.GatehouseRPS, s.Ratio, s.DirectP50Ms, s.GatehouseP50Ms, s.AddedP50Ms,
 			s.DirectP99Ms, s.GatehouseP99Ms, s.CPUPerReqUs, cmp.Or(strings.Join(marks, "; "), "—"))
 	}
-	b.WriteString("\nIssue 17 targets:\n\n| target | want | got | |\n|---|---|---|---|\n")
+	b.WriteString("\nTargets:\n\n| target | want | got | |\n|---|---|---|---|\n")
 	for _, t := range r.Targets {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.What, t.Want, t.Got, mark(t.Pass))
 	}
@@ -248,7 +248,7 @@ func (r *report) writeMissed(b *strings.Builder) {
 	if len(missed) == 0 {
 		return
 	}
-	b.WriteString("\nMissed targets: what stands in the way (docs/BENCHMARKS.md, \"What stands in the way\", has the measurements):\n\n")
+	b.WriteString("\nMissed targets: what stands in the way (docs/BENCHMARKS.md, \"End to end\", says what stands in the way):\n\n")
 	cpuShown, heapShown := false, false
 	for _, t := range missed {
 		fmt.Fprintf(b, "- **%s** (want %s, got %s): %s\n", t.What, t.Want, t.Got, standsInTheWay(t.What))

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// The request log's cost (issue 25; DESIGN.md "Request log and usage": with the
+// The request log's cost (DESIGN.md "Request log and usage": with the
 // log on, c=16 non-streaming throughput ≥ 0.9 × with it off, same sitting). With
 // -request-log both, a second Gatehouse of the same build runs with
 // GATEHOUSE_REQUEST_LOG=off on a managed Postgres of its own, and each
@@ -118,7 +118,7 @@ func summarizeLog(sc scenario, runs []runRecord, byRep map[int]map[string]runRec
 	return l
 }
 
-// target is issue 25's throughput target for one scenario.
+// target is the request log's throughput target for one scenario.
 func (l *logSummary) target(sc scenario) targetCheck {
 	return targetCheck{
 		What: sc.name + " request log on ÷ off req/s", Want: fmt.Sprintf("≥ %.2f", sc.minLogRatio),
@@ -151,4 +151,4 @@ func (r *report) writeLog(b *strings.Builder) {
 }
 
 // logInTheWay says what keeps the request log's target out of reach.
-const logInTheWay = "every request becomes a row that Postgres, on the same 2 cores, COPYs into a partition with three B-tree indexes (DESIGN's): about 9–14 µs of Postgres CPU per row (with the machine's speed) against Gatehouse's 2–3 µs for the hand-off and the writer (docs/BENCHMARKS.md, \"Request log (issue 25)\"); every core the database takes is one the request path, the load generator and the fake upstream do not get."
+const logInTheWay = "every request becomes a row that Postgres, on the same 2 cores, COPYs into a partition with three B-tree indexes (DESIGN's): about 9–14 µs of Postgres CPU per row (with the machine's speed) against Gatehouse's 2–3 µs for the hand-off and the writer (docs/BENCHMARKS.md, \"Request log\"); every core the database takes is one the request path, the load generator and the fake upstream do not get."

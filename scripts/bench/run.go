@@ -37,8 +37,8 @@ type scenario struct {
 	minLogRatio float64
 }
 
-// standardScenarios returns the runs of DESIGN.md's "Cost" table and issue 9,
-// with issue 17's targets. The second one is the profiled shape.
+// standardScenarios returns the runs of DESIGN.md's "Cost" table, with the
+// end-to-end targets (docs/BENCHMARKS.md). The second one is the profiled shape.
 func standardScenarios() []scenario {
 	return []scenario{
 		{name: "non-streaming c=1", conc: 1},
@@ -48,7 +48,7 @@ func standardScenarios() []scenario {
 	}
 }
 
-// Memory targets of issue 17, MB (10^6 bytes).
+// Memory targets, MB (10^6 bytes).
 const (
 	maxRSSAfterMB    = 50
 	maxQueueGrowthMB = 200

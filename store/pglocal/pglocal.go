@@ -19,6 +19,25 @@
 // The owner starts the server (stopping a server left behind by a killed previous owner
 // first) and stops it on Close. With Options.Attach, a process that finds the lock held
 // uses the owner's running server instead of starting its own.
+//
+// # Decisions
+//
+//   - postgres runs as a direct child (not through pg_ctl start) in its own process
+//     group, with a parent-death signal on Linux: Ctrl-C reaches Gatehouse, which stops
+//     Postgres last, and the server never outlives a killed owner for long.
+//   - A held lock is retried for 500 ms first: a lock this process just released can
+//     still be held by a child forked meanwhile by another goroutine, until its exec
+//     closes the descriptor. A real owner holds it for as long as it runs.
+//   - A stale postmaster.pid (dead, zombie or reused PID, checked through the process's
+//     working directory) is removed after the dead server's children exit, and stale
+//     socket lock files too: where PID 1 does not reap orphans a killed postmaster stays
+//     a zombie, which Postgres would take as live.
+//   - Supervise restarts a server that exits while it is meant to run (seen through
+//     cmd.Wait, no polling), on the same socket, so the pgx pool and the config listener
+//     reconnect by themselves. Backoff: 0.5 s, doubling to 10 s, carried over to the next
+//     exit unless the server was up for 30 s, so a server that crashes at every start is
+//     retried every 10 s, not in a tight loop. Stop and Close clear "meant to run" before
+//     they signal, so a shutdown is never restarted.
 package pglocal
 
 import (
