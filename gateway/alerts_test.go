@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/alert"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
 )
 
@@ -191,8 +193,14 @@ func TestAlertSessionGuard(t *testing.T) {
 }
 
 // TestAlertReceiverHangsRequestsFlow: with a webhook that never answers,
-// requests that alert (a suspended connection, failing over to a healthy
-// one) are all answered while the receiver still holds the first alert.
+// requests that alert keep being answered. Twenty connections answer 401,
+// one model each, with a healthy connection behind them: each request
+// suspends one (one connection.health event) and fails over. The first
+// event reaches the receiver, which holds it and never answers; the 19
+// requests after it each emit another event and are all answered 200 via
+// the healthy connection. Each event is delivered on its own (none waits
+// behind the held one): the receiver ends up holding all 20, every
+// delivery still sending, none dropped.
 func TestAlertReceiverHangsRequestsFlow(t *testing.T) {
 	t.Parallel()
 	got := make(chan struct{}, 100)
@@ -206,30 +214,76 @@ func TestAlertReceiverHangsRequestsFlow(t *testing.T) {
 	}))
 	defer hang.Close()
 	defer close(release)
-	n := alert.New(t.Context(), alert.Options{Queue: 8})
+	reg := prometheus.NewRegistry()
+	n := alert.New(t.Context(), alert.Options{Queue: 8, Registerer: reg})
 	defer n.Close()
 	e := newEnv(t, upstreamtest.Options{}, func(o *Options) { o.Alerts = n })
-	if err := e.up.SetKeyBehavior("bad", upstreamtest.Behavior{Fail: "401"}); err != nil {
-		t.Fatal(err)
+	const bads = 20
+	var conns []Connection
+	var models []string
+	for i := range bads {
+		m := "m-" + strconv.Itoa(i)
+		models = append(models, m)
+		e.mustBehave("bad-"+strconv.Itoa(i), upstreamtest.Behavior{Fail: "401"})
+		c := e.conn("bad-"+strconv.Itoa(i), "bad-"+strconv.Itoa(i), m)
+		c.Priority = 10
+		conns = append(conns, c)
 	}
+	conns = append(conns, e.conn("good", "k1", models...))
 	hooks := limits.AlertWebhooks{{Name: "hang", URL: hang.URL, Format: "slack", Events: []string{limits.AlertConnectionHealth}}}
-	bad := e.conn("bad", "bad", "glm-5")
-	bad.Priority = 10
-	e.gw.Apply(Config{Connections: []Connection{bad, e.conn("good", "k1", "glm-5")}, Settings: limits.Settings{Alerts: hooks}})
+	e.gw.Apply(Config{Connections: conns, Settings: limits.Settings{Alerts: hooks}})
 	ctx := testCtx(t)
-	if r := e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false), "Authorization", "Bearer "+testClientKey); r.status != http.StatusOK {
-		t.Fatalf("first request = %d %s, want 200 (failed over)", r.status, r.body)
-	}
-	<-got // the receiver holds the alert and never answers
-	for i := range 20 {
-		if r := e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false), "Authorization", "Bearer "+testClientKey); r.status != http.StatusOK {
-			t.Fatalf("request %d while the receiver hangs = %d %s, want 200", i+1, r.status, r.body)
+	ask := func(i int) {
+		t.Helper()
+		r := e.post(ctx, "/v1/chat/completions", chatBody(models[i], false), "Authorization", "Bearer "+testClientKey)
+		if r.status != http.StatusOK || r.header.Get(HeaderConnection) != "conn-good" {
+			t.Fatalf("request %d = %d via %q %s, want 200 failed over to conn-good", i+1, r.status, r.header.Get(HeaderConnection), r.body)
 		}
 	}
-	ds, _ := n.Recent(t.Context(), 10)
-	if len(ds) != 1 || ds[0].Status != alert.StatusSending {
-		t.Errorf("deliveries = %+v, want one still sending", ds)
+	ask(0)
+	<-got // the receiver holds the first alert and never answers
+	for i := 1; i < bads; i++ {
+		ask(i)
 	}
+	for i := range bads {
+		if h := e.health("bad-" + strconv.Itoa(i)); h.Health != live.HealthSuspended {
+			t.Fatalf("conn-bad-%d is %s, want suspended (its request alerted)", i, h.Health)
+		}
+	}
+	// Counted, not timed: each delivery holds the receiver on its own.
+	waitFor(t, minWait, "the receiver to hold every alert", func() bool { return len(got) == bads-1 })
+	emitted := counterValue(t, reg, "gatehouse_alerts_emitted_total")
+	if dropped := counterValue(t, reg, "gatehouse_alerts_dropped_total"); emitted != bads || dropped != 0 {
+		t.Errorf("%v events queued and %v dropped, want all %d queued", emitted, dropped, bads)
+	}
+	ds, _ := n.Recent(t.Context(), 100)
+	sending := 0
+	for _, d := range ds {
+		if d.Status == alert.StatusSending {
+			sending++
+		}
+	}
+	if len(ds) != bads || sending != bads {
+		t.Errorf("%d deliveries, %d of them sending; want %d, all still sending", len(ds), sending, bads)
+	}
+}
+
+// counterValue sums the samples of counter name in reg.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, f := range fams {
+		if f.GetName() == name {
+			for _, m := range f.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }
 
 // TestAlertBreakerAndLongCooling: a breaker opened by 503s and a cooldown
