@@ -86,33 +86,54 @@ func alertSettings(sink *alertSink) limits.AlertWebhooks {
 	return limits.AlertWebhooks{{Name: "ops", URL: sink.srv.URL, Format: "json", Events: limits.AlertEvents}}
 }
 
-// TestAlertBudgetThreshold: a key spending $0.01 a request against a
-// budgetUsdDaily of $0.05 crosses 80 % at its 4th request and 100 % at its
-// 5th: exactly two budget.threshold alerts, naming the key; 50 more
-// requests (refused, the budget spent) alert nothing more.
+// TestAlertBudgetThreshold: a key with a budgetUsdDaily of $1 spends $0.80
+// in one request (80 %: the first budget.threshold alert), then 50 requests
+// of $0.00001 each, every one settled at 80 % and within the cooldown
+// (nothing more), then $0.20 (100 %: the second alert); 50 more requests
+// (refused, the budget spent) alert nothing more. Exactly two alerts, each
+// naming the key, the period and the level.
 func TestAlertBudgetThreshold(t *testing.T) {
 	t.Parallel()
 	sink := newAlertSink(t)
 	opt, flush := withAlerts(t, sink)
-	budget := limits.Micros(50_000)
+	budget := limits.Micros(1_000_000)
 	keys := map[string]ClientKey{"sk-a": {ID: "ka", Name: "agent-a", Enabled: true, Limits: limits.ClientKeyLimits{BudgetUSDDaily: &budget}}}
-	e := newEnv(t, upstreamtest.Options{UsageTokens: 1000}, withKeys(keys), opt)
-	price := limits.Micros(10_000_000) // $10 per million tokens: 1000 tokens cost $0.01
-	e.gw.Apply(Config{Connections: []Connection{e.conn("c1", "k1", "glm-5")}, ClientKeys: keyConfig(keys),
-		Settings: limits.Settings{Alerts: alertSettings(sink), Prices: limits.Prices{"glm-5": {Input: &price, Output: &price}}}})
+	e := newEnv(t, upstreamtest.Options{}, withKeys(keys), opt)
+	price := limits.Micros(10_000_000) // $10 per million tokens
+	for key, tokens := range map[string]int{"k-big": 80_000, "k-small": 1, "k-top": 20_000} {
+		e.mustBehave(key, upstreamtest.Behavior{UsageTokens: tokens})
+	}
+	e.gw.Apply(Config{Connections: []Connection{e.conn("big", "k-big", "big"), e.conn("small", "k-small", "small"),
+		e.conn("top", "k-top", "top")}, ClientKeys: keyConfig(keys),
+		Settings: limits.Settings{Alerts: alertSettings(sink), Prices: limits.Prices{"big": {Input: &price, Output: &price},
+			"small": {Input: &price, Output: &price}, "top": {Input: &price, Output: &price}}}})
 	ctx := testCtx(t)
-	body := chatBodyMax("glm-5", 8)
-	for i := range 5 {
-		if r := e.post(ctx, "/v1/chat/completions", body, "Authorization", "Bearer sk-a"); r.status != http.StatusOK {
-			t.Fatalf("request %d = %d %s, want 200", i+1, r.status, r.body)
-		}
-		flush()
-		if want := max(0, i-2); len(sink.of(limits.AlertBudgetThreshold)) != want {
-			t.Fatalf("after request %d: %d budget alerts, want %d", i+1, len(sink.of(limits.AlertBudgetThreshold)), want)
+	ask := func(model string, want int) {
+		t.Helper()
+		if r := e.post(ctx, "/v1/chat/completions", chatBodyMax(model, 8), "Authorization", "Bearer sk-a"); r.status != want {
+			t.Fatalf("%s request = %d %s, want %d", model, r.status, r.body, want)
 		}
 	}
+	alerts := func() int { return len(sink.of(limits.AlertBudgetThreshold)) }
+	ask("big", http.StatusOK)
+	flush()
+	if alerts() != 1 {
+		t.Fatalf("after spending 80 %%: %d budget alerts, want 1", alerts())
+	}
 	for range 50 {
-		e.post(ctx, "/v1/chat/completions", body, "Authorization", "Bearer sk-a")
+		ask("small", http.StatusOK)
+	}
+	flush()
+	if alerts() != 1 {
+		t.Fatalf("after 50 more requests at 80 %%: %d budget alerts, want still 1", alerts())
+	}
+	ask("top", http.StatusOK)
+	flush()
+	if alerts() != 2 {
+		t.Fatalf("after spending 100 %%: %d budget alerts, want 2", alerts())
+	}
+	for range 50 {
+		e.post(ctx, "/v1/chat/completions", chatBodyMax("small", 8), "Authorization", "Bearer sk-a")
 	}
 	flush()
 	got := sink.of(limits.AlertBudgetThreshold)
