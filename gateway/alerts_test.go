@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/alert"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
 )
 
@@ -84,33 +86,54 @@ func alertSettings(sink *alertSink) limits.AlertWebhooks {
 	return limits.AlertWebhooks{{Name: "ops", URL: sink.srv.URL, Format: "json", Events: limits.AlertEvents}}
 }
 
-// TestAlertBudgetThreshold: a key spending $0.01 a request against a
-// budgetUsdDaily of $0.05 crosses 80 % at its 4th request and 100 % at its
-// 5th: exactly two budget.threshold alerts, naming the key; 50 more
-// requests (refused, the budget spent) alert nothing more.
+// TestAlertBudgetThreshold: a key with a budgetUsdDaily of $1 spends $0.80
+// in one request (80 %: the first budget.threshold alert), then 50 requests
+// of $0.00001 each, every one settled at 80 % and within the cooldown
+// (nothing more), then $0.20 (100 %: the second alert); 50 more requests
+// (refused, the budget spent) alert nothing more. Exactly two alerts, each
+// naming the key, the period and the level.
 func TestAlertBudgetThreshold(t *testing.T) {
 	t.Parallel()
 	sink := newAlertSink(t)
 	opt, flush := withAlerts(t, sink)
-	budget := limits.Micros(50_000)
+	budget := limits.Micros(1_000_000)
 	keys := map[string]ClientKey{"sk-a": {ID: "ka", Name: "agent-a", Enabled: true, Limits: limits.ClientKeyLimits{BudgetUSDDaily: &budget}}}
-	e := newEnv(t, upstreamtest.Options{UsageTokens: 1000}, withKeys(keys), opt)
-	price := limits.Micros(10_000_000) // $10 per million tokens: 1000 tokens cost $0.01
-	e.gw.Apply(Config{Connections: []Connection{e.conn("c1", "k1", "glm-5")}, ClientKeys: keyConfig(keys),
-		Settings: limits.Settings{Alerts: alertSettings(sink), Prices: limits.Prices{"glm-5": {Input: &price, Output: &price}}}})
+	e := newEnv(t, upstreamtest.Options{}, withKeys(keys), opt)
+	price := limits.Micros(10_000_000) // $10 per million tokens
+	for key, tokens := range map[string]int{"k-big": 80_000, "k-small": 1, "k-top": 20_000} {
+		e.mustBehave(key, upstreamtest.Behavior{UsageTokens: tokens})
+	}
+	e.gw.Apply(Config{Connections: []Connection{e.conn("big", "k-big", "big"), e.conn("small", "k-small", "small"),
+		e.conn("top", "k-top", "top")}, ClientKeys: keyConfig(keys),
+		Settings: limits.Settings{Alerts: alertSettings(sink), Prices: limits.Prices{"big": {Input: &price, Output: &price},
+			"small": {Input: &price, Output: &price}, "top": {Input: &price, Output: &price}}}})
 	ctx := testCtx(t)
-	body := chatBodyMax("glm-5", 8)
-	for i := range 5 {
-		if r := e.post(ctx, "/v1/chat/completions", body, "Authorization", "Bearer sk-a"); r.status != http.StatusOK {
-			t.Fatalf("request %d = %d %s, want 200", i+1, r.status, r.body)
-		}
-		flush()
-		if want := max(0, i-2); len(sink.of(limits.AlertBudgetThreshold)) != want {
-			t.Fatalf("after request %d: %d budget alerts, want %d", i+1, len(sink.of(limits.AlertBudgetThreshold)), want)
+	ask := func(model string, want int) {
+		t.Helper()
+		if r := e.post(ctx, "/v1/chat/completions", chatBodyMax(model, 8), "Authorization", "Bearer sk-a"); r.status != want {
+			t.Fatalf("%s request = %d %s, want %d", model, r.status, r.body, want)
 		}
 	}
+	alerts := func() int { return len(sink.of(limits.AlertBudgetThreshold)) }
+	ask("big", http.StatusOK)
+	flush()
+	if alerts() != 1 {
+		t.Fatalf("after spending 80 %%: %d budget alerts, want 1", alerts())
+	}
 	for range 50 {
-		e.post(ctx, "/v1/chat/completions", body, "Authorization", "Bearer sk-a")
+		ask("small", http.StatusOK)
+	}
+	flush()
+	if alerts() != 1 {
+		t.Fatalf("after 50 more requests at 80 %%: %d budget alerts, want still 1", alerts())
+	}
+	ask("top", http.StatusOK)
+	flush()
+	if alerts() != 2 {
+		t.Fatalf("after spending 100 %%: %d budget alerts, want 2", alerts())
+	}
+	for range 50 {
+		e.post(ctx, "/v1/chat/completions", chatBodyMax("small", 8), "Authorization", "Bearer sk-a")
 	}
 	flush()
 	got := sink.of(limits.AlertBudgetThreshold)
@@ -191,8 +214,14 @@ func TestAlertSessionGuard(t *testing.T) {
 }
 
 // TestAlertReceiverHangsRequestsFlow: with a webhook that never answers,
-// requests that alert (a suspended connection, failing over to a healthy
-// one) are all answered while the receiver still holds the first alert.
+// requests that alert keep being answered. Twenty connections answer 401,
+// one model each, with a healthy connection behind them: each request
+// suspends one (one connection.health event) and fails over. The first
+// event reaches the receiver, which holds it and never answers; the 19
+// requests after it each emit another event and are all answered 200 via
+// the healthy connection. Each event is delivered on its own (none waits
+// behind the held one): the receiver ends up holding all 20, every
+// delivery still sending, none dropped.
 func TestAlertReceiverHangsRequestsFlow(t *testing.T) {
 	t.Parallel()
 	got := make(chan struct{}, 100)
@@ -206,30 +235,76 @@ func TestAlertReceiverHangsRequestsFlow(t *testing.T) {
 	}))
 	defer hang.Close()
 	defer close(release)
-	n := alert.New(t.Context(), alert.Options{Queue: 8})
+	reg := prometheus.NewRegistry()
+	n := alert.New(t.Context(), alert.Options{Queue: 8, Registerer: reg})
 	defer n.Close()
 	e := newEnv(t, upstreamtest.Options{}, func(o *Options) { o.Alerts = n })
-	if err := e.up.SetKeyBehavior("bad", upstreamtest.Behavior{Fail: "401"}); err != nil {
-		t.Fatal(err)
+	const bads = 20
+	var conns []Connection
+	var models []string
+	for i := range bads {
+		m := "m-" + strconv.Itoa(i)
+		models = append(models, m)
+		e.mustBehave("bad-"+strconv.Itoa(i), upstreamtest.Behavior{Fail: "401"})
+		c := e.conn("bad-"+strconv.Itoa(i), "bad-"+strconv.Itoa(i), m)
+		c.Priority = 10
+		conns = append(conns, c)
 	}
+	conns = append(conns, e.conn("good", "k1", models...))
 	hooks := limits.AlertWebhooks{{Name: "hang", URL: hang.URL, Format: "slack", Events: []string{limits.AlertConnectionHealth}}}
-	bad := e.conn("bad", "bad", "glm-5")
-	bad.Priority = 10
-	e.gw.Apply(Config{Connections: []Connection{bad, e.conn("good", "k1", "glm-5")}, Settings: limits.Settings{Alerts: hooks}})
+	e.gw.Apply(Config{Connections: conns, Settings: limits.Settings{Alerts: hooks}})
 	ctx := testCtx(t)
-	if r := e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false), "Authorization", "Bearer "+testClientKey); r.status != http.StatusOK {
-		t.Fatalf("first request = %d %s, want 200 (failed over)", r.status, r.body)
-	}
-	<-got // the receiver holds the alert and never answers
-	for i := range 20 {
-		if r := e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false), "Authorization", "Bearer "+testClientKey); r.status != http.StatusOK {
-			t.Fatalf("request %d while the receiver hangs = %d %s, want 200", i+1, r.status, r.body)
+	ask := func(i int) {
+		t.Helper()
+		r := e.post(ctx, "/v1/chat/completions", chatBody(models[i], false), "Authorization", "Bearer "+testClientKey)
+		if r.status != http.StatusOK || r.header.Get(HeaderConnection) != "conn-good" {
+			t.Fatalf("request %d = %d via %q %s, want 200 failed over to conn-good", i+1, r.status, r.header.Get(HeaderConnection), r.body)
 		}
 	}
-	ds, _ := n.Recent(t.Context(), 10)
-	if len(ds) != 1 || ds[0].Status != alert.StatusSending {
-		t.Errorf("deliveries = %+v, want one still sending", ds)
+	ask(0)
+	<-got // the receiver holds the first alert and never answers
+	for i := 1; i < bads; i++ {
+		ask(i)
 	}
+	for i := range bads {
+		if h := e.health("bad-" + strconv.Itoa(i)); h.Health != live.HealthSuspended {
+			t.Fatalf("conn-bad-%d is %s, want suspended (its request alerted)", i, h.Health)
+		}
+	}
+	// Counted, not timed: each delivery holds the receiver on its own.
+	waitFor(t, minWait, "the receiver to hold every alert", func() bool { return len(got) == bads-1 })
+	emitted := counterValue(t, reg, "gatehouse_alerts_emitted_total")
+	if dropped := counterValue(t, reg, "gatehouse_alerts_dropped_total"); emitted != bads || dropped != 0 {
+		t.Errorf("%v events queued and %v dropped, want all %d queued", emitted, dropped, bads)
+	}
+	ds, _ := n.Recent(t.Context(), 100)
+	sending := 0
+	for _, d := range ds {
+		if d.Status == alert.StatusSending {
+			sending++
+		}
+	}
+	if len(ds) != bads || sending != bads {
+		t.Errorf("%d deliveries, %d of them sending; want %d, all still sending", len(ds), sending, bads)
+	}
+}
+
+// counterValue sums the samples of counter name in reg.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, f := range fams {
+		if f.GetName() == name {
+			for _, m := range f.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }
 
 // TestAlertBreakerAndLongCooling: a breaker opened by 503s and a cooldown

@@ -289,7 +289,7 @@ func New(opts Options) *Gateway {
 	}
 	if opts.Registerer != nil {
 		g.metrics.Register(opts.Registerer, metrics.NewGates(g.Snapshot))
-		opts.Registerer.MustRegister(g.sessions.total)
+		opts.Registerer.MustRegister(g.sessions.total, newBudgetCollector(g))
 	}
 	return g
 }

@@ -3,78 +3,92 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
-	"slices"
-	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/alert"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
+	"github.com/gatehouse-dev/gatehouse/internal/promrulestest"
 )
 
-// ruleFile is the part of a Prometheus rules file the test reads.
-type ruleFile struct {
-	Groups []struct {
-		Rules []struct {
-			Alert       string            `yaml:"alert"`
-			Labels      map[string]string `yaml:"labels"`
-			Annotations map[string]string `yaml:"annotations"`
-		} `yaml:"rules"`
-	} `yaml:"groups"`
-}
-
 // TestPrometheusAlertRules drives a gateway into the alerting states — a
-// connection suspended by a 401, one whose breaker opened on 503s, one
-// cooling for minutes after a 429, a key refused for its spent budget, a
+// key at 80 % of its daily budget, one at 100 %, one refused for a budget
+// it cannot afford, a connection suspended by a 401, one whose breaker
+// opened on 503s, one cooling for minutes after a 429, one whose usage
+// window is 96 % used, an adaptive gate whose learned cap was cut to half, a
 // session refused for looping, alert events dropped and a delivery given
-// up — scrapes its registry, and runs `promtool test rules` over
-// docs/prometheus-alerts.yaml with the scraped series: each of those rules
-// fires with the labels of the series that hold the condition and nowhere
-// else (not on the healthy connection). The learned-cap and request-log
-// rules are evaluated too, and must stay silent here: the gateway cuts no
-// learned cap and owns no request log in this test.
+// up — scrapes its registry, checks docs/prometheus-alerts.yaml with
+// promtool and runs `promtool test rules` over it with the scraped series:
+// each of those rules fires with the labels of the series that hold the
+// condition and nowhere else (not on the healthy connection, the healthy
+// key or the gate that was not cut). The request-log and Redis rules stay
+// silent here (this gateway has neither) and fire in
+// cmd/gatehouse's TestPrometheusRulesOnServe.
 func TestPrometheusAlertRules(t *testing.T) {
 	t.Parallel()
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Fatal("promtool is needed (apt-get install prometheus; scripts/test installs it)")
-	}
 	reg := prometheus.NewRegistry()
-	budget := limits.Micros(1)
+	broke, spent, near := limits.Micros(1), limits.Micros(20_000), limits.Micros(50_000)
 	keys := map[string]ClientKey{
-		"sk-a": {ID: "ka", Name: "agent-a", Enabled: true},
-		"sk-b": {ID: "kb", Name: "broke", Enabled: true, Limits: limits.ClientKeyLimits{BudgetUSDDaily: &budget}},
+		"sk-a":     {ID: "ka", Name: "agent-a", Enabled: true},
+		"sk-b":     {ID: "kb", Name: "broke", Enabled: true, Limits: limits.ClientKeyLimits{BudgetUSDDaily: &broke}},
+		"sk-spent": {ID: "ks", Name: "spent", Enabled: true, Limits: limits.ClientKeyLimits{BudgetUSDDaily: &spent}},
+		"sk-near":  {ID: "kn", Name: "near", Enabled: true, Limits: limits.ClientKeyLimits{BudgetUSDMonthly: &near}},
 	}
-	e := newEnv(t, upstreamtest.Options{}, withKeys(keys), func(o *Options) { o.Registerer = reg })
+	e := newEnv(t, upstreamtest.Options{UsageTokens: 1000}, withKeys(keys), func(o *Options) { o.Registerer = reg })
+	hold := make(chan struct{})
+	var held sync.WaitGroup
+	defer held.Wait()
+	defer close(hold)
 	for k, b := range map[string]upstreamtest.Behavior{"k-sus": {Fail: "401"}, "k-brk": {Fail: "503"},
-		"k-cool": {Fail: "429", RetryAfter: 10 * time.Minute}} {
-		if err := e.up.SetKeyBehavior(k, b); err != nil {
-			t.Fatal(err)
-		}
+		"k-cool": {Fail: "429", RetryAfter: 10 * time.Minute}, "k-cut": {Hold: hold, MaxInFlight: 1},
+		"acct-full": {Header: anthropicWindow(0.96, "allowed_warning", time.Now().Add(2*time.Hour), time.Now())}} {
+		e.mustBehave(k, b)
 	}
-	price := limits.Micros(10_000_000)
+	cut := e.conn("cut", "k-cut", "m-cut")
+	cut.Overrides = caps(4, map[string]int{"m-cut": 3}, 0)
+	cut.Overrides.Adaptive = ptr(true)
+	price := limits.Micros(10_000_000) // $10 per million tokens: 1000 tokens cost $0.01
 	e.gw.Apply(Config{Connections: []Connection{e.conn("sus", "k-sus", "m-sus"), e.conn("brk", "k-brk", "m-brk"),
-		e.conn("cool", "k-cool", "m-cool"), e.conn("ok", "k-ok", "glm-5")}, ClientKeys: keyConfig(keys),
+		e.conn("cool", "k-cool", "m-cool"), e.conn("ok", "k-ok", "glm-5"), cut, e.anthropicConn("full", 8, false)},
+		ClientKeys: keyConfig(keys),
 		Settings: limits.Settings{LoopLimit: ptr(3), BreakerFailures: ptr(1), BreakerCooldownMs: ptr(3600000),
 			MaxAttempts: ptr(1), Prices: limits.Prices{"glm-5": {Input: &price, Output: &price}}}})
 	ctx := testCtx(t)
-	auth := []string{"Authorization", "Bearer sk-a"}
+	as := func(key string) []string { return []string{"Authorization", "Bearer " + key} }
 	for _, m := range []string{"m-sus", "m-brk", "m-cool", "glm-5"} {
-		e.post(ctx, "/v1/chat/completions", chatBody(m, false), auth...)
+		e.post(ctx, "/v1/chat/completions", chatBody(m, false), as("sk-a")...)
 	}
-	e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false), "Authorization", "Bearer sk-b")
+	// Budgets: near spends $0.04 of $0.05 a month (80 %), spent $0.02 of
+	// $0.02 a day and is refused after, broke can afford no request.
+	for key, n := range map[string]int{"sk-near": 4, "sk-spent": 2} {
+		for i := range n {
+			if r := e.post(ctx, "/v1/chat/completions", chatBodyMax("glm-5", 8), as(key)...); r.status != http.StatusOK {
+				t.Fatalf("%s request %d = %d %s, want 200", key, i+1, r.status, r.body)
+			}
+		}
+	}
+	for _, key := range []string{"sk-spent", "sk-b"} {
+		if r := e.post(ctx, "/v1/chat/completions", chatBodyMax("glm-5", 8), as(key)...); r.status == http.StatusOK {
+			t.Fatalf("%s with its budget spent = 200, want refused", key)
+		}
+	}
+	// The adaptive account takes one request at a time: the second one's
+	// concurrency 429 cuts the learned cap of connection:cut from 4 to 2.
+	held.Go(func() { e.post(ctx, "/v1/chat/completions", chatBody("m-cut", false), as("sk-a")...) })
+	if err := e.up.WaitInFlight(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	e.post(ctx, "/v1/chat/completions", chatBody("m-cut", false), as("sk-a")...)
+	if g := e.gate("connection:cut"); g.Cap != 4 || g.EffectiveCap != 2 {
+		t.Fatalf("connection:cut cap %d, learned %d; want 4 and 2", g.Cap, g.EffectiveCap)
+	}
+	e.served(ctx, "window", 1, as("sk-a")...)
 	for _, b := range transcript("glm-5", false, loopingTurns("call", 5)) {
 		e.post(ctx, "/v1/chat/completions", b, withSession("sk-a", "loopy")...)
 	}
@@ -84,85 +98,22 @@ func TestPrometheusAlertRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	series := map[string][]string{} // metric name → its series in promtool's notation
-	values := map[string]string{}   // series → promtool values
-	for _, f := range fams {
-		for _, m := range f.GetMetric() {
-			s := f.GetName() + labelText(m.GetLabel())
-			var v float64
-			switch f.GetType() {
-			case dto.MetricType_COUNTER:
-				v = m.GetCounter().GetValue()
-				values[s] = fmt.Sprintf("0 0 0 0 0 %g %g", v, v) // rises at 5m
-			case dto.MetricType_GAUGE:
-				v = m.GetGauge().GetValue()
-				values[s] = strings.TrimSpace(strings.Repeat(fmt.Sprintf("%g ", v), 7))
-			default:
-				continue
-			}
-			series[f.GetName()] = append(series[f.GetName()], s)
-		}
-	}
-	raw, err := os.ReadFile("../docs/prometheus-alerts.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rules ruleFile
-	if err := yaml.Unmarshal(raw, &rules); err != nil {
-		t.Fatal(err)
-	}
-	// The series each rule must fire on, as scraped from the gateway.
-	want := map[string][]map[string]string{
+	promrulestest.Evaluate(t, "../docs/prometheus-alerts.yaml", fams, map[string][]map[string]string{
+		"GatehouseBudgetThreshold": {{"client": "near", "budget": "budgetUsdMonthly"}},
+		"GatehouseBudgetSpent": {{"client": "spent", "budget": "budgetUsdDaily"},
+			{"client": "broke", "budget": "budgetUsdDaily"}},
 		"GatehouseConnectionSuspended":   {{"connection": "conn-sus", "state": "suspended"}},
 		"GatehouseConnectionBreakerOpen": {{"connection": "conn-brk", "state": "breaker-open"}},
 		"GatehouseConnectionCooling":     {{"connection": "conn-cool", "state": "cooling"}},
-		"GatehouseBudgetSpent":           {{"client": "broke", "budget": "budgetUsdDaily"}},
+		"GatehouseConnectionUsageWindow": {{"connection": "conn-full", "window": "5h"}},
+		"GatehouseLearnedCapCut":         {{"level": "connection", "key": "connection:cut"}},
 		"GatehouseSessionGuard":          {{"reason": "loop"}},
 		"GatehouseAlertsDropped":         {{}},
 		"GatehouseAlertDeliveryFailed":   {{"status": "failed"}},
-	}
-	var input strings.Builder
-	for _, name := range slices.Sorted(maps.Keys(series)) {
-		for _, s := range series[name] {
-			fmt.Fprintf(&input, "      - series: '%s'\n        values: '%s'\n", s, values[s])
-		}
-	}
-	var tests strings.Builder
-	for _, g := range rules.Groups {
-		for _, r := range g.Rules {
-			fmt.Fprintf(&tests, "      - eval_time: 5m\n        alertname: %s\n        exp_alerts:\n", r.Alert)
-			exp, ok := want[r.Alert]
-			if !ok {
-				tests.WriteString("          []\n") // not driven here (see the test's doc)
-				continue
-			}
-			for _, lbls := range exp {
-				all := map[string]string{}
-				for k, v := range lbls {
-					all[k] = v
-				}
-				for k, v := range r.Labels {
-					all[k] = v
-				}
-				fmt.Fprintf(&tests, "          - exp_labels: %s\n            exp_annotations: %s\n", yamlMap(all), yamlMap(expand(r.Annotations, all)))
-			}
-		}
-	}
-	dir := t.TempDir()
-	rulesPath, err := filepath.Abs("../docs/prometheus-alerts.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := "rule_files:\n  - " + rulesPath + "\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    input_series:\n" +
-		input.String() + "    alert_rule_test:\n" + tests.String()
-	testPath := filepath.Join(dir, "rules_test.yaml")
-	if err := os.WriteFile(testPath, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.CommandContext(t.Context(), promtool, "test", "rules", testPath).CombinedOutput()
-	if err != nil {
-		t.Fatalf("promtool test rules: %v\n%s\n--- test file:\n%s", err, out, doc)
-	}
+	}, map[string]string{
+		"GatehouseRequestLogDropped": "cmd/gatehouse TestPrometheusRulesOnServe",
+		"GatehouseClusterDegraded":   "cmd/gatehouse TestPrometheusRulesOnServe",
+	})
 }
 
 // alertsState registers a notifier on reg and gets one alert event
@@ -188,36 +139,4 @@ func alertsState(t *testing.T, reg prometheus.Registerer) {
 		}
 		return false
 	})
-}
-
-func labelText(ls []*dto.LabelPair) string {
-	if len(ls) == 0 {
-		return ""
-	}
-	parts := make([]string, 0, len(ls))
-	for _, l := range ls {
-		parts = append(parts, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
-	}
-	return "{" + strings.Join(parts, ",") + "}"
-}
-
-func yamlMap(m map[string]string) string {
-	parts := make([]string, 0, len(m))
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, fmt.Sprintf("%s: %q", k, m[k]))
-	}
-	return "{" + strings.Join(parts, ", ") + "}"
-}
-
-var labelRef = regexp.MustCompile(`\{\{ \$labels\.([a-z_]+) \}\}`)
-
-// expand fills in the rule's {{ $labels.x }} references, as Prometheus does.
-func expand(ann map[string]string, labels map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range ann {
-		out[k] = labelRef.ReplaceAllStringFunc(v, func(ref string) string {
-			return labels[labelRef.FindStringSubmatch(ref)[1]]
-		})
-	}
-	return out
 }

@@ -110,8 +110,11 @@ func TestAlertSecretWriteOnly(t *testing.T) {
 }
 
 // TestAlertWebhookDenied: a webhook URL naming, or resolving to, an address
-// of GATEHOUSE_UPSTREAM_DENY is refused with 422 at alerts.<i>.url, nothing
-// is stored, and the address is never dialled.
+// of GATEHOUSE_UPSTREAM_DENY (an IP literal, a denied name, localhost
+// resolving to 127.0.0.1) is refused with 422 at alerts.<i>.url on a
+// settings PATCH, and at settings.alerts.<i>.url on a config apply, over
+// the API and through the config command's tool; nothing is stored, and
+// the address is never dialled.
 func TestAlertWebhookDenied(t *testing.T) {
 	t.Parallel()
 	var hits atomic.Int64
@@ -123,12 +126,32 @@ func TestAlertWebhookDenied(t *testing.T) {
 	hook := func(url string) string {
 		return `{"name":"h","url":"` + url + `","format":"json","events":["cluster.degraded"]}`
 	}
-	body := `{"alerts":[` + hook("https://ok.example/x") + `,` + hook(recv.URL+"/hook") + `,` + hook("http://metadata.internal/") + `]}`
-	body = strings.Replace(body, `"h"`, `"a"`, 1)
-	body = strings.Replace(body, `"h"`, `"b"`, 1)
-	p := problemOf(t, a.do(t, call{method: http.MethodPatch, path: path("settings"), body: body}), http.StatusUnprocessableEntity)
-	if diff := cmp.Diff([]string{"alerts.1.url", "alerts.2.url"}, fields(p)); diff != "" {
+	byName := strings.Replace(recv.URL, "127.0.0.1", "localhost", 1) // resolves to a denied address
+	list := `[` + hook("https://ok.example/x") + `,` + hook(recv.URL+"/hook") + `,` + hook("http://metadata.internal/") + `,` + hook(byName+"/hook") + `]`
+	for _, n := range []string{`"a"`, `"b"`, `"c"`} {
+		list = strings.Replace(list, `"h"`, n, 1)
+	}
+	p := problemOf(t, a.do(t, call{method: http.MethodPatch, path: path("settings"), body: `{"alerts":` + list + `}`}), http.StatusUnprocessableEntity)
+	if diff := cmp.Diff([]string{"alerts.1.url", "alerts.2.url", "alerts.3.url"}, fields(p)); diff != "" {
 		t.Errorf("field errors mismatch (-want +got):\n%s", diff)
+	}
+	doc := `{"settings":{"alerts":` + list + `}}`
+	want := []string{"settings.alerts.1.url", "settings.alerts.2.url", "settings.alerts.3.url"}
+	p = problemOf(t, a.do(t, call{method: http.MethodPost, path: path("config", "apply"), body: doc}), http.StatusUnprocessableEntity)
+	if diff := cmp.Diff(want, fields(p)); diff != "" {
+		t.Errorf("config apply field errors mismatch (-want +got):\n%s", diff)
+	}
+	_, err := NewConfigTool(a.store, deny).Apply(t.Context(), "test", []byte(doc), ApplyOptions{})
+	var fe limits.FieldErrors
+	if !errors.As(err, &fe) {
+		t.Fatalf("config command apply = %v, want field errors", err)
+	}
+	var got []string
+	for _, e := range fe {
+		got = append(got, e.Field)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("config command field errors mismatch (-want +got):\n%s", diff)
 	}
 	after := a.do(t, call{method: http.MethodGet, path: path("settings")}).want(t, http.StatusOK).json(t)
 	if after["version"] != before || after["alerts"] != nil {

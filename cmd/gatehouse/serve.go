@@ -232,6 +232,14 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	watch := &alertWatch{emit: notifier.Emit, snapshot: gw.Snapshot}
 	if shared != nil {
 		watch.degraded = shared.ctrl.Degraded
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gatehouse_cluster_degraded",
+			Help: "Cluster mode: 1 while Redis is away (replicas run in their fail mode), else 0."},
+			func() float64 {
+				if shared.ctrl.Degraded() {
+					return 1
+				}
+				return 0
+			}))
 	}
 	watch.dropped = droppedRows
 	bg.Go(func() { watch.run(runCtx) })

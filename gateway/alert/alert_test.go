@@ -2,10 +2,15 @@ package alert_test
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +20,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/alert"
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -114,6 +120,18 @@ func TestSignatureVerifies(t *testing.T) {
 	n.Emit(alert.Event{Name: limits.AlertSessionGuard, Subject: "s1", Condition: "looping", Severity: alert.SeverityWarning,
 		Summary: "session s1 is looping", Path: "/sessions"})
 	got := r.wait(t, 1)[0]
+	// As documented for receivers, computed here apart from the package:
+	// sha256=hex(HMAC-SHA256(secret, timestamp + "." + body)), the
+	// timestamp in Unix seconds.
+	m := hmac.New(sha256.New, []byte("s3cret"))
+	m.Write([]byte(got.ts + "."))
+	m.Write(got.body)
+	if want := "sha256=" + hex.EncodeToString(m.Sum(nil)); got.sig != want {
+		t.Fatalf("X-Gatehouse-Signature = %q, want %q (HMAC-SHA256 of timestamp.body)", got.sig, want)
+	}
+	if ts, err := strconv.ParseInt(got.ts, 10, 64); err != nil || time.Since(time.Unix(ts, 0)).Abs() > time.Hour {
+		t.Errorf("X-Gatehouse-Timestamp = %q, want Unix seconds of the send", got.ts)
+	}
 	if !alert.Verify("s3cret", got.ts, got.sig, got.body) {
 		t.Fatalf("signature %q over timestamp %q does not verify", got.sig, got.ts)
 	}
@@ -222,5 +240,51 @@ func TestEmitNeverWaitsForTheReceiver(t *testing.T) {
 	// surplus is dropped and counted), though the receiver never answers.
 	for i := range 100 {
 		n.Emit(alert.Event{Name: limits.AlertSessionGuard, Subject: "s" + string(rune('A'+i))})
+	}
+}
+
+// TestDeniedWebhookNeverDialled: a stored webhook whose address the deny
+// list holds (the list changed after the save, or the name now resolves
+// there) is refused at dial time: the event's deliveries and a test alert
+// are given up at the first try (a denied address is not retried) with the
+// refusal, and the receiver never gets a call.
+func TestDeniedWebhookNeverDialled(t *testing.T) {
+	r := newReceiver(t)
+	deny, err := outbound.ParseDeny("127.0.0.0/8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := strings.Replace(r.srv.URL, "127.0.0.1", "localhost", 1)
+	n := alert.New(t.Context(), alert.Options{Deny: deny, Sleep: (&fakeSleep{}).sleep})
+	defer n.Close()
+	n.Configure(limits.AlertWebhooks{{Name: "ip", URL: r.srv.URL, Format: "json", Events: []string{limits.AlertClusterDegraded}},
+		{Name: "name", URL: byName, Format: "slack", Events: []string{limits.AlertClusterDegraded}}}, 0)
+	n.Emit(alert.Event{Name: limits.AlertClusterDegraded, Subject: "redis"})
+	if _, err := n.Test(t.Context(), "ip", "admin"); err != nil {
+		t.Fatal(err)
+	}
+	var ds []alert.Delivery
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		ds, _ = n.Recent(t.Context(), 10)
+		failed := 0
+		for _, d := range ds {
+			if d.Status == alert.StatusFailed {
+				failed++
+			}
+		}
+		if failed == 3 {
+			break
+		}
+	}
+	if len(ds) != 3 {
+		t.Fatalf("deliveries = %+v, want 3 (the event to both webhooks, the test)", ds)
+	}
+	for _, d := range ds {
+		if d.Status != alert.StatusFailed || d.Tries != 1 || !strings.Contains(d.LastError, "on the upstream deny list") {
+			t.Errorf("delivery %s to %s = %s after %d tries (%q), want given up at once as denied", d.Event, d.Webhook, d.Status, d.Tries, d.LastError)
+		}
+	}
+	if got := r.all(); len(got) != 0 {
+		t.Errorf("the denied receiver got %d calls", len(got))
 	}
 }

@@ -3,18 +3,21 @@ package alert
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/outbound"
 )
 
 // deliver sends e to h until it is answered 2xx, waiting FirstBackoff
 // after the first failed try and twice as long after each next one; when
-// the next wait would pass MaxBackoff it gives up. Each outcome is recorded
-// on d.
+// the next wait would pass MaxBackoff, or the address is on the deny list,
+// it gives up. Each outcome is recorded on d.
 func (n *Notifier) deliver(e Event, h hook, d Delivery) {
 	defer n.wg.Done()
 	body, err := Body(&e, h.Format, n.dashboardURL(&e))
@@ -29,7 +32,9 @@ func (n *Notifier) deliver(e Event, h hook, d Delivery) {
 			n.finish(d, StatusDelivered, tries, "")
 			return
 		}
-		if wait > MaxBackoff || n.ctx.Err() != nil {
+		// A denied address stays denied: no retry dials it again.
+		var denied *outbound.DeniedError
+		if wait > MaxBackoff || n.ctx.Err() != nil || errors.As(err, &denied) {
 			n.finish(d, StatusFailed, tries, err.Error())
 			n.log.Warn("alert: delivery given up", slog.String("event", e.Name), slog.String("webhook", h.Name),
 				slog.Int("tries", tries), slog.Any("error", err))
