@@ -44,3 +44,30 @@ func TestEstimateWaitAndRetryAfter(t *testing.T) {
 	a.Release()
 	b.Release()
 }
+
+// TestEstimateWaitUsesDefaultHold: before any hold has been measured on a gate,
+// the wait estimated for a full gate is the configured DefaultHold per waiter
+// ahead; a DefaultHold of zero or less means one second.
+func TestEstimateWaitUsesDefaultHold(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		hold time.Duration
+		want time.Duration
+	}{
+		{"configured", 5 * time.Second, 5 * time.Second},
+		{"zero", 0, time.Second},
+		{"negative", -time.Second, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := New(Options{DefaultHold: tc.hold})
+			c.SetCaps(map[string]int{"connection:c1": 1})
+			p := mustAcquire(t, c, "connection:c1")
+			defer p.Release()
+			if got := c.EstimateWait(Request{Gates: refs("connection:c1")}); got != tc.want {
+				t.Errorf("EstimateWait with DefaultHold %v = %v, want %v", tc.hold, got, tc.want)
+			}
+		})
+	}
+}
