@@ -71,3 +71,21 @@ func TestEstimateWaitUsesDefaultHold(t *testing.T) {
 		})
 	}
 }
+
+// TestEstimateWaitFollowsMeasuredHolds: the hold time behind a wait estimate
+// starts at the first measured hold and then moves an eighth of the way
+// towards each new one: holds of 8 s then 16 s give 9 s per waiter ahead.
+func TestEstimateWaitFollowsMeasuredHolds(t *testing.T) {
+	r := newFairRig(t, map[string]int{fairGate: 1})
+	r.submit("a", 1, fairPath...)
+	r.submit("b", 1, fairPath...) // parked: its hold is measured from its admission
+	r.clk.advance(8 * time.Second)
+	r.releaseOldest() // a held 8 s; b admitted
+	r.clk.advance(16 * time.Second)
+	r.releaseOldest() // b held 16 s
+	r.submit("c", 1, fairPath...)
+	if got, want := r.c.EstimateWait(Request{Gates: refs(fairPath...)}), 9*time.Second; got != want {
+		t.Errorf("EstimateWait after holds of 8 s and 16 s = %v, want %v", got, want)
+	}
+	r.releaseAll()
+}
