@@ -295,3 +295,22 @@ func TestPriorityAgingCountsFromArrival(t *testing.T) {
 	}
 	r.releaseAll()
 }
+
+// TestPriorityAgesAtExactlyItsPeriod: a standard waiter that has waited
+// exactly one aging period is interactive from that instant: it goes before
+// an interactive waiter that arrives then.
+func TestPriorityAgesAtExactlyItsPeriod(t *testing.T) {
+	const aging = 10 * time.Second
+	r := newFairRig(t, map[string]int{fairGate: 1})
+	r.c.SetPriorityAging(aging)
+	r.submit("holder", 1, fairPath...)
+	std := r.submitP("S", PriorityStandard)
+	r.clk.advance(aging)
+	inter := r.submitP("I", PriorityInteractive)
+	for i, want := range []*rigWaiter{std, inter} {
+		if got := r.releaseOldest(); len(got) != 1 || got[0] != want {
+			t.Fatalf("admission %d: got %v, want %v", i, got, want)
+		}
+	}
+	r.releaseAll()
+}
