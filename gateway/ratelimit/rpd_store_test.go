@@ -227,3 +227,34 @@ func TestYesterdaysCountWaitsForTheStore(t *testing.T) {
 		t.Error("counts still pending after the store took them")
 	}
 }
+
+// TestYesterdaysSettlementWaitsForTheStore: a reservation made before UTC
+// midnight and settled after it, while the usage store fails, corrects
+// yesterday's row once the store is back (300 reserved, 40 used: 40 in the
+// row), rather than being dropped.
+func TestYesterdaysSettlementWaitsForTheStore(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	d := NewDays(slog.New(slog.DiscardHandler))
+	u := &rpdStore{requests: map[string]int64{}, tokens: map[string]int64{}}
+	var r State
+	l := &Limits{TPD: 1000, GateTPD: "tpd:c"}
+	b := Budget{ID: "c", DayID: "c", L: l, R: &r, U: u}
+	yesterday := time.Date(2026, 3, 9, 23, 59, 59, 0, time.UTC)
+	today := yesterday.Add(2 * time.Second)
+	var rs Reservation
+	if _, v := rs.Reserve(ctx, Local{}, d, b, 300, yesterday); v != DispatchOK {
+		t.Fatalf("reserve before midnight: %v", v)
+	}
+	u.setFail(true)
+	rs.Settle(ctx, Local{}, d, Usage{Known: true, Tokens: 40}, today)
+	if !r.Pending() {
+		t.Fatal("the settlement the store failed is not pending")
+	}
+	u.setFail(false)
+	d.Retry()
+	d.Flush(ctx, u, "c", &r, l, today, 0, 0)
+	if _, tok := u.day("c", yesterday); tok != 40 {
+		t.Errorf("store's tokens for yesterday %d, want 40", tok)
+	}
+}
