@@ -337,6 +337,27 @@ func TestMalformedPath(t *testing.T) {
 			}
 		})
 	}
+	// The longest path allowed is accepted.
+	p, err := c.Acquire(t.Context(), Request{Gates: refs("a:1", "a:2", "a:3", "a:4", "a:5", "a:6", "a:7", "a:8")})
+	if err != nil {
+		t.Fatalf("Acquire refused a path of %d gates: %v", maxPath, err)
+	}
+	p.Release()
+}
+
+// TestZeroCapOfUnknownGateAddsNoGate: a cap of 0 (uncapped) for a gate that no
+// request has used yet adds nothing to the gates listed; a positive one does.
+func TestZeroCapOfUnknownGateAddsNoGate(t *testing.T) {
+	t.Parallel()
+	c := New(Options{})
+	c.SetCaps(map[string]int{"connection:c1": 0, "connection:c2": 1})
+	var keys []string
+	for _, s := range c.Stats() {
+		keys = append(keys, s.Key)
+	}
+	if diff := cmp.Diff([]string{"connection:c2"}, keys); diff != "" {
+		t.Errorf("gates listed (-want +got):\n%s", diff)
+	}
 }
 
 func TestStatsSortedAndCappedIdleListed(t *testing.T) {

@@ -33,3 +33,13 @@ func TestSetCapsKeepsNamedUncappedGates(t *testing.T) {
 		})
 	}
 }
+
+// TestLevelOf: a gate key's level is the text before its first colon, which
+// may be empty; a key without a colon is its own level.
+func TestLevelOf(t *testing.T) {
+	for key, want := range map[string]string{"connection:c1": "connection", "model:c1:m": "model", "global": "global", ":x": ""} {
+		if got := LevelOf(key); got != want {
+			t.Errorf("LevelOf(%q) = %q, want %q", key, got, want)
+		}
+	}
+}

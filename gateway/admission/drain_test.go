@@ -47,6 +47,10 @@ func TestDrainEndsEveryWait(t *testing.T) {
 		t.Errorf("after Drain: queued %d, in flight %d, cancels %d, timeouts %d, queue-full %d; want 0, 1, 20, 0, 0",
 			s.Queued, s.InFlight, s.Cancels, s.Timeouts, s.QueueFull)
 	}
+	// /metrics reads the controller's totals, which outlive the gates.
+	if got := c.Totals().Cancels; got != 21 {
+		t.Errorf("controller-wide cancels after Drain = %d, want 21", got)
+	}
 
 	holder.Release()
 	holder2.Release()
@@ -63,5 +67,33 @@ func TestDrainEndsEveryWait(t *testing.T) {
 	}
 	if s := gateStat(t, c, "model:c1:m"); s.InFlight != 0 || s.Queued != 0 {
 		t.Errorf("after the refusals: in flight %d, queued %d; want 0 and 0", s.InFlight, s.Queued)
+	}
+}
+
+// TestDrainRefusesRequestWithoutGates: after Drain a request whose path has no
+// gates at all is refused with SHUTTING_DOWN naming no gate (there is no queue
+// it would have joined).
+func TestDrainRefusesRequestWithoutGates(t *testing.T) {
+	t.Parallel()
+	c := New(Options{})
+	c.Drain()
+	p, err := c.Acquire(t.Context(), Request{})
+	var ae *Error
+	if p != nil || !errors.As(err, &ae) || ae.Code != CodeShuttingDown || ae.Gate != (GateRef{}) {
+		t.Fatalf("Acquire without gates after Drain: permit %v, error %v; want SHUTTING_DOWN naming no gate", p, err)
+	}
+}
+
+// TestDrainNamesTheRequestsQueueGate: a request that names its queue gate
+// (QueueKey) is refused after Drain naming that gate, not the connection's.
+func TestDrainNamesTheRequestsQueueGate(t *testing.T) {
+	t.Parallel()
+	c := New(Options{})
+	c.SetCaps(map[string]int{"connection:c1": 1, "model:c1:m": 1})
+	c.Drain()
+	_, err := c.Acquire(t.Context(), Request{Gates: refs("connection:c1", "model:c1:m"), QueueKey: "model:c1:m"})
+	var ae *Error
+	if !errors.As(err, &ae) || ae.Code != CodeShuttingDown || ae.Gate.Key != "model:c1:m" {
+		t.Fatalf("Acquire with QueueKey model:c1:m after Drain: error %v; want SHUTTING_DOWN at model:c1:m", err)
 	}
 }

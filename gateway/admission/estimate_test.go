@@ -44,3 +44,48 @@ func TestEstimateWaitAndRetryAfter(t *testing.T) {
 	a.Release()
 	b.Release()
 }
+
+// TestEstimateWaitUsesDefaultHold: before any hold has been measured on a gate,
+// the wait estimated for a full gate is the configured DefaultHold per waiter
+// ahead; a DefaultHold of zero or less means one second.
+func TestEstimateWaitUsesDefaultHold(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		hold time.Duration
+		want time.Duration
+	}{
+		{"configured", 5 * time.Second, 5 * time.Second},
+		{"zero", 0, time.Second},
+		{"negative", -time.Second, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := New(Options{DefaultHold: tc.hold})
+			c.SetCaps(map[string]int{"connection:c1": 1})
+			p := mustAcquire(t, c, "connection:c1")
+			defer p.Release()
+			if got := c.EstimateWait(Request{Gates: refs("connection:c1")}); got != tc.want {
+				t.Errorf("EstimateWait with DefaultHold %v = %v, want %v", tc.hold, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestEstimateWaitFollowsMeasuredHolds: the hold time behind a wait estimate
+// starts at the first measured hold and then moves an eighth of the way
+// towards each new one: holds of 8 s then 16 s give 9 s per waiter ahead.
+func TestEstimateWaitFollowsMeasuredHolds(t *testing.T) {
+	r := newFairRig(t, map[string]int{fairGate: 1})
+	r.submit("a", 1, fairPath...)
+	r.submit("b", 1, fairPath...) // parked: its hold is measured from its admission
+	r.clk.advance(8 * time.Second)
+	r.releaseOldest() // a held 8 s; b admitted
+	r.clk.advance(16 * time.Second)
+	r.releaseOldest() // b held 16 s
+	r.submit("c", 1, fairPath...)
+	if got, want := r.c.EstimateWait(Request{Gates: refs(fairPath...)}), 9*time.Second; got != want {
+		t.Errorf("EstimateWait after holds of 8 s and 16 s = %v, want %v", got, want)
+	}
+	r.releaseAll()
+}

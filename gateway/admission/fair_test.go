@@ -329,3 +329,18 @@ func TestFairMovedClass(t *testing.T) {
 		t.Errorf("admission order %v, want %v", order, want)
 	}
 }
+
+// TestReleaseAdmitsTheEarlierWaiterAcrossGates: a release that frees two gates
+// at once admits the earlier of the waiters parked on them first (same
+// priority): here the later one would need the gate the earlier one takes, so
+// it moves on to wait there.
+func TestReleaseAdmitsTheEarlierWaiterAcrossGates(t *testing.T) {
+	r := newFairRig(t, map[string]int{"connection:c1": 1, "model:c1:a": 1})
+	r.submit("h", 1, "connection:c1", "model:c1:a")
+	first := r.submit("x", 1, "connection:c1")
+	later := r.submit("y", 1, "model:c1:a", "connection:c1")
+	if got := r.releaseOldest(); len(got) != 1 || got[0] != first {
+		t.Fatalf("admitted %v, want only the earlier waiter %v (not %v)", got, first, later)
+	}
+	r.releaseAll()
+}

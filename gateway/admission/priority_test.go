@@ -256,3 +256,61 @@ func TestPrioritySetAging(t *testing.T) {
 func (rw *rigWaiter) String() string {
 	return fmt.Sprintf("%s/%s#%d", rw.client, rw.priority, rw.seq)
 }
+
+// TestPrioritySetAgingZeroMeansDefault: setting the aging period to 0 (or
+// less) restores DefaultPriorityAging: a batch waiter that has waited three
+// seconds has not aged, and the interactive waiter that came after it goes
+// first.
+func TestPrioritySetAgingZeroMeansDefault(t *testing.T) {
+	for _, d := range []time.Duration{0, -time.Second} {
+		t.Run(d.String(), func(t *testing.T) {
+			r := newFairRig(t, map[string]int{fairGate: 1})
+			r.c.SetPriorityAging(time.Second)
+			r.c.SetPriorityAging(d)
+			r.submit("holder", 1, fairPath...)
+			r.submitP("B", PriorityBatch)
+			r.clk.advance(3 * time.Second)
+			inter := r.submitP("I", PriorityInteractive)
+			if got := r.releaseOldest(); len(got) != 1 || got[0] != inter {
+				t.Fatalf("got %v, want the interactive waiter (aging back to %v)", got, DefaultPriorityAging)
+			}
+			r.releaseAll()
+		})
+	}
+}
+
+// TestPriorityAgingCountsFromArrival: a waiter ages by the time it has
+// waited, not by the controller's age: on a controller up for an hour, a
+// batch waiter that just arrived is still batch, and an interactive waiter
+// that arrives after it goes first.
+func TestPriorityAgingCountsFromArrival(t *testing.T) {
+	r := newFairRig(t, map[string]int{fairGate: 1})
+	r.c.SetPriorityAging(10 * time.Second)
+	r.clk.advance(time.Hour)
+	r.submit("holder", 1, fairPath...)
+	batch := r.submitP("B", PriorityBatch)
+	inter := r.submitP("I", PriorityInteractive)
+	if got := r.releaseOldest(); len(got) != 1 || got[0] != inter {
+		t.Fatalf("got %v, want the interactive waiter before %v", got, batch)
+	}
+	r.releaseAll()
+}
+
+// TestPriorityAgesAtExactlyItsPeriod: a standard waiter that has waited
+// exactly one aging period is interactive from that instant: it goes before
+// an interactive waiter that arrives then.
+func TestPriorityAgesAtExactlyItsPeriod(t *testing.T) {
+	const aging = 10 * time.Second
+	r := newFairRig(t, map[string]int{fairGate: 1})
+	r.c.SetPriorityAging(aging)
+	r.submit("holder", 1, fairPath...)
+	std := r.submitP("S", PriorityStandard)
+	r.clk.advance(aging)
+	inter := r.submitP("I", PriorityInteractive)
+	for i, want := range []*rigWaiter{std, inter} {
+		if got := r.releaseOldest(); len(got) != 1 || got[0] != want {
+			t.Fatalf("admission %d: got %v, want %v", i, got, want)
+		}
+	}
+	r.releaseAll()
+}

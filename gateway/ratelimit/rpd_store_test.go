@@ -187,3 +187,74 @@ func TestPendingCountsWrittenByEitherBudget(t *testing.T) {
 		}
 	})
 }
+
+// TestYesterdaysCountWaitsForTheStore: a request counted in memory while the
+// usage store is away, just before UTC midnight, is still owed to yesterday's
+// row after midnight: the state reports it pending (so the flusher keeps
+// calling), keeps it through a flush the store fails again, and writes it to
+// yesterday's row once the store is back; then nothing is pending.
+func TestYesterdaysCountWaitsForTheStore(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	d := NewDays(slog.New(slog.DiscardHandler))
+	u := &rpdStore{requests: map[string]int64{}, tokens: map[string]int64{}, fail: true}
+	var r State
+	l := &Limits{RPD: 10, GateRPD: "rpd:c"}
+	if r.Pending() {
+		t.Fatal("a new state reports counts pending")
+	}
+	yesterday := time.Date(2026, 3, 9, 23, 59, 0, 0, time.UTC)
+	today := yesterday.Add(2 * time.Minute)
+	if v, err := d.CountRequest(ctx, u, "c", &r, l, yesterday); err != nil || v != DispatchOK {
+		t.Fatalf("request while away: %v, %v", v, err)
+	}
+	r.Blocked(l, today) // the new day starts
+	if !r.Pending() {
+		t.Fatal("after midnight, yesterday's request counted while away is not pending")
+	}
+	d.Retry()
+	d.Flush(ctx, u, "c", &r, l, today, 0, 0) // the store fails again
+	if !r.Pending() {
+		t.Fatal("yesterday's request was dropped by a flush the store failed")
+	}
+	u.setFail(false)
+	d.Retry()
+	d.Flush(ctx, u, "c", &r, l, today, 0, 0)
+	if req, _ := u.day("c", yesterday); req != 1 {
+		t.Errorf("store's requests for yesterday %d, want 1", req)
+	}
+	if r.Pending() {
+		t.Error("counts still pending after the store took them")
+	}
+}
+
+// TestYesterdaysSettlementWaitsForTheStore: a reservation made before UTC
+// midnight and settled after it, while the usage store fails, corrects
+// yesterday's row once the store is back (300 reserved, 40 used: 40 in the
+// row), rather than being dropped.
+func TestYesterdaysSettlementWaitsForTheStore(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	d := NewDays(slog.New(slog.DiscardHandler))
+	u := &rpdStore{requests: map[string]int64{}, tokens: map[string]int64{}}
+	var r State
+	l := &Limits{TPD: 1000, GateTPD: "tpd:c"}
+	b := Budget{ID: "c", DayID: "c", L: l, R: &r, U: u}
+	yesterday := time.Date(2026, 3, 9, 23, 59, 59, 0, time.UTC)
+	today := yesterday.Add(2 * time.Second)
+	var rs Reservation
+	if _, v := rs.Reserve(ctx, Local{}, d, b, 300, yesterday); v != DispatchOK {
+		t.Fatalf("reserve before midnight: %v", v)
+	}
+	u.setFail(true)
+	rs.Settle(ctx, Local{}, d, Usage{Known: true, Tokens: 40}, today)
+	if !r.Pending() {
+		t.Fatal("the settlement the store failed is not pending")
+	}
+	u.setFail(false)
+	d.Retry()
+	d.Flush(ctx, u, "c", &r, l, today, 0, 0)
+	if _, tok := u.day("c", yesterday); tok != 40 {
+		t.Errorf("store's tokens for yesterday %d, want 40", tok)
+	}
+}

@@ -13,6 +13,8 @@ func FuzzSatAdd(f *testing.F) {
 	f.Add(int64(math.MinInt64), int64(-1))
 	f.Add(int64(1<<40), int64(1<<40))
 	f.Add(int64(-5), int64(7))
+	f.Add(int64(5), int64(0))               // adding or multiplying by nothing
+	f.Add(int64(math.MaxInt64/2), int64(2)) // a product just below the end, not clamped
 	clamp := func(x *big.Int) int64 {
 		if x.Cmp(big.NewInt(math.MaxInt64)) > 0 {
 			return math.MaxInt64

@@ -14,8 +14,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/testcontainers/testcontainers-go"
-	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
 	"go.uber.org/goleak"
 
 	"github.com/gatehouse-dev/gatehouse/migrations"
@@ -26,9 +24,6 @@ import (
 // templateLockKey serialises template builds of test binaries sharing one server
 // (the bytes of "gh:tmpl").
 const templateLockKey int64 = 0x67683a746d706c
-
-// containerImage is the image used when Docker is the only source.
-const containerImage = "postgres:16-alpine"
 
 // env is the server a test binary's databases live on.
 type env struct {
@@ -84,47 +79,6 @@ func (e *env) findServer(ctx context.Context) error {
 	return fmt.Errorf("no PostgreSQL for tests: install the PostgreSQL server binaries "+
 		"(e.g. apt-get install postgresql), or set %s to a postgres:// URL of a role that may create databases, "+
 		"or start a Docker engine (%v; docker: %v)", EnvURL, err, dockerErr)
-}
-
-// startContainer runs PostgreSQL in Docker through testcontainers-go.
-func (e *env) startContainer(ctx context.Context) (err error) {
-	defer func() {
-		// testcontainers panics in some setups without a Docker engine.
-		if r := recover(); r != nil {
-			err = fmt.Errorf("testcontainers: %v", r)
-		}
-	}()
-	provider, err := testcontainers.ProviderDefault.GetProvider()
-	if err != nil {
-		return err
-	}
-	if err := provider.Health(ctx); err != nil {
-		return err
-	}
-	ctr, err := tcpostgres.Run(ctx, containerImage,
-		tcpostgres.WithDatabase("postgres"),
-		tcpostgres.WithUsername("postgres"),
-		tcpostgres.WithPassword("postgres"),
-		tcpostgres.BasicWaitStrategies(),
-	)
-	if err != nil {
-		_ = testcontainers.TerminateContainer(ctr)
-		return err
-	}
-	u, err := ctr.ConnectionString(ctx, "sslmode=disable")
-	if err != nil {
-		_ = testcontainers.TerminateContainer(ctr)
-		return err
-	}
-	e.baseURL = u
-	e.stop = func(context.Context) error { return testcontainers.TerminateContainer(ctr) }
-	// The reaper keeps its connection open until the process exits, by design.
-	e.leakOpts = []goleak.Option{
-		goleak.IgnoreAnyFunction("github.com/testcontainers/testcontainers-go.(*Reaper).connect.func1"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-	}
-	return nil
 }
 
 // ensureTemplate creates the migrated template database unless it exists. Its name
