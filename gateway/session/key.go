@@ -30,11 +30,11 @@ type Prompt struct {
 // the parts' hashes.
 func HashPrompt(system, tools, first []byte) Prompt {
 	hs, ht, hf := partHash(system), partHash(tools), partHash(first)
-	sys := combine(hs, ht, 0)
+	conv := combine(hs, ht, hf)
 	if len(system) == 0 {
-		sys = combine(hs, ht, hf)
+		return Prompt{Conversation: conv, System: conv}
 	}
-	return Prompt{Conversation: combine(hs, ht, hf), System: sys}
+	return Prompt{Conversation: conv, System: combine(hs, ht, 0)}
 }
 
 // sampleBytes bounds what partHash reads of one part: a part longer than
@@ -49,11 +49,18 @@ const sampleBytes = 1024
 // over the bytes, combined with the length: no streaming digest to set up
 // and drain per part.
 func partHash(b []byte) uint64 {
-	if len(b) > 2*sampleBytes {
+	switch {
+	case len(b) == 0:
+		return emptyPartHash
+	case len(b) > 2*sampleBytes:
 		return combine(uint64(len(b)), xxhash.Sum64(b[:sampleBytes]), xxhash.Sum64(b[len(b)-sampleBytes:]))
 	}
 	return combine(uint64(len(b)), xxhash.Sum64(b), 0)
 }
+
+// emptyPartHash is partHash of an absent part (most requests have no tools,
+// OpenAI chat no top-level system prompt).
+var emptyPartHash = combine(0, xxhash.Sum64(nil), 0)
 
 // combine hashes three part hashes in order.
 func combine(a, b, c uint64) uint64 {
