@@ -118,3 +118,70 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkAffinityRequest is one gateway request end to end (client,
+// gateway and fake upstream in this process, over loopback), one gateway
+// per sub-benchmark: "oneoff" is the independent load tool's request (one
+// message on /v1/chat/completions, no session id), "agent" an agent's 6th
+// turn of about 20 KB with a session id on /v1/messages; "on" with the
+// connections taking part in affinity, "off" with them opted out. Its
+// figure is for instruction counts, which the machine's load does not move:
+// run the test binary under valgrind --tool=callgrind (GODEBUG=asyncpreemptoff=1)
+// at two -test.benchtime counts and divide the difference of the totals by
+// the difference of the counts; on − off is what affinity costs a request.
+func BenchmarkAffinityRequest(b *testing.B) {
+	oneoff := `{"model":"perf-model","messages":[{"role":"user","content":"Say hello in one short sentence."}],"max_tokens":32,"stream":false}`
+	for _, kind := range []string{"oneoff", "agent"} {
+		for _, on := range []bool{true, false} {
+			name := kind + "/off"
+			if on {
+				name = kind + "/on"
+			}
+			b.Run(name, func(b *testing.B) {
+				up := upstreamtest.NewServer(upstreamtest.Options{})
+				upSrv := httptest.NewServer(up)
+				defer upSrv.Close()
+				defer up.Close()
+				e := &env{upURL: upSrv.URL}
+				gw := New(Options{Outbound: *testOutbound, Authenticate: func(_ context.Context, s string) (ClientKey, bool) {
+					return ClientKey{ID: "test-key", Name: "test", Enabled: true}, s == testClientKey
+				}})
+				defer gw.Close()
+				conns := []Connection{e.anthropicConn("a", 256, on), e.anthropicConn("b", 256, on)}
+				path, body, sid := "/v1/messages", agentBody(agentSystem(1), 6), "bench-session"
+				if kind == "oneoff" {
+					path, body, sid = "/v1/chat/completions", oneoff, ""
+					for i := range conns {
+						conns[i].APIStyle, conns[i].Provider, conns[i].Models = "openai", "zai", []string{"perf-model"}
+					}
+				}
+				gw.Apply(Config{Connections: conns})
+				gwSrv := httptest.NewServer(gw)
+				defer gwSrv.Close()
+				tr := &http.Transport{MaxIdleConnsPerHost: 4, DisableCompression: true}
+				defer tr.CloseIdleConnections()
+				client := &http.Client{Transport: tr}
+				send := func() {
+					req, _ := http.NewRequest(http.MethodPost, gwSrv.URL+path, strings.NewReader(body))
+					req.Header.Set("Authorization", "Bearer "+testClientKey)
+					if sid != "" {
+						req.Header.Set(session.HeaderClaudeCode, sid)
+					}
+					resp, err := client.Do(req)
+					if err != nil {
+						b.Fatal(err)
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						b.Fatalf("status %d", resp.StatusCode)
+					}
+				}
+				send() // the first turn binds
+				for b.Loop() {
+					send()
+				}
+			})
+		}
+	}
+}

@@ -30,11 +30,11 @@ type Prompt struct {
 // the parts' hashes.
 func HashPrompt(system, tools, first []byte) Prompt {
 	hs, ht, hf := partHash(system), partHash(tools), partHash(first)
-	sys := combine(hs, ht, 0)
+	conv := combine(hs, ht, hf)
 	if len(system) == 0 {
-		sys = combine(hs, ht, hf)
+		return Prompt{Conversation: conv, System: conv}
 	}
-	return Prompt{Conversation: combine(hs, ht, hf), System: sys}
+	return Prompt{Conversation: conv, System: combine(hs, ht, 0)}
 }
 
 // sampleBytes bounds what partHash reads of one part: a part longer than
@@ -45,21 +45,22 @@ func HashPrompt(system, tools, first []byte) Prompt {
 const sampleBytes = 1024
 
 // partHash is the hash of one part with its length, so that moving bytes
-// from one part to the next changes the result.
+// from one part to the next changes the result. One-shot xxhash.Sum64 calls
+// over the bytes, combined with the length: no streaming digest to set up
+// and drain per part.
 func partHash(b []byte) uint64 {
-	var d xxhash.Digest
-	d.Reset()
-	var n [8]byte
-	binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
-	_, _ = d.Write(n[:])
-	if len(b) > 2*sampleBytes {
-		_, _ = d.Write(b[:sampleBytes])
-		_, _ = d.Write(b[len(b)-sampleBytes:])
-	} else {
-		_, _ = d.Write(b)
+	switch {
+	case len(b) == 0:
+		return emptyPartHash
+	case len(b) > 2*sampleBytes:
+		return combine(uint64(len(b)), xxhash.Sum64(b[:sampleBytes]), xxhash.Sum64(b[len(b)-sampleBytes:]))
 	}
-	return d.Sum64()
+	return combine(uint64(len(b)), xxhash.Sum64(b), 0)
 }
+
+// emptyPartHash is partHash of an absent part (most requests have no tools,
+// OpenAI chat no top-level system prompt).
+var emptyPartHash = combine(0, xxhash.Sum64(nil), 0)
 
 // combine hashes three part hashes in order.
 func combine(a, b, c uint64) uint64 {
@@ -70,35 +71,50 @@ func combine(a, b, c uint64) uint64 {
 	return xxhash.Sum64(buf[:])
 }
 
+// keyBufLen is the stack buffer KeyOf lays its input out in: a client key
+// id, a model name and a session id (at most MaxIDLen) of usual lengths fit,
+// so that the key is one xxhash.Sum64 call; longer ones take the
+// streaming digest.
+const keyBufLen = 512
+
 // KeyOf is the affinity key of a request by client key keyID for model: its
 // session id when it has one, else its conversation hash, and its system
 // hash. Zero is never returned.
 func KeyOf(keyID, model, sessionID string, p Prompt) Key {
-	var d xxhash.Digest
-	d.Reset()
-	writeString(&d, keyID)
-	writeString(&d, model)
-	if sessionID != "" {
-		_, _ = d.Write([]byte{1})
-		writeString(&d, sessionID)
+	var buf [keyBufLen]byte
+	var k Key
+	if n := 8 + len(keyID) + 8 + len(model) + 1 + 8 + len(sessionID) + 8; n <= keyBufLen {
+		b := appendString(buf[:0], keyID)
+		b = appendString(b, model)
+		b = appendSession(b, sessionID, p)
+		b = binary.LittleEndian.AppendUint64(b, p.System)
+		k = Key(xxhash.Sum64(b))
 	} else {
-		var c [9]byte
-		binary.LittleEndian.PutUint64(c[1:], p.Conversation)
-		_, _ = d.Write(c[:])
+		var d xxhash.Digest
+		d.Reset()
+		_, _ = d.Write(appendString(buf[:0], keyID))
+		_, _ = d.Write(appendString(buf[:0], model))
+		_, _ = d.Write(appendSession(buf[:0], sessionID, p))
+		_, _ = d.Write(binary.LittleEndian.AppendUint64(buf[:0], p.System))
+		k = Key(d.Sum64())
 	}
-	var s [8]byte
-	binary.LittleEndian.PutUint64(s[:], p.System)
-	_, _ = d.Write(s[:])
-	k := Key(d.Sum64())
 	if k == 0 {
 		k = 1
 	}
 	return k
 }
 
-func writeString(d *xxhash.Digest, s string) {
-	var n [8]byte
-	binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
-	_, _ = d.Write(n[:])
-	_, _ = d.WriteString(s)
+// appendString appends s with its length before it.
+func appendString(b []byte, s string) []byte {
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// appendSession appends what names the conversation: the session id, or
+// without one the conversation hash (a tag byte keeps the two apart).
+func appendSession(b []byte, sessionID string, p Prompt) []byte {
+	if sessionID != "" {
+		return appendString(append(b, 1), sessionID)
+	}
+	return binary.LittleEndian.AppendUint64(append(b, 0), p.Conversation)
 }
