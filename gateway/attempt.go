@@ -245,15 +245,18 @@ func (x *exchange) attempt() attemptResult {
 		case shuttingDown(x.r.Context()):
 			// Cut by the shutdown bound before the upstream answered.
 			p.done(health.ErrExcluded)
+			x.noteAttempt(t, t0, 0, CodeShuttingDown)
 			x.setQueueHeader(c)
 			x.status, x.failed = errShuttingDown.Status, errShuttingDown
 			wire.WriteError(x.w, x.st, errShuttingDown)
 			return attemptAnswered
 		case x.r.Context().Err() != nil:
 			p.done(health.ErrExcluded)
+			x.noteAttempt(t, t0, 0, CodeClientGone)
 			return attemptAnswered
 		case errors.Is(context.Cause(ctx), errExecTimeout):
 			p.done(err)
+			x.noteAttempt(t, t0, 0, CodeExecutionTimeout)
 			c.health.Failure("execution bound reached before the upstream answered")
 			g.alertBreaker(c)
 			x.setQueueHeader(c)
@@ -263,6 +266,7 @@ func (x *exchange) attempt() attemptResult {
 			return attemptAnswered
 		}
 		x.lastErr = &apiError{Status: http.StatusBadGateway, Code: CodeUpstreamError, Message: "the upstream connection failed"}
+		x.noteAttempt(t, t0, 0, CodeUpstreamError)
 		if outbound.IsDenied(err) {
 			// GATEHOUSE_UPSTREAM_DENY refused the address at dial time:
 			// not an upstream failure (no breaker), never reached.
@@ -301,6 +305,7 @@ func (x *exchange) attempt() attemptResult {
 	switch {
 	case status == http.StatusTooManyRequests:
 		x.keepLast(c, resp, t0)
+		x.noteAttempt(t, t0, status, CodeUpstreamCooldown)
 		// count_tokens neither cools (Anthropic limits it apart from
 		// messages) nor, below, heals a model.
 		if !x.rt.Free() && !x.learnRejected(lp, status, resp.Header) {
@@ -312,6 +317,7 @@ func (x *exchange) attempt() attemptResult {
 		return attemptFailed
 	case status == http.StatusUnauthorized:
 		x.keepLast(c, resp, t0)
+		x.noteAttempt(t, t0, status, CodeUpstreamError)
 		x.learnRejected(lp, status, resp.Header)
 		x.suspend(c, g.now(), x.s.eff.SuspendDuration(), "upstream 401")
 		p.done(health.ErrExcluded)
@@ -320,12 +326,14 @@ func (x *exchange) attempt() attemptResult {
 		// An endpoint or model the account lacks: that one cools, the
 		// connection stays for everyone else.
 		x.keepLast(c, resp, t0)
+		x.noteAttempt(t, t0, status, CodeUpstreamError)
 		x.learnRejected(lp, status, resp.Header)
 		x.forbidden(c, t.model, g.now())
 		p.done(health.ErrExcluded)
 		return attemptFailed
 	case status == http.StatusRequestTimeout || status >= 500:
 		x.keepLast(c, resp, t0)
+		x.noteAttempt(t, t0, status, CodeUpstreamError)
 		x.learnRejected(lp, status, resp.Header)
 		c.health.Failure("upstream " + strconv.Itoa(status))
 		p.done(upstreamStatusError(status))
@@ -352,6 +360,11 @@ func (x *exchange) attempt() attemptResult {
 	x.status = status
 	complete := x.relay(ctx, c, resp, tap)
 	x.observeUpstream(c, t0)
+	if x.failed != nil {
+		x.noteAttempt(t, t0, status, x.failed.Code)
+	} else {
+		x.noteAttempt(t, t0, status, "")
+	}
 	if tap != nil {
 		u := tap.Counts()
 		x.tokensIn, x.tokensOut, x.tokensCached, x.tokensCacheWrite = u.Input, u.Output, u.CacheRead, u.CacheWrite
@@ -396,6 +409,7 @@ func (x *exchange) keepLast(c *conn, resp *http.Response, t0 time.Time) {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	_ = resp.Body.Close()
 	x.observeUpstream(c, t0)
+	x.noteUpstreamError(c, body)
 	x.last = &lastResponse{status: resp.StatusCode, header: resp.Header, body: body, label: c.label}
 }
 

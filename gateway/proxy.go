@@ -322,6 +322,10 @@ type exchange struct {
 	tokensCached, tokensCacheWrite int64
 	costMicros                     int64
 	rec                            RequestRecord
+	// atts is every attempt when one failed (noteAttempt), upErr the last
+	// upstream failure's message (noteUpstreamError).
+	atts  []RequestAttempt
+	upErr string
 
 	// aff is the request's session and affinity (affinity.go).
 	aff affinity

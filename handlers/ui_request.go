@@ -101,7 +101,7 @@ func requestRowView(r store.RequestRow) web.RequestRow {
 		Attempts: r.Attempts, QueueMs: r.QueueMs, TTFTMs: r.TTFTMs, UpstreamMs: r.UpstreamMs, TotalMs: r.TotalMs,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CachedTokens: r.CachedTokens,
 		CacheWriteTokens: r.CacheWriteTokens, CostMicros: r.CostMicros, TraceID: r.TraceID, Replica: r.Replica,
-		Session: r.Session, Affinity: r.Affinity,
+		Session: r.Session, Affinity: r.Affinity, AttemptsDetail: r.AttemptsDetail, UpstreamError: r.UpstreamError,
 	}
 }
 

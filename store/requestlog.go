@@ -53,6 +53,25 @@ type RequestRow struct {
 	// request followed an affinity binding (hit, spilled, bound); "" = NULL.
 	Session  string
 	Affinity string
+	// AttemptsDetail is every upstream attempt, in order, when there was more
+	// than one or one failed; nil when the first attempt served the request
+	// (the row's own fields are that attempt). UpstreamError is the last failed
+	// attempt's upstream message (scrubbed, at most 512 bytes; "" = NULL).
+	AttemptsDetail []RequestAttempt
+	UpstreamError  string
+}
+
+// RequestAttempt is one upstream attempt of a request: the connection, the
+// status it answered (0: none, the connection failed), how long it took, and
+// the Gatehouse code that names the failure ("" for a success or an answer
+// relayed as it was). An alias of an unnamed struct, so that gateway's record
+// (which declares the same) converts to RequestRow by a pointer conversion.
+type RequestAttempt = struct {
+	ConnectionID   string `json:"connectionId"`
+	ConnectionName string `json:"connection"`
+	Status         int    `json:"status"`
+	Ms             int    `json:"ms"`
+	Code           string `json:"code,omitempty"`
 }
 
 // Request log defaults (DESIGN "Request log and usage").

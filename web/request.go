@@ -43,9 +43,88 @@ type RequestRow struct {
 	// Session is the session hash, Affinity how the request used its
 	// affinity binding (hit, spilled, bound); "" for none.
 	Session, Affinity string
+	// AttemptsDetail is every upstream attempt when one failed or there was
+	// more than one (nil: the row is its only attempt); UpstreamError the
+	// last failed attempt's upstream message, scrubbed, as text to escape.
+	AttemptsDetail []RequestAttempt
+	UpstreamError  string
 	// Rate is the model's price today (Found false: none), for the cost
 	// split of the request page; the logged cost is CostMicros.
 	Rate limits.Rate
+}
+
+// RequestAttempt is one upstream attempt of a request (store.RequestAttempt's
+// fields): connection, status (0: no answer), duration, Gatehouse code.
+type RequestAttempt = struct {
+	ConnectionID   string `json:"connectionId"`
+	ConnectionName string `json:"connection"`
+	Status         int    `json:"status"`
+	Ms             int    `json:"ms"`
+	Code           string `json:"code,omitempty"`
+}
+
+// attempts is every upstream attempt of r: its detail, or the row itself when
+// its one attempt served it (none when nothing was dispatched).
+func (r RequestRow) attempts() []RequestAttempt {
+	if len(r.AttemptsDetail) > 0 {
+		return r.AttemptsDetail
+	}
+	if r.Attempts == 0 || r.ConnectionName == "" {
+		return nil
+	}
+	code := r.Code
+	if code == CodeClientGone {
+		code = ""
+	}
+	return []RequestAttempt{{ConnectionID: r.ConnectionID, ConnectionName: r.ConnectionName, Status: r.Status,
+		Ms: r.UpstreamMs, Code: code}}
+}
+
+// CodeClientGone is the request log's code of a client that went away before
+// its answer (status 499).
+const CodeClientGone = "CLIENT_GONE"
+
+// attemptClass is an attempt row's class by the status it got (no answer is
+// a server error's).
+func attemptClass(a RequestAttempt) string {
+	if a.Status == 0 {
+		return "status-5xx"
+	}
+	return statusClass(a.Status)
+}
+
+// attemptStatus writes an attempt's status, or that the upstream gave none.
+func attemptStatus(l *Localizer, a RequestAttempt) string {
+	if a.Status == 0 {
+		return l.T("requests.noAnswer")
+	}
+	return strconv.Itoa(a.Status)
+}
+
+// attemptWhy explains a failed attempt in words: by its status when the
+// upstream answered one (429, 401, 403, 408, 5xx), else by its code.
+func attemptWhy(l *Localizer, a RequestAttempt) string {
+	switch {
+	case a.Code == "":
+		return ""
+	case a.Status == 429, a.Status == 401, a.Status == 403, a.Status == 408:
+		return l.T("requests.why." + strconv.Itoa(a.Status))
+	case a.Status >= 500:
+		return l.T("requests.why.5xx")
+	}
+	return codeText(l, a.Code)
+}
+
+// askedModel reports whether r's failure is about the model it asked for, so
+// the page names that model beside the code.
+func (r RequestRow) askedModel() bool {
+	return r.Code == "MODEL_NOT_FOUND" || r.Code == "MODEL_NOT_ALLOWED"
+}
+
+// clientGone reports whether r's client went away before its answer: code
+// CLIENT_GONE, or status 499 in a row logged before the code was.
+func (r RequestRow) clientGone() bool {
+	return r.Code == CodeClientGone || (r.Code == "" && r.Status == 499)
 }
 
 // costSplit is r's tokens by kind at Rate, with the catalog key of each.
