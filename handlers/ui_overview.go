@@ -78,6 +78,9 @@ func (s *Server) uiOverview(w http.ResponseWriter, r *http.Request, rq *uiReques
 		if v.Cache, err = s.cacheView(r.Context(), rq.l, rq.now); err != nil {
 			return err
 		}
+		if v.Cost, err = s.costView(r.Context(), rq.l.T("cost.last24h"), rq.now.Add(-24*time.Hour), rq.now); err != nil {
+			return err
+		}
 	}
 	return s.uiRender(w, r, rq, http.StatusOK, web.OverviewPage(s.uiPage(r, rq), v))
 }

@@ -184,6 +184,11 @@ func (s *Server) uiUsage(w http.ResponseWriter, r *http.Request, rq *uiRequest) 
 		return err
 	}
 	v := web.UsageView{Range: rg.name, Charts: charts, Cache: web.CacheView{Range: rq.l.T("usage.range." + rg.name), Rows: rows}}
+	cost, err := s.costView(r.Context(), rq.l.T("usage.range."+rg.name), since, until)
+	if err != nil {
+		return err
+	}
+	v.Cost = *cost
 	for _, o := range usageRanges {
 		v.Ranges = append(v.Ranges, web.Option{Value: o.name, Label: rq.l.T("usage.range." + o.name)})
 	}

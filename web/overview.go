@@ -70,6 +70,9 @@ type Overview struct {
 	// Cache is prompt-cache use per key, connection and model (set by the
 	// handler; nil with the request log off).
 	Cache *CacheView
+	// Cost ranks models, providers, connections and keys by cost (set by
+	// the handler; nil with the request log off).
+	Cost *CostView
 }
 
 // OverviewChart is the overview's requests chart and its time ranges.

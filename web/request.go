@@ -250,4 +250,6 @@ type UsageView struct {
 	Charts []Chart
 	// Cache is prompt-cache use over the range per key, connection and model.
 	Cache CacheView
+	// Cost ranks models, providers, connections and keys by cost over the range.
+	Cost CostView
 }

@@ -1,0 +1,35 @@
+package web
+
+import (
+	"fmt"
+	"testing"
+)
+
+func TestBuildCostViewRanksByCostWithOtherAndNoneApart(t *testing.T) {
+	var rows []CostRow
+	for i := range 12 {
+		rows = append(rows, CostRow{Group: "model", Name: fmt.Sprintf("m%02d", i), Requests: int64(100 - i), CostMicros: int64(i * 10)})
+	}
+	rows = append(rows, CostRow{Group: "model", Name: "", Requests: 1000},
+		CostRow{Group: "key", ID: "k1", Name: "team-a", Requests: 5, CostMicros: 7})
+	v := BuildCostView("last 24 hours", rows, 10)
+	if len(v.Groups) != len(CostGroups) {
+		t.Fatalf("groups = %d", len(v.Groups))
+	}
+	m := v.Groups[0]
+	if m.Group != "model" || len(m.Rows) != 10 || m.Rows[0].Name != "m11" || m.Rows[9].Name != "m02" {
+		t.Fatalf("model ranking = %+v", m.Rows)
+	}
+	if m.Other == nil || m.OtherCount != 2 || m.Other.CostMicros != 10 || m.Other.Requests != 100+99 {
+		t.Errorf("other = %+v (%d)", m.Other, m.OtherCount)
+	}
+	if m.None == nil || m.None.Requests != 1000 {
+		t.Errorf("no model = %+v, want it apart", m.None)
+	}
+	if k := v.Groups[3]; k.Group != "key" || len(k.Rows) != 1 || k.Rows[0].href() != "/requests?key=k1" {
+		t.Errorf("keys = %+v", k)
+	}
+	if v.empty() {
+		t.Error("empty")
+	}
+}
