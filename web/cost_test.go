@@ -2,7 +2,10 @@ package web
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 )
 
 func TestBuildCostViewRanksByCostWithOtherAndNoneApart(t *testing.T) {
@@ -31,5 +34,18 @@ func TestBuildCostViewRanksByCostWithOtherAndNoneApart(t *testing.T) {
 	}
 	if v.empty() {
 		t.Error("empty")
+	}
+}
+
+func TestKeyCapWaitsNamesTheKeyAndItsCap(t *testing.T) {
+	gates := []live.Gate{
+		{Key: "key:k1", Level: live.LevelKey, Cap: 4, EffectiveCap: 4, InFlight: 4, Queued: 6},
+		{Key: "key:k2", Level: live.LevelKey, Cap: 2, EffectiveCap: 2, InFlight: 1},
+		{Key: "conn:c", Level: live.LevelConnection, Cap: 8, Queued: 3},
+	}
+	got := keyCapWaits(gates, []live.Client{{ID: "k1", Name: "team-a", Cap: 4}, {ID: "k2", Name: "team-b", Cap: 2}})
+	want := []KeyCapWait{{ID: "k1", Name: "team-a", InFlight: 4, Cap: 4, Queued: 6}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
