@@ -212,7 +212,7 @@ func (x *exchange) attempt() attemptResult {
 	x.attempts++
 	x.logT = t
 	lp, sp := t.learn, t.shadow
-	if x.rt.Free() {
+	if x.rt.Free() || x.probe {
 		lp, sp = nil, nil // takes no slot: not a sample of the gates' load
 	}
 	full := lp.Enter()
@@ -257,8 +257,7 @@ func (x *exchange) attempt() attemptResult {
 		case errors.Is(context.Cause(ctx), errExecTimeout):
 			p.done(err)
 			x.noteAttempt(t, t0, 0, CodeExecutionTimeout)
-			c.health.Failure("execution bound reached before the upstream answered")
-			g.alertBreaker(c)
+			x.upstreamFailure(c, "execution bound reached before the upstream answered")
 			x.setQueueHeader(c)
 			x.status, x.failed = http.StatusGatewayTimeout, &apiError{Status: http.StatusGatewayTimeout, Code: CodeExecutionTimeout,
 				Message: "the upstream did not answer within the execution bound of " + c.execBound.String()}
@@ -283,8 +282,7 @@ func (x *exchange) attempt() attemptResult {
 			p.done(health.ErrExcluded)
 		} else {
 			p.done(err)
-			c.health.Failure("upstream connection error")
-			g.alertBreaker(c)
+			x.upstreamFailure(c, "upstream connection error")
 		}
 		if ue != nil && ue.Sent && x.r.Header.Get("Idempotency-Key") == "" {
 			// The upstream may have read and run it: never send it again,
@@ -335,13 +333,17 @@ func (x *exchange) attempt() attemptResult {
 		x.keepLast(c, resp, t0)
 		x.noteAttempt(t, t0, status, CodeUpstreamError)
 		x.learnRejected(lp, status, resp.Header)
-		c.health.Failure("upstream " + strconv.Itoa(status))
+		if !x.probe {
+			c.health.Failure("upstream " + strconv.Itoa(status))
+		}
 		p.done(upstreamStatusError(status))
-		g.alertBreaker(c)
+		if !x.probe {
+			g.alertBreaker(c)
+		}
 		return attemptFailed
 	}
 	p.done(nil)
-	if status < 300 && !x.rt.Free() {
+	if status < 300 && !x.rt.Free() && !x.probe {
 		c.health.Succeeded(t.model)
 		lp.Succeeded(x.r.Context(), full)
 		x.bindTo(c)
@@ -380,6 +382,16 @@ func (x *exchange) attempt() attemptResult {
 		tap.Release()
 	}
 	return attemptAnswered
+}
+
+// upstreamFailure feeds a failure of c to its health (the breaker's count)
+// and its alerts; a connection test's failure changes nothing.
+func (x *exchange) upstreamFailure(c *conn, reason string) {
+	if x.probe {
+		return
+	}
+	c.health.Failure(reason)
+	x.g.alertBreaker(c)
 }
 
 func (x *exchange) observeUpstream(c *conn, t0 time.Time) {

@@ -326,6 +326,9 @@ type exchange struct {
 	// upstream failure's message (noteUpstreamError).
 	atts  []RequestAttempt
 	upErr string
+	// probe marks a connection test (Probe): it passes the connection's
+	// health checks and leaves its health as it found it.
+	probe bool
 
 	// aff is the request's session and affinity (affinity.go).
 	aff affinity
