@@ -92,10 +92,13 @@ func (s *Server) usageCharts(ctx context.Context, l *web.Localizer, rg usageRang
 	spend := web.Chart{ID: "spend", Title: l.T("usage.spend.title"), Desc: l.T("usage.spend.desc"),
 		Unit: "USD", Labels: labels, Series: spendSeries, CSVURL: csv("spend"), Empty: l.T("usage.empty"), Decimal: true}
 
-	// Top models by requests over the whole range.
+	// Top models by requests over the whole range; requests of no model are
+	// not a model (the cost ranking shows them apart).
 	models := map[string]float64{}
 	for _, u := range byModel {
-		models[u.Group] += float64(u.Requests)
+		if u.Group != "" {
+			models[u.Group] += float64(u.Requests)
+		}
 	}
 	names := topNames(models)
 	counts := make([]float64, len(names))

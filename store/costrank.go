@@ -22,13 +22,16 @@ type CostRow struct {
 	CostMicros      int64
 }
 
-// costRankingSQL sums the range's rows four ways. A model is the upstream id
+// foldedModelSQL is a row's model as cost and usage group it: the upstream id
 // it was sent as, so an alias and provider/model fold into the upstream's
 // name; a request that reached no connection is named by the model it asked
-// for, without a provider/ prefix.
+// for, without a provider/ prefix. NULL: no model.
+const foldedModelSQL = `coalesce(upstream_model, CASE WHEN strpos(model, '/') > 0 THEN substr(model, strpos(model, '/') + 1) ELSE model END)`
+
+// costRankingSQL sums the range's rows four ways, models folded.
 const costRankingSQL = `
 WITH r AS (
-  SELECT coalesce(upstream_model, CASE WHEN strpos(model, '/') > 0 THEN substr(model, strpos(model, '/') + 1) ELSE model END) AS m,
+  SELECT ` + foldedModelSQL + ` AS m,
          provider, connection_id, connection_name, key_id, key_name, input_tokens, output_tokens, cost_micros
   FROM requests WHERE started_at >= $1 AND started_at < $2)
 SELECT 'model', '', coalesce(m, ''), count(*), sum(input_tokens)::bigint, sum(output_tokens)::bigint, sum(cost_micros)::bigint FROM r GROUP BY m

@@ -193,7 +193,7 @@ type UsageQuery struct {
 // attempt); Errors counts every answer of status 400 or more, rejections included.
 type UsageRow struct {
 	Bucket       time.Time
-	Group        string // the key's or connection's name, or the model
+	Group        string // the key's or connection's name, or the model (folded: foldedModelSQL)
 	GroupID      string // the key's or connection's id ("" for models)
 	Requests     int64
 	Errors       int64
@@ -225,7 +225,7 @@ func (s *Store) RequestUsage(ctx context.Context, q UsageQuery) ([]UsageRow, err
 	case "connection":
 		group, groupID = "coalesce(connection_name, '')", "coalesce(connection_id::text, '')"
 	case "model":
-		group, groupID = "coalesce(model, '')", "''"
+		group, groupID = "coalesce("+foldedModelSQL+", '')", "''"
 	default:
 		return nil, fmt.Errorf("store: request usage: %w: groupBy %q", ErrInvalid, q.GroupBy)
 	}
