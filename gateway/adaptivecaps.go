@@ -14,6 +14,9 @@ import (
 // and no Retry-After came with it (too many at once is not "stop for a
 // while"); with a Retry-After the connection cools as well.
 func (x *exchange) learnRejected(lp health.LearnPath, status int, h http.Header) bool {
+	if x.probe {
+		return false
+	}
 	if len(lp) == 0 {
 		return false
 	}

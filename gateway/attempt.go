@@ -212,7 +212,7 @@ func (x *exchange) attempt() attemptResult {
 	x.attempts++
 	x.logT = t
 	lp, sp := t.learn, t.shadow
-	if x.rt.Free() {
+	if x.rt.Free() || x.probe {
 		lp, sp = nil, nil // takes no slot: not a sample of the gates' load
 	}
 	full := lp.Enter()
@@ -245,17 +245,19 @@ func (x *exchange) attempt() attemptResult {
 		case shuttingDown(x.r.Context()):
 			// Cut by the shutdown bound before the upstream answered.
 			p.done(health.ErrExcluded)
+			x.noteAttempt(t, t0, 0, CodeShuttingDown)
 			x.setQueueHeader(c)
 			x.status, x.failed = errShuttingDown.Status, errShuttingDown
 			wire.WriteError(x.w, x.st, errShuttingDown)
 			return attemptAnswered
 		case x.r.Context().Err() != nil:
 			p.done(health.ErrExcluded)
+			x.noteAttempt(t, t0, 0, CodeClientGone)
 			return attemptAnswered
 		case errors.Is(context.Cause(ctx), errExecTimeout):
 			p.done(err)
-			c.health.Failure("execution bound reached before the upstream answered")
-			g.alertBreaker(c)
+			x.noteAttempt(t, t0, 0, CodeExecutionTimeout)
+			x.upstreamFailure(c, "execution bound reached before the upstream answered")
 			x.setQueueHeader(c)
 			x.status, x.failed = http.StatusGatewayTimeout, &apiError{Status: http.StatusGatewayTimeout, Code: CodeExecutionTimeout,
 				Message: "the upstream did not answer within the execution bound of " + c.execBound.String()}
@@ -263,6 +265,7 @@ func (x *exchange) attempt() attemptResult {
 			return attemptAnswered
 		}
 		x.lastErr = &apiError{Status: http.StatusBadGateway, Code: CodeUpstreamError, Message: "the upstream connection failed"}
+		x.noteAttempt(t, t0, 0, CodeUpstreamError)
 		if outbound.IsDenied(err) {
 			// GATEHOUSE_UPSTREAM_DENY refused the address at dial time:
 			// not an upstream failure (no breaker), never reached.
@@ -279,8 +282,7 @@ func (x *exchange) attempt() attemptResult {
 			p.done(health.ErrExcluded)
 		} else {
 			p.done(err)
-			c.health.Failure("upstream connection error")
-			g.alertBreaker(c)
+			x.upstreamFailure(c, "upstream connection error")
 		}
 		if ue != nil && ue.Sent && x.r.Header.Get("Idempotency-Key") == "" {
 			// The upstream may have read and run it: never send it again,
@@ -301,6 +303,7 @@ func (x *exchange) attempt() attemptResult {
 	switch {
 	case status == http.StatusTooManyRequests:
 		x.keepLast(c, resp, t0)
+		x.noteAttempt(t, t0, status, CodeUpstreamCooldown)
 		// count_tokens neither cools (Anthropic limits it apart from
 		// messages) nor, below, heals a model.
 		if !x.rt.Free() && !x.learnRejected(lp, status, resp.Header) {
@@ -312,6 +315,7 @@ func (x *exchange) attempt() attemptResult {
 		return attemptFailed
 	case status == http.StatusUnauthorized:
 		x.keepLast(c, resp, t0)
+		x.noteAttempt(t, t0, status, CodeUpstreamError)
 		x.learnRejected(lp, status, resp.Header)
 		x.suspend(c, g.now(), x.s.eff.SuspendDuration(), "upstream 401")
 		p.done(health.ErrExcluded)
@@ -320,20 +324,26 @@ func (x *exchange) attempt() attemptResult {
 		// An endpoint or model the account lacks: that one cools, the
 		// connection stays for everyone else.
 		x.keepLast(c, resp, t0)
+		x.noteAttempt(t, t0, status, CodeUpstreamError)
 		x.learnRejected(lp, status, resp.Header)
 		x.forbidden(c, t.model, g.now())
 		p.done(health.ErrExcluded)
 		return attemptFailed
 	case status == http.StatusRequestTimeout || status >= 500:
 		x.keepLast(c, resp, t0)
+		x.noteAttempt(t, t0, status, CodeUpstreamError)
 		x.learnRejected(lp, status, resp.Header)
-		c.health.Failure("upstream " + strconv.Itoa(status))
+		if !x.probe {
+			c.health.Failure("upstream " + strconv.Itoa(status))
+		}
 		p.done(upstreamStatusError(status))
-		g.alertBreaker(c)
+		if !x.probe {
+			g.alertBreaker(c)
+		}
 		return attemptFailed
 	}
 	p.done(nil)
-	if status < 300 && !x.rt.Free() {
+	if status < 300 && !x.rt.Free() && !x.probe {
 		c.health.Succeeded(t.model)
 		lp.Succeeded(x.r.Context(), full)
 		x.bindTo(c)
@@ -352,6 +362,11 @@ func (x *exchange) attempt() attemptResult {
 	x.status = status
 	complete := x.relay(ctx, c, resp, tap)
 	x.observeUpstream(c, t0)
+	if x.failed != nil {
+		x.noteAttempt(t, t0, status, x.failed.Code)
+	} else {
+		x.noteAttempt(t, t0, status, "")
+	}
 	if tap != nil {
 		u := tap.Counts()
 		x.tokensIn, x.tokensOut, x.tokensCached, x.tokensCacheWrite = u.Input, u.Output, u.CacheRead, u.CacheWrite
@@ -367,6 +382,16 @@ func (x *exchange) attempt() attemptResult {
 		tap.Release()
 	}
 	return attemptAnswered
+}
+
+// upstreamFailure feeds a failure of c to its health (the breaker's count)
+// and its alerts; a connection test's failure changes nothing.
+func (x *exchange) upstreamFailure(c *conn, reason string) {
+	if x.probe {
+		return
+	}
+	c.health.Failure(reason)
+	x.g.alertBreaker(c)
 }
 
 func (x *exchange) observeUpstream(c *conn, t0 time.Time) {
@@ -396,6 +421,7 @@ func (x *exchange) keepLast(c *conn, resp *http.Response, t0 time.Time) {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	_ = resp.Body.Close()
 	x.observeUpstream(c, t0)
+	x.noteUpstreamError(c, body)
 	x.last = &lastResponse{status: resp.StatusCode, header: resp.Header, body: body, label: c.label}
 }
 

@@ -227,7 +227,7 @@ func (x *exchange) admitNow() (aerr *apiError, ok bool) {
 		}
 		g.metrics.Attempts.Inc()
 		g.metrics.WaitSeconds.Observe(0)
-		if p, ok := admitted(t, int(i), permit); ok {
+		if p, ok := x.admitted(t, int(i), permit); ok {
 			x.cur, aerr = x.dispatchTurn(p, start)
 			return aerr, true
 		}
@@ -348,7 +348,7 @@ func (x *exchange) awaited(i uint8) (aerr *apiError, done bool) {
 		x.qRechoose = true
 		return nil, false
 	}
-	if p, ok := admitted(t, int(i), permit); ok {
+	if p, ok := x.admitted(t, int(i), permit); ok {
 		x.cur, aerr = x.dispatchTurn(p, x.qStart)
 		return aerr, true
 	}
@@ -411,7 +411,11 @@ func (x *exchange) dispatchTurn(p pick, start time.Time) (pick, *apiError) {
 
 // admitted asks the connection's breaker for the attempt; a half-open
 // breaker lets one probe through, and a refused attempt gives its permit back.
-func admitted(t *target, i int, pm permit) (pick, bool) {
+// A connection test passes whatever the breaker says, and tells it nothing.
+func (x *exchange) admitted(t *target, i int, pm permit) (pick, bool) {
+	if x.probe {
+		return pick{t: t, idx: i, permit: pm, done: probeDone}, true
+	}
 	done, ok := t.c.health.Allow()
 	if !ok {
 		pm.Release()

@@ -50,6 +50,10 @@ type limiter interface {
 // check reports whether model on c may be tried at now: its own health,
 // then what the other replicas say of it.
 func (x *exchange) check(c *conn, model string, now time.Time) (health.Verdict, time.Time) {
+	if x.probe {
+		// A connection test reaches the upstream whatever the health state.
+		return health.Available, time.Time{}
+	}
 	if why, until := c.health.Check(route.Suffix[x.rt], model, now); why != health.Available {
 		return why, until
 	}
@@ -66,6 +70,9 @@ func (x *exchange) check(c *conn, model string, now time.Time) (health.Verdict, 
 // coolDown puts model on c in cooldown after an upstream 429, here and for
 // the other replicas.
 func (x *exchange) coolDown(c *conn, model string, now time.Time, retryAfter time.Duration, reason string) {
+	if x.probe {
+		return
+	}
 	until := c.health.CoolDown(model, now, retryAfter, reason)
 	x.g.limiter.CoolDown(x.r.Context(), c.id, model, until.Sub(now))
 	x.g.alertCooling(c, now, until, reason)
@@ -85,6 +92,9 @@ func (x *exchange) coolConnection(c *conn, now time.Time, d time.Duration, reaso
 // scoping"). The route's cooldown is this replica's; the suspension is
 // shared.
 func (x *exchange) forbidden(c *conn, model string, now time.Time) {
+	if x.probe {
+		return
+	}
 	eff := &x.s.eff
 	if c.health.Forbidden(route.Suffix[x.rt], model, now, eff.BreakerCooldown(), eff.SuspendDuration()) {
 		x.suspend(c, now, eff.SuspendDuration(), "upstream 403 on two models or routes")
@@ -94,6 +104,9 @@ func (x *exchange) forbidden(c *conn, model string, now time.Time) {
 // suspend takes c out of rotation for d after an upstream 401, or 403s on
 // two routes or models.
 func (x *exchange) suspend(c *conn, now time.Time, d time.Duration, reason string) {
+	if x.probe {
+		return
+	}
 	c.health.Suspend(now, d, reason)
 	x.g.limiter.Suspend(x.r.Context(), c.id, d)
 	if d > 0 {
@@ -130,6 +143,9 @@ func acrossReplicas(t ratelimit.Turn) string {
 // separately from messages, so its headers say nothing about the account's
 // inference budget (and the route counts toward no rpm/rpd either).
 func (x *exchange) noteRateLimitHeaders(c *conn, h http.Header) {
+	if x.probe {
+		return
+	}
 	x.noteWindows(c, h)
 	if x.rt.Free() || !health.RateLimitExhausted(h) {
 		return

@@ -31,7 +31,9 @@ const probeKeyName = "(connection test)"
 // for the first model of connection id, through the path every request takes
 // — admission on the connection's gates, its rate budgets, the attempt and
 // the relay — bound to that connection alone (no failover to another), and
-// reports the answer. It is not written to the request log. ctx bounds the
+// reports the answer. It reaches the upstream whatever the connection's
+// health (breaker open, cooling, suspended) and its answer changes none of
+// it: no breaker count, cooldown, suspension, learned cap or alert. It is not written to the request log. ctx bounds the
 // whole request, its wait for admission included.
 func (g *Gateway) Probe(ctx context.Context, id string) (ProbeResult, error) {
 	s := g.state.Load()
@@ -68,7 +70,7 @@ func (g *Gateway) Probe(ctx context.Context, id string) (ProbeResult, error) {
 	r.Header.Set("Content-Type", "application/json")
 	w := &probe.Writer{}
 	start := time.Now()
-	x := &exchange{g: g, st: wire.OpenAI, start: start}
+	x := &exchange{g: g, st: wire.OpenAI, start: start, probe: true}
 	defer x.body.Release(g.bodyBytes)
 	x.key = clientkey.New(ClientKey{Name: probeKeyName, Enabled: true}, nil, g.metrics.Client(probeKeyName))
 	x.keyName, x.priority = probeKeyName, x.key.Priority
@@ -79,6 +81,9 @@ func (g *Gateway) Probe(ctx context.Context, id string) (ProbeResult, error) {
 	x.run()
 	return probe.Answer(t.model, w, x.failed, time.Since(start)), nil
 }
+
+// probeDone is a connection test's report to the breaker: none.
+func probeDone(error) {}
 
 // probePrepare does what prepare does for a client request, bar the client
 // key, with t as the only target; on a refusal it returns the result to report.

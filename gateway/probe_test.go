@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/gateway/upstreamtest"
 )
 
@@ -66,6 +68,49 @@ func TestProbe(t *testing.T) {
 	}{{"off", ErrProbeDisabled}, {"nope", ErrProbeUnknown}} {
 		if _, err := e.gw.Probe(t.Context(), tt.id); !errors.Is(err, tt.want) {
 			t.Errorf("probe %s: %v, want %v", tt.id, err, tt.want)
+		}
+	}
+}
+
+// A connection test reaches the upstream whatever the connection's health —
+// breaker open, cooling, suspended — and its answer changes none of it.
+func TestProbeReachesAnUnhealthyConnectionAndChangesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, upstreamtest.Options{})
+	e.pair(limits.Settings{BreakerFailures: ptr(2), BreakerCooldownMs: ptr(600000)})
+	e.mustBehave("ka", upstreamtest.Behavior{Fail: "500", FailTimes: 2})
+	ctx := testCtx(t)
+	for range 2 {
+		expectVia(t, e.post(ctx, "/v1/chat/completions", chatBody("glm-5", false)), "conn-b")
+	}
+	open := e.health("a")
+	if open.Health != live.HealthBreakerOpen {
+		t.Fatalf("a health = %+v, want breaker-open", open)
+	}
+	res, err := e.gw.Probe(ctx, "a")
+	if err != nil || res.Status != http.StatusOK {
+		t.Fatalf("probe with the breaker open = %+v, %v; want the upstream's 200", res, err)
+	}
+	if got := e.up.Requests("ka", "glm-5"); got != 3 {
+		t.Errorf("a's upstream got %d requests, want the probe's too (3)", got)
+	}
+	if h := e.health("a"); h.Health != open.Health || !h.Until.Equal(open.Until) || h.Reason != open.Reason {
+		t.Errorf("a health after a good probe = %+v, want it unchanged %+v", h, open)
+	}
+
+	// A failing answer to a test neither counts toward b's breaker nor cools or suspends it.
+	for _, tc := range []struct {
+		fail   upstreamtest.Failure
+		status int
+	}{{"500", 500}, {"500", 500}, {"429", 429}, {"401", 401}} {
+		fail := tc.fail
+		e.mustBehave("kb", upstreamtest.Behavior{Fail: fail})
+		res, err := e.gw.Probe(ctx, "b")
+		if err != nil || res.Status != tc.status {
+			t.Fatalf("probe b (%s) = %+v, %v", fail, res, err)
+		}
+		if h := e.health("b"); h.Health != live.HealthOK {
+			t.Fatalf("b health after a failed test (%s) = %+v, want ok", fail, h)
 		}
 	}
 }

@@ -322,6 +322,13 @@ type exchange struct {
 	tokensCached, tokensCacheWrite int64
 	costMicros                     int64
 	rec                            RequestRecord
+	// atts is every attempt when one failed (noteAttempt), upErr the last
+	// upstream failure's message (noteUpstreamError).
+	atts  []RequestAttempt
+	upErr string
+	// probe marks a connection test (Probe): it passes the connection's
+	// health checks and leaves its health as it found it.
+	probe bool
 
 	// aff is the request's session and affinity (affinity.go).
 	aff affinity

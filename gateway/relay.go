@@ -48,9 +48,16 @@ func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap 
 	bufp := x.g.getCopyBuf()
 	defer x.g.copyBuf.Put(bufp)
 	buf := *bufp
+	// An error answer relayed as it is (400, 404, 422) is the upstream's
+	// message of the request log; its first read holds what is kept.
+	noteErr := resp.StatusCode >= 400
 	for {
 		n, rerr := resp.Body.Read(buf)
 		x.relayed += int64(n)
+		if n > 0 && noteErr {
+			noteErr = false
+			x.noteUpstreamError(c, buf[:n])
+		}
 		if n > 0 {
 			out := buf[:n]
 			if tap != nil {

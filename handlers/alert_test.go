@@ -141,7 +141,7 @@ func TestAlertWebhookDenied(t *testing.T) {
 	if diff := cmp.Diff(want, fields(p)); diff != "" {
 		t.Errorf("config apply field errors mismatch (-want +got):\n%s", diff)
 	}
-	_, err := NewConfigTool(a.store, deny).Apply(t.Context(), "test", []byte(doc), ApplyOptions{})
+	_, err := api.NewConfigTool(a.store, deny).Apply(t.Context(), "test", []byte(doc), api.ApplyOptions{})
 	var fe limits.FieldErrors
 	if !errors.As(err, &fe) {
 		t.Fatalf("config command apply = %v, want field errors", err)

@@ -65,6 +65,7 @@ WHERE ($1::bigint = 0 OR id < $1::bigint)
   AND ($6::text = '' OR action = $6::text)
   AND ($7::timestamptz IS NULL OR created_at >= $7::timestamptz)
   AND ($8::timestamptz IS NULL OR created_at < $8::timestamptz)
+  AND (NOT $9::bool OR action <> '` + ActionTest + `')
 ORDER BY id DESC
 LIMIT $2`
 
@@ -78,6 +79,9 @@ type AuditFilter struct {
 	Action string
 	// Since and Until bound created_at (since inclusive, until exclusive); zero is open.
 	Since, Until time.Time
+	// Changes keeps only the entries that changed the entity: a connection
+	// test (ActionTest) is audited but changes nothing.
+	Changes bool
 }
 
 // ListAudit returns up to limit entries, newest first, with ids below beforeID
@@ -95,7 +99,7 @@ func (s *Store) ListAuditFor(ctx context.Context, f AuditFilter, beforeID int64,
 	}
 	limit = min(limit, MaxAuditLimit)
 	rows, _ := s.db.Query(ctx, listAuditSQL, beforeID, limit, f.Entity, f.EntityID, f.Actor, f.Action,
-		nullTime(f.Since), nullTime(f.Until))
+		nullTime(f.Since), nullTime(f.Until), f.Changes)
 	entries, err := pgx.CollectRows(rows, pgx.RowToStructByName[AuditEntry])
 	if err != nil {
 		return nil, fmt.Errorf("store: list audit: %w", translate(err))

@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/binary"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/gatehouse-dev/gatehouse/internal/scrub"
 )
 
 // copyRequestsSQL is the COPY of the request log's rows, in RequestRow's order
@@ -17,10 +20,10 @@ import (
 const copyRequestsSQL = `COPY requests (id, started_at, key_id, key_name, connection_id, connection_name,
 provider, model, upstream_model, route, stream, status, code, gate, priority, attempts, queue_ms, ttft_ms,
 upstream_ms, total_ms, input_tokens, output_tokens, cached_tokens, cache_write_tokens, cost_micros,
-trace_id, replica, session, affinity) FROM STDIN (FORMAT binary)`
+trace_id, replica, session, affinity, attempts_detail, upstream_error) FROM STDIN (FORMAT binary)`
 
 // requestFields is the number of columns copyRequestsSQL writes.
-const requestFields = 29
+const requestFields = 31
 
 // copyHeader starts a binary COPY: the signature, no flags, no header extension.
 var copyHeader = []byte("PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00")
@@ -90,7 +93,68 @@ func appendRequestRow(b []byte, id *[16]byte, r *RequestRow) []byte {
 	b = appendText(b, r.TraceID, 64)
 	b = appendText(b, r.Replica, 128)
 	b = appendText(b, r.Session, 16)
-	return appendText(b, r.Affinity, 16)
+	b = appendText(b, r.Affinity, 16)
+	b = appendAttempts(b, r.AttemptsDetail)
+	if r.UpstreamError == "" {
+		return appendNull(b)
+	}
+	return appendText(b, scrub.Secrets(r.UpstreamError), scrub.MaxMessage+64)
+}
+
+// maxLoggedAttempts bounds the attempts a row keeps (the gateway makes a few).
+const maxLoggedAttempts = 16
+
+// appendAttempts appends attempts as a jsonb value (binary format: version 1,
+// then the JSON text), NULL when there are none.
+func appendAttempts(b []byte, attempts []RequestAttempt) []byte {
+	if len(attempts) == 0 {
+		return appendNull(b)
+	}
+	at := len(b)
+	b = append(b, 0, 0, 0, 0, 1, '[')
+	for i := range attempts[:min(len(attempts), maxLoggedAttempts)] {
+		a := &attempts[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"connectionId":`...)
+		if _, ok := parseUUID(a.ConnectionID); ok {
+			b = appendJSONString(b, a.ConnectionID)
+		} else {
+			b = append(b, `""`...)
+		}
+		b = append(b, `,"connection":`...)
+		b = appendJSONString(b, cleanText(a.ConnectionName, 64))
+		b = append(b, `,"status":`...)
+		b = strconv.AppendInt(b, int64(a.Status), 10)
+		b = append(b, `,"ms":`...)
+		b = strconv.AppendInt(b, int64(clampMs(a.Ms)), 10)
+		if a.Code != "" {
+			b = append(b, `,"code":`...)
+			b = appendJSONString(b, cleanText(a.Code, 64))
+		}
+		b = append(b, '}')
+	}
+	b = append(b, ']')
+	binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
+	return b
+}
+
+// appendJSONString appends s (valid UTF-8 without NUL) as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
 }
 
 func appendNull(b []byte) []byte { return binary.BigEndian.AppendUint32(b, 0xffffffff) }

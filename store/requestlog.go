@@ -23,6 +23,9 @@ import (
 // reads.
 type RequestRow = requestlog.Row
 
+// RequestAttempt is one upstream attempt of a request (package requestlog).
+type RequestAttempt = requestlog.Attempt
+
 // Request log defaults (DESIGN "Request log and usage").
 const (
 	DefaultRequestLogBuffer    = 8192

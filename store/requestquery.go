@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -39,15 +40,20 @@ const selectRequestColumns = `SELECT id::text, started_at, coalesce(key_id::text
 coalesce(connection_id::text, ''), coalesce(connection_name, ''), coalesce(provider, ''), coalesce(model, ''),
 coalesce(upstream_model, ''), route, stream, status, coalesce(code, ''), coalesce(gate, ''), coalesce(priority, ''),
 attempts, queue_ms, coalesce(ttft_ms, -1), upstream_ms, total_ms, input_tokens, output_tokens, cached_tokens,
-cache_write_tokens, cost_micros, coalesce(trace_id, ''), coalesce(replica, ''), coalesce(session, ''), coalesce(affinity, '') FROM requests`
+cache_write_tokens, cost_micros, coalesce(trace_id, ''), coalesce(replica, ''), coalesce(session, ''), coalesce(affinity, ''),
+attempts_detail::text, coalesce(upstream_error, '') FROM requests`
 
 func scanRequest(row pgx.CollectableRow) (RequestRow, error) {
 	var r RequestRow
+	var attempts []byte
 	err := row.Scan(&r.ID, &r.StartedAt, &r.KeyID, &r.KeyName, &r.ConnectionID, &r.ConnectionName, &r.Provider,
 		&r.Model, &r.UpstreamModel, &r.Route, &r.Stream, &r.Status, &r.Code, &r.Gate, &r.Priority, &r.Attempts,
 		&r.QueueMs, &r.TTFTMs, &r.UpstreamMs, &r.TotalMs, &r.InputTokens, &r.OutputTokens, &r.CachedTokens,
-		&r.CacheWriteTokens, &r.CostMicros, &r.TraceID, &r.Replica, &r.Session, &r.Affinity)
+		&r.CacheWriteTokens, &r.CostMicros, &r.TraceID, &r.Replica, &r.Session, &r.Affinity, &attempts, &r.UpstreamError)
 	r.StartedAt = r.StartedAt.UTC()
+	if err == nil && len(attempts) > 0 {
+		err = json.Unmarshal(attempts, &r.AttemptsDetail)
+	}
 	return r, err
 }
 
@@ -187,7 +193,7 @@ type UsageQuery struct {
 // attempt); Errors counts every answer of status 400 or more, rejections included.
 type UsageRow struct {
 	Bucket       time.Time
-	Group        string // the key's or connection's name, or the model
+	Group        string // the key's or connection's name, or the model (folded: foldedModelSQL)
 	GroupID      string // the key's or connection's id ("" for models)
 	Requests     int64
 	Errors       int64
@@ -219,7 +225,7 @@ func (s *Store) RequestUsage(ctx context.Context, q UsageQuery) ([]UsageRow, err
 	case "connection":
 		group, groupID = "coalesce(connection_name, '')", "coalesce(connection_id::text, '')"
 	case "model":
-		group, groupID = "coalesce(model, '')", "''"
+		group, groupID = "coalesce("+foldedModelSQL+", '')", "''"
 	default:
 		return nil, fmt.Errorf("store: request usage: %w: groupBy %q", ErrInvalid, q.GroupBy)
 	}

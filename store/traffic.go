@@ -10,7 +10,8 @@ import (
 
 // TrafficRow is one (connection, key, status, code) of the request log since a
 // moment: how many requests ended so, and how many of them were dispatched and
-// failed upstream (429 or 5xx after at least one attempt). ConnectionID is "" for a
+// failed upstream (429 or 5xx after at least one attempt, answered by the
+// upstream's failure rather than a gate of the gateway's own). ConnectionID is "" for a
 // request that reached no connection, KeyID "" for one without a known key.
 type TrafficRow struct {
 	ConnectionID     string
@@ -21,9 +22,15 @@ type TrafficRow struct {
 	UpstreamFailures int64
 }
 
+// upstreamFailureCodes says that a row's answer came from the upstream's
+// failure: no code (logged before upstream failures were named) or one of the
+// upstream's. A key's own refusal (RATE_LIMIT_RPM at the key's gate after an
+// attempt) or the client hanging up is not its connection's failure.
+const upstreamFailureCodes = `(code IS NULL OR code IN ('UPSTREAM_COOLDOWN', 'UPSTREAM_UNAVAILABLE', 'UPSTREAM_STREAM_ERROR', 'RATE_LIMIT_EXECUTION_TIMEOUT'))`
+
 const recentTrafficSQL = `
 SELECT coalesce(connection_id::text, ''), coalesce(key_id::text, ''), status, coalesce(code, ''),
-       count(*), count(*) FILTER (WHERE attempts > 0 AND (status = 429 OR status >= 500))
+       count(*), count(*) FILTER (WHERE attempts > 0 AND (status = 429 OR status >= 500) AND ` + upstreamFailureCodes + `)
 FROM requests WHERE started_at >= $1 AND started_at <= $2
 GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`
 

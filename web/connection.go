@@ -246,3 +246,25 @@ func affinityField(off bool) string {
 	}
 	return ""
 }
+
+// state is the row's health for the list: its live state when enabled and
+// known, "ok" for an enabled connection the gateway has not reported yet,
+// HealthDisabled when disabled.
+func (c ConnectionRow) state() string {
+	switch {
+	case !c.Enabled:
+		return HealthDisabled
+	case c.Health == "":
+		return live.HealthOK
+	}
+	return c.Health
+}
+
+// stateText words the row's state: "on" when healthy, else the health
+// ("breaker open", "cooling", "suspended", "half-open (probing)").
+func (c ConnectionRow) stateText(p Page) string {
+	if s := c.state(); s != live.HealthOK {
+		return p.L.T("health." + s)
+	}
+	return p.L.T("connections.on")
+}

@@ -70,6 +70,12 @@ type Overview struct {
 	// Cache is prompt-cache use per key, connection and model (set by the
 	// handler; nil with the request log off).
 	Cache *CacheView
+	// KeyCaps are the client keys with requests waiting at their own cap
+	// (maxConcurrent), most waiting first.
+	KeyCaps []KeyCapWait
+	// Cost ranks models, providers, connections and keys by cost (set by
+	// the handler; nil with the request log off).
+	Cost *CostView
 }
 
 // OverviewChart is the overview's requests chart and its time ranges.
@@ -252,6 +258,7 @@ func BuildOverview(in OverviewInput) Overview {
 		out.Summary.WaitWindow = max(0, now.Sub(minuteAgoAt))
 	}
 
+	out.KeyCaps = keyCapWaits(in.Gates, in.Clients)
 	for _, g := range in.Gates {
 		if g.Level == live.LevelGlobal && g.Cap > 0 {
 			out.Global = append(out.Global, bar(g, ""))

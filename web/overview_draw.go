@@ -193,6 +193,7 @@ func OverviewFragments(p Page, v Overview) map[string]templ.Component {
 	m := map[string]templ.Component{
 		"sum-p99":        summaryP99(p, v.Summary),
 		"waiting-global": waitingKeysBlock(p, v.GlobalWaiting, v.GlobalWaitingByPriority, p.L.T("gate.global")),
+		"key-caps":       keyCapsBlock(p, v.KeyCaps),
 	}
 	for _, c := range v.Connections {
 		m["waiting-"+c.ID] = waitingKeysBlock(p, c.Waiting, c.WaitingByPriority, c.bottleneckName(p))

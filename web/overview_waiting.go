@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
@@ -122,4 +123,35 @@ func shareText(s float64) string {
 		return "<1%"
 	}
 	return strconv.FormatFloat(p, 'f', 0, 64) + "%"
+}
+
+// KeyCapWait is a client key whose requests wait at its own concurrency cap
+// (maxConcurrent): its requests holding a slot of the key's gate, the cap,
+// and how many wait there.
+type KeyCapWait struct {
+	ID, Name              string
+	InFlight, Cap, Queued int
+}
+
+// keyCapWaits lists the key gates of gates that hold waiters, named from
+// clients, most waiting first, then by name and id.
+func keyCapWaits(gates []live.Gate, clients []live.Client) []KeyCapWait {
+	var out []KeyCapWait
+	for _, g := range gates {
+		if g.Level != live.LevelKey || g.Queued <= 0 || g.Shadow {
+			continue
+		}
+		w := KeyCapWait{ID: strings.TrimPrefix(g.Key, "key:"), InFlight: g.InFlight, Cap: cmp.Or(g.EffectiveCap, g.Cap), Queued: g.Queued}
+		for _, c := range clients {
+			if c.ID == w.ID {
+				w.Name = c.Name
+				w.Cap = cmp.Or(w.Cap, c.Cap)
+			}
+		}
+		out = append(out, w)
+	}
+	slices.SortFunc(out, func(a, b KeyCapWait) int {
+		return cmp.Or(cmp.Compare(b.Queued, a.Queued), cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
+	})
+	return out
 }

@@ -17,6 +17,73 @@ type RequestRow struct {
 	Rate limits.Rate
 }
 
+// RequestAttempt is one upstream attempt of a request (package requestlog).
+type RequestAttempt = requestlog.Attempt
+
+// attempts is every upstream attempt of r: its detail, or the row itself when
+// its one attempt served it (none when nothing was dispatched).
+func (r RequestRow) attempts() []RequestAttempt {
+	if len(r.AttemptsDetail) > 0 {
+		return r.AttemptsDetail
+	}
+	if r.Attempts == 0 || r.ConnectionName == "" {
+		return nil
+	}
+	code := r.Code
+	if code == CodeClientGone {
+		code = ""
+	}
+	return []RequestAttempt{{ConnectionID: r.ConnectionID, ConnectionName: r.ConnectionName, Status: r.Status,
+		Ms: r.UpstreamMs, Code: code}}
+}
+
+// CodeClientGone is the request log's code of a client that went away before
+// its answer (status 499).
+const CodeClientGone = "CLIENT_GONE"
+
+// attemptClass is an attempt row's class by the status it got (no answer is
+// a server error's).
+func attemptClass(a RequestAttempt) string {
+	if a.Status == 0 {
+		return "status-5xx"
+	}
+	return statusClass(a.Status)
+}
+
+// attemptStatus writes an attempt's status, or that the upstream gave none.
+func attemptStatus(l *Localizer, a RequestAttempt) string {
+	if a.Status == 0 {
+		return l.T("requests.noAnswer")
+	}
+	return strconv.Itoa(a.Status)
+}
+
+// attemptWhy explains a failed attempt in words: by its status when the
+// upstream answered one (429, 401, 403, 408, 5xx), else by its code.
+func attemptWhy(l *Localizer, a RequestAttempt) string {
+	switch {
+	case a.Code == "":
+		return ""
+	case a.Status == 429, a.Status == 401, a.Status == 403, a.Status == 408:
+		return l.T("requests.why." + strconv.Itoa(a.Status))
+	case a.Status >= 500:
+		return l.T("requests.why.5xx")
+	}
+	return codeText(l, a.Code)
+}
+
+// askedModel reports whether r's failure is about the model it asked for, so
+// the page names that model beside the code.
+func (r RequestRow) askedModel() bool {
+	return r.Code == "MODEL_NOT_FOUND" || r.Code == "MODEL_NOT_ALLOWED"
+}
+
+// clientGone reports whether r's client went away before its answer: code
+// CLIENT_GONE, or status 499 in a row logged before the code was.
+func (r RequestRow) clientGone() bool {
+	return r.Code == CodeClientGone || (r.Code == "" && r.Status == 499)
+}
+
 // costSplit is r's tokens by kind at Rate, with the catalog key of each.
 func (r RequestRow) costSplit() []costLine {
 	s := r.Rate.Split(r.InputTokens, r.CachedTokens, r.CacheWriteTokens, r.OutputTokens)
@@ -140,4 +207,6 @@ type UsageView struct {
 	Charts []Chart
 	// Cache is prompt-cache use over the range per key, connection and model.
 	Cache CacheView
+	// Cost ranks models, providers, connections and keys by cost over the range.
+	Cost CostView
 }

@@ -187,6 +187,10 @@ func codeName(p Page, c CodeCount) string {
 	if c.Code != "" {
 		return c.Code
 	}
+	if c.Status == 499 {
+		// A row logged before CLIENT_GONE was: the client hung up.
+		return p.L.T("traffic.clientGone")
+	}
 	return p.L.T("traffic.fromUpstream")
 }
 

@@ -62,4 +62,22 @@ type Row struct {
 	// binding: hit (followed it), spilled (bound elsewhere, served here),
 	// bound (no binding yet, one written now) or "" (none).
 	Affinity string
+	// AttemptsDetail is every upstream attempt, in order, when there was more
+	// than one or one failed; nil when the first attempt served the request
+	// (the row's own fields are that attempt), so a plain request allocates
+	// nothing for it. UpstreamError is the last failed attempt's upstream
+	// message, scrubbed (package scrub), at most 512 bytes; "" = NULL.
+	AttemptsDetail []Attempt
+	UpstreamError  string
+}
+
+// Attempt is one upstream attempt of a request: the connection, the status it
+// answered (0: none, the connection failed), how long it took, and the Gatehouse
+// code that names the failure ("" for a success or an answer relayed as it was).
+type Attempt struct {
+	ConnectionID   string `json:"connectionId"`
+	ConnectionName string `json:"connection"`
+	Status         int    `json:"status"`
+	Ms             int    `json:"ms"`
+	Code           string `json:"code,omitempty"`
 }

@@ -46,6 +46,9 @@ type requestJSON struct {
 	Replica          *string `json:"replica"`
 	Session          *string `json:"session"`
 	Affinity         *string `json:"affinity"`
+	// AttemptsDetail and UpstreamError say why a request failed (store.RequestRow's).
+	AttemptsDetail []store.RequestAttempt `json:"attemptsDetail"`
+	UpstreamError  *string                `json:"upstreamError"`
 }
 
 func orNull(s string) *string {
@@ -65,6 +68,7 @@ func requestOf(r store.RequestRow) requestJSON {
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CachedTokens: r.CachedTokens,
 		CacheWriteTokens: r.CacheWriteTokens, CostMicros: r.CostMicros, CostUSD: httpkit.MicrosToUSD(r.CostMicros), TraceID: orNull(r.TraceID), Replica: orNull(r.Replica),
 		Session: orNull(r.Session), Affinity: orNull(r.Affinity),
+		AttemptsDetail: r.AttemptsDetail, UpstreamError: orNull(r.UpstreamError),
 	}
 	if r.TTFTMs >= 0 {
 		ms := r.TTFTMs

@@ -66,3 +66,18 @@ func cacheCSV(rows []web.CacheRow) [][]string {
 	}
 	return out
 }
+
+// costView ranks models, providers, connections and keys by cost from since
+// to until (rangeText names the range in words).
+func (s *Server) costView(ctx context.Context, rangeText string, since, until time.Time) (*web.CostView, error) {
+	rows, err := s.store.CostRanking(ctx, since, until)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]web.CostRow, len(rows))
+	for i, r := range rows {
+		out[i] = web.CostRow(r)
+	}
+	v := web.BuildCostView(rangeText, out, web.CostTop)
+	return &v, nil
+}

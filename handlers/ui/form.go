@@ -127,7 +127,7 @@ func uiConflict(last *web.Change, version int64, at time.Time, reloadURL string)
 // uiLatestChange returns the newest audit entry about one entity, or nil when the
 // log holds none (an entity created before auditing, or whose entries were pruned).
 func (s *Server) uiLatestChange(ctx context.Context, entity, id string) (*store.AuditEntry, error) {
-	entries, err := s.store.ListAuditFor(ctx, store.AuditFilter{Entity: entity, EntityID: id}, 0, 1)
+	entries, err := s.store.ListAuditFor(ctx, store.AuditFilter{Entity: entity, EntityID: id, Changes: true}, 0, 1)
 	if err != nil || len(entries) == 0 {
 		return nil, err
 	}

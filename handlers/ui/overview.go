@@ -80,6 +80,9 @@ func (s *Server) Overview(w http.ResponseWriter, r *http.Request, rq *uiRequest)
 		if v.Cache, err = s.cacheView(r.Context(), rq.l, rq.now); err != nil {
 			return err
 		}
+		if v.Cost, err = s.costView(r.Context(), rq.l.T("cost.last24h"), rq.now.Add(-24*time.Hour), rq.now); err != nil {
+			return err
+		}
 	}
 	return s.uiRender(w, r, rq, http.StatusOK, web.OverviewPage(s.uiPage(r, rq), v))
 }

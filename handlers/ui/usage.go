@@ -94,10 +94,13 @@ func (s *Server) usageCharts(ctx context.Context, l *web.Localizer, rg usageRang
 	spend := web.Chart{ID: "spend", Title: l.T("usage.spend.title"), Desc: l.T("usage.spend.desc"),
 		Unit: "USD", Labels: labels, Series: spendSeries, CSVURL: csv("spend"), Empty: l.T("usage.empty"), Decimal: true}
 
-	// Top models by requests over the whole range.
+	// Top models by requests over the whole range; requests of no model are
+	// not a model (the cost ranking shows them apart).
 	models := map[string]float64{}
 	for _, u := range byModel {
-		models[u.Group] += float64(u.Requests)
+		if u.Group != "" {
+			models[u.Group] += float64(u.Requests)
+		}
 	}
 	names := topNames(models)
 	counts := make([]float64, len(names))
@@ -186,6 +189,11 @@ func (s *Server) Usage(w http.ResponseWriter, r *http.Request, rq *uiRequest) er
 		return err
 	}
 	v := web.UsageView{Range: rg.name, Charts: charts, Cache: web.CacheView{Range: rq.l.T("usage.range." + rg.name), Rows: rows}}
+	cost, err := s.costView(r.Context(), rq.l.T("usage.range."+rg.name), since, until)
+	if err != nil {
+		return err
+	}
+	v.Cost = *cost
 	for _, o := range usageRanges {
 		v.Ranges = append(v.Ranges, web.Option{Value: o.name, Label: rq.l.T("usage.range." + o.name)})
 	}
