@@ -29,7 +29,7 @@ func (s *Server) Handler() http.Handler {
 
 	// Dashboard (session cookies; HTML). s.ui checks the session and the role and
 	// refuses cross-origin writes (http.CrossOriginProtection) with 403.
-	mux.Handle("GET "+static.Prefix, s.dash.assets.Handler())
+	mux.Handle("GET "+static.Prefix, static.Compressed(s.dash.assets.Handler()))
 	mux.Handle("GET /login", s.ui(uiPublic, s.uiLoginForm))
 	mux.Handle("POST /login", s.ui(uiPublic, s.uiLogin))
 	mux.Handle("GET /logout", s.ui(uiPublic, s.uiLogoutPage))
@@ -60,6 +60,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /audit", s.ui(uiRead, s.uiAudit))
 	mux.Handle("GET /requests", s.ui(uiRead, s.uiRequests))
 	mux.Handle("GET /requests.csv", s.ui(uiRead, s.uiRequestsCSV))
+	mux.Handle("GET /requests/live", s.ui(uiRead, s.uiRequestsLive))
 	mux.Handle("GET /requests/{id}", s.ui(uiRead, s.uiRequest))
 	mux.Handle("GET /sessions", s.ui(uiRead, s.uiSessions))
 	mux.Handle("GET /sessions/live", s.ui(uiRead, s.uiSessionsLive))
@@ -78,6 +79,10 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("POST /account", s.ui(uiSelf, s.uiChangePassword))
 	mux.Handle("GET /users/{id}/delete", s.ui(uiWrite, s.uiConfirmDeleteUser))
 	mux.Handle("POST /users/{id}/delete", s.ui(uiWrite, s.uiDeleteUser))
+
+	// Any other path: the dashboard's 404 page, in its layout (the API answers its own
+	// unknown paths with a problem+json 404 above, the gateway its own below).
+	mux.Handle("/", s.ui(uiPublic, func(http.ResponseWriter, *http.Request, *uiRequest) error { return errUINotFound }))
 
 	// Runtime profiles under /debug/pprof/ (admin API token; listed in pprof.go).
 	s.handlePprof(mux)

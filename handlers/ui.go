@@ -142,7 +142,7 @@ func (s *Server) ui(access uiAccess, h uiHandler) http.Handler {
 			s.uiFail(w, r, rq, err)
 		}
 	})
-	return s.dash.csrf.Handler(inner)
+	return static.Compressed(s.dash.csrf.Handler(inner))
 }
 
 // uiCSRFDenied renders the page a cross-origin write gets (403), saying why: the
