@@ -71,6 +71,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("POST /alerts/{webhook}/test", s.ui(uiWrite, s.uiTestAlert))
 	mux.Handle("GET /usage", s.ui(uiRead, s.uiUsage))
 	mux.Handle("GET /usage.csv", s.ui(uiRead, s.uiUsageCSV))
+	mux.Handle("GET /usage/live", s.ui(uiRead, s.uiUsageLive))
 	mux.Handle("GET /users", s.ui(uiRead, s.uiUsers))
 	mux.Handle("POST /users", s.ui(uiWrite, s.uiAddUser))
 	mux.Handle("POST /users/{id}/role", s.ui(uiWrite, s.uiSetRole))

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/a-h/templ"
+
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/web"
 )
@@ -173,21 +175,59 @@ func perGroup(rows []store.UsageRow, names []string, index map[time.Time]int, n 
 
 // uiUsage serves GET /usage.
 func (s *Server) uiUsage(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
-	rg := usageRangeOf(r.URL.Query().Get("range"))
-	charts, err := s.usageCharts(r.Context(), rq.l, rg, rq.now)
+	v, err := s.usageView(r.Context(), rq, r.URL.Query().Get("range"))
 	if err != nil {
 		return err
+	}
+	return s.uiRender(w, r, rq, http.StatusOK, web.UsagePage(s.uiPage(r, rq), v))
+}
+
+// usageLiveInterval is how often /usage redraws its charts: they count whole hours
+// and days, and each redraw reads the range's aggregates again.
+const usageLiveInterval = 10000
+
+// uiUsageLive serves GET /usage/live?range=: the page's charts and cache table as
+// HTML, for its live poll to put in place.
+func (s *Server) uiUsageLive(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+	v, err := s.usageView(r.Context(), rq, r.URL.Query().Get("range"))
+	if err != nil {
+		return err
+	}
+	if err := s.dash.sessions.save(r, w, rq.sess); err != nil {
+		return err
+	}
+	page := s.uiPage(r, rq)
+	parts := map[string]templ.Component{"cache": web.CacheTable(page, v.Cache)}
+	for _, c := range v.Charts {
+		parts["chart-"+c.ID] = web.ChartView(page, c)
+	}
+	frags, err := s.renderFragments(r.Context(), parts)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, struct {
+		Fragments map[string]string `json:"fragments"`
+	}{frags}, "")
+}
+
+// usageView is the /usage page of range name (the first range when unknown) at rq.now.
+func (s *Server) usageView(ctx context.Context, rq *uiRequest, name string) (web.UsageView, error) {
+	rg := usageRangeOf(name)
+	charts, err := s.usageCharts(ctx, rq.l, rg, rq.now)
+	if err != nil {
+		return web.UsageView{}, err
 	}
 	since, until := rg.window(rq.now)
-	rows, err := s.cacheRows(r.Context(), since, until, cacheGroups...)
+	rows, err := s.cacheRows(ctx, since, until, cacheGroups...)
 	if err != nil {
-		return err
+		return web.UsageView{}, err
 	}
-	v := web.UsageView{Range: rg.name, Charts: charts, Cache: web.CacheView{Range: rq.l.T("usage.range." + rg.name), Rows: rows}}
+	v := web.UsageView{Range: rg.name, Charts: charts, Cache: web.CacheView{Range: rq.l.T("usage.range." + rg.name), Rows: rows},
+		LiveURL: "/usage/live?range=" + rg.name, LiveIntervalMs: usageLiveInterval}
 	for _, o := range usageRanges {
 		v.Ranges = append(v.Ranges, web.Option{Value: o.name, Label: rq.l.T("usage.range." + o.name)})
 	}
-	return s.uiRender(w, r, rq, http.StatusOK, web.UsagePage(s.uiPage(r, rq), v))
+	return v, nil
 }
 
 // uiUsageCSV serves GET /usage.csv?range=&chart=: one chart's numbers, a row per label.

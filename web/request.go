@@ -179,4 +179,7 @@ type UsageView struct {
 	Charts []Chart
 	// Cache is prompt-cache use over the range per key, connection and model.
 	Cache CacheView
+	// LiveURL redraws the charts and the cache table every LiveIntervalMs.
+	LiveURL        string
+	LiveIntervalMs int
 }
