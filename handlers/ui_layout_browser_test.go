@@ -129,7 +129,8 @@ func TestChartTextInBrowser(t *testing.T) {
 
 // TestEveryPageFitsAPhoneInBrowser: at 390 px every dashboard page — the 404 page
 // too — is no wider than the screen, with every "The numbers" table and every other
-// disclosure open; on /requests each row's time, status, code and cost are on screen.
+// disclosure open; each request's time, status, code and cost, each key's errors and
+// spend and each cache row's hit ratio are on screen.
 func TestEveryPageFitsAPhoneInBrowser(t *testing.T) {
 	t.Parallel()
 	d, rows := layoutDash(t)
@@ -141,9 +142,11 @@ func TestEveryPageFitsAPhoneInBrowser(t *testing.T) {
 		got := value(t, tab, "measure "+p, chromedp.Evaluate[map[string]any](`(() => {
 			const opened = [...document.querySelectorAll("details")].filter(e => !e.open);
 			opened.forEach(e => e.open = true);
-			const off = [...document.querySelectorAll('[data-testid="request-row"] :is(.c-when, .c-status, .c-code, .c-cost)')]
-				.filter(e => { const r = e.getBoundingClientRect(); return r.left < 0 || r.right > innerWidth; }).map(e => e.className);
-			return {width: document.documentElement.scrollWidth, viewport: innerWidth, opened: opened.length, off: off,
+			const cells = [...document.querySelectorAll('[data-testid="request-row"] :is(.c-when, .c-status, .c-code, .c-cost), ' +
+				'[data-testid="key-spend"], [data-testid="key-spend-month"], [data-testid="key-errors"], [data-testid="cache-hit"]')];
+			const off = cells.filter(e => { const r = e.getBoundingClientRect(); return r.left < 0 || r.right > innerWidth; })
+				.map(e => (e.dataset.testid || e.className) + "@" + Math.round(e.getBoundingClientRect().right));
+			return {width: document.documentElement.scrollWidth, viewport: innerWidth, opened: opened.length, off: off, cells: cells.length,
 				rows: document.querySelectorAll('[data-testid="request-row"]').length};
 		})()`))
 		if w := got["width"].(float64); w > phoneWidth || got["viewport"].(float64) != phoneWidth {
@@ -154,6 +157,9 @@ func TestEveryPageFitsAPhoneInBrowser(t *testing.T) {
 		}
 		if p == "/requests" && got["rows"].(float64) != 3 {
 			t.Errorf("/requests shows %v rows, want 3", got["rows"])
+		}
+		if (p == "/" || p == "/usage" || p == "/requests") && got["cells"].(float64) < 3 {
+			t.Errorf("%s: %v spend, status, code or cache cells found, want them all", p, got["cells"])
 		}
 		if p == "/usage" && got["opened"].(float64) < 4 {
 			t.Errorf("/usage opened %v tables, want one per chart", got["opened"])

@@ -198,8 +198,8 @@ func (c Chart) xLabels() []chartXLabel {
 
 // format writes a value for a tick, a tooltip or the table.
 func (c Chart) format(v float64) string {
-	if c.Decimal {
-		return strconv.FormatFloat(v, 'f', -1, 64)
+	if c.Decimal { // to the micro-dollar: sums of dollars carry float noise below it
+		return strconv.FormatFloat(math.Round(v*1e6)/1e6, 'f', -1, 64)
 	}
 	return strconv.FormatFloat(math.Round(v), 'f', 0, 64)
 }

@@ -96,3 +96,13 @@ func TestChartXLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestChartCells: a table cell (and a CSV cell) of dollars reads to the micro-dollar,
+// without the float noise of a sum (0.1 + 0.05 is 0.15000000000000002).
+func TestChartCells(t *testing.T) {
+	t.Parallel()
+	c := Chart{Decimal: true, Labels: []string{"a"}, Series: []ChartSeries{{Name: "s", Values: []float64{0.1 + 0.05}}}}
+	if got := c.Cell(c.Series[0], 0); got != "0.15" {
+		t.Errorf("cell %q, want 0.15", got)
+	}
+}
