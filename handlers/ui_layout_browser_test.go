@@ -130,7 +130,7 @@ func TestChartTextInBrowser(t *testing.T) {
 // TestEveryPageFitsAPhoneInBrowser: at 390 px every dashboard page — the 404 page
 // too — is no wider than the screen, with every "The numbers" table and every other
 // disclosure open; each request's time, status, code and cost, each key's errors and
-// spend and each cache row's hit ratio are on screen.
+// spend, each connection's caps and each cache row's hit ratio are on screen.
 func TestEveryPageFitsAPhoneInBrowser(t *testing.T) {
 	t.Parallel()
 	d, rows := layoutDash(t)
@@ -143,7 +143,7 @@ func TestEveryPageFitsAPhoneInBrowser(t *testing.T) {
 			const opened = [...document.querySelectorAll("details")].filter(e => !e.open);
 			opened.forEach(e => e.open = true);
 			const cells = [...document.querySelectorAll('[data-testid="request-row"] :is(.c-when, .c-status, .c-code, .c-cost), ' +
-				'[data-testid="key-spend"], [data-testid="key-spend-month"], [data-testid="key-errors"], [data-testid="cache-hit"]')];
+				'[data-testid="key-spend"], [data-testid="key-spend-month"], [data-testid="key-errors"], [data-testid="cache-hit"], [data-testid="caps"]')];
 			const off = cells.filter(e => { const r = e.getBoundingClientRect(); return r.left < 0 || r.right > innerWidth; })
 				.map(e => (e.dataset.testid || e.className) + "@" + Math.round(e.getBoundingClientRect().right));
 			return {width: document.documentElement.scrollWidth, viewport: innerWidth, opened: opened.length, off: off, cells: cells.length,
