@@ -258,3 +258,26 @@ func TestRequestsLiveInBrowser(t *testing.T) {
 	}
 	value(t, tab, "a new row in the last hour", chromedp.Poll[bool](`window.notReloaded && document.querySelectorAll('[data-testid="request-row"]').length === `+fmt.Sprint(len(ids)+1)))
 }
+
+// TestUsageLiveInBrowser: /usage counts a request sent after the page loaded,
+// without a reload, and a table of numbers someone opened stays open as it is redrawn.
+func TestUsageLiveInBrowser(t *testing.T) {
+	t.Parallel()
+	d, _ := layoutDash(t)
+	tab := newBrowser(t)
+	browserSignIn(t, tab, d.srv.URL, "viewer@example.com")
+	run(t, tab, "open usage", chromedp.Navigate(d.srv.URL+"/usage"), chromedp.WaitVisible(chromedp.CSS(tid("chart-requests"))))
+	served := `[...document.querySelectorAll('[data-testid="chart-requests"] [data-testid="chart-table"] tbody tr')].reduce((n, r) => n + Number(r.children[1].textContent), 0)`
+	before := value(t, tab, "served so far", chromedp.Evaluate[int](`window.notReloaded = true,
+		document.querySelector('[data-testid="chart-requests"] details').open = true, `+served))
+	if st := d.chat(t, trafficClientKey, "glm-5"); st != http.StatusOK {
+		t.Fatalf("chat: %d", st)
+	}
+	got := value(t, tab, "the request counted", chromedp.Poll[map[string]any](`(() => {
+		const n = `+served+`;
+		return window.notReloaded && n > `+fmt.Sprint(before)+` && {served: n, open: document.querySelector('[data-testid="chart-requests"] details').open};
+	})()`))
+	if got["served"] != float64(before+1) || got["open"] != true {
+		t.Errorf("after one more request: %v, want %d served and the table still open", got, before+1)
+	}
+}
