@@ -55,7 +55,7 @@ func dashboardPages(d *trafficDash, requestID string) []string {
 	return []string{"/", "/?range=15m", "/?range=24h", "/?range=7d", "/connections", "/connections/new", "/connections/" + c.ID,
 		"/connections/" + c.ID + "/delete", "/settings", "/keys", "/keys/" + d.key.ID, "/keys/" + d.key.ID + "/revoke",
 		"/tokens", "/audit", "/requests", "/requests?last=1h", "/requests/" + requestID, "/usage", "/usage?range=7d",
-		"/usage?range=30d", "/sessions", "/alerts", "/users", "/account", "/logout", "/no-such-page"}
+		"/usage?range=30d", "/usage?range=15m", "/usage?range=1h", "/sessions", "/alerts", "/users", "/account", "/logout", "/no-such-page"}
 }
 
 // TestChartTextInBrowser: at 1440 and at 390 px, every tick and label of the
@@ -72,7 +72,7 @@ func TestChartTextInBrowser(t *testing.T) {
 	for _, width := range []int{desktopWidth, phoneWidth} {
 		t.Run(fmt.Sprint(width), func(t *testing.T) {
 			run(t, tab, "viewport", chromedp.EmulateViewport(int64(width), 900))
-			for _, path := range []string{"/", "/usage", "/usage?range=7d"} {
+			for _, path := range []string{"/", "/usage", "/usage?range=7d", "/usage?range=1h"} {
 				run(t, tab, "open "+path, chromedp.Navigate(d.srv.URL+path), chromedp.WaitVisible(chromedp.CSS(tid("chart-box"))))
 				got := value(t, tab, "measure "+path, chromedp.Evaluate[map[string]any](`(() => {
 					const out = {texts: 0, bad: [], overlaps: [], outside: []};

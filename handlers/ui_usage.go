@@ -21,6 +21,8 @@ type usageRange struct {
 }
 
 var usageRanges = []usageRange{
+	{"15m", 15 * time.Minute, "minute", "15:04"},
+	{"1h", time.Hour, "minute", "15:04"},
 	{"24h", 24 * time.Hour, "hour", "15:04"},
 	{"7d", 7 * 24 * time.Hour, "day", "01-02"},
 	{"30d", 30 * 24 * time.Hour, "day", "01-02"},
@@ -29,6 +31,9 @@ var usageRanges = []usageRange{
 // window is the range's buckets ending with the one holding now: [since, until).
 func (rg usageRange) window(now time.Time) (since, until time.Time) {
 	until = now.UTC().Truncate(time.Hour).Add(time.Hour)
+	if rg.bucket == "minute" {
+		until = now.UTC().Truncate(time.Minute).Add(time.Minute)
+	}
 	if rg.bucket == "day" {
 		d := now.UTC()
 		until = time.Date(d.Year(), d.Month(), d.Day()+1, 0, 0, 0, 0, time.UTC)
@@ -45,7 +50,7 @@ func usageRangeOf(v string) usageRange {
 			return r
 		}
 	}
-	return usageRanges[0]
+	return usageRanges[2] // the last 24 hours
 }
 
 // usageCharts builds the /usage charts for range rg ending at now: requests and
@@ -61,7 +66,10 @@ func (s *Server) usageCharts(ctx context.Context, l *web.Localizer, rg usageRang
 		return nil, err
 	}
 	step := time.Hour
-	if rg.bucket == "day" {
+	switch rg.bucket {
+	case "minute":
+		step = time.Minute
+	case "day":
 		step = 24 * time.Hour
 	}
 	var buckets []time.Time
