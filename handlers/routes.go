@@ -46,7 +46,7 @@ func (s *Server) Handler() http.Handler {
 	// Dashboard (session cookies; HTML). d.Serve checks the session and the role and
 	// refuses cross-origin writes (http.CrossOriginProtection) with 403.
 	d := s.dash
-	mux.Handle("GET "+static.Prefix, d.Assets())
+	mux.Handle("GET "+static.Prefix, static.Compressed(d.Assets()))
 	mux.Handle("GET /login", d.Serve(uiPublic, d.LoginForm))
 	mux.Handle("POST /login", d.Serve(uiPublic, d.Login))
 	mux.Handle("GET /logout", d.Serve(uiPublic, d.LogoutPage))
@@ -77,6 +77,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /audit", d.Serve(uiRead, d.Audit))
 	mux.Handle("GET /requests", d.Serve(uiRead, d.Requests))
 	mux.Handle("GET /requests.csv", d.Serve(uiRead, d.RequestsCSV))
+	mux.Handle("GET /requests/live", d.Serve(uiRead, d.RequestsLive))
 	mux.Handle("GET /requests/{id}", d.Serve(uiRead, d.Request))
 	mux.Handle("GET /sessions", d.Serve(uiRead, d.Sessions))
 	mux.Handle("GET /sessions/live", d.Serve(uiRead, d.SessionsLive))
@@ -87,6 +88,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("POST /alerts/{webhook}/test", d.Serve(uiWrite, d.TestAlert))
 	mux.Handle("GET /usage", d.Serve(uiRead, d.Usage))
 	mux.Handle("GET /usage.csv", d.Serve(uiRead, d.UsageCSV))
+	mux.Handle("GET /usage/live", d.Serve(uiRead, d.UsageLive))
 	mux.Handle("GET /users", d.Serve(uiRead, d.Users))
 	mux.Handle("POST /users", d.Serve(uiWrite, d.AddUser))
 	mux.Handle("POST /users/{id}/role", d.Serve(uiWrite, d.SetRole))
@@ -95,6 +97,10 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("POST /account", d.Serve(uiSelf, d.ChangePassword))
 	mux.Handle("GET /users/{id}/delete", d.Serve(uiWrite, d.ConfirmDeleteUser))
 	mux.Handle("POST /users/{id}/delete", d.Serve(uiWrite, d.DeleteUser))
+
+	// Any other path: the dashboard's 404 page, in its layout (the API answers its own
+	// unknown paths with a problem+json 404 above, the gateway its own below).
+	mux.Handle("/", d.Serve(uiPublic, d.NotFound))
 
 	// Runtime profiles under /debug/pprof/ (admin API token; listed in pprof.go).
 	s.handlePprof(mux)

@@ -79,9 +79,11 @@ func colorScheme(scheme string) chromedp.Action[chromedp.Void] {
 }
 
 // TestAccessibilityInBrowser runs axe-core (WCAG 2.0/2.1 A and AA rules and axe's
-// best practices) in a real Chromium on every dashboard page, in light and in dark,
+// best practices) in a real Chromium on every dashboard page (the 404 page of an
+// unknown path too), in light and in dark,
 // with live numbers, a waiting queue, request-log rows, a form with errors and an
-// audit trail on them: 0 violations.
+// audit trail on them, and the pages whose layout changes on a phone at 390 px: 0
+// violations.
 func TestAccessibilityInBrowser(t *testing.T) {
 	t.Parallel()
 	axe := axeSource(t)
@@ -107,10 +109,11 @@ func TestAccessibilityInBrowser(t *testing.T) {
 	login := d.srv.URL + "/login"
 	pages := []string{"/", "/connections", "/connections/new", "/connections/" + c.ID, "/connections/" + c.ID + "/delete",
 		"/settings", "/keys", "/keys/" + d.key.ID, "/keys/" + d.key.ID + "/revoke", "/tokens", "/audit", "/requests",
-		"/requests/" + rows[0].ID, "/usage", "/users", "/account", "/logout"}
+		"/requests/" + rows[0].ID, "/requests?last=1h", "/usage", "/usage?range=7d", "/users", "/account", "/logout", "/no-such-page"}
 	for _, scheme := range []string{"light", "dark"} {
 		t.Run(scheme, func(t *testing.T) {
 			run(t, tab, "colour scheme", colorScheme(scheme))
+			label := scheme // and the width, on the phone's pass
 			// check runs axe on url, or on the page the tab shows when url is "".
 			check := func(t *testing.T, url string) {
 				t.Helper()
@@ -138,7 +141,7 @@ func TestAccessibilityInBrowser(t *testing.T) {
 						b, _ := json.Marshal(n.Target)
 						where = append(where, string(b)+" "+strings.ReplaceAll(n.Summary, "\n", " "))
 					}
-					t.Errorf("%s (%s): %s [%s]: %s", strings.TrimPrefix(url, d.srv.URL), scheme, v.ID, v.Impact, strings.Join(where, "; "))
+					t.Errorf("%s (%s): %s [%s]: %s", strings.TrimPrefix(url, d.srv.URL), label, v.ID, v.Impact, strings.Join(where, "; "))
 				}
 			}
 			check(t, login)
@@ -150,6 +153,14 @@ func TestAccessibilityInBrowser(t *testing.T) {
 			for _, p := range pages {
 				check(t, d.srv.URL+p)
 			}
+			// The phone's layouts: the request list as cards, the charts' narrow axes.
+			label = scheme + ", 390 px"
+			run(t, tab, "phone viewport", chromedp.EmulateViewport(phoneWidth, 844))
+			for _, p := range []string{"/", "/requests", "/usage", "/no-such-page"} {
+				check(t, d.srv.URL+p)
+			}
+			label = scheme
+			run(t, tab, "wide viewport", chromedp.EmulateViewport(1280, 900))
 			// A form with errors: the summary, the marked fields, their messages.
 			run(t, tab, "open edit", chromedp.Navigate(d.srv.URL+"/connections/"+c.ID))
 			typeInto(t, tab, "modelConcurrency", "glm-5=0")

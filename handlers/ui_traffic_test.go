@@ -201,7 +201,7 @@ func TestOverviewChartInBrowser(t *testing.T) {
 			const svg = f.querySelector('svg[role="img"]');
 			const rows = [...f.querySelectorAll('[data-testid="chart-table"] tbody tr')].map(r => [...r.children].map(c => c.textContent.trim()));
 			return {range: f.dataset.range, title: svg.querySelector("title").textContent, desc: !!svg.querySelector("desc").textContent,
-				unit: f.querySelector('[data-testid="chart-unit"]').textContent, ticks: svg.querySelectorAll(".chart-axis text").length,
+				unit: f.querySelector('[data-testid="chart-unit"]').textContent, ticks: f.querySelectorAll('[data-testid="chart-tick"]').length,
 				legend: [...f.querySelectorAll('[data-testid="chart-legend"] li')].map(l => l.textContent.trim()).join(", "),
 				bars: f.querySelectorAll('[data-testid="chart-bar"]').length, buckets: rows.length,
 				served: rows.reduce((n, r) => n + Number(r[1]), 0), refused: rows.reduce((n, r) => n + Number(r[3]), 0),

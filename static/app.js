@@ -1,5 +1,5 @@
-// Gatehouse dashboard: live refresh of the overview, the connections list and the
-// client keys list.
+// Gatehouse dashboard: live refresh of the overview, the connections list, the
+// client keys list, the request list and the usage charts.
 // Everything works without this script; it only keeps the numbers, bars and
 // sparklines current by polling the JSON endpoint named in data-live-url (same shape
 // as GET /api/v1/gates).
@@ -201,7 +201,12 @@
       var html = frags[el.getAttribute("data-live-fragment")];
       if (typeof html !== "string" || fragments[el.getAttribute("data-live-fragment")] === html) return;
       fragments[el.getAttribute("data-live-fragment")] = html;
+      // A table someone opened ("The numbers") stays open when its part is redrawn.
+      var open = [];
+      el.querySelectorAll("details").forEach(function (d, i) { if (d.open) open.push(i); });
       el.innerHTML = html;
+      var details = el.querySelectorAll("details");
+      open.forEach(function (i) { if (details[i]) details[i].open = true; });
     });
 
     (data.connections || []).forEach(function (c) {

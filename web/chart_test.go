@@ -1,6 +1,7 @@
 package web
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
@@ -25,8 +26,8 @@ func TestChartView(t *testing.T) {
 		t.Errorf("bars = %d, want 4 (one per non-zero value)", n)
 	}
 	var ticks []string
-	svg.Find("g.chart-axis > text[text-anchor=end]").Each(func(_ int, s *goquery.Selection) { ticks = append(ticks, s.Text()) })
-	if diff := cmp.Diff([]string{"0", "3", "5", "8", "10"}, ticks); diff != "" {
+	fig.Find(`[data-testid="chart-tick"]`).Each(func(_ int, s *goquery.Selection) { ticks = append(ticks, s.Text()) })
+	if diff := cmp.Diff([]string{"8", "6", "4", "2", "0"}, ticks); diff != "" {
 		t.Errorf("y ticks mismatch (-want +got):\n%s", diff)
 	}
 	if got := text(fig.Find(`[data-testid="chart-unit"]`)); got != "requests" {
@@ -47,5 +48,61 @@ func TestChartView(t *testing.T) {
 	empty := byTestID(t, render(t, ChartView(testPage("en", RoleViewer), c)), "chart-requests")
 	if empty.Find(`[data-testid="chart-svg"]`).Length() != 0 || text(empty.Find(`[data-testid="chart-empty"]`)) != "Nothing yet." {
 		t.Error("an empty chart draws an SVG or does not say it is empty")
+	}
+}
+
+// TestChartTicks: the y axis steps by a round number, counts by whole ones, and
+// every label carries the decimals its step needs and no more (no float noise such
+// as 0.15000000000000002); large counts read in thousands or millions.
+func TestChartTicks(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		decimal bool
+		values  []float64
+		want    []string
+	}{
+		{"dollars", true, []float64{0.1, 0.05000000000000002}, []string{"0.20", "0.15", "0.10", "0.05", "0"}},
+		{"cents", true, []float64{0.003}, []string{"0.004", "0.003", "0.002", "0.001", "0"}},
+		{"one request", false, []float64{1}, []string{"4", "3", "2", "1", "0"}},
+		{"requests", false, []float64{370, 12}, []string{"400", "300", "200", "100", "0"}},
+		{"tokens", false, []float64{23610}, []string{"40k", "30k", "20k", "10k", "0"}},
+		{"millions", false, []float64{1234567}, []string{"2.0M", "1.5M", "1.0M", "0.5M", "0"}},
+	} {
+		c := Chart{Decimal: tc.decimal, Labels: make([]string, len(tc.values)), Series: []ChartSeries{{Name: "s", Values: tc.values}}}
+		if diff := cmp.Diff(tc.want, c.ticks()); diff != "" {
+			t.Errorf("%s: ticks mismatch (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
+
+// TestChartXLabels: a label every few buckets, at an even step that divides the
+// buckets, at most eight; every other one marked for a narrow chart to hide.
+func TestChartXLabels(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ n, labels, span int }{{7, 7, 1}, {15, 5, 3}, {24, 8, 3}, {60, 6, 10}, {30, 6, 5}, {13, 7, 2}} {
+		c := Chart{Labels: make([]string, tc.n)}
+		for i := range c.Labels {
+			c.Labels[i] = strconv.Itoa(i)
+		}
+		var got []string
+		for _, xl := range c.xLabels() {
+			if xl.Label != "" {
+				got = append(got, xl.Label)
+			}
+		}
+		if len(got) != tc.labels || c.labelSpan() != tc.span || got[1] != strconv.Itoa(tc.span) {
+			t.Errorf("%d buckets: labels %v (span %d), want %d labels %d apart", tc.n, got, c.labelSpan(), tc.labels, tc.span)
+		}
+	}
+}
+
+// TestChartCells: a table cell (and a CSV cell) of dollars reads to the micro-dollar,
+// without the float noise of a sum (0.1 + 0.05 is 0.15000000000000002).
+func TestChartCells(t *testing.T) {
+	t.Parallel()
+	c := Chart{Decimal: true, Labels: []string{"a"}, Series: []ChartSeries{{Name: "s", Values: []float64{0.1 + 0.05}}}}
+	if got := c.Cell(c.Series[0], 0); got != "0.15" {
+		t.Errorf("cell %q, want 0.15", got)
 	}
 }

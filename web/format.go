@@ -122,6 +122,15 @@ func (l *Localizer) DateTime(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04 MST")
 }
 
+// DateTimeSeconds is DateTime to the second, for a list whose rows can be
+// seconds apart.
+func (l *Localizer) DateTimeSeconds(t time.Time) string {
+	if l.Tag() == "pt-BR" {
+		return t.UTC().Format("02/01/2006 15:04:05 MST")
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 MST")
+}
+
 // Ago writes how long before now t was: "just now", "3 min ago", "2 h ago", then the
 // date for anything older than two days.
 func (l *Localizer) Ago(t, now time.Time) string {

@@ -128,6 +128,8 @@ func hitText(l *Localizer, read, input int64) string {
 // RequestFilter is the /requests filter form as typed (the query's names).
 type RequestFilter struct {
 	Key, Connection, Model, Status, Code, Since, Until, Session string
+	// Last is a time range ending now ("15m", "1h", "24h", "7d"), "" for none.
+	Last string
 }
 
 // Option is one choice of a select.
@@ -147,6 +149,12 @@ type RequestList struct {
 	NextURL, FirstURL string
 	// CSVURL downloads the rows of this filter (up to a thousand).
 	CSVURL string
+	// Lasts are the choices of the "last" filter.
+	Lasts []Option
+	// LiveURL redraws the rows (RequestRows) every LiveIntervalMs; "" on an
+	// older page, which stays as it is.
+	LiveURL        string
+	LiveIntervalMs int
 }
 
 // RequestsURL is the /requests page filtered by one key or connection id
@@ -209,4 +217,7 @@ type UsageView struct {
 	Cache CacheView
 	// Cost ranks models, providers, connections and keys by cost over the range.
 	Cost CostView
+	// LiveURL redraws the charts and the cache table every LiveIntervalMs.
+	LiveURL        string
+	LiveIntervalMs int
 }

@@ -6,13 +6,15 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
+	"github.com/a-h/templ"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/web"
 )
@@ -26,8 +28,11 @@ func (s *Server) Requests(w http.ResponseWriter, r *http.Request, rq *uiRequest)
 	q := r.URL.Query()
 	v := web.RequestList{Errors: web.FieldErrors{}, Filter: web.RequestFilter{
 		Key: q.Get("key"), Connection: q.Get("connection"), Model: q.Get("model"), Status: q.Get("status"),
-		Code: q.Get("code"), Since: q.Get("since"), Until: q.Get("until"), Session: q.Get("session"),
+		Code: q.Get("code"), Since: q.Get("since"), Until: q.Get("until"), Session: q.Get("session"), Last: q.Get("last"),
 	}}
+	for _, l := range requestLasts {
+		v.Lasts = append(v.Lasts, web.Option{Value: l.name, Label: rq.l.T("requests.last." + l.name)})
+	}
 	keys, err := s.store.ListClientKeys(r.Context())
 	if err != nil {
 		return err
@@ -42,7 +47,7 @@ func (s *Server) Requests(w http.ResponseWriter, r *http.Request, rq *uiRequest)
 	for _, c := range conns {
 		v.Connections = append(v.Connections, web.Option{Value: c.ID, Label: c.Name})
 	}
-	f, errs := httpkit.RequestFilterOf(q)
+	f, errs := uiRequestFilter(q, rq.now)
 	status := http.StatusOK
 	if len(errs) > 0 {
 		uiAddErrors(rq.l, v.Errors, errs)
@@ -72,14 +77,78 @@ func (s *Server) Requests(w http.ResponseWriter, r *http.Request, rq *uiRequest)
 		if len(params) > 0 {
 			v.CSVURL += "?" + params.Encode()
 		}
+		if f.After == nil { // the newest page follows new requests; an older one stays put
+			v.LiveURL, v.LiveIntervalMs = "/requests/live", liveInterval
+			if len(params) > 0 {
+				v.LiveURL += "?" + params.Encode()
+			}
+		}
 	}
 	return s.uiRender(w, r, rq, status, web.RequestsPage(s.uiPage(r, rq), v))
+}
+
+// RequestsLive serves GET /requests/live?<filters>: the newest page's rows as
+// HTML (RequestRows), for the list's live poll to put in place.
+func (s *Server) RequestsLive(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+	f, errs := uiRequestFilter(r.URL.Query(), rq.now)
+	if len(errs) > 0 {
+		return &uiStatus{status: http.StatusBadRequest, key: "status.other"}
+	}
+	f.Limit, f.After = requestsPageSize, nil
+	rows, _, err := s.store.ListRequests(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	views := make([]web.RequestRow, 0, len(rows))
+	for _, row := range rows {
+		views = append(views, requestRowView(row))
+	}
+	if err := s.dash.sessions.Write(r, w, rq.sess); err != nil {
+		return err
+	}
+	frags, err := s.renderFragments(r.Context(), map[string]templ.Component{"requests": web.RequestRows(s.uiPage(r, rq), views)})
+	if err != nil {
+		return err
+	}
+	return httpkit.WriteJSON(w, http.StatusOK, struct {
+		Fragments map[string]string `json:"fragments"`
+	}{frags}, "")
+}
+
+// requestLasts are the dashboard's relative time ranges: the last 15 minutes, hour,
+// day or week, up to now.
+var requestLasts = []struct {
+	name string
+	span time.Duration
+}{{"15m", 15 * time.Minute}, {"1h", time.Hour}, {"24h", 24 * time.Hour}, {"7d", 7 * 24 * time.Hour}}
+
+// uiRequestFilter is requestFilterOf with the dashboard's "last" range: since is
+// now less the range, or the since typed when that is later (both narrow the list).
+func uiRequestFilter(q url.Values, now time.Time) (store.RequestFilter, limits.FieldErrors) {
+	f, errs := httpkit.RequestFilterOf(q)
+	last := q.Get("last")
+	if last == "" {
+		return f, errs
+	}
+	i := slices.IndexFunc(requestLasts, func(l struct {
+		name string
+		span time.Duration
+	}) bool {
+		return l.name == last
+	})
+	if i < 0 {
+		return f, append(errs, httpkit.FieldError("last", limits.CodeOneOf, "15m, 1h, 24h, 7d"))
+	}
+	if since := now.Add(-requestLasts[i].span); f.Since.IsZero() || since.After(f.Since) {
+		f.Since = since
+	}
+	return f, errs
 }
 
 // filterParams keeps the filter parameters of q that are set (no cursor, no limit).
 func filterParams(q url.Values) url.Values {
 	out := url.Values{}
-	for _, k := range []string{"key", "connection", "model", "status", "code", "session", "since", "until"} {
+	for _, k := range []string{"key", "connection", "model", "status", "code", "session", "since", "until", "last"} {
 		if v := q.Get(k); v != "" {
 			out.Set(k, v)
 		}
@@ -122,7 +191,7 @@ func (s *Server) Request(w http.ResponseWriter, r *http.Request, rq *uiRequest) 
 // An error on the first page is an error page; after the download has started it
 // ends the download short, and is logged.
 func (s *Server) RequestsCSV(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
-	f, errs := httpkit.RequestFilterOf(r.URL.Query())
+	f, errs := uiRequestFilter(r.URL.Query(), rq.now)
 	if len(errs) > 0 {
 		return &uiStatus{status: http.StatusBadRequest, key: "status.other"}
 	}

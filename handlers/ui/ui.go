@@ -144,7 +144,7 @@ func (s *Server) Serve(access Access, h uiHandler) http.Handler {
 			s.uiFail(w, r, rq, err)
 		}
 	})
-	return s.dash.csrf.Handler(inner)
+	return static.Compressed(s.dash.csrf.Handler(inner))
 }
 
 // uiCSRFDenied renders the page a cross-origin write gets (403), saying why: the
@@ -337,3 +337,9 @@ func localPath(next string) string {
 // uiActor is how the audit log names a dashboard user: "user:<email>", beside the
 // API's "token:<name>" and the CLI's "system" (docs/ARCHITECTURE.md, openapi.yaml).
 func uiActor(rq *uiRequest) string { return web.ActorUserPrefix + rq.user.Email }
+
+// NotFound serves every path no other route takes: the dashboard's 404 page, in
+// its layout.
+func (s *Server) NotFound(http.ResponseWriter, *http.Request, *uiRequest) error {
+	return errUINotFound
+}

@@ -6,8 +6,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
+	"github.com/a-h/templ"
 
+	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/web"
 )
@@ -21,6 +22,8 @@ type usageRange struct {
 }
 
 var usageRanges = []usageRange{
+	{"15m", 15 * time.Minute, "minute", "15:04"},
+	{"1h", time.Hour, "minute", "15:04"},
 	{"24h", 24 * time.Hour, "hour", "15:04"},
 	{"7d", 7 * 24 * time.Hour, "day", "01-02"},
 	{"30d", 30 * 24 * time.Hour, "day", "01-02"},
@@ -29,6 +32,9 @@ var usageRanges = []usageRange{
 // window is the range's buckets ending with the one holding now: [since, until).
 func (rg usageRange) window(now time.Time) (since, until time.Time) {
 	until = now.UTC().Truncate(time.Hour).Add(time.Hour)
+	if rg.bucket == "minute" {
+		until = now.UTC().Truncate(time.Minute).Add(time.Minute)
+	}
 	if rg.bucket == "day" {
 		d := now.UTC()
 		until = time.Date(d.Year(), d.Month(), d.Day()+1, 0, 0, 0, 0, time.UTC)
@@ -45,7 +51,7 @@ func usageRangeOf(v string) usageRange {
 			return r
 		}
 	}
-	return usageRanges[0]
+	return usageRanges[2] // the last 24 hours
 }
 
 // usageCharts builds the /usage charts for range rg ending at now: requests and
@@ -61,7 +67,10 @@ func (s *Server) usageCharts(ctx context.Context, l *web.Localizer, rg usageRang
 		return nil, err
 	}
 	step := time.Hour
-	if rg.bucket == "day" {
+	switch rg.bucket {
+	case "minute":
+		step = time.Minute
+	case "day":
 		step = 24 * time.Hour
 	}
 	var buckets []time.Time
@@ -178,26 +187,64 @@ func perGroup(rows []store.UsageRow, names []string, index map[time.Time]int, n 
 
 // Usage serves GET /usage.
 func (s *Server) Usage(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
-	rg := usageRangeOf(r.URL.Query().Get("range"))
-	charts, err := s.usageCharts(r.Context(), rq.l, rg, rq.now)
+	v, err := s.usageView(r.Context(), rq, r.URL.Query().Get("range"))
 	if err != nil {
 		return err
+	}
+	return s.uiRender(w, r, rq, http.StatusOK, web.UsagePage(s.uiPage(r, rq), v))
+}
+
+// usageLiveInterval is how often /usage redraws its charts: they count whole hours
+// and days, and each redraw reads the range's aggregates again.
+const usageLiveInterval = 10000
+
+// UsageLive serves GET /usage/live?range=: the page's charts and cache table as
+// HTML, for its live poll to put in place.
+func (s *Server) UsageLive(w http.ResponseWriter, r *http.Request, rq *uiRequest) error {
+	v, err := s.usageView(r.Context(), rq, r.URL.Query().Get("range"))
+	if err != nil {
+		return err
+	}
+	if err := s.dash.sessions.Write(r, w, rq.sess); err != nil {
+		return err
+	}
+	page := s.uiPage(r, rq)
+	parts := map[string]templ.Component{"cache": web.CacheTable(page, v.Cache)}
+	for _, c := range v.Charts {
+		parts["chart-"+c.ID] = web.ChartView(page, c)
+	}
+	frags, err := s.renderFragments(r.Context(), parts)
+	if err != nil {
+		return err
+	}
+	return httpkit.WriteJSON(w, http.StatusOK, struct {
+		Fragments map[string]string `json:"fragments"`
+	}{frags}, "")
+}
+
+// usageView is the /usage page of range name (the first range when unknown) at rq.now.
+func (s *Server) usageView(ctx context.Context, rq *uiRequest, name string) (web.UsageView, error) {
+	rg := usageRangeOf(name)
+	charts, err := s.usageCharts(ctx, rq.l, rg, rq.now)
+	if err != nil {
+		return web.UsageView{}, err
 	}
 	since, until := rg.window(rq.now)
-	rows, err := s.cacheRows(r.Context(), since, until, cacheGroups...)
+	rows, err := s.cacheRows(ctx, since, until, cacheGroups...)
 	if err != nil {
-		return err
+		return web.UsageView{}, err
 	}
-	v := web.UsageView{Range: rg.name, Charts: charts, Cache: web.CacheView{Range: rq.l.T("usage.range." + rg.name), Rows: rows}}
-	cost, err := s.costView(r.Context(), rq.l.T("usage.range."+rg.name), since, until)
+	v := web.UsageView{Range: rg.name, Charts: charts, Cache: web.CacheView{Range: rq.l.T("usage.range." + rg.name), Rows: rows},
+		LiveURL: "/usage/live?range=" + rg.name, LiveIntervalMs: usageLiveInterval}
+	cost, err := s.costView(ctx, rq.l.T("usage.range."+rg.name), since, until)
 	if err != nil {
-		return err
+		return web.UsageView{}, err
 	}
 	v.Cost = *cost
 	for _, o := range usageRanges {
 		v.Ranges = append(v.Ranges, web.Option{Value: o.name, Label: rq.l.T("usage.range." + o.name)})
 	}
-	return s.uiRender(w, r, rq, http.StatusOK, web.UsagePage(s.uiPage(r, rq), v))
+	return v, nil
 }
 
 // UsageCSV serves GET /usage.csv?range=&chart=: one chart's numbers, a row per label.
