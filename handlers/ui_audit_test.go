@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/google/go-cmp/cmp"
@@ -32,23 +34,30 @@ func TestAuditSignInsFiltersAndPages(t *testing.T) {
 		d.createKey(t, fmt.Sprintf("key-%02d", i), `{}`)
 	}
 
+	// actions is each entry's line, its time (date, time of day and zone, today's)
+	// written as "<time>".
 	actions := func(p page) []string {
 		var out []string
 		p.doc.Find(`[data-testid="audit-entry"]`).Each(func(_ int, e *goquery.Selection) {
-			out = append(out, strings.Join(strings.Fields(e.Find(".audit-head").Text()), " "))
+			line := strings.Join(strings.Fields(e.Find(".audit-head").Text()), " ")
+			when := e.Find(`[data-testid="audit-time"]`).Text()
+			if !auditTime.MatchString(when) || !strings.HasPrefix(when, time.Now().UTC().Format("2006-01-02")) {
+				t.Errorf("audit time %q, want today's date, the time and the zone", when)
+			}
+			out = append(out, strings.Replace(line, when, "<time>", 1))
 		})
 		return out
 	}
 	viewer := actions(d.get(t, admin, "/audit?actor=viewer%40example.com").want(t, http.StatusOK))
-	want := []string{"just now viewer@example.com was refused sign-in (too many attempts) user viewer@example.com"}
+	want := []string{"<time> viewer@example.com was refused sign-in (too many attempts) user viewer@example.com"}
 	for range 5 {
-		want = append(want, "just now viewer@example.com failed to sign in user viewer@example.com")
+		want = append(want, "<time> viewer@example.com failed to sign in user viewer@example.com")
 	}
 	if diff := cmp.Diff(want, viewer); diff != "" {
 		t.Errorf("the viewer's audit rows mismatch (-want +got):\n%s", diff)
 	}
 	signIns := actions(d.get(t, admin, "/audit?action=sign_in").want(t, http.StatusOK))
-	if diff := cmp.Diff([]string{"just now admin@example.com signed in user admin@example.com"}, signIns); diff != "" {
+	if diff := cmp.Diff([]string{"<time> admin@example.com signed in user admin@example.com"}, signIns); diff != "" {
 		t.Errorf("good sign-ins mismatch (-want +got):\n%s", diff)
 	}
 	failed := d.get(t, admin, "/audit?action=sign_in_failed").want(t, http.StatusOK)
@@ -83,3 +92,6 @@ func TestAuditSignInsFiltersAndPages(t *testing.T) {
 		t.Errorf("bad since: %q", got)
 	}
 }
+
+// auditTime is an audit entry's time as the list writes it in English.
+var auditTime = regexp.MustCompile(`^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$`)

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -273,10 +274,16 @@ func TestUsageLiveInBrowser(t *testing.T) {
 	if st := d.chat(t, trafficClientKey, "glm-5"); st != http.StatusOK {
 		t.Fatalf("chat: %d", st)
 	}
-	got := value(t, tab, "the request counted", chromedp.Poll[map[string]any](`(() => {
+	// The page polls every 10 s: up to a minute for two or three polls on a busy machine.
+	ctx, cancel := context.WithTimeout(tab, time.Minute)
+	defer cancel()
+	got, err := chromedp.Run(ctx, chromedp.Poll[map[string]any](`(() => {
 		const n = `+served+`;
 		return window.notReloaded && n > `+fmt.Sprint(before)+` && {served: n, open: document.querySelector('[data-testid="chart-requests"] details').open};
 	})()`))
+	if err != nil {
+		t.Fatalf("/usage did not count the request without a reload: %v", err)
+	}
 	if got["served"] != float64(before+1) || got["open"] != true {
 		t.Errorf("after one more request: %v, want %d served and the table still open", got, before+1)
 	}
