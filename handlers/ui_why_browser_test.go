@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -207,5 +209,44 @@ func TestWhyAndCostInBrowser(t *testing.T) {
 		if line["line"] != d.key.Name+": 1/1, 2 waiting at the key's cap" || line["visible"] != true || line["width"].(float64) > float64(width) {
 			t.Errorf("%s px: key-cap line %v", w, line)
 		}
+	}
+
+	// Every part of these pages passes axe, light and dark.
+	t.Run("axe", func(t *testing.T) {
+		axe := axeSource(t)
+		for _, scheme := range []string{"light", "dark"} {
+			run(t, tab, "colour scheme", colorScheme(scheme))
+			browserSignIn(t, tab, d.srv.URL, "admin@example.com")
+			for _, p := range []string{"/", "/connections", "/usage", "/requests/" + failedOver.ID, "/requests/" + written[1].ID} {
+				axeCheck(t, tab, axe, d.srv.URL+p, scheme)
+			}
+		}
+	})
+}
+
+// axeCheck runs axe (WCAG 2.1 A and AA, best practices) on url and reports
+// every violation.
+func axeCheck(t *testing.T, tab context.Context, axe, url, scheme string) {
+	t.Helper()
+	run(t, tab, "open "+url, chromedp.Navigate(url), chromedp.WaitReady(chromedp.CSS("main")), chromedp.Evaluate[chromedp.Void](axe))
+	ctx, cancel := context.WithTimeout(tab, time.Minute)
+	defer cancel()
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](`axe.run(document, {resultTypes: ["violations"],
+		runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]}})
+		.then(r => JSON.stringify(r.violations))`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("axe on %s: %v", url, err)
+	}
+	var vs []axeViolation
+	if err := json.Unmarshal([]byte(raw), &vs); err != nil {
+		t.Fatalf("axe result: %v", err)
+	}
+	for _, v := range vs {
+		var where []string
+		for _, n := range v.Nodes {
+			b, _ := json.Marshal(n.Target)
+			where = append(where, string(b)+" "+strings.ReplaceAll(n.Summary, "\n", " "))
+		}
+		t.Errorf("%s (%s): %s [%s]: %s", url, scheme, v.ID, v.Impact, strings.Join(where, "; "))
 	}
 }

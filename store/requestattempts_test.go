@@ -66,8 +66,10 @@ func TestRecentTrafficCountsOnlyUpstreamFailures(t *testing.T) {
 		return store.RequestRow{StartedAt: at, ConnectionID: conn, ConnectionName: "a", Route: "chat",
 			Status: status, Code: code, Attempts: 1, TTFTMs: -1}
 	}
+	keyRefusal := row(429, "RATE_LIMIT_RPM")
+	keyRefusal.Gate = "key-rpm:11111111-1111-4111-8111-111111111111"
 	rows := []store.RequestRow{
-		row(429, "RATE_LIMIT_RPM"), row(499, "CLIENT_GONE"), row(429, "UPSTREAM_COOLDOWN"),
+		keyRefusal, row(499, "CLIENT_GONE"), row(429, "UPSTREAM_COOLDOWN"),
 		row(500, "UPSTREAM_UNAVAILABLE"), row(502, ""),
 	}
 	if err := s.WriteRequests(t.Context(), rows); err != nil {
@@ -80,6 +82,9 @@ func TestRecentTrafficCountsOnlyUpstreamFailures(t *testing.T) {
 	var failures int64
 	for _, r := range tr {
 		failures += r.UpstreamFailures
+		if r.Code == "RATE_LIMIT_RPM" && r.ConnectionID != "" {
+			t.Errorf("the key's own refusal is counted on connection %s", r.ConnectionID)
+		}
 	}
 	if failures != 3 {
 		t.Errorf("upstream failures = %d, want 3 (429 UPSTREAM_COOLDOWN, 500, 502): %+v", failures, tr)

@@ -9,7 +9,8 @@ import (
 )
 
 // TrafficRow is one (connection, key, status, code) of the request log since a
-// moment: how many requests ended so, and how many of them were dispatched and
+// moment (a refusal at the key's own gates counts under no connection): how
+// many requests ended so, and how many of them were dispatched and
 // failed upstream (429 or 5xx after at least one attempt, answered by the
 // upstream's failure rather than a gate of the gateway's own). ConnectionID is "" for a
 // request that reached no connection, KeyID "" for one without a known key.
@@ -28,8 +29,13 @@ type TrafficRow struct {
 // attempt) or the client hanging up is not its connection's failure.
 const upstreamFailureCodes = `(code IS NULL OR code IN ('UPSTREAM_COOLDOWN', 'UPSTREAM_UNAVAILABLE', 'UPSTREAM_STREAM_ERROR', 'RATE_LIMIT_EXECUTION_TIMEOUT'))`
 
+// keyGateSQL says that a row was held back or refused by its client key's own
+// gates (key:, key-rpm:, key-tpm:, key-tpd:): that is the key's doing, never
+// its connection's, even after an attempt there.
+const keyGateSQL = `(gate LIKE 'key:%' OR gate LIKE 'key-%')`
+
 const recentTrafficSQL = `
-SELECT coalesce(connection_id::text, ''), coalesce(key_id::text, ''), status, coalesce(code, ''),
+SELECT coalesce(CASE WHEN ` + keyGateSQL + ` THEN NULL ELSE connection_id END::text, ''), coalesce(key_id::text, ''), status, coalesce(code, ''),
        count(*), count(*) FILTER (WHERE attempts > 0 AND (status = 429 OR status >= 500) AND ` + upstreamFailureCodes + `)
 FROM requests WHERE started_at >= $1 AND started_at <= $2
 GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`
