@@ -33,7 +33,7 @@ type flow struct {
 	inc    uint64 // turn length, from the client's latest waiter here
 	// classes is a min-heap of the client's classes on the gate by their
 	// heads' arrival numbers.
-	classes []*class
+	classes minHeap[*class, byArrival]
 }
 
 // waitQueue is a gate's queue at one priority level (gateQueue holds one
@@ -47,7 +47,7 @@ type flow struct {
 // follows the clients waiting, not the clients seen. waiters counts the
 // waiters of every class in it.
 type waitQueue struct {
-	items   []*flow
+	items   minHeap[*flow, byTurn]
 	waiters int
 	vt      uint64
 	flows   map[string]*flow
@@ -79,19 +79,19 @@ func (c *Controller) attach(k *class, g *gate, now int64) {
 			q.flows = make(map[string]*flow)
 		}
 		q.flows[k.client] = f
-		f.pushClass(k)
-		q.push(f)
+		f.classes.push(k)
+		q.items.push(f)
 	} else {
 		f.inc = k.inc
-		f.pushClass(k)
-		q.fix(f) // a moved class may hold the flow's earliest waiter
+		f.classes.push(k)
+		q.items.fix(f) // a moved class may hold the flow's earliest waiter
 	}
 	k.fl = f
 	q.waiters += k.size
 	g.parked++
 	if k.level > 0 {
 		k.due = c.dueOf(k)
-		g.queue.pushAging(k)
+		g.queue.aging.push(k)
 	}
 }
 
@@ -102,17 +102,17 @@ func (c *Controller) attach(k *class, g *gate, now int64) {
 func (c *Controller) detach(k *class) {
 	f, q := k.fl, k.queue()
 	if k.ageIdx >= 0 {
-		k.on.queue.removeAging(k)
+		k.on.queue.aging.remove(k)
 	}
 	k.on.parked--
-	f.removeClass(k)
+	f.classes.remove(k)
 	q.waiters -= k.size
 	k.on, k.fl = nil, nil
 	if len(f.classes) > 0 {
-		q.fix(f)
+		q.items.fix(f)
 		return
 	}
-	q.remove(f)
+	q.items.remove(f)
 	delete(q.flows, f.client)
 	if q.len() == 0 {
 		q.vt = 0
@@ -173,34 +173,6 @@ func (c *Controller) freeFlow(f *flow) {
 	}
 }
 
-// The gate's heap of flows.
-
-func (q *waitQueue) push(f *flow) {
-	f.idx = len(q.items)
-	q.items = append(q.items, f)
-	q.up(f.idx)
-}
-
-func (q *waitQueue) remove(f *flow) {
-	i, last := f.idx, len(q.items)-1
-	if i != last {
-		q.swap(i, last)
-	}
-	q.items[last] = nil
-	q.items = q.items[:last]
-	if i != last {
-		q.down(i)
-		q.up(i)
-	}
-	f.idx = -1
-}
-
-// fix restores the order after f's tag or earliest head changed.
-func (q *waitQueue) fix(f *flow) {
-	q.down(f.idx)
-	q.up(f.idx)
-}
-
 // flowBefore is the gate's order: the earlier turn; of turns starting
 // together the one that ends first (the heavier client's: a turn's length
 // is fixed when it starts, so a later weight changes no order); then the
@@ -213,105 +185,4 @@ func flowBefore(a, b *flow) bool {
 		return a.fin < b.fin
 	}
 	return a.classes[0].head.seq < b.classes[0].head.seq
-}
-
-func (q *waitQueue) less(i, j int) bool { return flowBefore(q.items[i], q.items[j]) }
-
-func (q *waitQueue) swap(i, j int) {
-	q.items[i], q.items[j] = q.items[j], q.items[i]
-	q.items[i].idx = i
-	q.items[j].idx = j
-}
-
-func (q *waitQueue) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !q.less(i, p) {
-			return
-		}
-		q.swap(i, p)
-		i = p
-	}
-}
-
-func (q *waitQueue) down(i int) {
-	n := len(q.items)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		m := l
-		if r := l + 1; r < n && q.less(r, l) {
-			m = r
-		}
-		if !q.less(m, i) {
-			return
-		}
-		q.swap(i, m)
-		i = m
-	}
-}
-
-// A flow's heap of classes, by head arrival number.
-
-func (f *flow) pushClass(k *class) {
-	k.idx = len(f.classes)
-	f.classes = append(f.classes, k)
-	f.upClass(k.idx)
-}
-
-func (f *flow) removeClass(k *class) {
-	i, last := k.idx, len(f.classes)-1
-	if i != last {
-		f.swapClass(i, last)
-	}
-	f.classes[last] = nil
-	f.classes = f.classes[:last]
-	if i != last {
-		f.downClass(i)
-		f.upClass(i)
-	}
-	k.idx = -1
-}
-
-// fixClass restores the order after k's head changed (it can only get later).
-func (f *flow) fixClass(k *class) { f.downClass(k.idx) }
-
-func (f *flow) lessClass(i, j int) bool { return f.classes[i].head.seq < f.classes[j].head.seq }
-
-func (f *flow) swapClass(i, j int) {
-	f.classes[i], f.classes[j] = f.classes[j], f.classes[i]
-	f.classes[i].idx = i
-	f.classes[j].idx = j
-}
-
-func (f *flow) upClass(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !f.lessClass(i, p) {
-			return
-		}
-		f.swapClass(i, p)
-		i = p
-	}
-}
-
-func (f *flow) downClass(i int) {
-	n := len(f.classes)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		m := l
-		if r := l + 1; r < n && f.lessClass(r, l) {
-			m = r
-		}
-		if !f.lessClass(m, i) {
-			return
-		}
-		f.swapClass(i, m)
-		i = m
-	}
 }

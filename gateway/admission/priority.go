@@ -135,11 +135,11 @@ func (c *Controller) headLeft(k *class, now int64) {
 		c.attach(k, g, now)
 		return
 	}
-	k.fl.fixClass(k)
-	k.queue().fix(k.fl)
+	k.fl.classes.sink(k) // a later head: it can only move down
+	k.queue().items.fix(k.fl)
 	if k.ageIdx >= 0 {
 		k.due = c.dueOf(k)
-		k.on.queue.downAging(k.ageIdx) // a later head: due only grows
+		k.on.queue.aging.sink(k) // a later head: due only grows
 	}
 }
 
@@ -147,7 +147,7 @@ func (c *Controller) headLeft(k *class, now int64) {
 // classes below level 0 by the time they move up.
 type gateQueue struct {
 	lv    [numLevels]waitQueue
-	aging []*class
+	aging minHeap[*class, byDue]
 }
 
 // first is the first class of the highest non-empty level, nil if none:
@@ -164,62 +164,4 @@ func (q *gateQueue) first() *class {
 // waiters counts the waiters parked on the gate (GateStats.Queued).
 func (q *gateQueue) waiters() int {
 	return q.lv[0].waiters + q.lv[1].waiters + q.lv[2].waiters
-}
-
-// The aging heap, by due.
-
-func (q *gateQueue) pushAging(k *class) {
-	k.ageIdx = len(q.aging)
-	q.aging = append(q.aging, k)
-	q.upAging(k.ageIdx)
-}
-
-func (q *gateQueue) removeAging(k *class) {
-	i, last := k.ageIdx, len(q.aging)-1
-	if i != last {
-		q.swapAging(i, last)
-	}
-	q.aging[last] = nil
-	q.aging = q.aging[:last]
-	if i != last {
-		q.downAging(i)
-		q.upAging(i)
-	}
-	k.ageIdx = -1
-}
-
-func (q *gateQueue) swapAging(i, j int) {
-	q.aging[i], q.aging[j] = q.aging[j], q.aging[i]
-	q.aging[i].ageIdx = i
-	q.aging[j].ageIdx = j
-}
-
-func (q *gateQueue) upAging(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if q.aging[i].due >= q.aging[p].due {
-			return
-		}
-		q.swapAging(i, p)
-		i = p
-	}
-}
-
-func (q *gateQueue) downAging(i int) {
-	n := len(q.aging)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		m := l
-		if r := l + 1; r < n && q.aging[r].due < q.aging[l].due {
-			m = r
-		}
-		if q.aging[m].due >= q.aging[i].due {
-			return
-		}
-		q.swapAging(i, m)
-		i = m
-	}
 }

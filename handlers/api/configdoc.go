@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 
@@ -91,8 +90,7 @@ type ConfigTool struct {
 // NewConfigTool returns a ConfigTool over st, without the dashboard's state; deny is
 // GATEHOUSE_UPSTREAM_DENY for the connections it writes.
 func NewConfigTool(st *store.Store, deny httpkit.UpstreamDeny) *ConfigTool {
-	return &ConfigTool{s: &Server{store: st, log: slog.New(slog.DiscardHandler), validate: httpkit.NewValidator(),
-		deps: httpkit.Deps{UpstreamDeny: deny}}}
+	return &ConfigTool{s: New(httpkit.NewCore(httpkit.Deps{Store: st, UpstreamDeny: deny}))}
 }
 
 // Export returns the stored configuration as a document, format "json" (indented) or

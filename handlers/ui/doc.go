@@ -1,5 +1,5 @@
 // Package ui serves the dashboard: server-rendered pages (templates in package web)
-// for operators signed in with a session cookie (session.go), with the sign-in
+// for operators signed in with a session cookie (httpkit.SessionStore), with the sign-in
 // throttle, the cross-origin write guard (http.CrossOriginProtection), the language
 // choice, flashes, the live fragments the pages poll, CSV downloads and the gate
 // history behind the sparklines.

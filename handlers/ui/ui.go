@@ -21,7 +21,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/web"
 )
 
-// The dashboard: server-rendered pages under sessions (session.go), guarded
+// The dashboard: server-rendered pages under sessions (httpkit.SessionStore), guarded
 // against cross-origin writes by http.CrossOriginProtection. Handlers have the
 // uiHandler shape and return errors; uiServe maps them to an HTML error page.
 
