@@ -13,7 +13,7 @@
 // server going away (a failed connect, SQLSTATE class 57P, a broken socket) is
 // ErrUnavailable, which callers answer 503 with Retry-After. It keeps overrides and limits
 // as JSON objects and leaves their meaning to its callers (gateway/limits): it imports no
-// gateway package.
+// gateway package beyond leaf types (the request log's row).
 //
 // # Writes and secrets
 //
