@@ -21,6 +21,10 @@ func TestMediaParts(t *testing.T) {
 		{"cut after the key", `{"type":`, 0},
 		{"first member of the body", `{"type":"image_url","image_url":{"url":"data:,"}}`, 1},
 		{"blanks before the key", "{\n  \"type\": \"image\", \"source\": {}}", 1},
+		{"after another member", `{"image_url":{"url":"x"},"type":"image_url"}`, 1},
+		{"gemini part after another member", `{"parts":[{"text":"x","inlineData":{"data":"AA"}}]}`, 1},
+		{"cut at the key", `{"a":1,"type"`, 0},
+		{"cut in blanks after the key", `{"type":   `, 0},
 	} {
 		if got := MediaParts([]byte(tc.body)); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
