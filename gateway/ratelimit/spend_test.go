@@ -232,3 +232,44 @@ func TestSpendBlocked(t *testing.T) {
 		t.Errorf("$0.006001 at $0.006 of the month's $0.012 = %+v %v, want budgetUsdMonthly until the month's end", blk, blocked)
 	}
 }
+
+// TestYesterdaysSpendWaitsForTheStore: the money side of the same: a $0.30
+// reservation made before UTC midnight and settled at $0.04 after it, while the
+// spend store fails, stays pending through a flush the store fails again and
+// then corrects yesterday's row ($0.04) once the store is back.
+func TestYesterdaysSpendWaitsForTheStore(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	d := NewDays(slog.New(slog.DiscardHandler))
+	u := newSpendStore()
+	var r State
+	l := &Limits{BudgetDay: 1_000_000, BudgetMonth: 10_000_000, GateBudget: "key-budget:k"}
+	b := Budget{ID: "key:k", DayID: "k", L: l, R: &r, U: u}
+	yesterday := time.Date(2026, 3, 9, 23, 59, 59, 0, time.UTC)
+	today := yesterday.Add(2 * time.Second)
+	var rs Reservation
+	if _, v := rs.ReserveSpend(ctx, Local{}, d, b, 300_000, yesterday); v != DispatchOK {
+		t.Fatalf("reserve before midnight: %v", v)
+	}
+	setFail := func(fail bool) {
+		u.mu.Lock()
+		u.fail = fail
+		u.mu.Unlock()
+	}
+	setFail(true)
+	rs.Settle(ctx, Local{}, d, Usage{Known: true, Cost: 40_000}, today)
+	d.Retry()
+	d.FlushSpend(ctx, u, "k", &r, today) // the store fails again
+	if !r.Pending() {
+		t.Fatal("yesterday's settlement was dropped by the store's failures")
+	}
+	setFail(false)
+	d.Retry()
+	d.FlushSpend(ctx, u, "k", &r, today)
+	if sp, _ := u.Spend(ctx, "k", yesterday); sp.Day != 40_000 {
+		t.Errorf("store's spend for yesterday %d µ$, want 40000", sp.Day)
+	}
+	if r.Pending() {
+		t.Error("spend still pending after the store took it")
+	}
+}

@@ -18,6 +18,13 @@ func TestMediaParts(t *testing.T) {
 		{"anthropic image and document", `{"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","data":"AA"}},{"type":"document","source":{"type":"text","data":"d"}}]}]}`, 2},
 		{"gemini parts", `{"contents":[{"parts":[{"inlineData":{"data":"AA"}},{"file_data":{"file_uri":"u"}},{"text":"inlineData"}]}]}`, 2},
 		{"broken JSON", `{"type":"image_url`, 0},
+		{"cut after the key", `{"type":`, 0},
+		{"first member of the body", `{"type":"image_url","image_url":{"url":"data:,"}}`, 1},
+		{"blanks before the key", "{\n  \"type\": \"image\", \"source\": {}}", 1},
+		{"after another member", `{"image_url":{"url":"x"},"type":"image_url"}`, 1},
+		{"gemini part after another member", `{"parts":[{"text":"x","inlineData":{"data":"AA"}}]}`, 1},
+		{"cut at the key", `{"a":1,"type"`, 0},
+		{"cut in blanks after the key", `{"type":   `, 0},
 	} {
 		if got := MediaParts([]byte(tc.body)); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
