@@ -11,7 +11,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 )
 
-// OpenAPISpec is handlers/openapi.yaml, the OpenAPI 3.1 description of /api/v1.
+// OpenAPISpec is handlers/api/openapi.yaml, the OpenAPI 3.1 description of /api/v1.
 //
 //go:embed openapi.yaml
 var OpenAPISpec []byte
