@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
+	"github.com/gatehouse-dev/gatehouse/handlers/ui/reports"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/limits"
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
@@ -62,7 +63,7 @@ func (s *Server) keyItems(r *http.Request, kind keyKind) ([]web.KeyItem, error) 
 	now := s.now()
 	cache := map[string]web.CacheRow{}
 	if !s.deps.RequestLogOff {
-		rows, err := s.cacheRows(r.Context(), now.Add(-24*time.Hour), now, "key")
+		rows, err := reports.CacheRows(r.Context(), s.store, now.Add(-24*time.Hour), now, "key")
 		if err != nil {
 			return nil, err
 		}

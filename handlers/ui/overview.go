@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/handlers/httpkit"
+	"github.com/gatehouse-dev/gatehouse/handlers/ui/reports"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/live"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -74,13 +75,13 @@ func (s *Server) Overview(w http.ResponseWriter, r *http.Request, rq *uiRequest)
 	v := web.BuildOverview(in)
 	v.Traffic = s.traffic(r.Context(), rq.now)
 	if !s.deps.RequestLogOff {
-		if v.Chart, err = s.overviewChart(r.Context(), rq.l, overviewRangeOf(r.URL.Query().Get("range")), rq.now); err != nil {
+		if v.Chart, err = reports.OverviewChart(r.Context(), s.store, rq.l, reports.OverviewRangeOf(r.URL.Query().Get("range")), rq.now); err != nil {
 			return err
 		}
-		if v.Cache, err = s.cacheView(r.Context(), rq.l, rq.now); err != nil {
+		if v.Cache, err = reports.CacheView(r.Context(), s.store, rq.l, rq.now); err != nil {
 			return err
 		}
-		if v.Cost, err = s.costView(r.Context(), rq.l.T("cost.last24h"), rq.now.Add(-24*time.Hour), rq.now); err != nil {
+		if v.Cost, err = reports.CostView(r.Context(), s.store, rq.l.T("cost.last24h"), rq.now.Add(-24*time.Hour), rq.now); err != nil {
 			return err
 		}
 	}

@@ -1,4 +1,4 @@
-package ui
+package reports
 
 import (
 	"cmp"
@@ -11,16 +11,16 @@ import (
 	"github.com/gatehouse-dev/gatehouse/web"
 )
 
-// cacheGroups are the groups of the prompt-cache table, in its order.
-var cacheGroups = []string{"key", "connection", "model"}
+// CacheGroups are the groups of the prompt-cache table, in its order.
+var CacheGroups = []string{"key", "connection", "model"}
 
-// cacheRows sums the request log's prompt-cache use from since to until per
+// CacheRows sums the request log's prompt-cache use from since to until per
 // client key, connection and model (groups, in that order, each by name);
 // rows without input are left out.
-func (s *Server) cacheRows(ctx context.Context, since, until time.Time, groups ...string) ([]web.CacheRow, error) {
+func CacheRows(ctx context.Context, st *store.Store, since, until time.Time, groups ...string) ([]web.CacheRow, error) {
 	var out []web.CacheRow
 	for _, g := range groups {
-		rows, err := s.store.RequestUsage(ctx, store.UsageQuery{GroupBy: g, Bucket: "day", Since: since, Until: until})
+		rows, err := st.RequestUsage(ctx, store.UsageQuery{GroupBy: g, Bucket: "day", Since: since, Until: until})
 		if err != nil {
 			return nil, err
 		}
@@ -48,17 +48,17 @@ func (s *Server) cacheRows(ctx context.Context, since, until time.Time, groups .
 	return out, nil
 }
 
-// cacheView is the prompt-cache table over the 24 hours before now.
-func (s *Server) cacheView(ctx context.Context, l *web.Localizer, now time.Time) (*web.CacheView, error) {
-	rows, err := s.cacheRows(ctx, now.Add(-24*time.Hour), now, cacheGroups...)
+// CacheView is the prompt-cache table over the 24 hours before now.
+func CacheView(ctx context.Context, st *store.Store, l *web.Localizer, now time.Time) (*web.CacheView, error) {
+	rows, err := CacheRows(ctx, st, now.Add(-24*time.Hour), now, CacheGroups...)
 	if err != nil {
 		return nil, err
 	}
 	return &web.CacheView{Range: l.T("cache.last24h"), Rows: rows}, nil
 }
 
-// cacheCSV is the prompt-cache table as CSV rows, with a header.
-func cacheCSV(rows []web.CacheRow) [][]string {
+// CacheCSV is the prompt-cache table as CSV rows, with a header.
+func CacheCSV(rows []web.CacheRow) [][]string {
 	out := [][]string{{"group", "name", "input_tokens", "cached_tokens", "cache_write_tokens", "cache_hit_ratio"}}
 	for _, r := range rows {
 		out = append(out, []string{r.Group, r.Name, strconv.FormatInt(r.Input, 10), strconv.FormatInt(r.Read, 10),
@@ -67,10 +67,10 @@ func cacheCSV(rows []web.CacheRow) [][]string {
 	return out
 }
 
-// costView ranks models, providers, connections and keys by cost from since
+// CostView ranks models, providers, connections and keys by cost from since
 // to until (rangeText names the range in words).
-func (s *Server) costView(ctx context.Context, rangeText string, since, until time.Time) (*web.CostView, error) {
-	rows, err := s.store.CostRanking(ctx, since, until)
+func CostView(ctx context.Context, st *store.Store, rangeText string, since, until time.Time) (*web.CostView, error) {
+	rows, err := st.CostRanking(ctx, since, until)
 	if err != nil {
 		return nil, err
 	}

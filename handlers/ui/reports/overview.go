@@ -1,4 +1,4 @@
-package ui
+package reports
 
 import (
 	"context"
@@ -8,36 +8,36 @@ import (
 	"github.com/gatehouse-dev/gatehouse/web"
 )
 
-// overviewRanges are the overview chart's time ranges: the last 15 minutes or hour
+// OverviewRanges are the overview chart's time ranges: the last 15 minutes or hour
 // by minute, the last day by hour, the last week by day.
-var overviewRanges = []usageRange{
+var OverviewRanges = []Range{
 	{"15m", 15 * time.Minute, "minute", "15:04"},
 	{"1h", time.Hour, "minute", "15:04"},
 	{"24h", 24 * time.Hour, "hour", "15:04"},
 	{"7d", 7 * 24 * time.Hour, "day", "01-02"},
 }
 
-// overviewRangeOf is the overview range named v, 1h by default.
-func overviewRangeOf(v string) usageRange {
-	for _, r := range overviewRanges {
-		if r.name == v {
+// OverviewRangeOf is the overview range named v, 1h by default.
+func OverviewRangeOf(v string) Range {
+	for _, r := range OverviewRanges {
+		if r.Name == v {
 			return r
 		}
 	}
-	return overviewRanges[1]
+	return OverviewRanges[1]
 }
 
-// overviewChart draws the requests of range rg ending at now from the request log's
+// OverviewChart draws the requests of range rg ending at now from the request log's
 // aggregates: served, failed and refused by Gatehouse per bucket, stacked.
-func (s *Server) overviewChart(ctx context.Context, l *web.Localizer, rg usageRange, now time.Time) (web.OverviewChart, error) {
-	step := map[string]time.Duration{"minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour}[rg.bucket]
+func OverviewChart(ctx context.Context, st *store.Store, l *web.Localizer, rg Range, now time.Time) (web.OverviewChart, error) {
+	step := map[string]time.Duration{"minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour}[rg.Bucket]
 	until := now.UTC().Truncate(step).Add(step)
-	if rg.bucket == "day" {
+	if rg.Bucket == "day" {
 		d := now.UTC()
 		until = time.Date(d.Year(), d.Month(), d.Day()+1, 0, 0, 0, 0, time.UTC)
 	}
-	since := until.Add(-rg.span)
-	rows, err := s.store.RequestUsage(ctx, store.UsageQuery{GroupBy: "connection", Bucket: rg.bucket, Since: since, Until: until})
+	since := until.Add(-rg.Span)
+	rows, err := st.RequestUsage(ctx, store.UsageQuery{GroupBy: "connection", Bucket: rg.Bucket, Since: since, Until: until})
 	if err != nil {
 		return web.OverviewChart{}, err
 	}
@@ -45,17 +45,17 @@ func (s *Server) overviewChart(ctx context.Context, l *web.Localizer, rg usageRa
 	index := map[time.Time]int{}
 	for b := since; b.Before(until); b = b.Add(step) {
 		index[b] = len(labels)
-		labels = append(labels, b.Format(rg.label))
+		labels = append(labels, b.Format(rg.Label))
 	}
 	n := len(labels)
 	ok, failed, rejected := requestSeries(rows, index, n)
-	v := web.OverviewChart{Range: rg.name, Chart: web.Chart{ID: "overview-requests",
-		Title: l.T("overview.chart.title", l.T("overview.range."+rg.name)), Desc: l.T("usage.requests.desc"),
+	v := web.OverviewChart{Range: rg.Name, Chart: web.Chart{ID: "overview-requests",
+		Title: l.T("overview.chart.title", l.T("overview.range."+rg.Name)), Desc: l.T("usage.requests.desc"),
 		Unit: l.T("usage.unit.requests"), Labels: labels, Empty: l.T("usage.empty"),
 		Series: []web.ChartSeries{{Name: l.T("usage.served"), Values: ok}, {Name: l.T("usage.failed"), Values: failed},
 			{Name: l.T("usage.rejected"), Values: rejected}}}}
-	for _, r := range overviewRanges {
-		v.Ranges = append(v.Ranges, web.Option{Value: r.name, Label: l.T("overview.range." + r.name)})
+	for _, r := range OverviewRanges {
+		v.Ranges = append(v.Ranges, web.Option{Value: r.Name, Label: l.T("overview.range." + r.Name)})
 	}
 	return v, nil
 }
