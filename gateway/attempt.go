@@ -86,6 +86,11 @@ func (x *exchange) payload(m string, addUsage bool) []byte {
 // registered after this one's have run). Without a length an early flush
 // would turn a body net/http could have sized into a chunked one.
 func (x *exchange) release(pm permit) {
+	if r, ok := pm.(admission.SoonReleaser); ok {
+		x.sized = false
+		r.ReleaseSoon()
+		return
+	}
 	if x.sized {
 		x.sized = false
 		if _, ok := pm.(admission.ClusterInFlight); ok {

@@ -26,6 +26,15 @@ type ClusterInFlight interface {
 	InFlightAt(gateKey string) (int, bool)
 }
 
+// SoonReleaser is implemented by grants whose Release waits for a round
+// trip to a shared store (gateway/cluster's leases): ReleaseSoon gives the
+// slots back without waiting for it. The gateway uses it once an attempt is
+// over, so the client's next request on the connection does not wait for
+// the round trip either.
+type SoonReleaser interface {
+	ReleaseSoon()
+}
+
 // Admitter is the admission controller the gateway drives: a Controller
 // through Local, or gateway/cluster's *Controller, whose caps hold across
 // replicas. Rejections are *Error (timeout, full queue), an error matching

@@ -117,6 +117,9 @@ type Controller struct {
 	wg      sync.WaitGroup
 	ps      *redis.PubSub
 	co      *coalescer // admit and release calls, pipelined together
+	// soon counts releases queued by ReleaseSoon (and their wake-ups) that
+	// are not through yet; Close waits for them.
+	soon sync.WaitGroup
 	// txRelease: releases are MULTI/EXEC transactions of plain commands
 	// (releaseTx), for a client that pipelines to one server; through a
 	// Redis Cluster client, release.lua.
@@ -234,6 +237,7 @@ func (c *Controller) Close(ctx context.Context) error {
 	c.stop()
 	_ = c.ps.Close()
 	c.wg.Wait()
+	c.soon.Wait()
 
 	c.mu.Lock()
 	held := make([]*lease, 0, len(c.leases))

@@ -20,6 +20,13 @@ import (
 // one pipeline is in flight at a time and a caller never leads more than
 // one. A caller that finds a pipeline in flight queues and waits for its
 // reply (or for the lead).
+//
+// A call queued with a finisher (runTxSoon: a release) is not waited for:
+// its caller returns at once, and whoever sends it runs the finisher with
+// the replies in. When such a call would lead, a goroutine of its own does,
+// for that pipeline only. Calls still go to Redis in the order they were
+// queued, so a release queued before an admit of this replica is applied
+// before it.
 type coalescer struct {
 	rdb     redis.UniversalClient
 	base    context.Context
@@ -47,6 +54,14 @@ type call struct {
 	tx     []redis.Cmder
 	cmd    *redis.Cmd
 	done   chan bool // true: lead the next pipeline; false: the reply is in
+	// fin, when set, is run by the sender once the replies are in; nobody
+	// waits on done.
+	fin finisher
+}
+
+// finisher reads the replies of a call nobody waits for (runTxSoon).
+type finisher interface {
+	finish()
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan bool, 1)} }}
@@ -88,6 +103,22 @@ func (p *coalescer) runTx(cmds []redis.Cmder) error {
 	return nil
 }
 
+// runTxSoon queues cmds as runTx does and returns at once; fin.finish runs
+// once their replies are in (each command holds its own), on the goroutine
+// that sent them.
+func (p *coalescer) runTxSoon(cmds []redis.Cmder, fin finisher) {
+	cl := callPool.Get().(*call)
+	cl.tx, cl.fin = cmds, fin
+	p.mu.Lock()
+	p.queue = append(p.queue, cl)
+	lead := !p.busy
+	p.busy = true
+	p.mu.Unlock()
+	if lead {
+		go p.lead()
+	}
+}
+
 func (p *coalescer) do(cl *call) *redis.Cmd {
 	p.mu.Lock()
 	p.queue = append(p.queue, cl)
@@ -107,7 +138,8 @@ func (p *coalescer) do(cl *call) *redis.Cmd {
 }
 
 // lead sends the queued calls as one pipeline, hands each its reply, and
-// passes the lead on to the first call queued meanwhile, if any.
+// passes the lead on to the first call queued meanwhile, if any: to its
+// caller, or to a goroutine of its own for a call nobody waits for.
 func (p *coalescer) lead() {
 	p.mu.Lock()
 	n := min(len(p.queue), maxBatch)
@@ -120,9 +152,17 @@ func (p *coalescer) lead() {
 	p.exec(batch)
 
 	// The leader's own call is batch[0] (it queued first, or was handed the
-	// lead as the first queued): its caller reads the reply on return.
-	for _, cl := range batch[1:] {
-		cl.done <- false
+	// lead as the first queued): its caller reads the reply on return,
+	// unless nobody waits for it.
+	for i, cl := range batch {
+		switch {
+		case cl.fin != nil:
+			cl.fin.finish()
+			*cl = call{done: cl.done}
+			callPool.Put(cl)
+		case i > 0:
+			cl.done <- false
+		}
 	}
 	clear(batch)
 	p.mu.Lock()
@@ -134,7 +174,11 @@ func (p *coalescer) lead() {
 		p.busy = false
 	}
 	p.mu.Unlock()
-	if next != nil {
+	switch {
+	case next == nil:
+	case next.fin != nil:
+		go p.lead()
+	default:
 		next.done <- true
 	}
 }

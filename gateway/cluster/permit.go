@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
@@ -50,7 +51,25 @@ func (l *lease) Release() {
 	}
 }
 
-var _ admission.ClusterInFlight = (*lease)(nil)
+// ReleaseSoon is Release without waiting for Redis's reply: the leases are
+// queued for the next pipeline and the caller goes on (a handler to its
+// connection's next request). The local counts drop at once; the slots are
+// free in Redis when the pipeline is applied, after any admit this replica
+// queued before and before any it queues after. A lease whose release
+// fails lapses within the TTL, as with Release.
+func (l *lease) ReleaseSoon() {
+	if l == nil || len(l.path) == 0 {
+		return
+	}
+	if err := l.releaseMode(context.Background(), releaseSoon); err != nil && unreachable(err) {
+		l.c.markDown(err)
+	}
+}
+
+var (
+	_ admission.ClusterInFlight = (*lease)(nil)
+	_ admission.SoonReleaser    = (*lease)(nil)
+)
 
 // InFlightAt implements admission.ClusterInFlight: the requests holding
 // gateKey across the cluster right after this one was admitted, itself
@@ -79,10 +98,24 @@ func (l *lease) Waited() time.Duration {
 	return l.waited
 }
 
+// How a lease's release goes to Redis.
+const (
+	releaseDirect   = iota // a call of its own, bounded by its context (Close)
+	releaseCoalesce        // through the coalescer, waiting for the reply (Release)
+	releaseSoon            // through the coalescer, not waiting (ReleaseSoon)
+)
+
 // release gives the leases back: through the coalescer when coalesce is set
 // (Release; ctx is then unused), else in a call of its own bounded by ctx
 // (Close).
 func (l *lease) release(ctx context.Context, coalesce bool) error {
+	if coalesce {
+		return l.releaseMode(ctx, releaseCoalesce)
+	}
+	return l.releaseMode(ctx, releaseDirect)
+}
+
+func (l *lease) releaseMode(ctx context.Context, mode int) error {
 	c := l.c
 	hold := time.Since(l.start)
 	c.mu.Lock()
@@ -123,9 +156,12 @@ func (l *lease) release(ctx context.Context, coalesce bool) error {
 	var n int
 	var err error
 	switch {
-	case coalesce && c.txRelease:
+	case mode == releaseSoon && c.txRelease:
+		c.releaseTxSoon(l.member, args[1:], hkeys[:sent], len(l.path))
+		return nil
+	case mode != releaseDirect && c.txRelease:
 		n, err = c.releaseTx(l.member, args[1:], hkeys[:sent])
-	case coalesce:
+	case mode != releaseDirect:
 		n, err = c.co.run(releaseScript, c.keys.queuedKeys, args).Int()
 	default:
 		n, err = releaseScript.Run(ctx, c.rdb, c.keys.queuedKeys, args...).Int()
@@ -133,14 +169,21 @@ func (l *lease) release(ctx context.Context, coalesce bool) error {
 	if err != nil {
 		return fmt.Errorf("cluster: release %s: %w", l.member, err)
 	}
-	if n < sent {
-		c.mu.Lock()
-		c.lostLeases += int64(sent - n)
-		c.mu.Unlock()
-		c.log.Warn("cluster: released a permit whose lease had expired",
-			slog.String("member", l.member), slog.Int("gates", len(l.path)), slog.Int("still_held", n))
-	}
+	c.countLost(l.member, len(l.path), sent, n)
 	return nil
+}
+
+// countLost counts the leases of a release that had expired already (sent
+// given back, n still there) and says so.
+func (c *Controller) countLost(member string, gates, sent, n int) {
+	if n >= sent {
+		return
+	}
+	c.mu.Lock()
+	c.lostLeases += int64(sent - n)
+	c.mu.Unlock()
+	c.log.Warn("cluster: released a permit whose lease had expired",
+		slog.String("member", member), slog.Int("gates", gates), slog.Int("still_held", n))
 }
 
 // fallbackPermit is a permit from the in-process controller used while
@@ -193,6 +236,17 @@ func (c *Controller) releaseTxCapped(member string, gates, hkeys []any, caps []i
 	if err := c.co.runTx(b.cmds[:b.nc]); err != nil {
 		return 0, err
 	}
+	n, wake := released(gates, removed[:len(gates)], hm, caps, held[:len(gates)])
+	if len(wake) > 0 {
+		return n, c.wake(wake)
+	}
+	return n, nil
+}
+
+// released reads a release transaction's replies: how many of the leases
+// were still there, and the gates where that freed a slot somebody waits
+// for (with caps: and the gate is below its cap after it).
+func released(gates []any, removed []*redis.IntCmd, hm *redis.SliceCmd, caps []int64, held []*redis.IntCmd) (int, []any) {
 	waiting := hm.Val()
 	n := 0
 	var wake []any
@@ -209,12 +263,82 @@ func (c *Controller) releaseTxCapped(member string, gates, hkeys []any, caps []i
 		}
 		wake = append(wake, gates[i])
 	}
-	if len(wake) > 0 {
-		ctx, cancel := c.op()
-		defer cancel()
-		if err := wakeScript.Run(ctx, c.rdb, c.keys.queuedKeys, wake...).Err(); err != nil {
-			return n, fmt.Errorf("wake: %w", err)
+	return n, wake
+}
+
+// wake publishes the first in line on each of gates (wake.lua).
+func (c *Controller) wake(gates []any) error {
+	ctx, cancel := c.op()
+	defer cancel()
+	if err := wakeScript.Run(ctx, c.rdb, c.keys.queuedKeys, gates...).Err(); err != nil {
+		return fmt.Errorf("wake: %w", err)
+	}
+	return nil
+}
+
+// softRelease is a release transaction nobody waits for (ReleaseSoon): its
+// commands, and what finish needs to read their replies.
+type softRelease struct {
+	c       *Controller
+	b       *txBuf
+	member  string
+	paths   int // gates on the lease's path, for the log
+	gates   [maxPath]any
+	ng      int
+	removed [maxPath]*redis.IntCmd
+	hm      *redis.SliceCmd
+}
+
+var softPool = sync.Pool{New: func() any { return new(softRelease) }}
+
+// releaseTxSoon queues releaseTx's transaction and returns; the replies are
+// read by finish, on the goroutine that sends them, which counts expired
+// leases and wakes waiters as releaseTx does (the wake on a goroutine of
+// its own: it is a round trip). Close waits for every one queued.
+func (c *Controller) releaseTxSoon(member string, gates, hkeys []any, paths int) {
+	r := softPool.Get().(*softRelease)
+	r.c, r.member, r.paths = c, member, paths
+	r.b = getTxBuf()
+	r.ng = copy(r.gates[:], gates)
+	var m any = member
+	for i, h := range hkeys {
+		a := r.b.argv(3)
+		a[0], a[1], a[2] = "zrem", h, m
+		r.removed[i] = r.b.intCmd(a...)
+	}
+	r.hm = r.b.hmgetQueued(c.queuedArg, r.gates[:r.ng])
+	c.soon.Add(1)
+	c.co.runTxSoon(r.b.cmds[:r.b.nc], r)
+}
+
+func (r *softRelease) finish() {
+	c := r.c
+	defer c.soon.Done()
+	gates := r.gates[:r.ng]
+	var err error
+	for _, cmd := range r.b.cmds[:r.b.nc] {
+		if err = cmd.Err(); err != nil {
+			break
 		}
 	}
-	return n, nil
+	if err != nil {
+		if unreachable(err) {
+			c.markDown(err) // the leases lapse within the TTL, as Release's do
+		}
+	} else {
+		n, wake := released(gates, r.removed[:r.ng], r.hm, nil, nil)
+		c.countLost(r.member, r.paths, r.ng, n)
+		if len(wake) > 0 {
+			c.soon.Add(1)
+			go func() {
+				defer c.soon.Done()
+				if err := c.wake(wake); err != nil && unreachable(err) {
+					c.markDown(err)
+				}
+			}()
+		}
+	}
+	r.b.put()
+	*r = softRelease{}
+	softPool.Put(r)
 }
