@@ -79,23 +79,13 @@ func (x *exchange) payload(m string, addUsage bool) []byte {
 }
 
 // release gives back the permit of an attempt that is over. A cluster
-// permit's release is a Redis round trip: when the whole answer, of a known
-// length, is written (relay set x.sized), it is sent to the client first, so
-// that the client does not wait for the round trip (everything else the
-// attempt does — usage, reservations, turns — is done by then, as the defers
-// registered after this one's have run). Without a length an early flush
-// would turn a body net/http could have sized into a chunked one.
+// permit's release is a Redis round trip: it is queued (ReleaseSoon), not
+// waited for, so neither the answer's last bytes nor the client's next
+// request on the connection wait for it.
 func (x *exchange) release(pm permit) {
 	if r, ok := pm.(admission.SoonReleaser); ok {
-		x.sized = false
 		r.ReleaseSoon()
 		return
-	}
-	if x.sized {
-		x.sized = false
-		if _, ok := pm.(admission.ClusterInFlight); ok {
-			_ = http.NewResponseController(x.w).Flush()
-		}
 	}
 	pm.Release()
 }

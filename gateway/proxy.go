@@ -285,9 +285,6 @@ type exchange struct {
 	pathBuf [1 + 4]admission.GateRef
 	// status is the HTTP status answered, for the client metrics.
 	status int
-	// sized: relay wrote the attempt's whole answer, with a Content-Length
-	// (release may send it before giving the permit back).
-	sized bool
 	// cur is the pick of the current attempt, set by the choice (zero when
 	// nothing can be tried); kept here, not on run's frame, which is under
 	// a queued request's wait.

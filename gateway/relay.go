@@ -89,8 +89,6 @@ func (x *exchange) relay(ctx context.Context, c *conn, resp *http.Response, tap 
 				sw.end(rest)
 			case len(rest) > 0:
 				_, _ = x.w.Write(rest)
-			case !flush && h.Get("Content-Length") != "":
-				x.sized = true
 			}
 			return true
 		}

@@ -59,10 +59,15 @@
 // Admit and release calls made together share one pipeline (coalesce.go): the caller that
 // finds none in flight sends everything queued so far and hands the lead on; a batch whose
 // transaction Redis discards (EXECABORT) is sent again call by call, so one refusal fails
-// no other. A non-streaming answer with a Content-Length is flushed to the client before
-// a cluster permit's release, so the release's round trip is not between the last byte
-// and the client's next request. Argument buffers are pooled and gate keys, caps and the
-// TTL boxed once, so the transactions allocate nothing of their own.
+// no other. The gateway gives a permit back with ReleaseSoon: the release is queued for
+// the next pipeline and nobody waits for its reply, so the release's round trip is
+// neither between the answer's last byte and the client nor between the handler and the
+// connection's next request. With no pipeline in flight a goroutine sends it; otherwise
+// it rides with the calls queued after it — the admits of the next requests, which it
+// precedes in Redis (calls go in the order queued). Its replies are read there
+// (expired leases counted, waiters woken as Release does), and Close waits for every
+// one. Argument buffers are pooled and gate keys, caps and the TTL boxed once, so the
+// transactions allocate nothing of their own.
 //
 // # Release and waking
 //
