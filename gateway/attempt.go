@@ -78,7 +78,8 @@ func (x *exchange) payload(m string, addUsage bool) []byte {
 	return x.body.alt
 }
 
-// release gives back the permit of an attempt that is over. A cluster
+// release gives back a permit: an attempt's that is over, or one that is not
+// used after all. A cluster
 // permit's release is a Redis round trip: it is queued (ReleaseSoon), not
 // waited for, so neither the answer's last bytes nor the client's next
 // request on the connection wait for it.

@@ -344,7 +344,7 @@ func (x *exchange) awaited(i uint8) (aerr *apiError, done bool) {
 	g.metrics.WaitSeconds.Observe(w.Seconds())
 	if !x.stillHealthy(t) {
 		// It cooled down, was suspended or broke while we waited.
-		permit.Release()
+		x.release(permit)
 		x.qRechoose = true
 		return nil, false
 	}
@@ -402,7 +402,7 @@ func (x *exchange) dispatchTurn(p pick, start time.Time) (pick, *apiError) {
 	}
 	if aerr := x.takeTurn(c, start, x.request(p.t).MaxWait); aerr != nil {
 		x.kturn.GiveBack()
-		p.permit.Release()
+		x.release(p.permit)
 		p.done(health.ErrExcluded)
 		return pick{}, aerr
 	}
@@ -418,7 +418,7 @@ func (x *exchange) admitted(t *target, i int, pm permit) (pick, bool) {
 	}
 	done, ok := t.c.health.Allow()
 	if !ok {
-		pm.Release()
+		x.release(pm)
 		return pick{}, false
 	}
 	return pick{t: t, idx: i, permit: pm, done: done}, true
