@@ -79,10 +79,9 @@ func (x *exchange) payload(m string, addUsage bool) []byte {
 }
 
 // release gives back a permit: an attempt's that is over, or one that is not
-// used after all. A cluster
-// permit's release is a Redis round trip: it is queued (ReleaseSoon), not
-// waited for, so neither the answer's last bytes nor the client's next
-// request on the connection wait for it.
+// used after all. A cluster permit's release is a Redis round trip: it is
+// queued (ReleaseSoon), not waited for, so neither the answer's last bytes
+// nor the client's next request on the connection wait for it.
 func (x *exchange) release(pm permit) {
 	if r, ok := pm.(admission.SoonReleaser); ok {
 		r.ReleaseSoon()
