@@ -26,6 +26,12 @@ type txBuf struct {
 	n    int
 	cmds [3*maxPath + 1]redis.Cmder
 	nc   int
+	// The commands themselves, reused with the buffer: a go-redis command
+	// built with NewIntCmd is an allocation each.
+	ints   [3 * maxPath]redis.IntCmd
+	ni     int
+	slices [1]redis.SliceCmd
+	ns     int
 }
 
 // txArgs bounds the arguments of one transaction: the admit's HMGET (2 +
@@ -41,7 +47,9 @@ func getTxBuf() *txBuf { return txPool.Get().(*txBuf) }
 func (b *txBuf) put() {
 	clear(b.args[:b.n])
 	clear(b.cmds[:b.nc])
-	b.n, b.nc = 0, 0
+	clear(b.ints[:b.ni])
+	clear(b.slices[:b.ns])
+	b.n, b.nc, b.ni, b.ns = 0, 0, 0, 0
 	txPool.Put(b)
 }
 
@@ -53,14 +61,18 @@ func (b *txBuf) argv(n int) []any {
 }
 
 func (b *txBuf) intCmd(args ...any) *redis.IntCmd {
-	cmd := redis.NewIntCmd(context.Background(), args...)
+	cmd := &b.ints[b.ni]
+	b.ni++
+	*cmd = *redis.NewIntCmd(context.Background(), args...)
 	b.cmds[b.nc] = cmd
 	b.nc++
 	return cmd
 }
 
 func (b *txBuf) sliceCmd(args ...any) *redis.SliceCmd {
-	cmd := redis.NewSliceCmd(context.Background(), args...)
+	cmd := &b.slices[b.ns]
+	b.ns++
+	*cmd = *redis.NewSliceCmd(context.Background(), args...)
 	b.cmds[b.nc] = cmd
 	b.nc++
 	return cmd

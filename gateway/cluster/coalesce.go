@@ -223,7 +223,7 @@ func (p *coalescer) exec(batch []*call) {
 	}
 	_, _ = pipe.Exec(ctx) // each call's error is in its cmd
 	for _, cl := range batch {
-		if cl.script != nil && redis.HasErrorPrefix(cl.cmd.Err(), "NOSCRIPT") {
+		if cl.script != nil && cl.cmd.Err() != nil && redis.HasErrorPrefix(cl.cmd.Err(), "NOSCRIPT") {
 			cl.cmd = cl.script.Run(ctx, p.rdb, cl.keys, cl.args...)
 		}
 	}
@@ -235,7 +235,8 @@ func (p *coalescer) exec(batch []*call) {
 func aborted(batch []*call) bool {
 	for _, cl := range batch {
 		for _, c := range cl.tx {
-			if redis.HasErrorPrefix(c.Err(), "EXECABORT") {
+			// Err first: HasErrorPrefix allocates even for a nil error.
+			if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "EXECABORT") {
 				return true
 			}
 		}
