@@ -74,3 +74,23 @@ func TestAppendJSONStringInvalidUTF8(t *testing.T) {
 		}
 	}
 }
+
+// TestScanNumberGluedToLetterSameForEveryLetter: a number followed by a
+// letter gets one verdict whatever the letter, the first and last of each
+// case's range as the middle ones: the scanner's idea of where a word ends
+// (which decides what it accepts) has no hole at a range's edge.
+func TestScanNumberGluedToLetterSameForEveryLetter(t *testing.T) {
+	t.Parallel()
+	verdict := func(c byte) error {
+		_, err := Scan([]byte(`{"model":"m","x":1` + string(c) + `}`))
+		return err
+	}
+	want := verdict('m')
+	for _, r := range []struct{ lo, hi byte }{{'a', 'z'}, {'A', 'Z'}} {
+		for c := r.lo; c <= r.hi; c++ {
+			if got := verdict(c); got != want {
+				t.Errorf("number glued to %q: %v, want %v (as for 'm')", c, got, want)
+			}
+		}
+	}
+}
