@@ -94,3 +94,26 @@ func TestScanNumberGluedToLetterSameForEveryLetter(t *testing.T) {
 		}
 	}
 }
+
+// TestScanChoices: the number of answers asked for (which multiplies a
+// budget reservation's output) is a positive n or candidateCount; zero,
+// negative or non-integer counts are no count and do not clear one already
+// read.
+func TestScanChoices(t *testing.T) {
+	t.Parallel()
+	for body, want := range map[string]int64{
+		`{"model":"m"}`:         0,
+		`{"model":"m","n":3}`:   3,
+		`{"model":"m","n":0}`:   0,
+		`{"model":"m","n":-2}`:  0,
+		`{"model":"m","n":"3"}`: 0,
+		`{"model":"m","generationConfig":{"candidateCount":2}}`:        2,
+		`{"model":"m","n":3,"generationConfig":{"candidateCount":0}}`:  3,
+		`{"model":"m","n":3,"generationConfig":{"candidateCount":-1}}`: 3,
+	} {
+		info, err := Scan([]byte(body))
+		if err != nil || info.Choices != want {
+			t.Errorf("Scan(%s): Choices %d, err %v; want %d", body, info.Choices, err, want)
+		}
+	}
+}
