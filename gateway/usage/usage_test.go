@@ -58,6 +58,13 @@ func TestUsageTap(t *testing.T) {
 			wantOut: "event: chunk\r\n" + `data: { "choices":[{"delta":{"content":"x"}}]}` + "\n\n"},
 		{name: "stripping keeps an unterminated last event", body: "data: {\"a\":1}\n\ndata: [DONE]", sse: true, strip: true,
 			wantOut: "data: {\"a\":1}\n\ndata: [DONE]"},
+		// Only a line that starts with "data:" is data: a comment or another
+		// field that holds "data:" after its start, or starts as it does, is
+		// not read.
+		{name: "data: inside another line is not data", sse: true, want: 7, body: `data: {"choices":[],"usage":{"total_tokens":7}}` + "\n" +
+			`: data: {"usage":{"total_tokens":99}}` + "\n\n" +
+			`id: data:{"usage":{"total_tokens":98}}` + "\n" + `event: xdata:{"usage":{"total_tokens":97}}` + "\n\n" +
+			`dat {"usage":{"total_tokens":96}}` + "\n" + `datum: {"usage":{"total_tokens":95}}` + "\n\n"},
 	}
 	for _, tc := range tests {
 		for _, step := range []int{len(tc.body), 1, 7} {
