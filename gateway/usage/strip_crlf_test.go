@@ -88,3 +88,40 @@ func TestStripAfterUnterminatedString(t *testing.T) {
 		}
 	}
 }
+
+// TestStripHoldsAnEventUpToTheBound: an event still under way is held back
+// (so that its usage can be stripped) while it is at most maxEventStrip bytes;
+// one byte more and stripping ends, the event going out whole. The usage is
+// counted either way.
+func TestStripHoldsAnEventUpToTheBound(t *testing.T) {
+	t.Parallel()
+	const head = `data: {"choices":[],"usage":{"total_tokens":5},"pad":"`
+	const tail = `"}` + "\n" // the blank line's "\n" comes in a read of its own
+	for _, tc := range []struct {
+		name string
+		held int // bytes held when the first read ends
+		want string
+	}{
+		{"at the bound", maxEventStrip, "data: [DONE]\n\n"},
+		{"one byte over", maxEventStrip + 1, ""}, // want: the event itself, then [DONE]
+	} {
+		ev := head + strings.Repeat("x", tc.held-len(head)-len(tail)) + tail
+		want := tc.want
+		if want == "" {
+			want = ev + "\n" + "data: [DONE]\n\n"
+		}
+		tap := NewTap(true, true)
+		var out []byte
+		for _, p := range []string{ev, "\n", "data: [DONE]\n\n"} {
+			out = append(out, tap.Feed([]byte(p))...)
+		}
+		out = append(out, tap.Flushed()...)
+		if string(out) != want {
+			t.Errorf("%s: client gets %d bytes starting %.60q, want %d starting %.60q", tc.name, len(out), out, len(want), want)
+		}
+		if got := tap.Tokens(); got != 5 {
+			t.Errorf("%s: tokens = %d, want 5", tc.name, got)
+		}
+		tap.Release()
+	}
+}
