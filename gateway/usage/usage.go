@@ -386,7 +386,8 @@ const (
 )
 
 // stringStop returns the index of the first quote or backslash in b (with
-// lines, also of the first CR or LF), -1 if there is none. IndexByte is
+// lines, also of the first LF: an event stream's line ends even inside a
+// string; a CR changes no state there), -1 if there is none. IndexByte is
 // vectorised; each later search only looks before the earliest stop so far.
 func stringStop(b []byte, lines bool) int {
 	k := bytes.IndexByte(b, '"')
@@ -398,9 +399,6 @@ func stringStop(b []byte, lines bool) int {
 	}
 	if lines {
 		if e := bytes.IndexByte(b[:k], '\n'); e >= 0 {
-			k = e
-		}
-		if e := bytes.IndexByte(b[:k], '\r'); e >= 0 {
 			k = e
 		}
 	}
