@@ -202,9 +202,7 @@ func detailsCached(obj []byte) (n int64, ok bool) {
 // jsonInteger reports whether v is a JSON number without fraction or
 // exponent: an optional minus, then 0 or digits not starting with 0.
 func jsonInteger(v []byte) bool {
-	if len(v) > 0 && v[0] == '-' {
-		v = v[1:]
-	}
+	v = bytes.TrimPrefix(v, []byte("-"))
 	if len(v) == 0 || (v[0] == '0' && len(v) > 1) {
 		return false
 	}
