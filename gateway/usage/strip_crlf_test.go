@@ -96,14 +96,14 @@ func TestStripAfterUnterminatedString(t *testing.T) {
 // TestStripHoldsAnEventUpToTheBound: an event still under way is held back
 // (so that its usage can be stripped) while it is at most maxEventStrip bytes;
 // one byte more and stripping ends, the event going out whole. The usage is
-// counted either way.
+// counted either way. The event comes in reads of 4 KiB, as a relay reads it.
 func TestStripHoldsAnEventUpToTheBound(t *testing.T) {
 	t.Parallel()
 	const head = `data: {"choices":[],"usage":{"total_tokens":5},"pad":"`
 	const tail = `"}` + "\n" // the blank line's "\n" comes in a read of its own
 	for _, tc := range []struct {
 		name string
-		held int // bytes held when the first read ends
+		held int // bytes held when the event's last read ends
 		want string
 	}{
 		{"at the bound", maxEventStrip, "data: [DONE]\n\n"},
@@ -116,7 +116,10 @@ func TestStripHoldsAnEventUpToTheBound(t *testing.T) {
 		}
 		tap := NewTap(true, true)
 		var out []byte
-		for _, p := range []string{ev, "\n", "data: [DONE]\n\n"} {
+		for i := 0; i < len(ev); i += 4 << 10 {
+			out = append(out, tap.Feed([]byte(ev[i:min(i+4<<10, len(ev))]))...)
+		}
+		for _, p := range []string{"\n", "data: [DONE]\n\n"} {
 			out = append(out, tap.Feed([]byte(p))...)
 		}
 		out = append(out, tap.Flushed()...)
