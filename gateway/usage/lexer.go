@@ -132,11 +132,11 @@ func (s *scanner) value(depth int) bool {
 	case c == 'n':
 		return s.lit("null")
 	case c == '-' || c >= '0' && c <= '9':
-		start := s.i
+		// c is a word byte itself: the number is at least c.
 		for s.i < len(s.b) && isWordByte(s.b[s.i]) {
 			s.i++
 		}
-		return s.i > start
+		return true
 	}
 	return false
 }

@@ -15,14 +15,16 @@ type Request struct {
 	// Model is the value of the top-level "model".
 	Model string
 	// modelStart and modelEnd delimit the model's JSON string literal, quotes
-	// included, so the value can be replaced without re-encoding anything else.
+	// included, so the value can be replaced without re-encoding anything else
+	// (modelEnd 0: no model yet; a value never ends at 0, where the body's
+	// '{' is).
 	modelStart, modelEnd int
 	// Stream is the top-level "stream".
 	Stream bool
 	// objStart is the offset just past the body's opening brace.
 	objStart int
 	// streamOptStart and streamOptEnd delimit the value of a top-level
-	// "stream_options" (-1 when absent).
+	// "stream_options" (end 0 when absent).
 	streamOptStart, streamOptEnd int
 	// IncludeUsage is stream_options.include_usage.
 	IncludeUsage bool
@@ -96,7 +98,7 @@ var (
 // members of the JSON object b. Values of other members are skipped with only
 // enough checking to find where they end; the upstream validates the rest.
 func Scan(b []byte) (Request, error) {
-	info := Request{modelStart: -1, modelEnd: -1, streamOptStart: -1, streamOptEnd: -1}
+	var info Request
 	s := scanner{b: b}
 	s.ws()
 	if !s.eat('{') {
@@ -135,7 +137,7 @@ func Scan(b []byte) (Request, error) {
 				}
 				return info, ErrSyntax
 			}
-			if info.modelStart >= 0 {
+			if info.modelEnd != 0 {
 				return info, ErrDupModel
 			}
 			info.modelStart, info.modelEnd = vs, ve
@@ -227,7 +229,7 @@ func Scan(b []byte) (Request, error) {
 				if !s.value(0) {
 					return info, ErrSyntax
 				}
-			} else if !esc && ve-vs > 2 {
+			} else if !esc {
 				info.PromptCacheKey = string(s.b[vs+1 : ve-1])
 			}
 		case "metadata":
@@ -251,7 +253,7 @@ func Scan(b []byte) (Request, error) {
 				info.IncludeUsage = so.IncludeUsage
 			}
 		default:
-			if len(key) >= len("model") && len(key) <= 3*len("model") && foldsToModel(key) {
+			if foldsToModel(key) {
 				return info, ErrFoldedModel
 			}
 			if !s.value(0) {
@@ -271,7 +273,7 @@ func Scan(b []byte) (Request, error) {
 	if s.i != len(s.b) {
 		return info, ErrSyntax
 	}
-	if info.modelStart < 0 || info.Model == "" {
+	if info.modelEnd == 0 || info.Model == "" {
 		return info, ErrNoModel
 	}
 	return info, nil
@@ -325,7 +327,7 @@ func metadataUserID(v []byte) string {
 		s.ws()
 		if string(s.b[ks:ke]) == `"user_id"` {
 			vs, ve, esc, ok := s.str()
-			if !ok || esc || ve-vs <= 2 {
+			if !ok || esc {
 				return ""
 			}
 			return string(s.b[vs+1 : ve-1])
@@ -394,7 +396,7 @@ func RewriteBody(dst, body []byte, info Request, model string, addUsage bool) []
 		n++
 	}
 	if addUsage {
-		if info.streamOptStart < 0 {
+		if info.streamOptEnd == 0 {
 			edits[n] = edit{info.objStart, info.objStart, []byte(includeUsageMember)}
 		} else {
 			edits[n] = edit{info.streamOptStart, info.streamOptEnd, withIncludeUsage(body[info.streamOptStart:info.streamOptEnd])}

@@ -74,3 +74,46 @@ func TestAppendJSONStringInvalidUTF8(t *testing.T) {
 		}
 	}
 }
+
+// TestScanNumberGluedToLetterSameForEveryLetter: a number followed by a
+// letter gets one verdict whatever the letter, the first and last of each
+// case's range as the middle ones: the scanner's idea of where a word ends
+// (which decides what it accepts) has no hole at a range's edge.
+func TestScanNumberGluedToLetterSameForEveryLetter(t *testing.T) {
+	t.Parallel()
+	verdict := func(c byte) error {
+		_, err := Scan([]byte(`{"model":"m","x":1` + string(c) + `}`))
+		return err
+	}
+	want := verdict('m')
+	for _, r := range []struct{ lo, hi byte }{{'a', 'z'}, {'A', 'Z'}} {
+		for c := r.lo; c <= r.hi; c++ {
+			if got := verdict(c); got != want {
+				t.Errorf("number glued to %q: %v, want %v (as for 'm')", c, got, want)
+			}
+		}
+	}
+}
+
+// TestScanChoices: the number of answers asked for (which multiplies a
+// budget reservation's output) is a positive n or candidateCount; zero,
+// negative or non-integer counts are no count and do not clear one already
+// read.
+func TestScanChoices(t *testing.T) {
+	t.Parallel()
+	for body, want := range map[string]int64{
+		`{"model":"m"}`:         0,
+		`{"model":"m","n":3}`:   3,
+		`{"model":"m","n":0}`:   0,
+		`{"model":"m","n":-2}`:  0,
+		`{"model":"m","n":"3"}`: 0,
+		`{"model":"m","generationConfig":{"candidateCount":2}}`:        2,
+		`{"model":"m","n":3,"generationConfig":{"candidateCount":0}}`:  3,
+		`{"model":"m","n":3,"generationConfig":{"candidateCount":-1}}`: 3,
+	} {
+		info, err := Scan([]byte(body))
+		if err != nil || info.Choices != want {
+			t.Errorf("Scan(%s): Choices %d, err %v; want %d", body, info.Choices, err, want)
+		}
+	}
+}

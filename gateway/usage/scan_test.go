@@ -204,11 +204,57 @@ func TestScanParts(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("parts mismatch (-want +got):\n%s", diff)
 			}
+			// A part the request lacks is nil, not empty: affinity tells
+			// them apart.
+			for i, part := range [][]byte{sys, tools, first} {
+				if (part == nil) != (want[i] == "") {
+					t.Errorf("part %d = %q (nil %v), want nil only when absent", i, part, part == nil)
+				}
+			}
 		})
 	}
 	for _, bad := range []string{`{"model":"m","messages":[{"role":}]}`, `{"model":"m","messages":[1,]}`, `{"model":"m","tools":[}`} {
 		if _, err := Scan([]byte(bad)); !errors.Is(err, ErrSyntax) {
 			t.Errorf("Scan(%s) = %v, want ErrSyntax", bad, err)
 		}
+	}
+}
+
+// TestScanLastTwo: the scan marks the last two messages of the conversation
+// (the session guard compares them to spot a client in a loop), nil for
+// those the request lacks: a request without them must not read as one
+// whose messages are empty.
+func TestScanLastTwo(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, body string
+		prev, last string // "": nil
+	}{
+		{name: "three messages", body: `{"model":"m","messages":[{"n":1},{"n":2},{"n":3}]}`, prev: `{"n":2}`, last: `{"n":3}`},
+		{name: "two messages, spaced", body: `{"messages":[ {"n":1} , "two" ],"model":"m"}`, prev: `{"n":1}`, last: `"two"`},
+		{name: "one message", body: `{"model":"m","messages":[{"n":1}]}`, last: `{"n":1}`},
+		{name: "input array", body: `{"model":"m","input":[[1],[2]]}`, prev: `[1]`, last: `[2]`},
+		{name: "input string", body: `{"model":"m","input":"hello"}`},
+		{name: "empty messages", body: `{"model":"m","messages":[]}`},
+		{name: "no messages", body: `{"model":"m"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := []byte(tc.body)
+			info, err := Scan(b)
+			if err != nil {
+				t.Fatalf("Scan: %v", err)
+			}
+			prev, last := info.LastTwo(b)
+			for _, p := range []struct {
+				name string
+				got  []byte
+				want string
+			}{{"prev", prev, tc.prev}, {"last", last, tc.last}} {
+				if string(p.got) != p.want || (p.got == nil) != (p.want == "") {
+					t.Errorf("%s = %q (nil %v), want %q (nil only when absent)", p.name, p.got, p.got == nil, p.want)
+				}
+			}
+		})
 	}
 }

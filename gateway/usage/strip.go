@@ -56,8 +56,7 @@ func usageMember(obj []byte) (start, end int, choices, ok bool) {
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return 0, 0, false, false
 	}
-	start = -1
-	first := true
+	found, first := false, true
 	for dec.More() {
 		from := int(dec.InputOffset())
 		k, err := dec.Token()
@@ -71,10 +70,10 @@ func usageMember(obj []byte) (start, end int, choices, ok bool) {
 		to := int(dec.InputOffset())
 		switch k {
 		case "usage":
-			if start >= 0 {
+			if found {
 				return 0, 0, false, false // twice: not ours to pick
 			}
-			start, end = from, to
+			found, start, end = true, from, to
 			if first {
 				// The first member: cut the comma after it instead.
 				rest := obj[to:]
@@ -92,5 +91,5 @@ func usageMember(obj []byte) (start, end int, choices, ok bool) {
 		}
 		first = false
 	}
-	return start, end, choices, start >= 0
+	return start, end, choices, found
 }

@@ -64,8 +64,12 @@ func TestStripUsageKeepsWhatItCannotRead(t *testing.T) {
 // stripped, whatever the size of the reads.
 func TestStripAfterUnterminatedString(t *testing.T) {
 	t.Parallel()
-	for _, nl := range []string{"\n", "\r\n"} {
-		broken := `data: {"choices":[{"delta":{"content":"abc` + nl + nl
+	// A short string is scanned byte by byte, a longer one skipped up to
+	// its next quote, backslash or line end (stringStop), which with reads
+	// of one byte is the read's first.
+	for _, tc := range []struct{ nl, text string }{{"\n", "abc"}, {"\r\n", "abc"}, {"\n", "abcdefgh"}, {"\r\n", "abcdefgh"}} {
+		nl := tc.nl
+		broken := `data: {"choices":[{"delta":{"content":"` + tc.text + nl + nl
 		next := `data: {"choices":[{"delta":{"content":"x"}}],"usage":null}` + nl + nl
 		usageChunk := `data: {"choices":[],"usage":{"total_tokens":7}}` + nl + nl
 		done := "data: [DONE]" + nl + nl
@@ -86,5 +90,76 @@ func TestStripAfterUnterminatedString(t *testing.T) {
 			}
 			tap.Release()
 		}
+	}
+}
+
+// TestStripHoldsAnEventUpToTheBound: an event still under way is held back
+// (so that its usage can be stripped) while it is at most maxEventStrip bytes;
+// one byte more and stripping ends, the event going out whole. The usage is
+// counted either way. The event comes in reads of 4 KiB, as a relay reads it.
+func TestStripHoldsAnEventUpToTheBound(t *testing.T) {
+	t.Parallel()
+	const head = `data: {"choices":[],"usage":{"total_tokens":5},"pad":"`
+	const tail = `"}` + "\n" // the blank line's "\n" comes in a read of its own
+	for _, tc := range []struct {
+		name string
+		held int // bytes held when the event's last read ends
+		want string
+	}{
+		{"at the bound", maxEventStrip, "data: [DONE]\n\n"},
+		{"one byte over", maxEventStrip + 1, ""}, // want: the event itself, then [DONE]
+	} {
+		ev := head + strings.Repeat("x", tc.held-len(head)-len(tail)) + tail
+		want := tc.want
+		if want == "" {
+			want = ev + "\n" + "data: [DONE]\n\n"
+		}
+		tap := NewTap(true, true)
+		var out []byte
+		for i := 0; i < len(ev); i += 4 << 10 {
+			out = append(out, tap.Feed([]byte(ev[i:min(i+4<<10, len(ev))]))...)
+		}
+		for _, p := range []string{"\n", "data: [DONE]\n\n"} {
+			out = append(out, tap.Feed([]byte(p))...)
+		}
+		out = append(out, tap.Flushed()...)
+		if string(out) != want {
+			t.Errorf("%s: client gets %d bytes starting %.60q, want %d starting %.60q", tc.name, len(out), out, len(want), want)
+		}
+		if got := tap.Tokens(); got != 5 {
+			t.Errorf("%s: tokens = %d, want 5", tc.name, got)
+		}
+		tap.Release()
+	}
+}
+
+// TestStripReadsOfOneLine: an upstream that flushes line by line, so that
+// each read ends right after a line end, LF or CRLF framed: every event but
+// the usage chunk reaches the client as it was sent, and its tokens are
+// counted.
+func TestStripReadsOfOneLine(t *testing.T) {
+	t.Parallel()
+	for _, nl := range []string{"\n", "\r\n"} {
+		events := []string{
+			`data: {"id":"c","choices":[{"delta":{"role":"assistant"}}]}` + nl + nl,
+			"event: chunk" + nl + `data: {"id":"c","choices":[{"delta":{"content":"hi"}}]}` + nl + nl,
+			": keep-alive" + nl + nl,
+		}
+		usageChunk := `data: {"id":"c","choices":[],"usage":{"total_tokens":12}}` + nl + nl
+		body := strings.Join(events, "") + usageChunk + "data: [DONE]" + nl + nl
+		want := strings.Join(events, "") + "data: [DONE]" + nl + nl
+		tap := NewTap(true, true)
+		var out []byte
+		for line := range strings.Lines(body) {
+			out = append(out, tap.Feed([]byte(line))...)
+		}
+		out = append(out, tap.Flushed()...)
+		if string(out) != want {
+			t.Errorf("%q framing: client gets\n%q\nwant\n%q", nl, out, want)
+		}
+		if got := tap.Tokens(); got != 12 {
+			t.Errorf("%q framing: tokens = %d, want 12", nl, got)
+		}
+		tap.Release()
 	}
 }

@@ -16,7 +16,7 @@ type Tap struct {
 	sse   bool
 	strip bool
 
-	lineLen  int  // bytes of the current line, '\r' not counted
+	inLine   bool // the current line has a byte other than '\r'
 	prefix   int  // bytes of "data:" matched at the line start, -1 on mismatch
 	inData   bool // in the payload of a data: line
 	dataSeen bool // the current event had a data line already
@@ -133,7 +133,7 @@ func (t *Tap) scanSSE(p []byte) {
 		}
 		if t.inData && t.js.skippable() {
 			// As in jsonUsage.feed; a line end matters here too. The skipped
-			// bytes only lengthen the line.
+			// bytes are in a line already begun (with "data:").
 			k := stringStop(p[i:], true)
 			if k < 0 {
 				k = len(p) - i
@@ -141,7 +141,6 @@ func (t *Tap) scanSSE(p []byte) {
 			if t.strip {
 				t.ev = append(t.ev, p[i:i+k]...)
 			}
-			t.lineLen += k
 			if i += k; i == len(p) {
 				return
 			}
@@ -152,22 +151,22 @@ func (t *Tap) scanSSE(p []byte) {
 		}
 		switch {
 		case c == '\n':
-			if t.lineLen == 0 {
+			if !t.inLine {
 				t.endEvent()
 			} else if t.inData {
 				t.js.feedByte('\n')
 			}
-			t.lineLen, t.prefix, t.inData = 0, 0, false
+			t.inLine, t.prefix, t.inData = false, 0, false
 			continue
 		case c == '\r':
 			continue
 		}
-		t.lineLen++
+		t.inLine = true
 		if t.inData {
 			t.js.feedByte(c)
 			continue
 		}
-		if t.prefix >= 0 && t.prefix < 5 {
+		if t.prefix >= 0 { // 5 is inData, gone on above
 			if c == "data:"[t.prefix] {
 				t.prefix++
 				if t.prefix == 5 {
@@ -185,10 +184,12 @@ func (t *Tap) scanSSE(p []byte) {
 var usageKey = []byte("usage")
 
 // atEventStart reports whether the scan stands at the start of an event:
-// a new line, no data seen, nothing held, the JSON scanner reset.
+// a new line, no data seen, nothing held. The rest follows: a line not begun
+// has matched nothing of "data:" and is in no payload; the JSON scanner is
+// fed only data and reset with dataSeen at each event's end, and only data
+// finds a usage object (dropEv).
 func (t *Tap) atEventStart() bool {
-	return t.lineLen == 0 && t.prefix == 0 && !t.inData && !t.dataSeen && len(t.ev) == 0 && !t.dropEv &&
-		t.js.depth == 0 && !t.js.inStr && !t.js.capturing && t.js.afterKey == 0
+	return !t.inLine && !t.dataSeen && len(t.ev) == 0
 }
 
 // sseEventEnd returns the length of b's first event, up to and including

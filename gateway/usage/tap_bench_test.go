@@ -1,3 +1,9 @@
+//go:build !mutate
+
+// Left out of mutation runs (scripts/mutate builds usage with the tag
+// mutate): a benchmark kills no mutant, and its fake upstream and net/http
+// would be linked into every mutant's test binary, a third of its build.
+
 package usage
 
 import (

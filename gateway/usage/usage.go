@@ -202,9 +202,7 @@ func detailsCached(obj []byte) (n int64, ok bool) {
 // jsonInteger reports whether v is a JSON number without fraction or
 // exponent: an optional minus, then 0 or digits not starting with 0.
 func jsonInteger(v []byte) bool {
-	if len(v) > 0 && v[0] == '-' {
-		v = v[1:]
-	}
+	v = bytes.TrimPrefix(v, []byte("-"))
 	if len(v) == 0 || (v[0] == '0' && len(v) > 1) {
 		return false
 	}
@@ -386,7 +384,8 @@ const (
 )
 
 // stringStop returns the index of the first quote or backslash in b (with
-// lines, also of the first CR or LF), -1 if there is none. IndexByte is
+// lines, also of the first LF: an event stream's line ends even inside a
+// string; a CR changes no state there), -1 if there is none. IndexByte is
 // vectorised; each later search only looks before the earliest stop so far.
 func stringStop(b []byte, lines bool) int {
 	k := bytes.IndexByte(b, '"')
@@ -398,9 +397,6 @@ func stringStop(b []byte, lines bool) int {
 	}
 	if lines {
 		if e := bytes.IndexByte(b[:k], '\n'); e >= 0 {
-			k = e
-		}
-		if e := bytes.IndexByte(b[:k], '\r'); e >= 0 {
 			k = e
 		}
 	}

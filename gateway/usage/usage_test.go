@@ -25,6 +25,7 @@ func TestUsageTap(t *testing.T) {
 		{name: "nested usage ignored in a body", body: `{"data":{"usage":{"total_tokens":5}},"x":1}`, want: 0},
 		{name: "null usage", body: `{"usage":null}`, want: 0},
 		{name: "escaped key", body: `{"usag\u0065":{"total_tokens":5}}`, want: 0},
+		{name: "key with an escape before its last letter", body: `{"usag\/e":{"total_tokens":5}}`, want: 0},
 		{name: "no usage", body: `{"error":{"message":"bad"}}`, want: 0},
 		{name: "openai stream", body: openAIStream, sse: true, want: 12},
 		{name: "openai stream stripped", body: openAIStream, sse: true, strip: true, want: 12,
@@ -58,6 +59,13 @@ func TestUsageTap(t *testing.T) {
 			wantOut: "event: chunk\r\n" + `data: { "choices":[{"delta":{"content":"x"}}]}` + "\n\n"},
 		{name: "stripping keeps an unterminated last event", body: "data: {\"a\":1}\n\ndata: [DONE]", sse: true, strip: true,
 			wantOut: "data: {\"a\":1}\n\ndata: [DONE]"},
+		// Only a line that starts with "data:" is data: a comment or another
+		// field that holds "data:" after its start, or starts as it does, is
+		// not read.
+		{name: "data: inside another line is not data", sse: true, want: 7, body: `data: {"choices":[],"usage":{"total_tokens":7}}` + "\n" +
+			`: data: {"usage":{"total_tokens":99}}` + "\n\n" +
+			`id: data:{"usage":{"total_tokens":98}}` + "\n" + `event: xdata:{"usage":{"total_tokens":97}}` + "\n\n" +
+			`dat {"usage":{"total_tokens":96}}` + "\n" + `datum: {"usage":{"total_tokens":95}}` + "\n\n"},
 	}
 	for _, tc := range tests {
 		for _, step := range []int{len(tc.body), 1, 7} {
@@ -189,5 +197,27 @@ func TestDecodeUsage(t *testing.T) {
 				t.Errorf("%s: %s = %v/%d, json.Unmarshal %v", in, usageNames[i], f.has[i], f.v[i], p)
 			}
 		}
+	}
+}
+
+// TestUsageObjectBound: a usage object of up to maxUsageObject bytes is read;
+// a larger one is ignored rather than buffered without end.
+func TestUsageObjectBound(t *testing.T) {
+	t.Parallel()
+	obj := func(size int) string {
+		const head, tail = `{"total_tokens":5,"pad":"`, `"}`
+		return head + strings.Repeat("x", size-len(head)-len(tail)) + tail
+	}
+	for _, tc := range []struct {
+		size int
+		want int64
+	}{{maxUsageObject, 5}, {maxUsageObject + 1, 0}} {
+		body := `{"usage":` + obj(tc.size) + `}`
+		tap := NewTap(false, false)
+		tap.Feed([]byte(body))
+		if got := tap.Tokens(); got != tc.want {
+			t.Errorf("usage object of %d bytes: tokens = %d, want %d", tc.size, got, tc.want)
+		}
+		tap.Release()
 	}
 }
