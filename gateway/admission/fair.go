@@ -27,7 +27,7 @@ func TurnOf(w int) uint64 {
 // flow is the waiters of one client key parked on one gate.
 type flow struct {
 	client string
-	idx    int    // index in the gate's queue; -1 when not in one
+	idx    int    // index in the gate's queue, while it is in it
 	tag    uint64 // virtual start of the client's current turn at the gate
 	fin    uint64 // virtual end of that turn: where its next one starts
 	inc    uint64 // turn length, from the client's latest waiter here
@@ -128,9 +128,7 @@ func (c *Controller) detach(k *class) {
 // when the map has doubled since the last pruning.
 func (q *waitQueue) keepTurn(client string, tag uint64) {
 	if tag <= q.vt {
-		if q.fin != nil {
-			delete(q.fin, client)
-		}
+		delete(q.fin, client) // a no-op on a nil map
 		return
 	}
 	if q.fin == nil {
@@ -162,12 +160,12 @@ func (c *Controller) newFlow() *flow {
 		c.freeFlows = c.freeFlows[:n-1]
 		return f
 	}
-	return &flow{idx: -1}
+	return &flow{}
 }
 
 func (c *Controller) freeFlow(f *flow) {
 	classes := f.classes[:0]
-	*f = flow{idx: -1, classes: classes}
+	*f = flow{classes: classes}
 	if len(c.freeFlows) < 1024 {
 		c.freeFlows = append(c.freeFlows, f)
 	}

@@ -65,11 +65,11 @@ func (c *Controller) newClass() *class {
 		c.freeClasses = c.freeClasses[:n-1]
 		return k
 	}
-	return &class{idx: -1, ageIdx: -1}
+	return &class{ageIdx: -1}
 }
 
 func (c *Controller) freeClass(k *class) {
-	*k = class{idx: -1, ageIdx: -1}
+	*k = class{ageIdx: -1}
 	if len(c.freeClasses) < 1024 {
 		c.freeClasses = append(c.freeClasses, k)
 	}
