@@ -92,10 +92,10 @@ type Controller struct {
 	aging       int64         // PriorityAging in nanoseconds
 	seq         uint64
 	waiters     int // waiters parked anywhere
-	free        []*waiter
+	free        freeList[waiter]
 	classes     map[classKey]*class // the class of every path and client with waiters
-	freeClasses []*class
-	freeFlows   []*flow
+	freeClasses freeList[class]
+	freeFlows   freeList[flow]
 	// moves counts class moves from one gate to another (drain), for the
 	// test that shows a release's work does not grow with the waiters.
 	moves    uint64
@@ -225,10 +225,11 @@ func (c *Controller) submit(ctx context.Context, req *Request, p *Permit) (*wait
 	if c.draining {
 		return nil, c.shuttingDown(req, p.gates[:n])
 	}
-	blocked := -1
-	if n > 0 {
-		blocked = c.tryTake(p.gates[:n])
+	if n == 0 {
+		c.grant(p, 0)
+		return nil, nil
 	}
+	blocked := c.tryTake(p.gates[:n])
 	if blocked < 0 {
 		c.grant(p, n)
 		return nil, nil
@@ -259,9 +260,6 @@ func (c *Controller) submit(ctx context.Context, req *Request, p *Permit) (*wait
 	w.queueGate = qg
 	w.start = c.now()
 	w.at = int64(w.start.Sub(c.epoch))
-	if req.MaxWait > 0 {
-		w.deadline = w.start.Add(req.MaxWait)
-	}
 	for _, pg := range w.path[:n] {
 		pg.waiting++
 	}

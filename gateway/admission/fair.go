@@ -155,9 +155,7 @@ func (q *waitQueue) served(f *flow) {
 }
 
 func (c *Controller) newFlow() *flow {
-	if n := len(c.freeFlows); n > 0 {
-		f := c.freeFlows[n-1]
-		c.freeFlows = c.freeFlows[:n-1]
+	if f := c.freeFlows.get(); f != nil {
 		return f
 	}
 	return &flow{}
@@ -166,9 +164,7 @@ func (c *Controller) newFlow() *flow {
 func (c *Controller) freeFlow(f *flow) {
 	classes := f.classes[:0]
 	*f = flow{classes: classes}
-	if len(c.freeFlows) < 1024 {
-		c.freeFlows = append(c.freeFlows, f)
-	}
+	c.freeFlows.put(f)
 }
 
 // flowBefore is the gate's order: the earlier turn; of turns starting

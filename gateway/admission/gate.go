@@ -76,8 +76,7 @@ type waiter struct {
 	cls        *class // the class it waits in, while it waits
 	prev, next *waiter
 	start      time.Time
-	at         int64     // start on the controller's clock (Controller.clock)
-	deadline   time.Time // zero = none of its own (the context may still end it)
+	at         int64 // start on the controller's clock (Controller.clock)
 	state      uint8
 	admitted   time.Time // set when admitted
 	drained    *Error    // set by Drain

@@ -60,9 +60,7 @@ func (c *Controller) move(k *class, to *gate, now int64) {
 }
 
 func (c *Controller) newClass() *class {
-	if n := len(c.freeClasses); n > 0 {
-		k := c.freeClasses[n-1]
-		c.freeClasses = c.freeClasses[:n-1]
+	if k := c.freeClasses.get(); k != nil {
 		return k
 	}
 	return &class{ageIdx: -1}
@@ -70,15 +68,11 @@ func (c *Controller) newClass() *class {
 
 func (c *Controller) freeClass(k *class) {
 	*k = class{ageIdx: -1}
-	if len(c.freeClasses) < 1024 {
-		c.freeClasses = append(c.freeClasses, k)
-	}
+	c.freeClasses.put(k)
 }
 
 func (c *Controller) newWaiter() *waiter {
-	if n := len(c.free); n > 0 {
-		w := c.free[n-1]
-		c.free = c.free[:n-1]
+	if w := c.free.get(); w != nil {
 		return w
 	}
 	return &waiter{ch: make(chan struct{}, 1)}
@@ -88,9 +82,7 @@ func (c *Controller) newWaiter() *waiter {
 func (c *Controller) recycle(w *waiter) {
 	timer, ch := w.timer, w.ch
 	*w = waiter{ch: ch, timer: timer}
-	if len(c.free) < 1024 {
-		c.free = append(c.free, w)
-	}
+	c.free.put(w)
 }
 
 // release returns the slots of path and lets waiters on those gates in.
@@ -159,5 +151,28 @@ func (c *Controller) drain(dirty []*gate) {
 			continue
 		}
 		c.admit(bk.head, now, ns)
+	}
+}
+
+// freeList keeps up to maxFree released waiters, classes or flows for reuse,
+// so that a queue that fills and empties again allocates nothing.
+type freeList[T any] []*T
+
+const maxFree = 1024
+
+// get returns a kept one, nil if none is left.
+func (l *freeList[T]) get() *T {
+	n := len(*l)
+	if n == 0 {
+		return nil
+	}
+	x := (*l)[n-1]
+	*l = (*l)[:n-1]
+	return x
+}
+
+func (l *freeList[T]) put(x *T) {
+	if len(*l) < maxFree {
+		*l = append(*l, x)
 	}
 }
