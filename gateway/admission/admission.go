@@ -348,7 +348,7 @@ func (c *Controller) collect(w *waiter, p *Permit) {
 	p.c = c
 	p.n = w.n
 	p.gates = w.path
-	p.start = int64(w.admitted.Sub(c.epoch)) + 1
+	p.start, p.measured = int64(w.admitted.Sub(c.epoch)), true
 	p.waited = w.admitted.Sub(w.start)
 }
 
@@ -392,14 +392,14 @@ func (c *Controller) hasRoom(g *gate) bool {
 	return c.ledger.InFlight(g.id) < g.cap
 }
 
-// nanos reads the controller's clock as nanoseconds since New, plus one (so
-// that 0 can mean "not measured"). With the real clock it is one monotonic
-// read, half the cost of time.Now, which reads the wall clock too.
+// nanos reads the controller's clock as nanoseconds since New. With the real
+// clock it is one monotonic read, half the cost of time.Now, which reads the
+// wall clock too.
 func (c *Controller) nanos() int64 {
 	if c.realClock {
-		return int64(time.Since(c.epoch)) + 1
+		return int64(time.Since(c.epoch))
 	}
-	return int64(c.now().Sub(c.epoch)) + 1
+	return int64(c.now().Sub(c.epoch))
 }
 
 // grant records an immediate admission of the n gates already taken into p.
@@ -420,7 +420,7 @@ func (c *Controller) grant(p *Permit, n int) {
 	// Reading the clock costs more than the rest of an admission on some
 	// machines, so only a sample of immediate admissions measures its hold.
 	if sample {
-		p.start = c.nanos()
+		p.start, p.measured = c.nanos(), true
 	}
 }
 

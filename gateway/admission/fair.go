@@ -172,11 +172,6 @@ func (c *Controller) freeFlow(f *flow) {
 // is fixed when it starts, so a later weight changes no order); then the
 // earlier waiter.
 func flowBefore(a, b *flow) bool {
-	if a.tag != b.tag {
-		return a.tag < b.tag
-	}
-	if a.fin != b.fin {
-		return a.fin < b.fin
-	}
-	return a.classes[0].head.seq < b.classes[0].head.seq
+	return a.tag < b.tag || a.tag == b.tag && (a.fin < b.fin ||
+		a.fin == b.fin && a.classes[0].head.seq < b.classes[0].head.seq)
 }

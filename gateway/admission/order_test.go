@@ -145,7 +145,7 @@ func TestMovedWaiterKeepsStartAndPlace(t *testing.T) {
 		t.Fatalf("parked on %s and %s, want connection:c1 and model:c1:a", w.cls.on.key, y.cls.on.key)
 	}
 	wantStart, wantSeq := w.start, w.seq
-	c.release(hc.gates[:hc.n], hc.start) // the connection frees; the model is still full
+	c.release(hc.gates[:hc.n], hc.start, hc.measured) // the connection frees; the model is still full
 	if w.cls == nil || w.cls.on.key != "model:c1:a" {
 		t.Fatalf("w not moved onto model:c1:a")
 	}
@@ -155,7 +155,7 @@ func TestMovedWaiterKeepsStartAndPlace(t *testing.T) {
 	if head := c.next(w.cls.on, c.clock()).head; head != w {
 		t.Fatalf("moved waiter is not ahead of the later arrival y")
 	}
-	c.release(hm.gates[:hm.n], hm.start)
+	c.release(hm.gates[:hm.n], hm.start, hm.measured)
 	if w.state != stateAdmitted || y.state != stateWaiting {
 		t.Fatalf("states w=%d y=%d, want w admitted before y", w.state, y.state)
 	}

@@ -85,21 +85,22 @@ func (c *Controller) recycle(w *waiter) {
 	c.free.put(w)
 }
 
-// release returns the slots of path and lets waiters on those gates in.
-func (c *Controller) release(path []*gate, start int64) {
+// release returns the slots of path and lets waiters on those gates in;
+// measured says that start (Controller.nanos) is when they were taken.
+func (c *Controller) release(path []*gate, start int64, measured bool) {
 	var hold time.Duration
-	if start != 0 {
+	if measured {
 		hold = time.Duration(c.nanos() - start)
 	}
 	queued := false
 	for i, g := range path {
 		c.ids[i] = g.id
 		g.held--
-		if start != 0 {
+		if measured {
 			g.observeHold(hold)
 			g.unsampled = 0
 		}
-		queued = queued || g.parked > 0
+		queued = queued || g.parked != 0
 	}
 	if c.mem != nil {
 		c.mem.Put(c.ids[:len(path)])
