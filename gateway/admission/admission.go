@@ -92,10 +92,10 @@ type Controller struct {
 	aging       int64         // PriorityAging in nanoseconds
 	seq         uint64
 	waiters     int // waiters parked anywhere
-	free        []*waiter
+	free        freeList[waiter]
 	classes     map[classKey]*class // the class of every path and client with waiters
-	freeClasses []*class
-	freeFlows   []*flow
+	freeClasses freeList[class]
+	freeFlows   freeList[flow]
 	// moves counts class moves from one gate to another (drain), for the
 	// test that shows a release's work does not grow with the waiters.
 	moves    uint64
@@ -225,10 +225,11 @@ func (c *Controller) submit(ctx context.Context, req *Request, p *Permit) (*wait
 	if c.draining {
 		return nil, c.shuttingDown(req, p.gates[:n])
 	}
-	blocked := -1
-	if n > 0 {
-		blocked = c.tryTake(p.gates[:n])
+	if n == 0 {
+		c.grant(p, 0)
+		return nil, nil
 	}
+	blocked := c.tryTake(p.gates[:n])
 	if blocked < 0 {
 		c.grant(p, n)
 		return nil, nil
@@ -259,9 +260,6 @@ func (c *Controller) submit(ctx context.Context, req *Request, p *Permit) (*wait
 	w.queueGate = qg
 	w.start = c.now()
 	w.at = int64(w.start.Sub(c.epoch))
-	if req.MaxWait > 0 {
-		w.deadline = w.start.Add(req.MaxWait)
-	}
 	for _, pg := range w.path[:n] {
 		pg.waiting++
 	}
@@ -350,7 +348,7 @@ func (c *Controller) collect(w *waiter, p *Permit) {
 	p.c = c
 	p.n = w.n
 	p.gates = w.path
-	p.start = int64(w.admitted.Sub(c.epoch)) + 1
+	p.start, p.measured = int64(w.admitted.Sub(c.epoch)), true
 	p.waited = w.admitted.Sub(w.start)
 }
 
@@ -394,14 +392,14 @@ func (c *Controller) hasRoom(g *gate) bool {
 	return c.ledger.InFlight(g.id) < g.cap
 }
 
-// nanos reads the controller's clock as nanoseconds since New, plus one (so
-// that 0 can mean "not measured"). With the real clock it is one monotonic
-// read, half the cost of time.Now, which reads the wall clock too.
+// nanos reads the controller's clock as nanoseconds since New. With the real
+// clock it is one monotonic read, half the cost of time.Now, which reads the
+// wall clock too.
 func (c *Controller) nanos() int64 {
 	if c.realClock {
-		return int64(time.Since(c.epoch)) + 1
+		return int64(time.Since(c.epoch))
 	}
-	return int64(c.now().Sub(c.epoch)) + 1
+	return int64(c.now().Sub(c.epoch))
 }
 
 // grant records an immediate admission of the n gates already taken into p.
@@ -422,7 +420,7 @@ func (c *Controller) grant(p *Permit, n int) {
 	// Reading the clock costs more than the rest of an admission on some
 	// machines, so only a sample of immediate admissions measures its hold.
 	if sample {
-		p.start = c.nanos()
+		p.start, p.measured = c.nanos(), true
 	}
 }
 

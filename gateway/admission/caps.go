@@ -20,7 +20,7 @@ func (c *Controller) SetCaps(caps map[string]int) {
 		}
 		raised := next == 0 || (g.cap != 0 && next > g.cap)
 		g.cap = next
-		if raised && g.parked > 0 {
+		if raised { // drain passes over a gate with nobody parked on it
 			dirty = append(dirty, g)
 		}
 	}

@@ -27,7 +27,7 @@ func TurnOf(w int) uint64 {
 // flow is the waiters of one client key parked on one gate.
 type flow struct {
 	client string
-	idx    int    // index in the gate's queue; -1 when not in one
+	idx    int    // index in the gate's queue, while it is in it
 	tag    uint64 // virtual start of the client's current turn at the gate
 	fin    uint64 // virtual end of that turn: where its next one starts
 	inc    uint64 // turn length, from the client's latest waiter here
@@ -128,9 +128,7 @@ func (c *Controller) detach(k *class) {
 // when the map has doubled since the last pruning.
 func (q *waitQueue) keepTurn(client string, tag uint64) {
 	if tag <= q.vt {
-		if q.fin != nil {
-			delete(q.fin, client)
-		}
+		delete(q.fin, client) // a no-op on a nil map
 		return
 	}
 	if q.fin == nil {
@@ -157,20 +155,16 @@ func (q *waitQueue) served(f *flow) {
 }
 
 func (c *Controller) newFlow() *flow {
-	if n := len(c.freeFlows); n > 0 {
-		f := c.freeFlows[n-1]
-		c.freeFlows = c.freeFlows[:n-1]
+	if f := c.freeFlows.get(); f != nil {
 		return f
 	}
-	return &flow{idx: -1}
+	return &flow{}
 }
 
 func (c *Controller) freeFlow(f *flow) {
 	classes := f.classes[:0]
-	*f = flow{idx: -1, classes: classes}
-	if len(c.freeFlows) < 1024 {
-		c.freeFlows = append(c.freeFlows, f)
-	}
+	*f = flow{classes: classes}
+	c.freeFlows.put(f)
 }
 
 // flowBefore is the gate's order: the earlier turn; of turns starting
@@ -178,11 +172,6 @@ func (c *Controller) freeFlow(f *flow) {
 // is fixed when it starts, so a later weight changes no order); then the
 // earlier waiter.
 func flowBefore(a, b *flow) bool {
-	if a.tag != b.tag {
-		return a.tag < b.tag
-	}
-	if a.fin != b.fin {
-		return a.fin < b.fin
-	}
-	return a.classes[0].head.seq < b.classes[0].head.seq
+	return a.tag < b.tag || a.tag == b.tag && (a.fin < b.fin ||
+		a.fin == b.fin && a.classes[0].head.seq < b.classes[0].head.seq)
 }

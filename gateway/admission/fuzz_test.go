@@ -21,12 +21,14 @@ var fuzzGates = []string{"global", "connection:a", "connection:b", "model:a:x", 
 
 var fuzzClients = []string{"", "k1", "k2", "k3"}
 
-// fuzzWaiter is a parked request and the permit it will land in.
+// fuzzWaiter is a parked request, the permit it will land in and when its
+// MaxWait runs out (zero: no MaxWait).
 type fuzzWaiter struct {
 	w        *waiter
 	p        *Permit
 	client   string
 	priority Priority
+	deadline time.Time
 }
 
 // effectiveLevel is the level a waiter of priority p that arrived at at
@@ -90,7 +92,11 @@ func FuzzController(f *testing.F) {
 						t.Fatalf("%s: %v", what, err)
 					}
 				case w != nil:
-					waiters = append(waiters, fuzzWaiter{w, p, req.Client, req.Priority})
+					fw := fuzzWaiter{w: w, p: p, client: req.Client, priority: req.Priority}
+					if req.MaxWait > 0 {
+						fw.deadline = w.start.Add(req.MaxWait)
+					}
+					waiters = append(waiters, fw)
 				default:
 					permits = append(permits, p)
 				}
@@ -134,14 +140,14 @@ func FuzzController(f *testing.F) {
 				clk.advance(time.Duration(arg) * time.Millisecond)
 				kept := waiters[:0]
 				for _, fw := range waiters {
-					if fw.w.deadline.IsZero() || clk.now().Before(fw.w.deadline) {
+					if fw.deadline.IsZero() || clk.now().Before(fw.deadline) {
 						kept = append(kept, fw)
 						continue
 					}
 					on := fw.w.cls.on
 					err := c.abandon(fw.w, nil)
 					var ae *Error
-					if !errors.As(err, &ae) || ae.Code != CodeTimeout || ae.Gate.Key != on.key || ae.Waited < fw.w.deadline.Sub(fw.w.start) {
+					if !errors.As(err, &ae) || ae.Code != CodeTimeout || ae.Gate.Key != on.key || ae.Waited < fw.deadline.Sub(fw.w.start) {
 						t.Fatalf("timeout: %v (parked on %s)", err, on.key)
 					}
 					c.recycle(fw.w)

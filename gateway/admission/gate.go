@@ -76,8 +76,7 @@ type waiter struct {
 	cls        *class // the class it waits in, while it waits
 	prev, next *waiter
 	start      time.Time
-	at         int64     // start on the controller's clock (Controller.clock)
-	deadline   time.Time // zero = none of its own (the context may still end it)
+	at         int64 // start on the controller's clock (Controller.clock)
 	state      uint8
 	admitted   time.Time // set when admitted
 	drained    *Error    // set by Drain
@@ -105,7 +104,7 @@ type class struct {
 	level      uint8  // the level it is parked at: base, raised by its head's aging
 	on         *gate  // the full gate it is parked on
 	fl         *flow  // its client's flow on that gate, at level
-	idx        int    // index in fl.classes
+	idx        int    // index in fl.classes, while it is in it
 	ageIdx     int    // index in on.queue.aging; -1 at level 0
 	due        int64  // when it moves up a level (Controller.clock), if level > 0
 	head, tail *waiter

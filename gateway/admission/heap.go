@@ -68,7 +68,7 @@ func (h minHeap[T, O]) swap(i, j int) {
 
 func (h minHeap[T, O]) up(i int) {
 	var o O
-	for i > 0 {
+	for i != 0 {
 		p := (i - 1) / 2
 		if !o.less(h[i], h[p]) {
 			return

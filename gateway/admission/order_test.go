@@ -125,7 +125,7 @@ func TestLiveCaps(t *testing.T) {
 	})
 }
 
-func TestMovedWaiterKeepsDeadlineAndPlace(t *testing.T) {
+func TestMovedWaiterKeepsStartAndPlace(t *testing.T) {
 	t.Parallel()
 	clk := &fakeClock{t: time.Unix(1000, 0)}
 	c := New(Options{Now: clk.now})
@@ -144,18 +144,18 @@ func TestMovedWaiterKeepsDeadlineAndPlace(t *testing.T) {
 	if w.cls.on.key != "connection:c1" || y.cls.on.key != "model:c1:a" {
 		t.Fatalf("parked on %s and %s, want connection:c1 and model:c1:a", w.cls.on.key, y.cls.on.key)
 	}
-	wantDeadline, wantSeq := w.deadline, w.seq
-	c.release(hc.gates[:hc.n], hc.start) // the connection frees; the model is still full
+	wantStart, wantSeq := w.start, w.seq
+	c.release(hc.gates[:hc.n], hc.start, hc.measured) // the connection frees; the model is still full
 	if w.cls == nil || w.cls.on.key != "model:c1:a" {
 		t.Fatalf("w not moved onto model:c1:a")
 	}
-	if !w.deadline.Equal(wantDeadline) || w.seq != wantSeq {
-		t.Fatalf("moved waiter deadline %v seq %d, want %v and %d", w.deadline, w.seq, wantDeadline, wantSeq)
+	if !w.start.Equal(wantStart) || w.seq != wantSeq {
+		t.Fatalf("moved waiter start %v seq %d, want %v and %d", w.start, w.seq, wantStart, wantSeq)
 	}
 	if head := c.next(w.cls.on, c.clock()).head; head != w {
 		t.Fatalf("moved waiter is not ahead of the later arrival y")
 	}
-	c.release(hm.gates[:hm.n], hm.start)
+	c.release(hm.gates[:hm.n], hm.start, hm.measured)
 	if w.state != stateAdmitted || y.state != stateWaiting {
 		t.Fatalf("states w=%d y=%d, want w admitted before y", w.state, y.state)
 	}

@@ -10,7 +10,8 @@ type Permit struct {
 	gates    [maxPath]*gate
 	n        int
 	released bool  // guarded by c.mu
-	start    int64 // Controller.nanos at admission; 0 = hold not measured
+	measured bool  // start was read: the hold is measured (a sample of immediate admissions, every queued one)
+	start    int64 // Controller.nanos at admission, if measured
 	waited   time.Duration
 	blocked  *gate // the full gate the request parked on; nil when admitted at once
 }
@@ -26,7 +27,7 @@ func (p *Permit) Release() {
 	c.mu.Lock()
 	if !p.released {
 		p.released = true
-		c.release(p.gates[:p.n], p.start)
+		c.release(p.gates[:p.n], p.start, p.measured)
 	}
 	c.mu.Unlock()
 }

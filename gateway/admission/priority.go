@@ -99,10 +99,7 @@ func (c *Controller) levelAt(k *class, now int64) int {
 		return 0
 	}
 	steps := (now - k.head.at) / c.aging
-	if steps >= int64(lv) {
-		return 0
-	}
-	return lv - int(steps)
+	return lv - int(min(steps, int64(lv)))
 }
 
 // dueOf is when class k, at level k.level > 0, moves up one level.

@@ -60,25 +60,19 @@ func (c *Controller) move(k *class, to *gate, now int64) {
 }
 
 func (c *Controller) newClass() *class {
-	if n := len(c.freeClasses); n > 0 {
-		k := c.freeClasses[n-1]
-		c.freeClasses = c.freeClasses[:n-1]
+	if k := c.freeClasses.get(); k != nil {
 		return k
 	}
-	return &class{idx: -1, ageIdx: -1}
+	return &class{ageIdx: -1}
 }
 
 func (c *Controller) freeClass(k *class) {
-	*k = class{idx: -1, ageIdx: -1}
-	if len(c.freeClasses) < 1024 {
-		c.freeClasses = append(c.freeClasses, k)
-	}
+	*k = class{ageIdx: -1}
+	c.freeClasses.put(k)
 }
 
 func (c *Controller) newWaiter() *waiter {
-	if n := len(c.free); n > 0 {
-		w := c.free[n-1]
-		c.free = c.free[:n-1]
+	if w := c.free.get(); w != nil {
 		return w
 	}
 	return &waiter{ch: make(chan struct{}, 1)}
@@ -88,26 +82,25 @@ func (c *Controller) newWaiter() *waiter {
 func (c *Controller) recycle(w *waiter) {
 	timer, ch := w.timer, w.ch
 	*w = waiter{ch: ch, timer: timer}
-	if len(c.free) < 1024 {
-		c.free = append(c.free, w)
-	}
+	c.free.put(w)
 }
 
-// release returns the slots of path and lets waiters on those gates in.
-func (c *Controller) release(path []*gate, start int64) {
+// release returns the slots of path and lets waiters on those gates in;
+// measured says that start (Controller.nanos) is when they were taken.
+func (c *Controller) release(path []*gate, start int64, measured bool) {
 	var hold time.Duration
-	if start != 0 {
+	if measured {
 		hold = time.Duration(c.nanos() - start)
 	}
 	queued := false
 	for i, g := range path {
 		c.ids[i] = g.id
 		g.held--
-		if start != 0 {
+		if measured {
 			g.observeHold(hold)
 			g.unsampled = 0
 		}
-		queued = queued || g.parked > 0
+		queued = queued || g.parked != 0
 	}
 	if c.mem != nil {
 		c.mem.Put(c.ids[:len(path)])
@@ -159,5 +152,28 @@ func (c *Controller) drain(dirty []*gate) {
 			continue
 		}
 		c.admit(bk.head, now, ns)
+	}
+}
+
+// freeList keeps up to maxFree released waiters, classes or flows for reuse,
+// so that a queue that fills and empties again allocates nothing.
+type freeList[T any] []*T
+
+const maxFree = 1024
+
+// get returns a kept one, nil if none is left.
+func (l *freeList[T]) get() *T {
+	n := len(*l)
+	if n == 0 {
+		return nil
+	}
+	x := (*l)[n-1]
+	*l = (*l)[:n-1]
+	return x
+}
+
+func (l *freeList[T]) put(x *T) {
+	if len(*l) < maxFree {
+		*l = append(*l, x)
 	}
 }

@@ -44,7 +44,7 @@ func TestStatsRecordWaits(t *testing.T) {
 				mustSubmit(t, c, Request{Gates: path}, &holder)
 				w := mustPark(t, c, Request{Gates: path}, &queued)
 				clk.advance(d)
-				c.release(holder.gates[:holder.n], holder.start)
+				c.release(holder.gates[:holder.n], holder.start, holder.measured)
 				if w.state != stateAdmitted {
 					t.Fatalf("waiter not admitted after the release")
 				}
@@ -52,7 +52,7 @@ func TestStatsRecordWaits(t *testing.T) {
 				if queued.Waited() != d {
 					t.Errorf("waited %v, want %v", queued.Waited(), d)
 				}
-				c.release(queued.gates[:queued.n], queued.start)
+				c.release(queued.gates[:queued.n], queued.start, queued.measured)
 				c.recycle(w)
 			}
 			c.mu.Unlock()
