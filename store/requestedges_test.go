@@ -240,3 +240,31 @@ func TestListRequestsLastFullPageAndUsageBuckets(t *testing.T) {
 		t.Errorf("partitions %v, want requests_p20200101 kept without a retention", parts)
 	}
 }
+
+// A batch marked as maybe committed (an unknown outcome) whose commit in fact
+// did not happen goes through the staging table: each row written once, with
+// its spend.
+func TestRequestLogAmbiguousBatchNotCommittedIsWritten(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	now := time.Now().UTC()
+	if err := s.EnsureRequestPartitions(t.Context(), now, now); err != nil {
+		t.Fatal(err)
+	}
+	l := s.NewRequestLog(store.RequestLogOptions{Interval: time.Hour})
+	for range 3 {
+		r := store.RequestRow{StartedAt: now, Route: "chat", Status: 200, KeyID: "11111111-1111-4111-8111-111111111111",
+			ConnectionID: "33333333-3333-4333-8333-333333333333", UpstreamModel: "glm-5", Attempts: 1, CostMicros: 100, TTFTMs: -1}
+		l.Add(&r)
+	}
+	l.SetAmbiguous()
+	l.FlushNow(t.Context())
+	pool := poolOf(t, s)
+	var cost int64
+	if err := pool.QueryRow(t.Context(), `SELECT coalesce(sum(cost_micros), 0)::bigint FROM spend_daily`).Scan(&cost); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRequests(t, pool); n != 3 || cost != 300 || l.Stats() != (store.RequestLogStats{Added: 3, Written: 3}) {
+		t.Errorf("rows %d, spend %d µ$, %+v; want 3 rows, 300 µ$, 3 written", n, cost, l.Stats())
+	}
+}
