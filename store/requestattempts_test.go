@@ -34,7 +34,7 @@ func TestRequestLogKeepsAttemptsAndUpstreamError(t *testing.T) {
 		Model: "glm-4.7", Route: "chat", Status: 200, Attempts: 1, TTFTMs: -1}
 	l.Add(&failedOver)
 	l.Add(&plain)
-	waitFor(t, "2 rows written", func() bool { return l.Stats().Written == 2 })
+	waitWritten(t, l, 2)
 
 	rows, _, err := s.ListRequests(t.Context(), store.RequestFilter{Limit: 10})
 	if err != nil || len(rows) != 2 {

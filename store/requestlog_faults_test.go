@@ -55,8 +55,12 @@ func tableExists(t *testing.T, pool *pgxpool.Pool, name string) bool {
 // its lock_timeout and, once the reader is gone, is retried and done.
 func TestRequestLogWritesWhileAReaderHoldsRequests(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
-	pool := poolOf(t, s)
+	pool := storetest.Pool(t)
+	var logs syncBuffer
+	s, err := store.New(pool, testSecretKey(), slog.New(slog.NewJSONHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := t.Context()
 	now := time.Now().UTC()
 	if _, err := s.MaintainRequests(ctx, now, 0); err != nil {
@@ -88,13 +92,18 @@ func TestRequestLogWritesWhileAReaderHoldsRequests(t *testing.T) {
 		r := store.RequestRow{StartedAt: time.Now(), Route: "chat", Status: 200, Model: fmt.Sprint("m", i)}
 		l.Add(&r)
 	}
-	waitFor(t, "100 rows written while the reader holds requests", func() bool { return l.Stats().Written == 100 })
+	waitWritten(t, l, 100)
 	if got := countRequests(t, pool); got != 100 {
 		t.Errorf("rows visible = %d, want 100", got)
 	}
 	if !tableExists(t, pool, oldName) {
 		t.Errorf("partition %s dropped while a reader held it: the drop cannot have waited for its lock", oldName)
 	}
+
+	// The operator is told that maintenance failed and is tried again.
+	waitFor(t, "maintenance's failure behind the reader logged", func() bool {
+		return strings.Contains(logs.String(), "request log: partition maintenance failed; tried again later")
+	})
 
 	if err := reader.Rollback(ctx); err != nil {
 		t.Fatal(err)
@@ -117,7 +126,13 @@ func TestRequestLogDropsARefusedRowAlone(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		poison []int
-	}{{"one", []int{26}}, {"three", []int{0, 25, 51}}} {
+	}{
+		{"one", []int{26}},
+		// As many as are logged one by one (maxRefusedLogged), first, middle and last among them.
+		{"ten", []int{0, 5, 10, 15, 20, 25, 30, 35, 40, 51}},
+		// Two more than that: the two are logged as a count.
+		{"twelve", []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 51}},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			testRefusedRows(t, tc.poison)
@@ -171,10 +186,22 @@ func testRefusedRows(t *testing.T, poison []int) {
 		t.Errorf("spend_daily sums %d requests, %d µ$; want %d and %d (the rows written)", reqs, cost, good, good*100)
 	}
 	out := logs.String()
-	for _, id := range poisonIDs {
+	logged := min(len(poison), 10)
+	for _, id := range poisonIDs[:logged] {
 		if !strings.Contains(out, "row refused by the database") || !strings.Contains(out, id) {
 			t.Errorf("the refused row %s is not logged with its id:\n%s", id, out)
 		}
+	}
+	if n := strings.Count(out, `"msg":"request log: row refused by the database; dropped"`); n != logged {
+		t.Errorf("%d refused rows logged one by one, want %d:\n%s", n, logged, out)
+	}
+	more := `"msg":"request log: more rows refused by the database; dropped"`
+	if len(poison) > logged {
+		if want := fmt.Sprintf(`%s,"rows":%d}`, more, len(poison)-logged); !strings.Contains(out, want) {
+			t.Errorf("the refused rows past the first %d are not logged as a count (%s):\n%s", logged, want, out)
+		}
+	} else if strings.Contains(out, more) {
+		t.Errorf("a count of more refused rows logged after only %d:\n%s", len(poison), out)
 	}
 }
 
@@ -259,7 +286,7 @@ func TestRequestLogRetriedCopyNeverDuplicates(t *testing.T) {
 			Attempts: 1, InputTokens: 10, OutputTokens: 5, CostMicros: 100, TTFTMs: -1}
 		l.Add(&r)
 	}
-	waitFor(t, "the batch written", func() bool { return l.Stats().Written == 50 })
+	waitWritten(t, l, 50)
 	stop()
 	if armed.Load() {
 		t.Fatal("no commit reply was lost: the test did not test a retry")

@@ -41,6 +41,19 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// waitWritten waits until l has written n rows, and fails at once when one is
+// dropped instead (refused by the database, say): none of them may be.
+func waitWritten(t *testing.T, l *store.RequestLog, n int64) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%d rows written", n), func() bool {
+		st := l.Stats()
+		if st.Dropped > 0 {
+			t.Fatalf("waiting for %d rows written: %+v, rows dropped", n, st)
+		}
+		return st.Written == n
+	})
+}
+
 func countRequests(t *testing.T, pool *pgxpool.Pool) int64 {
 	t.Helper()
 	var n int64
@@ -86,7 +99,7 @@ func TestRequestLogWritesListsAndAggregates(t *testing.T) {
 		}
 		want = append(want, r)
 	}
-	waitFor(t, "25 rows written", func() bool { return l.Stats().Written == 25 })
+	waitWritten(t, l, 25)
 	stop()
 	if got := countRequests(t, pool); got != 25 {
 		t.Fatalf("rows in requests = %d, want 25", got)

@@ -43,7 +43,9 @@ func (ss *spendSums) add(rows []RequestRow) {
 	}
 	var dayStart, dayEnd int64 // the UTC day of the last row, Unix µs
 	var day time.Time
-	last := -1 // the sum of the previous row summed
+	// last is the sum of the previous row summed. The first row summed always
+	// starts a day (dayEnd is 0), which sets it to -1 before it is read.
+	var last int
 	for i := range rows {
 		r := &rows[i]
 		if r.Attempts == 0 {

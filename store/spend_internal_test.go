@@ -12,7 +12,7 @@ import (
 // connection count nothing.
 func TestSpendSums(t *testing.T) {
 	const keyA, keyB = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
-	const conn = "33333333-3333-4333-8333-333333333333"
+	const conn, conn2 = "33333333-3333-4333-8333-333333333333", "44444444-4444-4444-8444-444444444444"
 	day := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
 	lateUTC := day.Add(24*time.Hour - time.Millisecond)
 	row := func(at time.Time, key, model string, attempts int, cost int64) RequestRow {
@@ -25,6 +25,8 @@ func TestSpendSums(t *testing.T) {
 		row(day.Add(2*time.Hour), keyB, "glm-5", 1, 7),
 		row(day.Add(3*time.Hour), keyA, "glm-5", 1, 100), // back to A after B
 		row(day.Add(3*time.Hour), keyA, "glm-4", 1, 1),
+		{StartedAt: day.Add(3 * time.Hour), KeyID: keyA, ConnectionID: conn2, UpstreamModel: "glm-4", Attempts: 1,
+			InputTokens: 10, OutputTokens: 5, CostMicros: 3}, // the same key and model on another connection
 		row(lateUTC, keyA, "glm-5", 1, 100),
 		row(lateUTC.Add(time.Millisecond), keyA, "glm-5", 1, 1000), // the next UTC day
 		row(lateUTC.In(time.FixedZone("UTC-3", -3*3600)), keyA, "glm-5", 1, 100),
@@ -45,6 +47,7 @@ func TestSpendSums(t *testing.T) {
 	want := map[spendKey]spendSum{
 		{day: day, keyID: keyA, connID: conn, model: "glm-5"}:  {requests: 5, in: 50, out: 25, cost: 500},
 		{day: day, keyID: keyA, connID: conn, model: "glm-4"}:  {requests: 1, in: 10, out: 5, cost: 1},
+		{day: day, keyID: keyA, connID: conn2, model: "glm-4"}: {requests: 1, in: 10, out: 5, cost: 3},
 		{day: day, keyID: keyB, connID: conn, model: "glm-5"}:  {requests: 1, in: 10, out: 5, cost: 7},
 		{day: next, keyID: keyA, connID: conn, model: "glm-5"}: {requests: 1, in: 10, out: 5, cost: 1000},
 	}
