@@ -206,3 +206,16 @@ func TestRateCostAllocatesNothing(t *testing.T) {
 		t.Errorf("Cost allocates %v times, want 0", n)
 	}
 }
+
+// TestCacheWriteDefaultsToAQuarterAboveInput: a price without a cache-write
+// rate charges prompt-cache writes at 1.25 × its input rate, rounded down
+// (Anthropic's five-minute write), for inputs of every size.
+func TestCacheWriteDefaultsToAQuarterAboveInput(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[Micros]Micros{0: 0, 3: 3, 4: 5, 7: 8, 8: 10, 3_000_000: 3_750_000, 3_000_001: 3_750_001} {
+		r := Prices{"m": {Input: new(in)}}.Lookup("p", "m")
+		if r.CacheWrite != want || !r.writeDefault {
+			t.Errorf("input %d: cache write %d (default %v), want %d (default)", in, r.CacheWrite, r.writeDefault, want)
+		}
+	}
+}
