@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -29,10 +30,24 @@ func runLog(t *testing.T, l *store.RequestLog) (stop func()) {
 	return stop
 }
 
+// waitEnv names a duration that replaces waitFor's bound of 30 s. The writer
+// takes a flush interval or two (tens of milliseconds) to get where a test waits
+// for it; scripts/mutate sets a few seconds, so a mutant that loses a row fails
+// in seconds rather than at the whole bound.
+const waitEnv = "GATEHOUSE_TEST_WAIT"
+
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	bound := 30 * time.Second
+	if v := os.Getenv(waitEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("%s=%q: want a positive duration", waitEnv, v)
+		}
+		bound = d
+	}
+	deadline := time.Now().Add(bound)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
