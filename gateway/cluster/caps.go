@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +17,9 @@ import (
 // the gate; a lowered cap admits nobody until the cluster-wide count is
 // below it. The fallback controller gets each cap divided by the live
 // replicas.
+//
+// A gate whose cap is at or above an enclosing gate's (ledgerCaps) is
+// treated as uncapped in Redis: it can never be the gate that binds.
 //
 // A gate that becomes capped counts the permits already running through it:
 // they took no lease there while it was uncapped (see admit), so their
@@ -37,10 +41,11 @@ func (c *Controller) setCaps(caps map[string]int) []entry {
 			c.caps[k] = v
 		}
 	}
+	ledger := ledgerCaps(c.caps)
 	resubscribe := false
 	var capped []*gateState
 	for key, g := range c.gates {
-		next := c.caps[key]
+		next := ledger[key]
 		if next == g.cap {
 			continue
 		}
@@ -57,7 +62,7 @@ func (c *Controller) setCaps(caps map[string]int) []entry {
 			g.kickHeads()
 		}
 	}
-	for key, cp := range c.caps {
+	for key, cp := range ledger {
 		if c.gates[key] == nil {
 			g := c.newGate("", key)
 			g.setCap(cp)
@@ -142,7 +147,7 @@ func (c *Controller) Stats() []admission.GateStats {
 	byKey := make(map[string]*admission.GateStats, len(c.gates))
 	for _, g := range c.gates {
 		byKey[g.key] = &admission.GateStats{
-			Key: g.key, Level: g.level, Cap: g.cap,
+			Key: g.key, Level: g.level, Cap: c.caps[g.key],
 			InFlight: max(g.count, g.held), Queued: max(g.queued, len(g.parked)), Waiting: g.waiting,
 			Admitted: g.admitted, Timeouts: g.timeouts, QueueFull: g.queueFull, Cancels: g.cancels,
 			WaitTotal: g.waitTotal, Waits: g.waits, MeanHold: time.Duration(g.holdMean),
@@ -234,3 +239,48 @@ func (c *Controller) LostLeases() int64 {
 	defer c.mu.Unlock()
 	return c.lostLeases
 }
+
+// ledgerCaps is caps without the gates that can never bind: a gate whose
+// cap is at or above the cap of a gate enclosing it (enclosing), which every
+// request through it also passes. Such a gate holds at most what the
+// enclosing one holds, at most that one's cap, so it takes no lease and
+// costs no Redis command; its cap is still reported (Stats). It becomes a
+// ledger gate again (its running permits entered, as for any gate that
+// becomes capped) when its cap drops below the enclosing gate's or that
+// cap is removed. caps is returned as it is when nothing is dominated.
+func ledgerCaps(caps map[string]int) map[string]int {
+	out, cloned := caps, false
+	for key, v := range caps {
+		for _, e := range enclosing(key) {
+			if ec := caps[e]; ec > 0 && ec <= v {
+				if !cloned {
+					out, cloned = maps.Clone(caps), true
+				}
+				delete(out, key)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// enclosing is the gates every path through key's gate passes too, as the
+// gateway builds paths (global, provider:<p>, connection:<id>,
+// model:<id>:<M>): a model's gate is inside its connection's, and every
+// gate but a client key's inside the global one. A connection's provider
+// is not in its key, so that enclosure is not used.
+func enclosing(key string) []string {
+	switch {
+	case strings.HasPrefix(key, "model:"):
+		id, _, ok := strings.Cut(key[len("model:"):], ":")
+		if !ok || id == "" {
+			return globalOnly
+		}
+		return []string{"connection:" + id, "global"}
+	case strings.HasPrefix(key, "connection:"), strings.HasPrefix(key, "provider:"):
+		return globalOnly
+	}
+	return nil
+}
+
+var globalOnly = []string{"global"}

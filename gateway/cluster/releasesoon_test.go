@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,4 +86,105 @@ func TestReleaseSoonWakesAWaiterElsewhere(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	soon(t, r.p)
+}
+
+// TestReleaseSoonGreedyAcrossReplicas: many requests at once on two
+// replicas, giving their slots back with ReleaseSoon and Release in turn,
+// some hanging up while they wait, never hold more than a gate's cap — on
+// the connection's gate, on a model gate enclosed by it (no lease of its
+// own) and on a model gate that binds below it. Counted by the holders
+// themselves: a permit counts from its admission until just before it is
+// given back, and holds its slot for a round trip to Redis in between.
+func TestReleaseSoonGreedyAcrossReplicas(t *testing.T) {
+	const (
+		conn, roomy, tight = "connection:greedy", "model:greedy:roomy", "model:greedy:tight"
+		connCap, tightCap  = 3, 1
+		workers, turns     = 12, 25
+	)
+	caps := map[string]int{conn: connCap, roomy: connCap, tight: tightCap}
+	reps := replicas(t, 2, caps, Options{})
+	var mu sync.Mutex
+	held := map[string]int{}
+	peak := map[string]int{}
+	admitted, hungUp := 0, 0
+	enter := func(gates []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		admitted++
+		for _, g := range gates {
+			held[g]++
+			peak[g] = max(peak[g], held[g])
+		}
+	}
+	leave := func(gates []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, g := range gates {
+			held[g]--
+		}
+	}
+	var wg sync.WaitGroup
+	for w := range 2 * workers {
+		c := reps[w%2]
+		model := roomy
+		if w%3 == 0 {
+			model = tight
+		}
+		gates := []string{conn, model}
+		req := admission.Request{Gates: path("global", conn, model), MaxWait: time.Minute}
+		wg.Go(func() {
+			for i := range turns {
+				ctx, cancel := context.WithCancel(t.Context())
+				if i%5 == 4 {
+					go cancel() // the client hangs up while it may still wait
+				}
+				g, err := c.Acquire(ctx, req)
+				cancel()
+				if err != nil {
+					if ctx.Err() == nil || t.Context().Err() != nil {
+						t.Errorf("acquire: %v", err)
+						return
+					}
+					mu.Lock()
+					hungUp++
+					mu.Unlock()
+					continue
+				}
+				enter(gates)
+				// The request's work: a round trip to Redis, so that permits
+				// overlap as long-running ones do.
+				if err := c.rdb.Ping(t.Context()).Err(); err != nil {
+					t.Error(err)
+				}
+				leave(gates)
+				if i%2 == 0 {
+					soon(t, g)
+				} else {
+					g.Release()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for g, cp := range map[string]int{conn: connCap, roomy: connCap, tight: tightCap} {
+		if peak[g] > cp {
+			t.Errorf("%s held %d at once, over its cap of %d", g, peak[g], cp)
+		}
+	}
+	if admitted+hungUp != 2*workers*turns {
+		t.Errorf("%d admitted + %d hung up, want %d requests", admitted, hungUp, 2*workers*turns)
+	}
+	if admitted < 2*workers*turns*4/5 {
+		t.Errorf("%d admitted, want at least the %d requests that never hung up", admitted, 2*workers*turns*4/5)
+	}
+	for _, c := range reps {
+		if err := c.Close(context.WithoutCancel(t.Context())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, g := range []string{conn, roomy, tight} {
+		if n := zcard(t, reps[0].rdb, reps[0].keys.holders(g)); n != 0 {
+			t.Errorf("%d leases left on %s after Close", n, g)
+		}
+	}
 }
