@@ -239,7 +239,8 @@ func (x *exchange) noteWindows(c *conn, h http.Header) {
 // within each group of equal priority, the most headroom first (1 − the
 // largest used fraction of the connection's usage windows; no window counts
 // as 0 used), then, for a request that follows bindings, the fewest sessions
-// bound, so that new sessions spread over the accounts; the sort is stable,
+// bound or being bound (conn.placing), so that new sessions spread over the
+// accounts even when they start together; the sort is stable,
 // so rotation still breaks the remaining ties.
 //
 //go:noinline
@@ -259,6 +260,9 @@ func (x *exchange) placeNew() {
 	}
 	if x.aff.follow {
 		x.g.bindings.Counts(ids[:n], bound[:n])
+		for k, i := range x.cand.idx[:n] {
+			bound[k] += int(x.targets[i].c.placing.Load())
+		}
 	}
 	idx := x.cand.idx[:n]
 	better := func(a, b int) bool {

@@ -333,3 +333,46 @@ func TestAffinityOff(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionsStartingTogetherSpread: a new session whose first turn starts
+// while another new session's first turn is still upstream (its binding not
+// written yet) goes to the other account, not to the same one because the
+// bound counts tie: sessions being bound count as bound. Run twice, with
+// the rotation that breaks ties shifted by one between the two, so that
+// rotation alone would put them together in one of the two.
+func TestSessionsStartingTogetherSpread(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, upstreamtest.Options{})
+	z := e.conn("z", "acct-z", "other-model")
+	e.gw.Apply(Config{Connections: []Connection{e.anthropicConn("x", 4, true), e.anthropicConn("y", 4, true), z}})
+	ctx := testCtx(t)
+	for round := range 2 {
+		hold := make(chan struct{})
+		for _, k := range []string{"acct-x", "acct-y"} {
+			if err := e.up.SetKeyBehavior(k, upstreamtest.Behavior{Hold: hold}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		start := func(name string) <-chan string {
+			ch := make(chan string, 1)
+			go func() {
+				ch <- e.served(ctx, "sys-"+name, 1, session.HeaderGatehouse, name)
+			}()
+			return ch
+		}
+		a := start(fmt.Sprintf("a%d", round))
+		waitFor(t, 5*time.Second, "the first session upstream", func() bool { return e.up.InFlight() == 1 })
+		if round == 1 {
+			// A request elsewhere moves the rotation on by one.
+			if r := e.post(ctx, "/v1/chat/completions", `{"model":"other-model","messages":[{"role":"user","content":"hi"}]}`); r.status != http.StatusOK {
+				t.Fatalf("other model: %d %s", r.status, r.body)
+			}
+		}
+		b := start(fmt.Sprintf("b%d", round))
+		waitFor(t, 5*time.Second, "the second session upstream", func() bool { return e.up.InFlight() == 2 })
+		close(hold)
+		if ca, cb := <-a, <-b; ca == cb {
+			t.Errorf("round %d: two sessions started together both went to %s", round, ca)
+		}
+	}
+}

@@ -101,6 +101,10 @@ func (x *exchange) attempt() attemptResult {
 	ks := x.key
 	ks.Carry.InFlight.Add(1)
 	defer ks.Carry.InFlight.Add(-1)
+	if x.aff.key != 0 && c.affinity && x.aff.bound != c.id {
+		c.placing.Add(1)
+		defer c.placing.Add(-1)
+	}
 	x.relayed = 0
 	defer x.kturn.GiveBack() // no dispatch followed the key's turn (cleared below when one does)
 	// spent is what the attempt is known to have cost: unknown (the

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/admission"
@@ -73,6 +74,11 @@ type conn struct {
 	// (override drainAtPercent).
 	affinity bool
 	drainAt  float64
+	// placing counts the requests in flight here that will bind a session
+	// to it (no binding yet, or one elsewhere): placeNew counts them with
+	// the sessions bound, so that sessions starting together spread before
+	// their first answers write their bindings.
+	placing atomic.Int32
 }
 
 // target is one way to serve a requested model: a connection and the
