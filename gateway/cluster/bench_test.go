@@ -75,6 +75,32 @@ func BenchmarkAcquireReleaseParallel(b *testing.B) {
 	})
 }
 
+// BenchmarkAcquireReleaseSoonParallel: many goroutines of one replica admit
+// and give back with ReleaseSoon, as the gateway does, below every cap; it
+// reports the round trips (pipelines and single commands) per request.
+func BenchmarkAcquireReleaseSoonParallel(b *testing.B) {
+	rdb := newClient(b, shared.sock)
+	trips := &roundTrips{}
+	rdb.AddHook(trips)
+	c := newController(b, rdb, Options{Prefix: uniquePrefix(b)})
+	c.SetCaps(map[string]int{benchKeys[0]: 1000, benchKeys[1]: 500, benchKeys[2]: 100, benchKeys[3]: 50})
+	req := admission.Request{Gates: path(benchKeys...), MaxWait: 30 * time.Second}
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	trips.take()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			p, err := c.Acquire(b.Context(), req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			p.(admission.SoonReleaser).ReleaseSoon()
+		}
+	})
+	b.ReportMetric(float64(trips.take())/float64(b.N), "round-trips/op")
+}
+
 // BenchmarkPing is the floor: two PINGs, the same round trips with no work.
 func BenchmarkPing(b *testing.B) {
 	rdb := newClient(b, shared.sock)

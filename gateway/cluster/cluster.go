@@ -237,6 +237,7 @@ func (c *Controller) Close(ctx context.Context) error {
 	c.stop()
 	_ = c.ps.Close()
 	c.wg.Wait()
+	c.co.flush()
 	c.soon.Wait()
 
 	c.mu.Lock()

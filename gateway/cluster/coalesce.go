@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 
@@ -24,9 +25,15 @@ import (
 // A call queued with a finisher (runTxSoon: a release) is not waited for:
 // its caller returns at once, and whoever sends it runs the finisher with
 // the replies in. When such a call would lead, a goroutine of its own does,
-// for that pipeline only. Calls still go to Redis in the order they were
-// queued, so a release queued before an admit of this replica is applied
-// before it.
+// for that pipeline only, unless the call is lazy: then it waits in the
+// queue for the next caller to lead, or for the timer (lazyWait), whichever
+// comes first. Calls still go to Redis in the order they were queued, so a
+// release queued before an admit of this replica is applied before it.
+//
+// While calls come together (the last pipeline carried more than one), a
+// caller about to lead yields the processor once first: handlers already
+// runnable make their calls into its pipeline instead of the next one, so
+// fewer pipelines carry the same calls.
 type coalescer struct {
 	rdb     redis.UniversalClient
 	base    context.Context
@@ -39,7 +46,23 @@ type coalescer struct {
 	busy  bool    // a leader is sending or about to
 	queue []*call // calls not sent yet, in arrival order
 	spare []*call // the previous batch's backing array, reused
+	// lazy counts the queued calls that may wait up to lazyWait for a
+	// pipeline to ride in (runTxSoon with lazy set); armed is set while
+	// timer runs to send them if no call leads one before.
+	lazy     int
+	armed    bool
+	timer    *time.Timer
+	lazyWait time.Duration
+	eager    bool // flushed for Close: no call waits any more
+	// crowded is set when the last pipeline carried more than one call:
+	// calls are being made at the same time, and a leader yields once
+	// before sending (do).
+	crowded bool
 }
+
+// lazyWait bounds how long a lazy release waits in the queue for a pipeline
+// that another call leads: then the timer leads one for it.
+const lazyWait = time.Millisecond
 
 // maxBatch bounds one pipeline; calls beyond it go in the next.
 const maxBatch = 128
@@ -57,6 +80,8 @@ type call struct {
 	// fin, when set, is run by the sender once the replies are in; nobody
 	// waits on done.
 	fin finisher
+	// lazy: fin is set and the call may wait up to lazyWait to be sent.
+	lazy bool
 }
 
 // finisher reads the replies of a call nobody waits for (runTxSoon).
@@ -67,7 +92,9 @@ type finisher interface {
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan bool, 1)} }}
 
 func newCoalescer(rdb redis.UniversalClient, base context.Context, timeout time.Duration) *coalescer {
-	p := &coalescer{rdb: rdb, base: base, timeout: timeout}
+	p := &coalescer{rdb: rdb, base: base, timeout: timeout, lazyWait: lazyWait}
+	p.timer = time.AfterFunc(time.Hour, p.fire)
+	p.timer.Stop()
 	if _, ok := rdb.(*redis.Client); ok {
 		p.txPipe = rdb.TxPipeline()
 	}
@@ -106,17 +133,68 @@ func (p *coalescer) runTx(cmds []redis.Cmder) error {
 // runTxSoon queues cmds as runTx does and returns at once; fin.finish runs
 // once their replies are in (each command holds its own), on the goroutine
 // that sent them.
-func (p *coalescer) runTxSoon(cmds []redis.Cmder, fin finisher) {
+func (p *coalescer) runTxSoon(cmds []redis.Cmder, fin finisher, lazy bool) {
 	cl := callPool.Get().(*call)
 	cl.tx, cl.fin = cmds, fin
 	p.mu.Lock()
+	cl.lazy = lazy && !p.eager
+	lazy = cl.lazy
 	p.queue = append(p.queue, cl)
-	lead := !p.busy
+	if lazy {
+		p.lazy++
+	}
+	if p.busy {
+		p.mu.Unlock()
+		return
+	}
+	if p.lazy == len(p.queue) {
+		p.arm()
+		p.mu.Unlock()
+		return
+	}
 	p.busy = true
 	p.mu.Unlock()
-	if lead {
-		go p.lead()
+	go p.lead(nil)
+}
+
+// arm starts the timer that sends the lazy calls queued if no other call
+// leads a pipeline first. With p.mu held.
+func (p *coalescer) arm() {
+	if !p.armed {
+		p.armed = true
+		p.timer.Reset(p.lazyWait)
 	}
+}
+
+// fire is the timer's: it leads a pipeline for the lazy calls still queued,
+// unless a leader is at work (it takes them).
+func (p *coalescer) fire() {
+	p.mu.Lock()
+	p.armed = false
+	p.flushLocked()
+}
+
+// flush sends the lazy calls queued now, without waiting for the timer,
+// unless a leader is at work (it takes them); from then on no call waits
+// (Close).
+func (p *coalescer) flush() {
+	p.mu.Lock()
+	p.eager = true
+	p.timer.Stop()
+	p.armed = false
+	p.flushLocked()
+}
+
+// flushLocked is fire's and flush's: it is called with p.mu held and
+// unlocks it.
+func (p *coalescer) flushLocked() {
+	if p.busy || len(p.queue) == 0 {
+		p.mu.Unlock()
+		return
+	}
+	p.busy = true
+	p.mu.Unlock()
+	p.lead(nil)
 }
 
 func (p *coalescer) do(cl *call) *redis.Cmd {
@@ -124,12 +202,21 @@ func (p *coalescer) do(cl *call) *redis.Cmd {
 	p.queue = append(p.queue, cl)
 	lead := !p.busy
 	p.busy = true
+	crowded := p.crowded
 	p.mu.Unlock()
 	if !lead {
 		lead = <-cl.done
 	}
 	if lead {
-		p.lead()
+		if crowded {
+			// Yield once before sending: handlers already runnable, about
+			// to make calls of their own, queue behind this one and go in
+			// the same pipeline instead of the next. Only while calls come
+			// together: the yield wakes an idle processor, a cost a lone
+			// caller would pay for nothing.
+			runtime.Gosched()
+		}
+		p.lead(cl)
 	}
 	cmd := cl.cmd
 	*cl = call{done: cl.done}
@@ -140,27 +227,32 @@ func (p *coalescer) do(cl *call) *redis.Cmd {
 // lead sends the queued calls as one pipeline, hands each its reply, and
 // passes the lead on to the first call queued meanwhile, if any: to its
 // caller, or to a goroutine of its own for a call nobody waits for.
-func (p *coalescer) lead() {
+func (p *coalescer) lead(own *call) {
 	p.mu.Lock()
 	n := min(len(p.queue), maxBatch)
 	batch := p.queue[:n:n]
 	rest := p.queue[n:]
 	p.queue = append(p.spare[:0], rest...)
 	p.spare = nil
+	p.crowded = n > 1
+	for _, cl := range batch {
+		if cl.lazy {
+			p.lazy--
+		}
+	}
 	p.mu.Unlock()
 
 	p.exec(batch)
 
-	// The leader's own call is batch[0] (it queued first, or was handed the
-	// lead as the first queued): its caller reads the reply on return,
-	// unless nobody waits for it.
-	for i, cl := range batch {
+	// The leader's own call (own) is in the batch, behind any lazy calls
+	// queued before it: its caller reads the reply on return.
+	for _, cl := range batch {
 		switch {
 		case cl.fin != nil:
 			cl.fin.finish()
 			*cl = call{done: cl.done}
 			callPool.Put(cl)
-		case i > 0:
+		case cl != own:
 			cl.done <- false
 		}
 	}
@@ -168,16 +260,20 @@ func (p *coalescer) lead() {
 	p.mu.Lock()
 	p.spare = batch[:0]
 	var next *call
-	if len(p.queue) > 0 {
-		next = p.queue[0]
-	} else {
+	switch {
+	case len(p.queue) == 0:
 		p.busy = false
+	case p.lazy == len(p.queue) && !p.eager:
+		p.busy = false
+		p.arm()
+	default:
+		next = p.queue[0]
 	}
 	p.mu.Unlock()
 	switch {
 	case next == nil:
 	case next.fin != nil:
-		go p.lead()
+		go p.lead(nil)
 	default:
 		next.done <- true
 	}

@@ -62,12 +62,19 @@
 // no other. The gateway gives a permit back with ReleaseSoon: the release is queued for
 // the next pipeline and nobody waits for its reply, so the release's round trip is
 // neither between the answer's last byte and the client nor between the handler and the
-// connection's next request. With no pipeline in flight a goroutine sends it; otherwise
-// it rides with the calls queued after it — the admits of the next requests, which it
-// precedes in Redis (calls go in the order queued). Its replies are read there
-// (expired leases counted, waiters woken as Release does), and Close waits for every
-// one. Argument buffers are pooled and gate keys, caps and the TTL boxed once, so the
-// transactions allocate nothing of their own.
+// connection's next request. It rides with the calls queued after it — the admits of the
+// next requests, which it precedes in Redis (calls go in the order queued). With no
+// pipeline in flight, a release through gates with room to spare (nobody waiting there as
+// far as this replica knows, at least half the cap free with the slot still held) waits
+// up to 1 ms for one (a "lazy" release; a timer sends it otherwise); any other release is
+// sent at once by a goroutine of its own. The slot is thus free in Redis up to 1 ms later,
+// which can only make the ledger stricter, and only where half the cap is free anyway.
+// Its replies are read where it is sent (expired leases counted, waiters woken as Release
+// does), and Close sends the lazy ones at once and waits for every one. While calls come
+// together, the caller about to lead a pipeline yields the processor once first, so
+// handlers already runnable queue their calls into it rather than the next. Argument
+// buffers are pooled and gate keys, caps and the TTL boxed once, so the transactions
+// allocate nothing of their own.
 //
 // # Release and waking
 //

@@ -65,6 +65,15 @@ func (g *gateState) setCap(c int) {
 	g.cap, g.capArg = c, c
 }
 
+// roomy reports whether a release through g, just counted out of g.count,
+// may wait lazyWait to ride in another call's pipeline: nobody waits on g as
+// far as this replica knows, and even with the slot still held g had at
+// least half its cap free when last seen, so the slot given back a moment
+// later keeps nobody from being admitted. With Controller.mu held.
+func (g *gateState) roomy() bool {
+	return g.cap > 0 && g.queued == 0 && g.waiting == 0 && len(g.parked) == 0 && 2*(g.count+1) <= g.cap
+}
+
 const holdAlpha = 0.125
 
 func (g *gateState) observeHold(d time.Duration) {

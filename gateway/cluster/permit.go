@@ -138,6 +138,7 @@ func (l *lease) releaseMode(ctx context.Context, mode int) error {
 	var buf [1 + maxPath]any
 	var hkeys [maxPath]any
 	args := append(buf[:0], l.member)
+	roomy := true
 	for i, g := range l.path {
 		g.held--
 		g.count = max(g.count-1, 0)
@@ -147,6 +148,7 @@ func (l *lease) releaseMode(ctx context.Context, mode int) error {
 		}
 		hkeys[len(args)-1] = g.hKeyArg
 		args = append(args, g.keyArg)
+		roomy = roomy && g.roomy()
 	}
 	c.mu.Unlock()
 	sent := len(args) - 1
@@ -157,7 +159,7 @@ func (l *lease) releaseMode(ctx context.Context, mode int) error {
 	var err error
 	switch {
 	case mode == releaseSoon && c.txRelease:
-		c.releaseTxSoon(l.member, args[1:], hkeys[:sent], len(l.path))
+		c.releaseTxSoon(l.member, args[1:], hkeys[:sent], len(l.path), roomy)
 		return nil
 	case mode != releaseDirect && c.txRelease:
 		n, err = c.releaseTx(l.member, args[1:], hkeys[:sent])
@@ -295,7 +297,7 @@ var softPool = sync.Pool{New: func() any { return new(softRelease) }}
 // read by finish, on the goroutine that sends them, which counts expired
 // leases and wakes waiters as releaseTx does (the wake on a goroutine of
 // its own: it is a round trip). Close waits for every one queued.
-func (c *Controller) releaseTxSoon(member string, gates, hkeys []any, paths int) {
+func (c *Controller) releaseTxSoon(member string, gates, hkeys []any, paths int, lazy bool) {
 	r := softPool.Get().(*softRelease)
 	r.c, r.member, r.paths = c, member, paths
 	r.b = getTxBuf()
@@ -308,7 +310,7 @@ func (c *Controller) releaseTxSoon(member string, gates, hkeys []any, paths int)
 	}
 	r.hm = r.b.hmgetQueued(c.queuedArg, r.gates[:r.ng])
 	c.soon.Add(1)
-	c.co.runTxSoon(r.b.cmds[:r.b.nc], r)
+	c.co.runTxSoon(r.b.cmds[:r.b.nc], r, lazy)
 }
 
 func (r *softRelease) finish() {
