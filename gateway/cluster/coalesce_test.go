@@ -50,6 +50,9 @@ func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next 
 
 func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		if handshake([]redis.Cmder{cmd}) {
+			return next(ctx, cmd)
+		}
 		h.mu.Lock()
 		h.singles++
 		if isCall(cmd.Name()) {
