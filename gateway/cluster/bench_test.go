@@ -59,20 +59,7 @@ func reportRedisCost(b *testing.B, before, after map[string]cmdStat) {
 // BenchmarkAcquireReleaseParallel: the same from many goroutines of one
 // replica, below every cap.
 func BenchmarkAcquireReleaseParallel(b *testing.B) {
-	c := benchController(b)
-	req := admission.Request{Gates: path(benchKeys...), MaxWait: 30 * time.Second}
-	b.ReportAllocs()
-	b.SetParallelism(4)
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			p, err := c.Acquire(b.Context(), req)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			p.Release()
-		}
-	})
+	acquireParallel(b, benchController(b), 4, admission.Grant.Release)
 }
 
 // BenchmarkAcquireReleaseSoonParallel: many goroutines of one replica admit
@@ -84,10 +71,17 @@ func BenchmarkAcquireReleaseSoonParallel(b *testing.B) {
 	rdb.AddHook(trips)
 	c := newController(b, rdb, Options{Prefix: uniquePrefix(b)})
 	c.SetCaps(map[string]int{benchKeys[0]: 1000, benchKeys[1]: 500, benchKeys[2]: 100, benchKeys[3]: 50})
+	trips.take()
+	acquireParallel(b, c, 8, func(g admission.Grant) { g.(admission.SoonReleaser).ReleaseSoon() })
+	b.ReportMetric(float64(trips.take())/float64(b.N), "round-trips/op")
+}
+
+// acquireParallel admits the four-gate bench path from parallelism
+// goroutines per processor and gives each permit back with giveBack.
+func acquireParallel(b *testing.B, c *Controller, parallelism int, giveBack func(admission.Grant)) {
 	req := admission.Request{Gates: path(benchKeys...), MaxWait: 30 * time.Second}
 	b.ReportAllocs()
-	b.SetParallelism(8)
-	trips.take()
+	b.SetParallelism(parallelism)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			p, err := c.Acquire(b.Context(), req)
@@ -95,10 +89,9 @@ func BenchmarkAcquireReleaseSoonParallel(b *testing.B) {
 				b.Error(err)
 				return
 			}
-			p.(admission.SoonReleaser).ReleaseSoon()
+			giveBack(p)
 		}
 	})
-	b.ReportMetric(float64(trips.take())/float64(b.N), "round-trips/op")
 }
 
 // BenchmarkPing is the floor: two PINGs, the same round trips with no work.

@@ -54,6 +54,7 @@ type coalescer struct {
 	timer    *time.Timer
 	lazyWait time.Duration
 	eager    bool // flushed for Close: no call waits any more
+	lazied   int  // calls queued lazy so far (tests)
 	// crowded is set when the last pipeline carried more than one call:
 	// calls are being made at the same time, and a leader yields once
 	// before sending (do).
@@ -142,6 +143,7 @@ func (p *coalescer) runTxSoon(cmds []redis.Cmder, fin finisher, lazy bool) {
 	p.queue = append(p.queue, cl)
 	if lazy {
 		p.lazy++
+		p.lazied++
 	}
 	if p.busy {
 		p.mu.Unlock()

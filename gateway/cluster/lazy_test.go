@@ -195,3 +195,32 @@ func TestReleaseNotLazyWhereItCounts(t *testing.T) {
 		}
 	})
 }
+
+// TestLazyReleaseGreedyAcrossReplicas: the greedy run of
+// TestReleaseSoonGreedyAcrossReplicas on gates with room to spare, so that
+// many releases ride lazily (counted), every permit given back with
+// ReleaseSoon: no gate holds more than its cap at once, on a connection of
+// 32 and on a model gate of 3 that binds below it (4 workers); every request ends
+// admitted or hung up, none waits on a slot held back by a lazy release
+// past its minute, and Close leaves no lease.
+func TestLazyReleaseGreedyAcrossReplicas(t *testing.T) {
+	const conn, model, other = "connection:lazy", "model:lazy:m", "model:lazy:other"
+	caps := map[string]int{conn: 32, model: 3}
+	reps := replicas(t, 2, caps, Options{})
+	greedy(t, reps, caps, func(w int) []string {
+		if w%6 == 0 {
+			return []string{conn, model}
+		}
+		return []string{conn, other}
+	}, func(t *testing.T, _ int, g admission.Grant) { soon(t, g) })
+	lazied := 0
+	for _, c := range reps {
+		c.co.mu.Lock()
+		lazied += c.co.lazied
+		c.co.mu.Unlock()
+	}
+	if lazied == 0 {
+		t.Error("no release rode lazily: the run did not exercise the rule")
+	}
+	t.Logf("%d of the releases queued lazily", lazied)
+}

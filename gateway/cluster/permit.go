@@ -138,7 +138,8 @@ func (l *lease) releaseMode(ctx context.Context, mode int) error {
 	var buf [1 + maxPath]any
 	var hkeys [maxPath]any
 	args := append(buf[:0], l.member)
-	roomy := true
+	// Only a release not waited for may ride lazily in a later pipeline.
+	lazy := mode == releaseSoon
 	for i, g := range l.path {
 		g.held--
 		g.count = max(g.count-1, 0)
@@ -148,7 +149,7 @@ func (l *lease) releaseMode(ctx context.Context, mode int) error {
 		}
 		hkeys[len(args)-1] = g.hKeyArg
 		args = append(args, g.keyArg)
-		roomy = roomy && g.roomy()
+		lazy = lazy && g.roomy()
 	}
 	c.mu.Unlock()
 	sent := len(args) - 1
@@ -159,7 +160,7 @@ func (l *lease) releaseMode(ctx context.Context, mode int) error {
 	var err error
 	switch {
 	case mode == releaseSoon && c.txRelease:
-		c.releaseTxSoon(l.member, args[1:], hkeys[:sent], len(l.path), roomy)
+		c.releaseTxSoon(l.member, args[1:], hkeys[:sent], len(l.path), lazy)
 		return nil
 	case mode != releaseDirect && c.txRelease:
 		n, err = c.releaseTx(l.member, args[1:], hkeys[:sent])

@@ -92,17 +92,34 @@ func TestReleaseSoonWakesAWaiterElsewhere(t *testing.T) {
 // replicas, giving their slots back with ReleaseSoon and Release in turn,
 // some hanging up while they wait, never hold more than a gate's cap — on
 // the connection's gate, on a model gate enclosed by it (no lease of its
-// own) and on a model gate that binds below it. Counted by the holders
-// themselves: a permit counts from its admission until just before it is
-// given back, and holds its slot for a round trip to Redis in between.
+// own) and on a model gate that binds below it.
 func TestReleaseSoonGreedyAcrossReplicas(t *testing.T) {
-	const (
-		conn, roomy, tight = "connection:greedy", "model:greedy:roomy", "model:greedy:tight"
-		connCap, tightCap  = 3, 1
-		workers, turns     = 12, 25
-	)
-	caps := map[string]int{conn: connCap, roomy: connCap, tight: tightCap}
-	reps := replicas(t, 2, caps, Options{})
+	const conn, roomy, tight = "connection:greedy", "model:greedy:roomy", "model:greedy:tight"
+	caps := map[string]int{conn: 3, roomy: 3, tight: 1}
+	greedy(t, replicas(t, 2, caps, Options{}), caps, func(w int) []string {
+		if w%3 == 0 {
+			return []string{conn, tight}
+		}
+		return []string{conn, roomy}
+	}, func(t *testing.T, i int, g admission.Grant) {
+		if i%2 == 0 {
+			soon(t, g)
+		} else {
+			g.Release()
+		}
+	})
+}
+
+// greedy runs 12 workers per replica of reps, 25 turns each, on the gates
+// pathOf gives each worker (after "global"); every fifth turn hangs up while
+// it may still wait, and giveBack returns each permit. Counted by the
+// holders themselves (a permit counts from its admission until just before
+// it is given back, and holds its slot for a round trip to Redis in
+// between), no gate of caps holds more than its cap at once; every request
+// ends admitted or hung up; no lease is left after Close.
+func greedy(t *testing.T, reps []*Controller, caps map[string]int, pathOf func(w int) []string, giveBack func(t *testing.T, i int, g admission.Grant)) {
+	t.Helper()
+	const workers, turns = 12, 25
 	var mu sync.Mutex
 	held := map[string]int{}
 	peak := map[string]int{}
@@ -124,14 +141,10 @@ func TestReleaseSoonGreedyAcrossReplicas(t *testing.T) {
 		}
 	}
 	var wg sync.WaitGroup
-	for w := range 2 * workers {
-		c := reps[w%2]
-		model := roomy
-		if w%3 == 0 {
-			model = tight
-		}
-		gates := []string{conn, model}
-		req := admission.Request{Gates: path("global", conn, model), MaxWait: time.Minute}
+	for w := range len(reps) * workers {
+		c := reps[w%len(reps)]
+		gates := pathOf(w)
+		req := admission.Request{Gates: path(append([]string{"global"}, gates...)...), MaxWait: time.Minute}
 		wg.Go(func() {
 			for i := range turns {
 				ctx, cancel := context.WithCancel(t.Context())
@@ -157,32 +170,29 @@ func TestReleaseSoonGreedyAcrossReplicas(t *testing.T) {
 					t.Error(err)
 				}
 				leave(gates)
-				if i%2 == 0 {
-					soon(t, g)
-				} else {
-					g.Release()
-				}
+				giveBack(t, i, g)
 			}
 		})
 	}
 	wg.Wait()
-	for g, cp := range map[string]int{conn: connCap, roomy: connCap, tight: tightCap} {
+	for g, cp := range caps {
 		if peak[g] > cp {
 			t.Errorf("%s held %d at once, over its cap of %d", g, peak[g], cp)
 		}
 	}
-	if admitted+hungUp != 2*workers*turns {
-		t.Errorf("%d admitted + %d hung up, want %d requests", admitted, hungUp, 2*workers*turns)
+	total := len(reps) * workers * turns
+	if admitted+hungUp != total {
+		t.Errorf("%d admitted + %d hung up, want %d requests", admitted, hungUp, total)
 	}
-	if admitted < 2*workers*turns*4/5 {
-		t.Errorf("%d admitted, want at least the %d requests that never hung up", admitted, 2*workers*turns*4/5)
+	if admitted < total*4/5 {
+		t.Errorf("%d admitted, want at least the %d requests that never hung up", admitted, total*4/5)
 	}
 	for _, c := range reps {
 		if err := c.Close(context.WithoutCancel(t.Context())); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, g := range []string{conn, roomy, tight} {
+	for g := range caps {
 		if n := zcard(t, reps[0].rdb, reps[0].keys.holders(g)); n != 0 {
 			t.Errorf("%d leases left on %s after Close", n, g)
 		}
