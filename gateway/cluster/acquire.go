@@ -46,6 +46,9 @@ func (c *Controller) acquire(ctx context.Context, req admission.Request, start t
 	if c.down.Load() {
 		return c.acquireDegraded(ctx, req, start)
 	}
+	if l := c.takeOver(req); l != nil {
+		return l, nil
+	}
 	w, err := c.begin(req)
 	if err != nil {
 		return nil, err
@@ -93,6 +96,9 @@ func (c *Controller) TryAcquire(req admission.Request) (admission.Grant, bool) {
 	if c.down.Load() {
 		return c.tryDegraded(req)
 	}
+	if l := c.takeOver(req); l != nil {
+		return l, true
+	}
 	w, err := c.begin(req)
 	if err != nil {
 		return nil, false
@@ -118,7 +124,7 @@ func (c *Controller) TryAcquire(req admission.Request) (admission.Grant, bool) {
 	if out.status != stAdmitted {
 		c.mu.Lock()
 		g := w.path[out.blocked]
-		g.count, g.queued = out.count, out.queued
+		g.count, g.queued = g.counted(out.count), out.queued
 		c.mu.Unlock()
 		return nil, false
 	}
@@ -268,7 +274,7 @@ func (c *Controller) park(w *waiter, out outcome) {
 	w.setArrival(out.arrival)
 	w.on = out.blocked
 	g := w.path[out.blocked]
-	g.count, g.queued = out.count, out.queued
+	g.count, g.queued = g.counted(out.count), out.queued
 	g.park(w)
 	for _, pg := range w.path {
 		pg.waiting++
@@ -343,7 +349,7 @@ func (c *Controller) wait(ctx context.Context, req admission.Request, w *waiter,
 			w.path[w.on].park(w)
 		}
 		g := w.path[w.on]
-		g.count, g.queued = out.count, out.queued
+		g.count, g.queued = g.counted(out.count), out.queued
 		w.kickIfMissed()
 		c.mu.Unlock()
 	}
@@ -355,23 +361,15 @@ func (c *Controller) wait(ctx context.Context, req admission.Request, w *waiter,
 func (c *Controller) grant(w *waiter, waited time.Duration) *lease {
 	l := &lease{c: c, member: w.member, path: w.path, start: time.Now(), waited: waited, found: w.found, unleased: w.unleased}
 	c.mu.Lock()
-	c.totals.Admitted++
 	if len(w.path) == 0 {
+		c.totals.Admitted++
 		c.mu.Unlock()
 		return l
 	}
 	c.leases[l] = struct{}{}
+	c.admitted(w.path, w.found, waited)
 	var enter uint8
 	for i, g := range w.path {
-		g.held++
-		if f := w.found[i]; f >= 0 {
-			g.count = int(f) + 1 // the cluster-wide count, as the script found it
-		} else {
-			g.count++
-		}
-		g.admitted++
-		g.waitTotal += waited
-		g.waits.Observe(waited)
 		if l.unleased&(1<<i) != 0 && g.cap > 0 {
 			enter |= 1 << i
 		}
@@ -382,4 +380,26 @@ func (c *Controller) grant(w *waiter, waited time.Duration) *lease {
 		c.enterLeases([]entry{{l, enter}})
 	}
 	return l
+}
+
+// admitted counts an admission through path after waited, found being what
+// Redis counted on each gate (-1: not counted). c.mu must be held.
+func (c *Controller) admitted(path []*gateState, found [maxPath]int32, waited time.Duration) {
+	c.totals.Admitted++
+	var now time.Duration
+	for i, g := range path {
+		g.held++
+		if f := found[i]; f >= 0 {
+			g.count = g.counted(int(f) + 1) // the cluster-wide count, as the script found it
+			if now == 0 {
+				now = c.now()
+			}
+			g.seen = now
+		} else {
+			g.count++
+		}
+		g.admitted++
+		g.waitTotal += waited
+		g.waits.Observe(waited)
+	}
 }

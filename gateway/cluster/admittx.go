@@ -197,10 +197,12 @@ func (c *Controller) admit(w *waiter) (bool, error) {
 			// What it found keeps this replica's next newcomers from
 			// trying the transaction on a gate that is full or has waiters.
 			c.mu.Lock()
+			now := c.now()
 			j := 0
 			for _, g := range w.path {
 				if g.cap > 0 && j < nc {
-					g.count = max(g.count, int(found[j]))
+					g.seen = now
+					g.count = max(g.count, g.counted(int(found[j])))
 					if waiting&(1<<j) != 0 {
 						g.queued = max(g.queued, 1)
 					}

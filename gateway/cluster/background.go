@@ -293,9 +293,11 @@ func (c *Controller) renew(ctx context.Context) error {
 		c.log.Warn("cluster: leases expired before renewal; caps may be exceeded until those requests end",
 			slog.Int("lost", lostLeases))
 	}
+	now := c.now()
 	for j, g := range capped {
 		if 2*j+1 < len(counts) {
-			g.count, g.queued = int(counts[2*j]), int(counts[2*j+1])
+			g.seen = now
+			g.count, g.queued = g.counted(int(counts[2*j])), int(counts[2*j+1])
 		}
 	}
 	return nil

@@ -152,6 +152,20 @@ type Controller struct {
 	closed       bool
 	draining     bool // set by Drain
 
+	// Kept leases (keep.go): by path, oldest first; how many; how long one
+	// waits to be taken over (0: none is kept) and how old the gates'
+	// counts may be; the timer that gives back those that wait longer, and
+	// whether it is set; how many were taken over (tests).
+	kept      map[pathKey][]*lease
+	nKept     int
+	keptAny   atomic.Int64 // nKept, read without c.mu
+	keepIdle  time.Duration
+	keepFresh time.Duration
+	keepTimer *time.Timer
+	keepArmed bool
+	takenOver int64
+	epoch     time.Time // c.now's origin
+
 	// queuedHook, when set (tests only), runs after Acquire's first script
 	// queued a request and before the request is parked locally.
 	queuedHook func()
@@ -194,7 +208,13 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 		replicas:     1,
 		subscribed:   make(map[string]bool),
 		clientFields: make(map[string]any),
+		kept:         make(map[pathKey][]*lease),
+		keepIdle:     defaultKeepIdle,
+		keepFresh:    defaultKeepFresh,
+		epoch:        time.Now(),
 	}
+	c.keepTimer = time.AfterFunc(time.Hour, c.sweepKept)
+	c.keepTimer.Stop()
 	if c.ttl < 3*time.Millisecond {
 		return nil, fmt.Errorf("cluster: lease TTL %s is too short", c.ttl)
 	}
@@ -233,6 +253,7 @@ func (c *Controller) Close(ctx context.Context) error {
 	}
 	c.closed = true
 	close(c.closing)
+	c.keepTimer.Stop()
 	c.mu.Unlock()
 	c.stop()
 	_ = c.ps.Close()

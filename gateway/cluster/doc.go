@@ -69,6 +69,12 @@
 // up to 1 ms for one (a "lazy" release; a timer sends it otherwise); any other release is
 // sent at once by a goroutine of its own. The slot is thus free in Redis up to 1 ms later,
 // which can only make the ledger stricter, and only where half the cap is free anyway.
+// Where the gates are that roomy and Redis counted them within keepFresh (20 ms) with
+// nobody waiting, the release does not even do that: the lease stays in Redis, kept for
+// the next request on the same path, which takes it over without a Redis call; a lease
+// not taken within keepIdle (5 ms) goes back as a lazy release (keep.go). A kept lease
+// counts in Redis like a permit's, so caps hold; other replicas' waiters may wait up to
+// keepFresh plus keepIdle longer on a gate this replica saw at most half full.
 // Its replies are read where it is sent (expired leases counted, waiters woken as Release
 // does), and Close sends the lazy ones at once and waits for every one. While calls come
 // together, the caller about to lead a pipeline yields the processor once first, so

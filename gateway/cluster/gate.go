@@ -29,8 +29,13 @@ type gateState struct {
 	// waiting counts local waiters whose path includes the gate.
 	waiting int
 	// count and queued are the gate's cluster-wide holders and queue as
-	// last seen (heartbeat, attempts), adjusted by local admissions.
+	// last seen (heartbeat, attempts), adjusted by local admissions; count
+	// leaves out the leases this replica keeps (counted).
 	count, queued int
+	// seen is when Redis last counted the gate for this replica (c.now());
+	// idle counts the leases kept through it (keep.go).
+	seen time.Duration
+	idle int
 
 	// wakes counts the wake-up messages heard for g, so a waiter that parks
 	// after one arrived (its script ran before the release, its local park
@@ -64,6 +69,10 @@ func (c *Controller) newGate(level, key string) *gateState {
 func (g *gateState) setCap(c int) {
 	g.cap, g.capArg = c, c
 }
+
+// counted is a count of g's holders from Redis without the leases this
+// replica keeps (idle): those hold no permit. With Controller.mu held.
+func (g *gateState) counted(n int) int { return max(n-g.idle, 0) }
 
 // roomy reports whether a release through g, just counted out of g.count,
 // may wait lazyWait to ride in another call's pipeline: nobody waits on g as

@@ -77,7 +77,7 @@ func (c *Controller) rejectFull(ctx context.Context, w *waiter, out outcome) err
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	qg, g := w.qgate, w.path[out.blocked]
-	g.count, g.queued = out.count, out.queued
+	g.count, g.queued = g.counted(out.count), out.queued
 	if err := ctx.Err(); err != nil {
 		g.cancels++
 		c.totals.Cancels++

@@ -70,11 +70,29 @@ func lazyController(t *testing.T, caps map[string]int, wait time.Duration, quiet
 		opts.LeaseTTL, opts.Recheck = time.Hour, time.Hour
 	}
 	c := newController(t, rdb, opts)
+	c.mu.Lock()
+	c.keepIdle = 0 // releases go to Redis, lazily or not: nothing is kept
+	c.mu.Unlock()
 	c.co.mu.Lock()
 	c.co.lazyWait = wait
 	c.co.mu.Unlock()
 	c.SetCaps(caps)
 	return c, trips
+}
+
+// soonUnsent gives a back with ReleaseSoon after counting its admission's
+// writes out, and checks that the release wrote nothing to Redis and that
+// the one lease on holders is still there (held by what why says).
+func soonUnsent(t *testing.T, a admission.Grant, trips *ledgerWrites, holders, why string) {
+	t.Helper()
+	trips.take()
+	soon(t, a)
+	if n := trips.take(); n != 0 {
+		t.Fatalf("ReleaseSoon on a roomy gate wrote %d times, want none", n)
+	}
+	if n := zcard(t, shared.client(t), holders); n != 1 {
+		t.Fatalf("%d leases on %s after ReleaseSoon, want 1: %s", n, holders, why)
+	}
 }
 
 // TestLazyReleaseRidesTheNextCall: a release through gates with room to
@@ -90,15 +108,7 @@ func TestLazyReleaseRidesTheNextCall(t *testing.T) {
 	holders := c.keys.holders(gate)
 	req := admission.Request{Gates: path("global", gate)}
 
-	a := mustTryAcquire(t, c, req)
-	trips.take()
-	soon(t, a)
-	if n := trips.take(); n != 0 {
-		t.Fatalf("ReleaseSoon on a roomy gate sent %d writes of its own, want none", n)
-	}
-	if n := zcard(t, stats, holders); n != 1 {
-		t.Fatalf("%d leases on %s after a lazy release, want the one not sent yet", n, gate)
-	}
+	soonUnsent(t, mustTryAcquire(t, c, req), trips, holders, "a lazy release not sent yet")
 	b := mustTryAcquire(t, c, req)
 	if n := trips.take(); n != 1 {
 		t.Errorf("admit with a lazy release queued: %d ledger writes, want 1", n)
@@ -127,16 +137,25 @@ func TestLazyReleaseRidesTheNextCall(t *testing.T) {
 func TestLazyReleaseSentByItsTimer(t *testing.T) {
 	const gate = "connection:c1"
 	c, trips := lazyController(t, map[string]int{gate: 10}, lazyWait, true)
-	stats := shared.client(t)
-	req := admission.Request{Gates: path("global", gate)}
-	a := mustTryAcquire(t, c, req)
+	sentByItself(t, c, trips, gate, nil)
+}
+
+// sentByItself gives a permit on gate back with ReleaseSoon, with no other
+// call to follow it, and checks that the lease leaves Redis by itself, in
+// one write. between, if set, runs right after ReleaseSoon.
+func sentByItself(t *testing.T, c *Controller, trips *ledgerWrites, gate string, between func()) {
+	t.Helper()
+	a := mustTryAcquire(t, c, admission.Request{Gates: path("global", gate)})
 	trips.take()
 	soon(t, a)
-	waitFor(t, 10*time.Second, "the lazy release to reach Redis", func() bool {
-		return zcard(t, stats, c.keys.holders(gate)) == 0
+	if between != nil {
+		between()
+	}
+	waitFor(t, 10*time.Second, "the lease to leave Redis", func() bool {
+		return zcard(t, shared.client(t), c.keys.holders(gate)) == 0
 	})
 	if n := trips.take(); n != 1 {
-		t.Errorf("the timer sent the release in %d writes, want 1", n)
+		t.Errorf("the lease left Redis in %d writes, want 1", n)
 	}
 }
 
@@ -207,6 +226,11 @@ func TestLazyReleaseGreedyAcrossReplicas(t *testing.T) {
 	const conn, model, other = "connection:lazy", "model:lazy:m", "model:lazy:other"
 	caps := map[string]int{conn: 32, model: 3}
 	reps := replicas(t, 2, caps, Options{})
+	for _, c := range reps {
+		c.mu.Lock()
+		c.keepIdle = 0 // every release goes to Redis (kept leases: keep_test.go)
+		c.mu.Unlock()
+	}
 	greedy(t, reps, caps, func(w int) []string {
 		if w%6 == 0 {
 			return []string{conn, model}

@@ -36,6 +36,11 @@ type lease struct {
 	// in the ledger (it is in Controller.pending); nil once it is, and for
 	// grants admitted through Redis.
 	fb *admission.Permit
+	// idle says whether the lease is a permit's (inUse) or kept for the next
+	// request on its path (kept, since idleAt; swept: on its way back). See
+	// keep.go. Guarded by c.mu.
+	idle   int8
+	idleAt time.Duration
 }
 
 // Release gives the slots back (one round trip) and wakes the waiters of
@@ -135,21 +140,34 @@ func (l *lease) releaseMode(ctx context.Context, mode int) error {
 		return nil
 	}
 	delete(c.leases, l)
+	idle := l.idle != inUse // a kept lease given back: no permit ends
+	if l.idle == kept {
+		c.unkeep(l)
+	}
 	var buf [1 + maxPath]any
 	var hkeys [maxPath]any
 	args := append(buf[:0], l.member)
 	// Only a release not waited for may ride lazily in a later pipeline.
 	lazy := mode == releaseSoon
 	for i, g := range l.path {
-		g.held--
-		g.count = max(g.count-1, 0)
-		g.observeHold(hold)
+		if !idle {
+			g.held--
+			g.count = max(g.count-1, 0)
+			g.observeHold(hold)
+		}
 		if (l.lost|l.unleased)&(1<<i) != 0 {
 			continue // counted lost already, or never leased: nothing to give back
 		}
 		hkeys[len(args)-1] = g.hKeyArg
 		args = append(args, g.keyArg)
 		lazy = lazy && g.roomy()
+	}
+	if mode == releaseSoon && !idle {
+		if now := c.now(); c.keepable(l, now) {
+			c.keep(l, now)
+			c.mu.Unlock()
+			return nil
+		}
 	}
 	c.mu.Unlock()
 	sent := len(args) - 1
