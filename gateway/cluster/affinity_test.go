@@ -9,7 +9,7 @@ import (
 // another, replaced when the session moves, and gone after its TTL.
 func TestAffinitySharesBindings(t *testing.T) {
 	t.Parallel()
-	prefix := "aff" + t.Name()
+	prefix := uniquePrefix(t)
 	a, err := NewAffinity(LimitsOptions{Client: newClient(t, shared.sock), Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)

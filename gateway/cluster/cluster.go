@@ -157,8 +157,7 @@ type Controller struct {
 	// counts may be; the timer that gives back those that wait longer, and
 	// whether it is set; how many were taken over (tests).
 	kept      map[pathKey][]*lease
-	nKept     int
-	keptAny   atomic.Int64 // nKept, read without c.mu
+	nKept     atomic.Int64 // changed with c.mu held, read without it
 	keepIdle  time.Duration
 	keepFresh time.Duration
 	keepTimer *time.Timer

@@ -65,7 +65,8 @@
 // connection's next request. It rides with the calls queued after it — the admits of the
 // next requests, which it precedes in Redis (calls go in the order queued). With no
 // pipeline in flight, a release through gates with room to spare (nobody waiting there as
-// far as this replica knows, at least half the cap free with the slot still held) waits
+// far as this replica knows, at least half the cap free with the slot and the kept leases
+// still held) waits
 // up to 1 ms for one (a "lazy" release; a timer sends it otherwise); any other release is
 // sent at once by a goroutine of its own. The slot is thus free in Redis up to 1 ms later,
 // which can only make the ledger stricter, and only where half the cap is free anyway.

@@ -74,13 +74,20 @@ func (g *gateState) setCap(c int) {
 // replica keeps (idle): those hold no permit. With Controller.mu held.
 func (g *gateState) counted(n int) int { return max(n-g.idle, 0) }
 
+// quiet reports whether nobody waits on g as far as this replica knows.
+// With Controller.mu held.
+func (g *gateState) quiet() bool {
+	return g.queued == 0 && g.waiting == 0 && len(g.parked) == 0
+}
+
 // roomy reports whether a release through g, just counted out of g.count,
-// may wait lazyWait to ride in another call's pipeline: nobody waits on g as
-// far as this replica knows, and even with the slot still held g had at
-// least half its cap free when last seen, so the slot given back a moment
-// later keeps nobody from being admitted. With Controller.mu held.
+// may be late — ride lazily in another call's pipeline, or keep its lease
+// (keep.go): g is quiet, and even with the slot still held and the leases
+// this replica keeps, g had at least half its cap free when last seen, so
+// the slot given back a moment later keeps nobody from being admitted.
+// With Controller.mu held.
 func (g *gateState) roomy() bool {
-	return g.cap > 0 && g.queued == 0 && g.waiting == 0 && len(g.parked) == 0 && 2*(g.count+1) <= g.cap
+	return g.cap > 0 && g.quiet() && 2*(g.count+g.idle+1) <= g.cap
 }
 
 const holdAlpha = 0.125

@@ -54,38 +54,28 @@ func keyOf(path []*gateState) (k pathKey) {
 // now is the time since the controller started, on the monotonic clock.
 func (c *Controller) now() time.Duration { return time.Since(c.epoch) }
 
-// keepable reports whether l, just given back with ReleaseSoon, may keep its
-// lease for the next request on its path: keeping is on, the controller runs
-// through Redis, l's leases are all there (none lost, and it holds one on
-// exactly the capped gates), and every capped gate was counted within
-// keepFresh with nobody waiting and at least half its cap free counting the
-// leases kept and this one. c.mu must be held; l's slots are counted out of
-// g.count already.
+// keepable reports whether l, just given back with ReleaseSoon through gates
+// that are all roomy (its release may ride lazily), may keep its lease for
+// the next request on its path: keeping is on, the controller runs through
+// Redis, l's leases are all there (none lost, and it holds one on exactly
+// the capped gates), and Redis counted every capped gate within keepFresh.
+// c.mu must be held.
 func (c *Controller) keepable(l *lease, now time.Duration) bool {
 	if c.keepIdle <= 0 || c.closed || c.draining || c.down.Load() || l.lost != 0 {
 		return false
 	}
-	capped := false
 	for i, g := range l.path {
-		leased := l.unleased&(1<<i) == 0
-		if leased != (g.cap > 0) {
-			return false
-		}
-		if !leased {
-			continue
-		}
-		capped = true
-		if !g.calm(now, c.keepFresh) || 2*(g.count+g.idle+1) > g.cap {
+		if leased := l.unleased&(1<<i) == 0; leased != (g.cap > 0) || leased && now-g.seen > c.keepFresh {
 			return false
 		}
 	}
-	return capped
+	return true
 }
 
 // calm reports whether Redis counted g within fresh and nobody waits on it
 // as far as this replica knows. With Controller.mu held.
 func (g *gateState) calm(now, fresh time.Duration) bool {
-	return g.queued == 0 && g.waiting == 0 && len(g.parked) == 0 && now-g.seen <= fresh
+	return g.quiet() && now-g.seen <= fresh
 }
 
 // keep files l's lease, still in Redis, for the next request on its path, as
@@ -99,8 +89,7 @@ func (c *Controller) keep(l *lease, now time.Duration) {
 	for _, g := range l.path {
 		g.idle++
 	}
-	c.nKept++
-	c.keptAny.Store(int64(c.nKept))
+	c.nKept.Add(1)
 	if !c.keepArmed {
 		c.keepArmed = true
 		c.keepTimer.Reset(c.keepIdle)
@@ -122,8 +111,7 @@ func (c *Controller) unkeep(k *lease) {
 	for _, g := range k.path {
 		g.idle--
 	}
-	c.nKept--
-	c.keptAny.Store(int64(c.nKept))
+	c.nKept.Add(-1)
 	k.idle = swept
 }
 
@@ -135,11 +123,11 @@ func (c *Controller) takeOver(req admission.Request) *lease {
 	if len(req.Gates) > maxPath || len(req.Gates) == 0 {
 		return nil
 	}
-	if c.keptAny.Load() == 0 {
+	if c.nKept.Load() == 0 {
 		return nil // the usual case: nothing to look up, no lock
 	}
 	c.mu.Lock()
-	if c.nKept == 0 || c.closed || c.draining {
+	if c.closed || c.draining {
 		c.mu.Unlock()
 		return nil
 	}

@@ -162,7 +162,7 @@ func (l *lease) releaseMode(ctx context.Context, mode int) error {
 		args = append(args, g.keyArg)
 		lazy = lazy && g.roomy()
 	}
-	if mode == releaseSoon && !idle {
+	if lazy && !idle && len(args) > 1 {
 		if now := c.now(); c.keepable(l, now) {
 			c.keep(l, now)
 			c.mu.Unlock()
